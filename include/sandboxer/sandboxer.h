@@ -1,0 +1,76 @@
+/* sandboxer.h — the public C API of libsandboxer.
+ *
+ * One-shot runs, builder style (minijail-like): sbx_run_new() → sbx_run_set_…() → sbx_run_execute()
+ * → read the report → sbx_run_free(). Functions return 0 (or a non-negative value) on success and
+ * a negative errno on failure; a human sentence for the last failure is at sbx_run_error().
+ * Strings passed in are copied. Nothing here prints. */
+#ifndef SANDBOXER_H
+#define SANDBOXER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SBX_PUBLIC __attribute__((visibility("default")))
+#else
+#define SBX_PUBLIC
+#endif
+
+typedef struct sbx_run sbx_run;
+
+SBX_PUBLIC sbx_run *sbx_run_new(void);
+/* Frees the handle; accepts NULL; returns NULL. */
+SBX_PUBLIC sbx_run *sbx_run_free(sbx_run *run);
+
+/* A built-in profile id ("profile.python"), a profile on the search path, or a YAML file. */
+SBX_PUBLIC int sbx_run_set_profile(sbx_run *run, const char *name_or_file);
+/* The site policy file (default: /etc/sandboxer/policy.yaml if present, else built in). */
+SBX_PUBLIC int sbx_run_set_policy_file(sbx_run *run, const char *path);
+/* "auto", "native", "landlock", ... */
+SBX_PUBLIC int sbx_run_set_backend(sbx_run *run, const char *backend);
+/* "balanced" or "strict". */
+SBX_PUBLIC int sbx_run_set_mode(sbx_run *run, const char *mode);
+SBX_PUBLIC int sbx_run_set_workspace(sbx_run *run, const char *host_dir);
+SBX_PUBLIC int sbx_run_set_cwd(sbx_run *run, const char *dir);
+/* "NAME=VALUE", added after the profile's env. */
+SBX_PUBLIC int sbx_run_add_env(sbx_run *run, const char *name_value);
+/* A per-request limit override ("timeout_s", "memory_mb", ...): refused at execute time with a
+ * message naming the policy key unless the policy file allows it. */
+SBX_PUBLIC int sbx_run_set_limit(sbx_run *run, const char *key, double value);
+/* The command (argv[0] is looked up in the sandbox's PATH). Copied. */
+SBX_PUBLIC int sbx_run_set_command(sbx_run *run, char *const argv[]);
+/* Descriptors for the command's stdin, stdout and stderr (default 0, 1, 2). Borrowed. */
+SBX_PUBLIC int sbx_run_set_stdio(sbx_run *run, int in_fd, int out_fd, int err_fd);
+/* Give the command a pseudo-terminal. */
+SBX_PUBLIC int sbx_run_set_tty(sbx_run *run, bool tty);
+/* While executing, SIGINT/SIGTERM/SIGHUP/SIGQUIT to the process cancel the run (default on). */
+SBX_PUBLIC int sbx_run_set_handle_signals(sbx_run *run, bool on);
+
+/* Mark the request as failed before it runs (e.g. a bad command-line argument): execute then
+ * produces a setup_error report with this message and returns 125 without running anything. */
+SBX_PUBLIC int sbx_run_set_failure(sbx_run *run, const char *message);
+
+/* Resolve the configuration and print it with the source of each value, and the backend that
+ * would run it; runs nothing. Returns 0, or -errno with sbx_run_error() set. */
+SBX_PUBLIC int sbx_run_dry_run(sbx_run *run, FILE *f, bool json);
+
+/* Run the command in a fresh sandbox and wait until it and everything it started are gone.
+ * Returns the exit status DESIGN.md defines (the command's code, 128+signal, 124 timeout,
+ * 125 sandboxer failure, 126 not executable, 127 not found). The report is always produced. */
+SBX_PUBLIC int sbx_run_execute(sbx_run *run);
+
+/* The report of the last execute (or of the setup error), JSON, owned by the handle. */
+SBX_PUBLIC const char *sbx_run_report_json(sbx_run *run);
+/* The last error, a sentence naming what failed and the fix; NULL if none. */
+SBX_PUBLIC const char *sbx_run_error(sbx_run *run);
+
+SBX_PUBLIC const char *sbx_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# setup.sh — from a fresh Debian 12 machine to a working sandboxer: installs the Debian packages
+# that are missing, builds into build/, and runs one command in a sandbox as a demonstration.
+#
+#   bash scripts/setup.sh [--no-demo] [--deps-only]
+#
+# Idempotent: installs only what is missing (apt-get update first, once, only then), reconfigures
+# an existing build directory instead of recreating it. As a non-root user the apt step goes
+# through sudo when there is one; otherwise it says what to run. CI=true builds with warnings as
+# errors (-Dwerror=true).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+BUILD=$ROOT/build
+demo=1 build=1
+for arg in "$@"; do
+        case $arg in
+        --no-demo) demo=0 ;;
+        --deps-only) build=0 demo=0 ;;
+        -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+        esac
+done
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+# What the build, the tests and the tools around them use (Debian 12 package names).
+PACKAGES=(
+        build-essential gcc libc6-dev meson ninja-build pkg-config # toolchain
+        libseccomp-dev libyaml-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev # libraries
+        clang llvm libclang-rt-14-dev clang-format # fuzzing (libFuzzer), symbolizer, format check
+        python3 python3-jsonschema # report schema checks, test helpers
+        iproute2 procps util-linux passwd coreutils # namespaces, ps, runuser/setpriv, useradd
+        bubblewrap hyperfine sudo # the bwrap backend, benchmarks
+        man-db groff-base # man page rendering checks
+)
+
+# ---- 1. packages --------------------------------------------------------------------------------
+missing=()
+for p in "${PACKAGES[@]}"; do
+        [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" = installed ] || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+        say "all ${#PACKAGES[@]} packages are installed"
+else
+        say "installing ${#missing[@]} missing packages: ${missing[*]}"
+        if [ "$(id -u)" = 0 ]; then
+                SUDO=()
+        elif command -v sudo >/dev/null 2>&1; then
+                say "not root: using sudo for apt-get"
+                SUDO=(sudo)
+        else
+                die "not root and no sudo: run 'su -c \"bash $ROOT/scripts/setup.sh --deps-only\"' as root, then this again"
+        fi
+        export DEBIAN_FRONTEND=noninteractive
+        "${SUDO[@]}" apt-get update -q || die "apt-get update failed"
+        "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" || die "apt-get install failed"
+        say "packages installed"
+fi
+[ "$build" = 1 ] || exit 0
+
+# ---- 2. build -----------------------------------------------------------------------------------
+werror=false
+[ "${CI:-}" = true ] && werror=true
+if [ -f "$BUILD/meson-private/coredata.dat" ]; then
+        # Touch the configuration only when it differs: reconfiguring forces a regeneration.
+        current=$(meson introspect "$BUILD" --buildoptions 2>/dev/null |
+                python3 -c 'import json, sys; print(str([o["value"] for o in json.load(sys.stdin) if o["name"] == "werror"][0]).lower())' \
+                2>/dev/null || echo unknown)
+        if [ "$current" != "$werror" ]; then
+                say "reconfiguring $BUILD (werror=$werror)"
+                meson configure "$BUILD" -Dwerror=$werror || meson setup --wipe "$BUILD" -Dwerror=$werror
+        else
+                say "$BUILD is configured (werror=$werror)"
+        fi
+else
+        say "configuring $BUILD (werror=$werror)"
+        [ ! -e "$BUILD" ] || [ -z "$(ls -A "$BUILD")" ] || [ -d "$BUILD/meson-private" ] ||
+                die "$BUILD exists and is not a meson build directory; move it away"
+        meson setup "$BUILD" -Dwerror=$werror
+fi
+say "building"
+ninja -C "$BUILD"
+say "built $BUILD/src/cli/sandboxer"
+[ "$demo" = 1 ] || exit 0
+
+# ---- 3. the main job, end to end ----------------------------------------------------------------
+say "running a command in a sandbox (report on stderr after it):"
+echo "\$ ./build/src/cli/sandboxer run --report - -- /bin/sh -c 'echo hello from the sandbox; id; hostname'"
+rc=0
+"$BUILD/src/cli/sandboxer" run --report - -- /bin/sh -c 'echo hello from the sandbox; id; hostname' || rc=$?
+[ "$rc" = 0 ] || die "the sandboxed command exited with status $rc (see the report above; '$BUILD/src/cli/sandboxer doctor' tells what this host lacks)"
+say "done: the sandbox ran and reported. Next: 'bash scripts/test.sh' runs the test suite."

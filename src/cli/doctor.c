@@ -1,0 +1,390 @@
+/* doctor.c — `sandboxer doctor [--json]`: the kernel features sandboxer relies on, and for each
+ * backend whether it can run here or exactly why not. Exit 0 when at least one backend can. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "basic/host.h"
+#include "basic/jsonw.h"
+#include "isolate/probe.h"
+#include "policy/policy.h"
+#include "verbs.h"
+
+enum {
+        F_NAMESPACES,
+        F_LANDLOCK,
+        F_SECCOMP,
+        F_SECCOMP_NOTIFY,
+        F_NO_NEW_PRIVS,
+        F_PIDFD_OPEN,
+        F_CLONE3,
+        F_CLOSE_RANGE,
+        F_OPENAT2,
+        F_MOUNT_SETATTR,
+        F_CGROUP,
+        F_CGROUP_MEMORY,
+        F_CGROUP_PIDS,
+        F_CGROUP_CPU,
+        F_CGROUP_FREEZER,
+        _F_MAX,
+};
+
+static const char *const feature_names[_F_MAX] = {
+        [F_NAMESPACES] = "namespaces",
+        [F_LANDLOCK] = "landlock",
+        [F_SECCOMP] = "seccomp",
+        [F_SECCOMP_NOTIFY] = "seccomp_user_notif",
+        [F_NO_NEW_PRIVS] = "no_new_privs",
+        [F_PIDFD_OPEN] = "pidfd_open",
+        [F_CLONE3] = "clone3",
+        [F_CLOSE_RANGE] = "close_range",
+        [F_OPENAT2] = "openat2",
+        [F_MOUNT_SETATTR] = "mount_setattr",
+        [F_CGROUP] = "cgroup",
+        [F_CGROUP_MEMORY] = "cgroup_memory",
+        [F_CGROUP_PIDS] = "cgroup_pids",
+        [F_CGROUP_CPU] = "cgroup_cpu",
+        [F_CGROUP_FREEZER] = "cgroup_freezer",
+};
+
+typedef struct backend_line {
+        const char *name;
+        bool available;
+        char reason[1024];
+} backend_line;
+
+static void help(void) {
+        printf("Usage: sandboxer doctor [--json]\n\n"
+               "Probe the kernel features sandboxer relies on (namespaces in a trial child, Landlock,\n"
+               "seccomp and its user notification, cgroup controllers, ...) and say for each backend\n"
+               "whether it can run here, or why not and how to fix it.\n\n"
+               "  --json     print one JSON object {kernel, landlock_abi, cgroup, unprivileged,\n"
+               "             features: {NAME: {available, detail}}, backends: {NAME: {available, reason}}}\n"
+               "  -h, --help show this help\n\n"
+               "Exit status: 0 when at least one backend can run on this host, 1 when none can,\n"
+               "125 on bad arguments.\n");
+}
+
+static void probe_all(sbx_probe_result res[_F_MAX]) {
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+
+        if (!sbx_host_unprivileged()) {
+                /* As root the command runs as the policy's run_as uid: try exactly that mapping. */
+                sbx_policy *pol = NULL;
+                uid = gid = 65534;
+                if (sbx_policy_load(NULL, &pol, NULL) >= 0 && pol) {
+                        uid = gid = pol->run_as;
+                        sbx_policy_free(pol);
+                }
+        }
+
+        for (int i = 0; i < _F_MAX; i++) {
+                int r;
+                switch (i) {
+                case F_NAMESPACES:
+                        r = sbx_probe_namespaces(uid, gid, &res[i]);
+                        break;
+                case F_LANDLOCK:
+                        r = sbx_probe_landlock(&res[i]);
+                        break;
+                case F_SECCOMP:
+                        r = sbx_probe_seccomp(&res[i]);
+                        break;
+                case F_SECCOMP_NOTIFY:
+                        r = sbx_probe_seccomp_notify(&res[i]);
+                        break;
+                case F_NO_NEW_PRIVS:
+                        r = sbx_probe_no_new_privs(&res[i]);
+                        break;
+                case F_PIDFD_OPEN:
+                        r = sbx_probe_pidfd_open(&res[i]);
+                        break;
+                case F_CLONE3:
+                        r = sbx_probe_clone3(&res[i]);
+                        break;
+                case F_CLOSE_RANGE:
+                        r = sbx_probe_close_range(&res[i]);
+                        break;
+                case F_OPENAT2:
+                        r = sbx_probe_openat2(&res[i]);
+                        break;
+                case F_MOUNT_SETATTR:
+                        r = sbx_probe_mount_setattr(&res[i]);
+                        break;
+                case F_CGROUP:
+                        r = sbx_probe_cgroup(&res[i]);
+                        break;
+                case F_CGROUP_MEMORY:
+                        r = sbx_probe_cgroup_controller("memory", &res[i]);
+                        break;
+                case F_CGROUP_PIDS:
+                        r = sbx_probe_cgroup_controller("pids", &res[i]);
+                        break;
+                case F_CGROUP_CPU:
+                        r = sbx_probe_cgroup_controller("cpu", &res[i]);
+                        break;
+                case F_CGROUP_FREEZER:
+                        r = sbx_probe_cgroup_controller("freezer", &res[i]);
+                        break;
+                default:
+                        r = -EINVAL;
+                        break;
+                }
+                if (r < 0) {
+                        res[i] = (sbx_probe_result){.available = false, .errnum = -r};
+                        snprintf(res[i].detail, sizeof res[i].detail, "the probe could not run: %s",
+                                strerror(-r));
+                }
+        }
+}
+
+/* First executable `name` in $PATH, into buf; false if none. */
+static bool find_in_path(const char *name, char *buf, size_t size) {
+        const char *path = getenv("PATH");
+        if (isempty(path))
+                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        for (const char *p = path; *p;) {
+                size_t l = strcspn(p, ":");
+                if (l > 0 && (size_t) snprintf(buf, size, "%.*s/%s", (int) l, p, name) < size &&
+                        access(buf, X_OK) == 0)
+                        return true;
+                p += l;
+                if (*p == ':')
+                        p++;
+        }
+        return false;
+}
+
+/* Append "; more" (or "more" when empty). */
+static void append(char *buf, size_t size, const char *more) {
+        size_t l = strlen(buf);
+        if (l < size)
+                snprintf(buf + l, size - l, "%s%s", l ? "; " : "", more);
+}
+
+/* What the host lacks for backend `id`, into missing (empty when nothing). `found` describes
+ * what is there (for a backend that is not implemented yet). */
+static void requirements(sbx_backend_id id, const sbx_probe_result res[_F_MAX], char *missing, size_t msize,
+        char *found, size_t fsize) {
+        char path[4096], b[1100];
+        const char *binary = NULL;
+        missing[0] = found[0] = 0;
+
+        switch (id) {
+        case SBX_BACKEND_NATIVE:
+                if (!res[F_NAMESPACES].available) {
+                        snprintf(b, sizeof b, "namespaces: %s", res[F_NAMESPACES].detail);
+                        append(missing, msize, b);
+                }
+                if (!res[F_SECCOMP].available) {
+                        snprintf(b, sizeof b, "seccomp: %s", res[F_SECCOMP].detail);
+                        append(missing, msize, b);
+                }
+                snprintf(found, fsize, "namespaces and mounts work, seccomp filters");
+                return;
+        case SBX_BACKEND_LANDLOCK:
+                if (!res[F_LANDLOCK].available) {
+                        snprintf(b, sizeof b, "landlock: %s", res[F_LANDLOCK].detail);
+                        append(missing, msize, b);
+                }
+                if (!res[F_SECCOMP].available) {
+                        snprintf(b, sizeof b, "seccomp: %s", res[F_SECCOMP].detail);
+                        append(missing, msize, b);
+                }
+                if (!res[F_NO_NEW_PRIVS].available) {
+                        snprintf(b, sizeof b, "no_new_privs: %s", res[F_NO_NEW_PRIVS].detail);
+                        append(missing, msize, b);
+                }
+                snprintf(found, fsize, "the kernel has what it needs (%s, seccomp, no_new_privs)",
+                        res[F_LANDLOCK].detail);
+                return;
+        case SBX_BACKEND_BWRAP:
+                binary = "bwrap";
+                break;
+        case SBX_BACKEND_FIREJAIL:
+                binary = "firejail";
+                break;
+        case SBX_BACKEND_PODMAN:
+                binary = "podman";
+                break;
+        case SBX_BACKEND_DOCKER:
+                binary = "docker";
+                break;
+        case SBX_BACKEND_MICROVM:
+                if (access("/dev/kvm", R_OK | W_OK) == 0)
+                        snprintf(found, fsize, "/dev/kvm is usable");
+                else
+                        append(missing, msize,
+                                "/dev/kvm is missing or not accessible (no hardware virtualisation for "
+                                "microVMs)");
+                return;
+        case SBX_BACKEND_AUTO:
+        case _SBX_BACKEND_MAX:
+        case _SBX_BACKEND_INVALID:
+        default:
+                return;
+        }
+
+        if (find_in_path(binary, path, sizeof path))
+                snprintf(found, fsize, "%s found at %.1024s", binary, path);
+        else {
+                snprintf(b, sizeof b, "%s not found in PATH", binary);
+                append(missing, msize, b);
+        }
+}
+
+static void check_backends(
+        const sbx_probe_result res[_F_MAX], backend_line lines[_SBX_BACKEND_MAX], size_t *ret_n) {
+        size_t n = 0;
+        for (sbx_backend_id id = SBX_BACKEND_NATIVE; id < _SBX_BACKEND_MAX; id++) {
+                backend_line *bl = &lines[n++];
+                const sbx_backend *b = sbx_backend_get(id);
+                char missing[2048], found[1200];
+
+                *bl = (backend_line){.name = sbx_backend_to_string(id)};
+                requirements(id, res, missing, sizeof missing, found, sizeof found);
+
+                if (!b || !b->implemented) {
+                        /* Say so; do not pretend (DESIGN.md). */
+                        if (missing[0])
+                                snprintf(bl->reason, sizeof bl->reason,
+                                        "not implemented in this build of sandboxer; the host also lacks: "
+                                        "%s",
+                                        missing);
+                        else
+                                snprintf(bl->reason, sizeof bl->reason,
+                                        "not implemented in this build of sandboxer (%s)",
+                                        found[0] ? found : "nothing to probe");
+                        continue;
+                }
+                if (missing[0]) {
+                        snprintf(bl->reason, sizeof bl->reason, "%s", missing);
+                        continue;
+                }
+                if (b->probe) {
+                        char why[512] = "";
+                        if (b->probe(why, sizeof why) < 0) {
+                                snprintf(bl->reason, sizeof bl->reason, "%s",
+                                        why[0] ? why : "its own probe failed");
+                                continue;
+                        }
+                }
+                bl->available = true;
+                snprintf(bl->reason, sizeof bl->reason, "ready: %s (isolation level %s)", found,
+                        sbx_level_to_string(b->level));
+        }
+        *ret_n = n;
+}
+
+static int print_json(const char *kernel, int landlock_abi, const sbx_probe_result res[_F_MAX],
+        const backend_line *lines, size_t n) {
+        _cleanup_jsonw_ jsonw w;
+        _cleanup_free_ char *text = NULL;
+
+        jsonw_init(&w, true);
+        jsonw_begin_object(&w);
+        jsonw_kv_string(&w, "kernel", kernel);
+        if (landlock_abi >= 0)
+                jsonw_kv_int(&w, "landlock_abi", landlock_abi);
+        else
+                jsonw_kv_null(&w, "landlock_abi");
+        jsonw_kv_string(&w, "cgroup", sbx_cgroup_layout_to_string(sbx_host_cgroup_layout()));
+        jsonw_kv_bool(&w, "unprivileged", sbx_host_unprivileged());
+
+        jsonw_key(&w, "features");
+        jsonw_begin_object(&w);
+        for (int i = 0; i < _F_MAX; i++) {
+                jsonw_key(&w, feature_names[i]);
+                jsonw_begin_object(&w);
+                jsonw_kv_bool(&w, "available", res[i].available);
+                jsonw_kv_string(&w, "detail", res[i].detail);
+                if (!res[i].available && res[i].errnum > 0) {
+                        jsonw_kv_string(&w, "step", res[i].step[0] ? res[i].step : NULL);
+                        jsonw_kv_string(&w, "errno", strerrorname_np(res[i].errnum));
+                }
+                jsonw_end_object(&w);
+        }
+        jsonw_end_object(&w);
+
+        jsonw_key(&w, "backends");
+        jsonw_begin_object(&w);
+        for (size_t i = 0; i < n; i++) {
+                jsonw_key(&w, lines[i].name);
+                jsonw_begin_object(&w);
+                jsonw_kv_bool(&w, "available", lines[i].available);
+                jsonw_kv_string(&w, "reason", lines[i].reason);
+                jsonw_end_object(&w);
+        }
+        jsonw_end_object(&w);
+        jsonw_end_object(&w);
+
+        int r = jsonw_finish(&w, true, &text, NULL);
+        if (r < 0) {
+                cli_error("cannot format the doctor report: %s", strerror(-r));
+                return r;
+        }
+        fputs(text, stdout);
+        return 0;
+}
+
+static void print_table(const char *kernel, int landlock_abi, const sbx_probe_result res[_F_MAX],
+        const backend_line *lines, size_t n) {
+        int w = (int) strlen("FEATURE");
+        for (int i = 0; i < _F_MAX; i++)
+                w = MAX(w, (int) strlen(feature_names[i]));
+        for (size_t i = 0; i < n; i++)
+                w = MAX(w, (int) strlen(lines[i].name));
+
+        printf("kernel %s, Landlock ABI %d, cgroup %s, running as %s\n\n", kernel, landlock_abi,
+                sbx_cgroup_layout_to_string(sbx_host_cgroup_layout()),
+                sbx_host_unprivileged() ? "an ordinary user" : "root");
+        printf("%-*s  %-6s  %s\n", w, "FEATURE", "STATUS", "DETAIL");
+        for (int i = 0; i < _F_MAX; i++)
+                printf("%-*s  %-6s  %s\n", w, feature_names[i], res[i].available ? "yes" : "no",
+                        res[i].detail);
+        printf("\n%-*s  %-6s  %s\n", w, "BACKEND", "STATUS", "REASON");
+        for (size_t i = 0; i < n; i++)
+                printf("%-*s  %-6s  %s\n", w, lines[i].name, lines[i].available ? "yes" : "no",
+                        lines[i].reason);
+}
+
+int verb_doctor(int argc, char **argv) {
+        bool json = false;
+
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--json"))
+                        json = true;
+                else if (streq(argv[i], "--help") || streq(argv[i], "-h")) {
+                        help();
+                        return 0;
+                } else {
+                        cli_error(
+                                "doctor: unknown argument '%s'; usage: sandboxer doctor [--json]", argv[i]);
+                        return SBX_EXIT_FAILURE;
+                }
+        }
+
+        char kernel[128] = "unknown";
+        (void) sbx_host_kernel_release(kernel, sizeof kernel);
+        int abi = sbx_host_landlock_abi();
+
+        sbx_probe_result res[_F_MAX];
+        backend_line lines[_SBX_BACKEND_MAX];
+        size_t n = 0;
+        probe_all(res);
+        check_backends(res, lines, &n);
+
+        if (json) {
+                if (print_json(kernel, abi, res, lines, n) < 0)
+                        return SBX_EXIT_FAILURE;
+        } else
+                print_table(kernel, abi, res, lines, n);
+        fflush(stdout);
+
+        for (size_t i = 0; i < n; i++)
+                if (lines[i].available)
+                        return 0;
+        return 1;
+}

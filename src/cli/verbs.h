@@ -1,0 +1,17 @@
+/* verbs.h — one function per CLI verb (one file each under src/cli/). Each returns the
+ * process exit status; argv[0] is the verb name. */
+#pragma once
+
+int verb_run(int argc, char **argv);
+int verb_doctor(int argc, char **argv);
+int verb_profile(int argc, char **argv);
+int verb_gc(int argc, char **argv);
+
+/* Exit statuses of DESIGN.md. */
+#define SBX_EXIT_TIMEOUT 124
+#define SBX_EXIT_FAILURE 125
+#define SBX_EXIT_NOEXEC 126
+#define SBX_EXIT_NOTFOUND 127
+
+/* Print "sandboxer: MESSAGE\n" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

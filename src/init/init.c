@@ -1,0 +1,188 @@
+/* init.c — PID 1 of a sandbox: starts the command, forwards signals to it, reaps everything,
+ * and when the command ends kills what it left behind at once and reports to the supervisor.
+ * Static and small; it runs with the sandbox's environment and no capabilities.
+ *
+ * usage: sandboxer-init [--cwd DIR] [--setsid|--tty] -- COMMAND [ARG]...
+ * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "protocol.h"
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+static void send_msg(uint32_t type, int32_t a, int32_t b, const char *text) {
+        struct sbx_init_msg m = { .magic = SBX_INIT_MAGIC, .type = type, .a = a, .b = b, .monotonic_ns = now_ns() };
+        if (text)
+                strncpy(m.text, text, sizeof m.text - 1);
+        (void) send(SBX_INIT_STATUS_FD, &m, sizeof m, MSG_NOSIGNAL);
+}
+
+/* execve with a PATH search of our own: execvpe would run ENOEXEC files through /bin/sh, and a
+ * command that is not an executable must be reported as 126, not silently interpreted. */
+static int exec_command(char **argv, char **envp) {
+        const char *cmd = argv[0];
+        if (strchr(cmd, '/')) {
+                execve(cmd, argv, envp);
+                return errno;
+        }
+        const char *path = getenv("PATH");
+        if (!path || !*path)
+                path = "/usr/local/bin:/usr/bin:/bin";
+        int saved = ENOENT;
+        size_t cl = strlen(cmd);
+        for (const char *p = path;; ) {
+                const char *colon = strchrnul(p, ':');
+                size_t dl = (size_t) (colon - p);
+                char buf[PATH_MAX];
+                if (dl + 1 + cl + 1 <= sizeof buf) {
+                        if (dl == 0)
+                                buf[0] = '.', dl = 1;
+                        else
+                                memcpy(buf, p, dl);
+                        buf[dl] = '/';
+                        memcpy(buf + dl + 1, cmd, cl + 1);
+                        execve(buf, argv, envp);
+                        if (errno != ENOENT && errno != ENOTDIR)
+                                saved = errno; /* EACCES etc.: remember, keep looking */
+                }
+                if (!*colon)
+                        break;
+                p = colon + 1;
+        }
+        return saved;
+}
+
+int main(int argc, char **argv) {
+        extern char **environ;
+        const char *cwd = NULL;
+        bool tty = false;
+        int i = 1;
+
+        for (; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0) {
+                        i++;
+                        break;
+                } else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc)
+                        cwd = argv[++i];
+                else if (strcmp(argv[i], "--tty") == 0)
+                        tty = true;
+                else
+                        return 125;
+        }
+        if (i >= argc)
+                return 125;
+
+        sigset_t all, fwd;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, NULL);
+        sigemptyset(&fwd);
+        int fwd_sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM };
+        for (size_t k = 0; k < sizeof fwd_sigs / sizeof fwd_sigs[0]; k++)
+                sigaddset(&fwd, fwd_sigs[k]);
+
+        int ep[2];
+        if (pipe2(ep, O_CLOEXEC) < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: pipe");
+                return 125;
+        }
+
+        pid_t child = fork();
+        if (child < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: fork");
+                return 125;
+        }
+        if (child == 0) {
+                struct sigaction sa = { .sa_handler = SIG_DFL };
+                for (int s = 1; s < NSIG; s++)
+                        (void) sigaction(s, &sa, NULL);
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                (void) setsid();
+                if (tty)
+                        (void) ioctl(0, TIOCSCTTY, 0);
+                int32_t m[2] = { 0, 0 };
+                if (cwd && chdir(cwd) < 0) {
+                        m[0] = errno;
+                        m[1] = 1;
+                } else {
+                        /* Nothing of ours reaches the command: only 0, 1, 2 and the exec pipe,
+                         * which is close-on-exec. */
+                        int keep = ep[1];
+                        if (keep > 3)
+                                (void) syscall(SYS_close_range, 3, keep - 1, 0);
+                        else
+                                close(3);
+                        (void) syscall(SYS_close_range, keep + 1, ~0U, 0);
+                        m[0] = exec_command(argv + i, environ);
+                }
+                if (write(ep[1], m, sizeof m) != (ssize_t) sizeof m)
+                        _exit(126);
+                _exit(127);
+        }
+        close(ep[1]);
+        int32_t msg[2];
+        ssize_t n;
+        do
+                n = read(ep[0], msg, sizeof msg);
+        while (n < 0 && errno == EINTR);
+        close(ep[0]);
+
+        bool exec_failed = n == (ssize_t) sizeof msg;
+        if (exec_failed && msg[1] == 1)
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, "chdir to the working directory");
+        else if (exec_failed) {
+                int e = msg[0];
+                int code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+                send_msg(SBX_INIT_MSG_EXEC_FAILED, e, code, argv[i]);
+        } else
+                send_msg(SBX_INIT_MSG_STARTED, child, 0, NULL);
+
+        for (;;) {
+                siginfo_t si;
+                int s = sigwaitinfo(&fwd, &si);
+                if (s < 0)
+                        continue;
+                if (s != SIGCHLD) {
+                        /* Forward to the command's process group (it is a session leader). */
+                        if (kill(-child, s) < 0)
+                                (void) kill(child, s);
+                        continue;
+                }
+                for (;;) {
+                        int st;
+                        pid_t p = waitpid(-1, &st, WNOHANG);
+                        if (p <= 0)
+                                break;
+                        if (p != child)
+                                continue;
+                        /* The command ended: what it left behind dies now, not later. */
+                        (void) kill(-1, SIGKILL);
+                        if (!exec_failed) {
+                                if (WIFSIGNALED(st))
+                                        send_msg(SBX_INIT_MSG_SIGNALED, WTERMSIG(st), 0, NULL);
+                                else
+                                        send_msg(SBX_INIT_MSG_EXITED, WEXITSTATUS(st), 0, NULL);
+                        }
+                        while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+                                ;
+                        return 0;
+                }
+        }
+}

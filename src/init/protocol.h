@@ -1,0 +1,27 @@
+/* protocol.h — messages from the sandbox's init to its supervisor over a SOCK_SEQPACKET pair
+ * (fd 3 of the init). A socket, not a pipe: a pipe could be reopened through /proc/1/fd by the
+ * command (same uid inside), a socket cannot. The supervisor also checks the sender via the
+ * init's own exit: messages only fill in what the exit status cannot say. */
+#pragma once
+
+#include <stdint.h>
+
+#define SBX_INIT_MAGIC 0x53425831u /* "SBX1" */
+#define SBX_INIT_STATUS_FD 3
+
+enum {
+        SBX_INIT_MSG_STARTED = 1,     /* a = pid of the command (inside), exec succeeded */
+        SBX_INIT_MSG_EXEC_FAILED = 2, /* a = errno of execve, b = 126|127 */
+        SBX_INIT_MSG_EXITED = 3,      /* a = exit code */
+        SBX_INIT_MSG_SIGNALED = 4,    /* a = signal number */
+        SBX_INIT_MSG_SETUP_FAILED = 5,/* a = errno, step in text */
+};
+
+struct sbx_init_msg {
+        uint32_t magic;
+        uint32_t type;
+        int32_t a;
+        int32_t b;
+        uint64_t monotonic_ns; /* CLOCK_MONOTONIC when it happened */
+        char text[64];
+};

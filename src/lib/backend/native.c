@@ -1,0 +1,463 @@
+/* native.c — the `native` backend: user, mount, pid, net, ipc, uts and cgroup namespaces, a
+ * root of read-only binds, a tmpfs scratch, the sandbox's own init as PID 1. Translates the
+ * configuration into a spawn plan; the supervisor and the report are shared. */
+#include "backend/backend.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "basic/strv.h"
+#include "isolate/mount.h"
+#include "isolate/ns.h"
+#include "supervise/spawn.h"
+#include "supervise/supervise.h"
+
+#define SANDBOX_UID 1000
+#define SANDBOX_GID 1000
+#define SANDBOX_HOSTNAME "sandbox"
+#define SCRATCH_DIR "/tmp"
+#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* Where the init binary is: next to the running program (installed or build tree), else the
+ * libexec directory. */
+static int open_init(sbx_error *e) {
+        char exe[PATH_MAX];
+        const char *env = secure_getenv("SANDBOXER_INIT");
+        if (env && *env) {
+                int fd = open(env, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return sbx_error_set(e, errno, "init: open", "cannot open the sandbox init %s (from $SANDBOXER_INIT): %m", env);
+                return fd;
+        }
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
+        if (n > 0) {
+                exe[n] = 0;
+                char *slash = strrchr(exe, '/');
+                if (slash) {
+                        static const char *const rel[] = { "/sandboxer-init", "/../init/sandboxer-init",
+                                                           "/../libexec/sandboxer/sandboxer-init" };
+                        for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
+                                char path[PATH_MAX];
+                                snprintf(path, sizeof path, "%.*s%s", (int) (slash - exe), exe, rel[i]);
+                                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                                if (fd >= 0)
+                                        return fd;
+                        }
+                }
+        }
+        int fd = open(SBX_LIBEXECDIR "/sandboxer-init", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return sbx_error_set(e, errno, "init: open",
+                        "cannot find the sandbox init (sandboxer-init) next to %s or in %s: %m; reinstall sandboxer",
+                        n > 0 ? exe : "the program", SBX_LIBEXECDIR);
+        return fd;
+}
+
+static bool path_covered(char *const *list, const char *p) {
+        STRV_FOREACH(i, list) {
+                size_t l = strlen(*i);
+                if (strncmp(*i, p, l) == 0 && (p[l] == '/' || p[l] == 0 || streq(*i, "/")))
+                        return true;
+        }
+        return false;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int add_bind(sbx_mount_plan *plan, sbx_report *rep, const char *host, const char *target, bool rw,
+                    char *const *all_reads, sbx_error *e) {
+        struct stat st;
+        if (lstat(host, &st) < 0) {
+                if (errno == ENOENT) {
+                        (void) sbx_report_add_mount(rep, host, target, "missing");
+                        return 0;
+                }
+                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", host);
+        }
+        _cleanup_free_ char *real = realpath(host, NULL);
+        if (!real) {
+                if (errno == ENOENT) { /* dangling symlink */
+                        (void) sbx_report_add_mount(rep, host, target, "missing");
+                        return 0;
+                }
+                return sbx_error_set(e, errno, "mount plan", "cannot resolve %s: %m", host);
+        }
+        if (S_ISLNK(st.st_mode) && streq(host, target) && all_reads && path_covered(all_reads, real)) {
+                /* /bin -> usr/bin where /usr is bound anyway: keep it a symlink, as on the host. */
+                char link[PATH_MAX];
+                ssize_t n = readlink(host, link, sizeof link - 1);
+                if (n < 0)
+                        return sbx_error_set(e, errno, "mount plan", "cannot read link %s: %m", host);
+                link[n] = 0;
+                (void) sbx_report_add_mount(rep, link, target, "symlink");
+                return sbx_mount_plan_add(plan, SBX_MOP_SYMLINK, NULL, target, link, (size_t) n, false, false, 0);
+        }
+        struct stat rst;
+        if (stat(real, &rst) < 0)
+                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", real);
+        char src[PATH_MAX + 16];
+        snprintf(src, sizeof src, SBX_OLDROOT "%s", real);
+        (void) sbx_report_add_mount(rep, real, target, rw ? "bind-rw" : "bind-ro");
+        return sbx_mount_plan_add(plan, SBX_MOP_BIND, src, target, NULL, 0, rw, S_ISDIR(rst.st_mode), 0);
+}
+
+/* /etc/passwd & co: written into the root tmpfs, or (when /etc is a read-only bind) into a
+ * private directory and bound over the host's file. */
+static int add_generated(sbx_mount_plan *plan, const char *target, const char *text, bool etc_bound) {
+        if (!etc_bound)
+                return sbx_mount_plan_add(plan, SBX_MOP_FILE, NULL, target, text, strlen(text), false, false, 0644);
+        char priv[PATH_MAX];
+        snprintf(priv, sizeof priv, "/.sandboxer%s", target);
+        int r = sbx_mount_plan_add(plan, SBX_MOP_FILE, NULL, priv, text, strlen(text), false, false, 0644);
+        if (r < 0)
+                return r;
+        return sbx_mount_plan_add(plan, SBX_MOP_BIND_NEW, priv, target, NULL, 0, false, false, 0);
+}
+
+static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan **ret, sbx_error *e) {
+        _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
+        const sbx_profile *pr = cfg->profile;
+        int r = sbx_mount_plan_new(&plan);
+        if (r < 0)
+                return sbx_error_set(e, r, "mount plan", "out of memory");
+
+        _cleanup_strv_free_ char **reads = strv_copy(pr->fs_read);
+        if (!reads)
+                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
+        /* Parents before children: /usr before /usr/share. */
+        qsort(reads, strv_length(reads), sizeof(char *), cmp_str);
+        STRV_FOREACH(p, reads) {
+                r = add_bind(plan, rep, *p, *p, false, reads, e);
+                if (r < 0)
+                        return r;
+        }
+        STRV_FOREACH(p, pr->fs_write) {
+                r = add_bind(plan, rep, *p, *p, true, NULL, e);
+                if (r < 0)
+                        return r;
+        }
+
+        char opts[128];
+        uint64_t scratch_mb = (uint64_t) ceil(cfg->limits.value[SBX_LIMIT_SCRATCH_MB]);
+        snprintf(opts, sizeof opts, "mode=1777,size=%" PRIu64 "m,uid=%d,gid=%d", scratch_mb, SANDBOX_UID, SANDBOX_GID);
+        (void) sbx_report_add_mount(rep, "tmpfs", SCRATCH_DIR, "tmpfs");
+        if ((r = sbx_mount_plan_add(plan, SBX_MOP_TMPFS, "tmpfs", SCRATCH_DIR, opts, strlen(opts), true, true, 0)) < 0)
+                return sbx_error_set(e, r, "mount plan", "out of memory");
+
+        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE) {
+                r = add_bind(plan, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
+                             pr->ws_access == SBX_ACCESS_RW, NULL, e);
+                if (r < 0)
+                        return r;
+        }
+
+        (void) sbx_report_add_mount(rep, "proc", "/proc", "proc");
+        if ((r = sbx_mount_plan_add(plan, SBX_MOP_PROC, "proc", "/proc", NULL, 0, false, true, 0)) < 0)
+                return sbx_error_set(e, r, "mount plan", "out of memory");
+
+        (void) sbx_report_add_mount(rep, "tmpfs", "/dev", "dev");
+        const char *devopts = "mode=0755,size=64k,nr_inodes=64";
+        r = sbx_mount_plan_add(plan, SBX_MOP_TMPFS, "tmpfs", "/dev", devopts, strlen(devopts), false, true, 0);
+        if (r >= 0)
+                plan->ops[plan->n_ops - 1].noexec = true;
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(nodes); i++) {
+                char src[64], dst[64];
+                snprintf(src, sizeof src, SBX_OLDROOT "/dev/%s", nodes[i]);
+                snprintf(dst, sizeof dst, "/dev/%s", nodes[i]);
+                r = sbx_mount_plan_add(plan, SBX_MOP_DEV, src, dst, NULL, 0, true, false, 0);
+        }
+        static const char *const links[][2] = {
+                { "/dev/fd", "/proc/self/fd" },     { "/dev/stdin", "/proc/self/fd/0" },
+                { "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
+                { "/dev/ptmx", "pts/ptmx" },
+        };
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(links); i++)
+                r = sbx_mount_plan_add(plan, SBX_MOP_SYMLINK, NULL, links[i][0], links[i][1], strlen(links[i][1]),
+                                       false, false, 0);
+        if (r >= 0)
+                r = sbx_mount_plan_add(plan, SBX_MOP_MKDIR, NULL, "/dev/pts", NULL, 0, false, true, 0755);
+        if (r >= 0)
+                r = sbx_mount_plan_add(plan, SBX_MOP_REMOUNT_RO, NULL, "/dev", NULL, 0, false, true, 0);
+        if (r >= 0)
+                r = sbx_mount_plan_add(plan, SBX_MOP_DEVPTS, "devpts", "/dev/pts", NULL, 0, false, true, 0);
+        if (r < 0)
+                return sbx_error_set(e, r, "mount plan", "out of memory");
+
+        bool etc_bound = path_covered(reads, "/etc");
+        static const char passwd[] = "sandbox:x:1000:1000:sandbox:" SCRATCH_DIR ":/bin/sh\n"
+                                     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+        static const char group[] = "sandbox:x:1000:\nnogroup:x:65534:\n";
+        if ((r = add_generated(plan, "/etc/passwd", passwd, etc_bound)) < 0 ||
+            (r = add_generated(plan, "/etc/group", group, etc_bound)) < 0 ||
+            (r = add_generated(plan, "/etc/hostname", SANDBOX_HOSTNAME "\n", etc_bound)) < 0)
+                return sbx_error_set(e, r, "mount plan", "out of memory");
+
+        *ret = TAKE_PTR(plan);
+        return 0;
+}
+
+static int build_env(const sbx_config *cfg, char ***ret) {
+        _cleanup_strv_free_ char **env = NULL;
+        const char *home = SCRATCH_DIR, *path = DEFAULT_PATH, *lang = "C.UTF-8";
+        for (size_t i = 0; i < cfg->n_env; i++) {
+                if (streq(cfg->env[i].name, "HOME"))
+                        home = cfg->env[i].value;
+                else if (streq(cfg->env[i].name, "PATH"))
+                        path = cfg->env[i].value;
+                else if (streq(cfg->env[i].name, "LANG"))
+                        lang = cfg->env[i].value;
+        }
+        char *s;
+        if (asprintf(&s, "TMPDIR=%s", SCRATCH_DIR) < 0 || strv_consume(&env, s) < 0)
+                return -ENOMEM;
+        if (asprintf(&s, "HOME=%s", home) < 0 || strv_consume(&env, s) < 0)
+                return -ENOMEM;
+        if (asprintf(&s, "PATH=%s", path) < 0 || strv_consume(&env, s) < 0)
+                return -ENOMEM;
+        if (asprintf(&s, "LANG=%s", lang) < 0 || strv_consume(&env, s) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < cfg->n_env; i++) {
+                const char *n = cfg->env[i].name;
+                if (streq(n, "HOME") || streq(n, "PATH") || streq(n, "LANG"))
+                        continue;
+                if (asprintf(&s, "%s=%s", n, cfg->env[i].value) < 0 || strv_consume(&env, s) < 0)
+                        return -ENOMEM;
+        }
+        if (cfg->workspace && cfg->profile->ws_access != SBX_ACCESS_NONE) {
+                if (asprintf(&s, "SANDBOXER_WORKSPACE=%s", cfg->profile->ws_mount ? cfg->profile->ws_mount : "/workspace") < 0 ||
+                    strv_consume(&env, s) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(env);
+        return 0;
+}
+
+static int native_probe(char *reason, size_t size) {
+        /* A cheap check; `sandboxer doctor` runs the full trial child. */
+        int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                char b[32] = { 0 };
+                ssize_t n = read(fd, b, sizeof b - 1);
+                close(fd);
+                if (n > 0 && atol(b) == 0) {
+                        snprintf(reason, size, "user namespaces are disabled (user.max_user_namespaces = 0); "
+                                               "raise it with sysctl, or use --backend landlock");
+                        return -ENOSPC;
+                }
+        }
+        return 0;
+}
+
+static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+        _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
+        _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
+        _cleanup_close_ int init_fd = -EBADF;
+        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, sp[2] = { -1, -1 };
+        const sbx_profile *pr = cfg->profile;
+        int r;
+
+        rep->backend = "native";
+        rep->isolation = "container";
+
+        /* Limits: which mechanism enforces each (cgroups come with the resource-limits work). */
+        rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_SCRATCH_MB] = SBX_MECH_TMPFS;
+        rep->limit_mechanism[SBX_LIMIT_PIDS] = SBX_MECH_RLIMIT;
+        rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = SBX_MECH_NONE;
+        rep->limit_mechanism[SBX_LIMIT_CPUS] = SBX_MECH_NONE;
+        for (int l = 0; l < _SBX_LIMIT_MAX; l++)
+                if (rep->limit_mechanism[l] == SBX_MECH_NONE && !cfg->policy->best_effort[l])
+                        return sbx_error_set(e, EOPNOTSUPP, "limits",
+                                "cannot enforce limits.%s on this host: no usable cgroup controller; run as root "
+                                "or in a delegated cgroup, or list %s under enforce.best_effort in the policy file",
+                                sbx_limit_to_string(l), sbx_limit_to_string(l));
+
+        init_fd = open_init(e);
+        if (init_fd < 0)
+                return init_fd;
+
+        r = build_mounts(cfg, rep, &plan, e);
+        if (r < 0)
+                return r;
+        r = build_env(cfg, &env);
+        if (r < 0)
+                return sbx_error_set(e, r, "environment", "out of memory");
+
+        const char *cwd = cfg->cwd;
+        if (!cwd)
+                cwd = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE ? (pr->ws_mount ? pr->ws_mount : "/workspace")
+                                                                       : SCRATCH_DIR;
+        if (strv_extend(&init_argv, "sandboxer-init") < 0 || strv_extend(&init_argv, "--cwd") < 0 ||
+            strv_extend(&init_argv, cwd) < 0 || strv_extend(&init_argv, "--") < 0)
+                return sbx_error_set(e, ENOMEM, "init argv", "out of memory");
+        for (char *const *a = argv; *a; a++)
+                if (strv_extend(&init_argv, *a) < 0)
+                        return sbx_error_set(e, ENOMEM, "init argv", "out of memory");
+
+        if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                r = sbx_error_set(e, errno, "pipes", "cannot create pipes: %m");
+                goto fail_fds;
+        }
+
+        bool privileged = geteuid() == 0;
+        sbx_spawn_params sp_params = {
+                .clone_flags = SBX_NS_ALL,
+                .uid_inside = SANDBOX_UID,
+                .gid_inside = SANDBOX_GID,
+                .uid_outside = privileged ? cfg->policy->run_as : getuid(),
+                .gid_outside = privileged ? cfg->policy->run_as : getgid(),
+                .allow_setgroups = privileged,
+                .mounts = plan,
+                .hostname = SANDBOX_HOSTNAME,
+                .loopback = pr->loopback,
+                .init_fd = init_fd,
+                .init_argv = init_argv,
+                .envp = env,
+                .stdin_fd = io->in_fd,
+                .stdout_fd = outp[1],
+                .stderr_fd = errp[1],
+                .status_fd = sp[1],
+                .cgroup_fd = -1,
+        };
+        sp_params.rlimits[sp_params.n_rlimits++] = (sbx_rlimit_set) { RLIMIT_CORE, { 0, 0 } };
+        rlim_t np = (rlim_t) cfg->limits.value[SBX_LIMIT_PIDS];
+        sp_params.rlimits[sp_params.n_rlimits++] = (sbx_rlimit_set) { RLIMIT_NPROC, { np, np } };
+
+        sbx_spawned sv;
+        uint64_t t0 = sbx_now_ns();
+        r = sbx_spawn(&sp_params, &sv, e);
+        close(outp[1]), close(errp[1]), close(sp[1]);
+        outp[1] = errp[1] = sp[1] = -1;
+        if (r < 0)
+                goto fail_fds;
+        rep->setup_ms = (int64_t) ((sv.ready_ns - t0) / 1000000);
+
+        double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S];
+        double budget = cfg->limits.value[SBX_LIMIT_BUDGET_S];
+        sbx_supervise_params svp = {
+                .pid = sv.pid,
+                .pidfd = sv.pidfd,
+                .status_fd = sp[0],
+                .out_fd = outp[0],
+                .err_fd = errp[0],
+                .fwd_out = io->out_fd,
+                .fwd_err = io->err_fd,
+                .output_cap = (uint64_t) (cfg->limits.value[SBX_LIMIT_OUTPUT_MB] * 1048576.0),
+                .start_ns = sv.ready_ns,
+                .timeout_s = budget > 0 && budget < timeout ? budget : timeout,
+                .grace_s = 2.0,
+                .handle_signals = io->handle_signals,
+                .oom_fd = -1,
+        };
+        sbx_supervise_result res;
+        r = sbx_supervise(&svp, &res, e);
+        close(sv.pidfd);
+        if (r < 0)
+                return r;
+
+        rep->wall_ms = (int64_t) ((res.reaped_ns - t0) / 1000000);
+        rep->exec_ms = res.started_ns ? (int64_t) ((res.ended_ns - res.started_ns) / 1000000) : 0;
+        rep->teardown_ms = (int64_t) ((sbx_now_ns() - res.ended_ns) / 1000000);
+        rep->cpu_user_ms = res.rusage.ru_utime.tv_sec * 1000 + res.rusage.ru_utime.tv_usec / 1000;
+        rep->cpu_sys_ms = res.rusage.ru_stime.tv_sec * 1000 + res.rusage.ru_stime.tv_usec / 1000;
+        rep->max_rss_kb = res.rusage.ru_maxrss;
+        rep->stdout_bytes = res.stdout_bytes;
+        rep->stderr_bytes = res.stderr_bytes;
+        rep->output_truncated = res.output_limited;
+
+        /* Classify: what the command did, then what the sandbox did to it (precedence). */
+        switch (res.end) {
+        case SBX_SV_EXITED:
+                rep->status = SBX_STATUS_EXITED;
+                rep->has_exit_code = true;
+                rep->exit_code = res.code;
+                rep->cli_exit = res.code;
+                break;
+        case SBX_SV_SIGNALED:
+                rep->status = SBX_STATUS_SIGNALED;
+                rep->exit_signal = res.signal;
+                rep->cli_exit = 128 + res.signal;
+                break;
+        case SBX_SV_EXEC_FAILED:
+                rep->status = SBX_STATUS_EXITED;
+                rep->has_exit_code = true;
+                rep->exit_code = res.code;
+                rep->cli_exit = res.code;
+                (void) sbx_report_set_error(rep, "%s: %s: %s", res.code == 127 ? "command not found" : "command not executable",
+                                            res.text, strerror(res.exec_errno));
+                break;
+        case SBX_SV_SETUP_FAILED:
+        default:
+                if (!res.killed) {
+                        rep->status = SBX_STATUS_SETUP_ERROR;
+                        rep->cli_exit = 125;
+                        return sbx_error_set(e, res.exec_errno ? res.exec_errno : EIO, "sandbox init",
+                                             "sandbox setup failed inside the sandbox: %s%s%s", res.text,
+                                             res.exec_errno ? ": " : "", res.exec_errno ? strerror(res.exec_errno) : "");
+                }
+                /* Killed by us before the command ended: the cause below says which. */
+                rep->status = SBX_STATUS_SIGNALED;
+                rep->exit_signal = SIGKILL;
+                rep->cli_exit = 128 + SIGKILL;
+                break;
+        }
+        if (res.killed) {
+                rep->killed_by_sandbox = true;
+                if (rep->has_exit_code && res.end != SBX_SV_EXITED) {
+                        rep->has_exit_code = false;
+                }
+        }
+        if (res.output_limited) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_OUTPUT_LIMIT);
+                sbx_detail d[2] = { { .key = "limit_bytes", .num = (int64_t) svp.output_cap },
+                                    { .key = "mechanism", .str = (char *) "supervisor" } };
+                (void) sbx_report_add_violation(rep, SBX_VIOLATION_OUTPUT_LIMIT, "killed",
+                                                (int64_t) ((res.ended_ns - sv.ready_ns) / 1000000), NULL, d, 2);
+                if (rep->cli_exit < 128)
+                        rep->cli_exit = 128 + SIGKILL;
+        }
+        if (res.cancel_signal) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_CANCELLED);
+                rep->cli_exit = 128 + res.cancel_signal;
+        }
+        if (res.timed_out) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_TIMEOUT);
+                sbx_detail d[2] = { { .key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000) },
+                                    { .key = "limit", .str = (char *) (budget > 0 && budget < timeout ? "budget_s" : "timeout_s") } };
+                (void) sbx_report_add_violation(rep, SBX_VIOLATION_TIMEOUT, "killed", res.timeout_at_ms, NULL, d, 2);
+                rep->cli_exit = 124;
+        }
+        return 0;
+
+fail_fds:
+        for (int i = 0; i < 2; i++) {
+                safe_close(outp[i]);
+                safe_close(errp[i]);
+                safe_close(sp[i]);
+        }
+        return r;
+}
+
+const sbx_backend sbx_backend_native = {
+        .id = SBX_BACKEND_NATIVE,
+        .level = SBX_LEVEL_CONTAINER,
+        .implemented = true,
+        .probe = native_probe,
+        .run = native_run,
+};

@@ -1,0 +1,54 @@
+/* error.c — filling and formatting struct sbx_error. */
+#include "error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int sbx_error_setv(sbx_error *e, int errnum, const char *step, const char *fmt, va_list ap) {
+        if (errnum < 0)
+                errnum = -errnum;
+        if (errnum == 0)
+                errnum = EIO;
+        if (e) {
+                e->errnum = errnum;
+                snprintf(e->step, sizeof e->step, "%s", step ? step : "");
+                vsnprintf(e->message, sizeof e->message, fmt, ap);
+                e->file[0] = 0;
+                e->line = e->column = 0;
+        }
+        return -errnum;
+}
+
+int sbx_error_set(sbx_error *e, int errnum, const char *step, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = sbx_error_setv(e, errnum, step, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int sbx_error_set_at(sbx_error *e, int errnum, const char *file, unsigned line, unsigned column,
+                     const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = sbx_error_setv(e, errnum, "parse", fmt, ap);
+        va_end(ap);
+        if (e) {
+                snprintf(e->file, sizeof e->file, "%s", file ? file : "");
+                e->line = line;
+                e->column = column;
+        }
+        return r;
+}
+
+const char *sbx_error_format(const sbx_error *e, char *buf, size_t size) {
+        if (!e || e->errnum == 0)
+                snprintf(buf, size, "unknown error");
+        else if (e->file[0])
+                snprintf(buf, size, "%s:%u:%u: %s", e->file, e->line, e->column, e->message);
+        else if (e->message[0])
+                snprintf(buf, size, "%s", e->message);
+        else
+                snprintf(buf, size, "%s: %s", e->step, strerror(e->errnum));
+        return buf;
+}

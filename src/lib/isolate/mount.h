@@ -1,0 +1,58 @@
+/* mount.h — the sandbox's root view: a plan of mount operations built in the parent (malloc
+ * allowed) and carried out in the child after clone (syscalls only). */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "basic/error.h"
+#include "isolate/childerr.h"
+
+typedef enum sbx_mop_type {
+        SBX_MOP_BIND,     /* bind source (host path) onto target; ro unless rw */
+        SBX_MOP_BIND_NEW, /* bind a path of the new root (source) onto target */
+        SBX_MOP_TMPFS,    /* tmpfs on target, data = options */
+        SBX_MOP_PROC,     /* fresh proc on target */
+        SBX_MOP_DEVPTS,   /* new devpts instance on target */
+        SBX_MOP_DEV,      /* bind a host device node (source) onto a created file at target */
+        SBX_MOP_SYMLINK,  /* symlink target -> data */
+        SBX_MOP_FILE,     /* create target with contents data (mode) */
+        SBX_MOP_MKDIR,    /* mkdir -p target (mode) */
+        SBX_MOP_REMOUNT_RO, /* make target (a mount point) read-only */
+        _SBX_MOP_MAX,
+} sbx_mop_type;
+
+typedef struct sbx_mount_op {
+        sbx_mop_type type;
+        char *source;       /* for BIND: "/.oldroot" + realpath of the host path */
+        char *target;       /* absolute path inside the new root */
+        char *data;
+        size_t data_len;
+        bool rw;
+        bool is_dir;        /* bind of a directory (else a file mount point is created) */
+        bool noexec;
+        mode_t mode;
+} sbx_mount_op;
+
+typedef struct sbx_mount_plan {
+        sbx_mount_op *ops;
+        size_t n_ops, n_alloc;
+        char *staging;      /* where the new root tmpfs is mounted before pivot_root */
+} sbx_mount_plan;
+
+#define SBX_OLDROOT "/.oldroot"
+
+sbx_mount_plan *sbx_mount_plan_free(sbx_mount_plan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_mount_plan *, sbx_mount_plan_free);
+int sbx_mount_plan_new(sbx_mount_plan **ret);
+
+/* Add operations (parent side). Strings are copied. */
+int sbx_mount_plan_add(sbx_mount_plan *p, sbx_mop_type type, const char *source, const char *target,
+                       const char *data, size_t data_len, bool rw, bool is_dir, mode_t mode);
+
+/* Child side: make mounts private, build the new root per plan, pivot into it, drop the old
+ * root, and make "/" read-only. Syscalls only. On failure fills *err and returns -errno. */
+int sbx_mount_plan_execute(const sbx_mount_plan *p, sbx_child_error *err);
+
+/* Child side: mkdir -p without allocation. */
+int sbx_mkdir_p(const char *path, mode_t mode);

@@ -1,0 +1,1237 @@
+/* profile.c — profiles: parsing one YAML recipe strictly, finding profiles by id or file,
+ * and resolving `extends` (single inheritance, child wins leaf by leaf, lists replace). */
+#include <dirent.h>
+#include <libgen.h>
+#include <limits.h>
+#include <string.h>
+
+#include "basic/strv.h"
+#include "policy/policy-internal.h"
+
+/* Leaves: the unit of inheritance along `extends`. Limits inherit through limits.set[]. */
+typedef enum leaf {
+        L_LEVEL,
+        L_MODE,
+        L_BACKEND,
+        L_NET_DEFAULT,
+        L_EGRESS,
+        L_LOOPBACK,
+        L_WS_PATH,
+        L_WS_MOUNT,
+        L_WS_ACCESS,
+        L_FS_READ,
+        L_FS_WRITE,
+        L_FS_EXEC,
+        L_ALLOW_SPAWN,
+        L_CMD_MODE,
+        L_CMD_ALLOW,
+        L_CMD_DENY,
+        L_ON_VIOLATION,
+        L_ENV,
+        L_SECRETS,
+        L_TTL_DEFAULT,
+        L_TTL_MAX,
+        L_TTL_IDLE,
+        L_PLACEMENT_PREFER,
+        L_PLACEMENT_FALLBACK,
+        L_ROUTE_STRATEGY,
+        L_ROUTE_FALLBACK,
+        L_ROUTE_CONSTRAINTS,
+        L_COST_CLASS,
+        L_LATENCY_CLASS,
+        L_OBSERVE,
+        L_OBSERVE_FS_WRITES,
+        L_HIGH_RISK,
+        L_CWD,
+        _L_MAX,
+} leaf;
+
+static const sbx_field leaf_field[_L_MAX] = {
+        [L_LEVEL] = SBX_F_LEVEL,
+        [L_MODE] = SBX_F_MODE,
+        [L_BACKEND] = SBX_F_BACKEND,
+        [L_NET_DEFAULT] = SBX_F_NET_DEFAULT,
+        [L_EGRESS] = SBX_F_NET_EGRESS,
+        [L_LOOPBACK] = SBX_F_NET_LOOPBACK,
+        [L_WS_PATH] = SBX_F_WS_PATH,
+        [L_WS_MOUNT] = SBX_F_WS_MOUNT,
+        [L_WS_ACCESS] = SBX_F_WS_ACCESS,
+        [L_FS_READ] = SBX_F_FS_READ,
+        [L_FS_WRITE] = SBX_F_FS_WRITE,
+        [L_FS_EXEC] = SBX_F_FS_EXEC,
+        [L_ALLOW_SPAWN] = SBX_F_ALLOW_SPAWN,
+        [L_CMD_MODE] = SBX_F_COMMANDS,
+        [L_CMD_ALLOW] = SBX_F_COMMANDS,
+        [L_CMD_DENY] = SBX_F_COMMANDS,
+        [L_ON_VIOLATION] = SBX_F_ON_VIOLATION,
+        [L_ENV] = SBX_F_ENV,
+        [L_SECRETS] = SBX_F_SECRETS,
+        [L_TTL_DEFAULT] = SBX_F_TTL,
+        [L_TTL_MAX] = SBX_F_TTL,
+        [L_TTL_IDLE] = SBX_F_TTL,
+        [L_PLACEMENT_PREFER] = SBX_F_PLACEMENT,
+        [L_PLACEMENT_FALLBACK] = SBX_F_PLACEMENT,
+        [L_ROUTE_STRATEGY] = SBX_F_ROUTE,
+        [L_ROUTE_FALLBACK] = SBX_F_ROUTE,
+        [L_ROUTE_CONSTRAINTS] = SBX_F_ROUTE,
+        [L_COST_CLASS] = SBX_F_METADATA,
+        [L_LATENCY_CLASS] = SBX_F_METADATA,
+        [L_OBSERVE] = SBX_F_OBSERVE,
+        [L_OBSERVE_FS_WRITES] = SBX_F_OBSERVE,
+        [L_HIGH_RISK] = SBX_F_HIGH_RISK,
+        [L_CWD] = SBX_F_CWD,
+};
+
+static void set_leaf(sbx_profile *p, leaf l) {
+        p->leaf_set_ |= UINT64_C(1) << l;
+        p->field_set[leaf_field[l]] = true;
+}
+
+static bool has_leaf(const sbx_profile *p, leaf l) {
+        return p->leaf_set_ & (UINT64_C(1) << l);
+}
+
+static const char *const default_read[] = {
+        "/usr", "/lib", "/lib64", "/bin", "/etc/ssl/certs", "/etc/resolv.conf", "/etc/hosts", "/etc/localtime",
+};
+
+static void env_free(sbx_env_var *env, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(env[i].name);
+                free(env[i].value);
+        }
+        free(env);
+}
+
+sbx_profile *sbx_profile_free(sbx_profile *p) {
+        if (!p)
+                return NULL;
+        free(p->id);
+        free(p->version);
+        free(p->extends);
+        free(p->source_file);
+        strv_free(p->egress);
+        free(p->ws_path);
+        free(p->ws_mount);
+        strv_free(p->fs_read);
+        strv_free(p->fs_write);
+        strv_free(p->fs_exec);
+        strv_free(p->cmd_allow);
+        strv_free(p->cmd_deny);
+        env_free(p->env, p->n_env);
+        strv_free(p->secrets);
+        strv_free(p->placement_prefer);
+        strv_free(p->placement_fallback);
+        free(p->route_strategy);
+        strv_free(p->route_fallback);
+        strv_free(p->route_constraints);
+        free(p->cost_class);
+        free(p->latency_class);
+        free(p->cwd);
+        free(p);
+        return NULL;
+}
+
+static int env_set(sbx_env_var **env, size_t *n, const char *name, const char *value) {
+        char *v = strdup(value);
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < *n; i++)
+                if (streq((*env)[i].name, name)) {
+                        free((*env)[i].value);
+                        (*env)[i].value = v;
+                        return 0;
+                }
+        sbx_env_var *grown = realloc(*env, (*n + 1) * sizeof(sbx_env_var));
+        if (!grown) {
+                free(v);
+                return -ENOMEM;
+        }
+        *env = grown;
+        grown[*n] = (sbx_env_var){ .name = strdup(name), .value = v };
+        if (!grown[*n].name) {
+                free(v);
+                return -ENOMEM;
+        }
+        (*n)++;
+        return 0;
+}
+
+/* A profile with every default of DESIGN.md and nothing marked as set. */
+static int profile_new_default(sbx_profile **ret) {
+        _cleanup_(sbx_profile_freep) sbx_profile *p = calloc(1, sizeof(sbx_profile));
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        p->level = SBX_LEVEL_CONTAINER;
+        p->mode = SBX_MODE_BALANCED;
+        p->backend = SBX_BACKEND_AUTO;
+        p->net_allow = false;
+        p->loopback = true;
+        p->ws_access = SBX_ACCESS_RO;
+        p->allow_spawn = true;
+        p->cmd_mode = SBX_CMD_MODE_OFF;
+        p->on_violation = SBX_ON_VIOLATION_DENY;
+        p->observe = SBX_OBSERVE_AUTO;
+        p->ws_mount = strdup("/workspace");
+        p->route_strategy = strdup("prefer-self-hosted");
+        p->cost_class = strdup("self-hosted");
+        p->latency_class = strdup("standard");
+        if (!p->ws_mount || !p->route_strategy || !p->cost_class || !p->latency_class)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(default_read); i++) {
+                r = strv_extend(&p->fs_read, default_read[i]);
+                if (r < 0)
+                        return r;
+        }
+        /* empty (not NULL) lists, so consumers can iterate without checks */
+        if (!(p->egress = calloc(1, sizeof(char *))) || !(p->fs_write = calloc(1, sizeof(char *))) ||
+            !(p->cmd_allow = calloc(1, sizeof(char *))) || !(p->cmd_deny = calloc(1, sizeof(char *))) ||
+            !(p->secrets = calloc(1, sizeof(char *))) || !(p->placement_prefer = calloc(1, sizeof(char *))) ||
+            !(p->placement_fallback = calloc(1, sizeof(char *))) || !(p->route_fallback = calloc(1, sizeof(char *))) ||
+            !(p->route_constraints = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        r = env_set(&p->env, &p->n_env, "LANG", "C.UTF-8");
+        if (r < 0)
+                return r;
+        p->ttl_default_s = 4 * 3600;
+        p->ttl_max_s = 24 * 3600;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+/* ---- parsing ---- */
+
+static int level_from(const char *s) {
+        return sbx_level_from_string(s);
+}
+static int mode_from(const char *s) {
+        return sbx_mode_from_string(s);
+}
+static int backend_from(const char *s) {
+        return sbx_backend_from_string(s);
+}
+static int access_from(const char *s) {
+        return sbx_access_from_string(s);
+}
+static int on_violation_from(const char *s) {
+        return sbx_on_violation_from_string(s);
+}
+static int cmd_mode_from(const char *s) {
+        return sbx_cmd_mode_from_string(s);
+}
+static int observe_from(const char *s) {
+        return sbx_observe_from_string(s);
+}
+static int net_default_from(const char *s) {
+        return streq(s, "deny") ? 0 : streq(s, "allow") ? 1 : -EINVAL;
+}
+static int strategy_from(const char *s) {
+        static const char *const strategies[] = { "prefer-self-hosted", "lowest-cost", "lowest-latency", "explicit" };
+        for (size_t i = 0; i < ELEMENTSOF(strategies); i++)
+                if (streq(s, strategies[i]))
+                        return (int) i;
+        return -EINVAL;
+}
+
+static bool valid_id(const char *s) {
+        if (!*s || strlen(s) > 128)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || strchr("._-", *s)))
+                        return false;
+        return true;
+}
+
+static bool valid_semver(const char *s) {
+        for (int part = 0; part < 3; part++) {
+                const char *start = s;
+                while (*s >= '0' && *s <= '9')
+                        s++;
+                if (s == start || s - start > 9 || (s - start > 1 && *start == '0'))
+                        return false;
+                if (part < 2 && *s++ != '.')
+                        return false;
+        }
+        return *s == 0;
+}
+
+static int get_enum(yctx *c, yaml_node_t *n, const char *where, const char *key, int (*from)(const char *),
+                    const char *choices, int *ret) {
+        char path[256];
+        return yget_enum(c, n, ypath(path, sizeof path, where, key), from, choices, ret);
+}
+
+static int parse_isolation(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "level", "mode", "backend" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r, x;
+
+        r = ymap(c, n, "isolation", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = get_enum(c, v[0], "isolation", "level", level_from, "policy | container | microvm", &x);
+                if (r < 0)
+                        return r;
+                p->level = (sbx_level) x;
+                set_leaf(p, L_LEVEL);
+        }
+        if (v[1]) {
+                r = get_enum(c, v[1], "isolation", "mode", mode_from, "balanced | strict", &x);
+                if (r < 0)
+                        return r;
+                p->mode = (sbx_mode) x;
+                set_leaf(p, L_MODE);
+        }
+        if (v[2]) {
+                r = get_enum(c, v[2], "isolation", "backend", backend_from,
+                        "auto | native | landlock | bwrap | firejail | podman | docker | microvm", &x);
+                if (r < 0)
+                        return r;
+                p->backend = (sbx_backend_id) x;
+                set_leaf(p, L_BACKEND);
+        }
+        return 0;
+}
+
+/* Replace *dst by a freshly parsed list. */
+static int get_list(yctx *c, yaml_node_t *n, const char *where, const char *key, const char *what,
+                    ystr_check_fn check, char ***dst) {
+        char path[256];
+        char **l = NULL;
+        int r;
+
+        r = yget_strv(c, n, ypath(path, sizeof path, where, key), what, LIST_MAX, check, &l);
+        if (r < 0)
+                return r;
+        strv_free(*dst);
+        *dst = l;
+        return 0;
+}
+
+static int parse_network(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "default", "egress", "loopback" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r, x;
+
+        r = ymap(c, n, "network", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = get_enum(c, v[0], "network", "default", net_default_from, "deny | allow", &x);
+                if (r < 0)
+                        return r;
+                p->net_allow = x == 1;
+                set_leaf(p, L_NET_DEFAULT);
+        }
+        if (v[1]) {
+                r = get_list(c, v[1], "network", "egress", "egress rules", ycheck_egress, &p->egress);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_EGRESS);
+        }
+        if (v[2]) {
+                r = yget_bool(c, v[2], "network.loopback", &p->loopback);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_LOOPBACK);
+        }
+        return 0;
+}
+
+static int parse_workspace(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "path", "mount", "access" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r, x;
+
+        r = ymap(c, n, "workspace", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                char *s = NULL;
+                r = yget_string_or_null(c, v[0], "workspace.path", "an absolute host directory or null", &s);
+                if (r < 0)
+                        return r;
+                if (s) {
+                        r = ycheck_abs_path(c, v[0], "workspace.path", &s);
+                        if (r < 0) {
+                                free(s);
+                                return r;
+                        }
+                }
+                free(p->ws_path);
+                p->ws_path = s;
+                set_leaf(p, L_WS_PATH);
+        }
+        if (v[1]) {
+                char *s = NULL;
+                r = yget_string(c, v[1], "workspace.mount", "an absolute path inside the sandbox", &s);
+                if (r >= 0)
+                        r = ycheck_abs_path(c, v[1], "workspace.mount", &s);
+                if (r >= 0 && streq(s, "/"))
+                        r = yerr(c, v[1], "workspace.mount: the workspace cannot be mounted over '/' (use e.g. /workspace)");
+                if (r >= 0 && (path_is_under(s, "/proc") || path_is_under(s, "/dev") || path_is_under(s, "/sys")))
+                        r = yerr(c, v[1], "workspace.mount: \"%s\" is under /proc, /sys or /dev, which the sandbox "
+                                "owns (use e.g. /workspace)", s);
+                if (r < 0) {
+                        free(s);
+                        return r;
+                }
+                free(p->ws_mount);
+                p->ws_mount = s;
+                set_leaf(p, L_WS_MOUNT);
+        }
+        if (v[2]) {
+                r = get_enum(c, v[2], "workspace", "access", access_from, "none | ro | rw", &x);
+                if (r < 0)
+                        return r;
+                p->ws_access = (sbx_access) x;
+                set_leaf(p, L_WS_ACCESS);
+        }
+        return 0;
+}
+
+static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "read", "write", "exec" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r;
+
+        r = ymap(c, n, "filesystem", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = get_list(c, v[0], "filesystem", "read", "absolute paths", ycheck_abs_path, &p->fs_read);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_FS_READ);
+        }
+        if (v[1]) {
+                r = get_list(c, v[1], "filesystem", "write", "absolute paths", ycheck_abs_path, &p->fs_write);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_FS_WRITE);
+        }
+        if (v[2]) {
+                if (ynode_kind(v[2]) == YK_NULL) {
+                        p->fs_exec = strv_free(p->fs_exec);
+                        p->fs_exec_set = false;
+                } else {
+                        r = get_list(c, v[2], "filesystem", "exec", "absolute paths (or null)", ycheck_abs_path,
+                                &p->fs_exec);
+                        if (r < 0)
+                                return r;
+                        p->fs_exec_set = true;
+                }
+                set_leaf(p, L_FS_EXEC);
+        }
+        return 0;
+}
+
+static int parse_commands(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "mode", "allow", "deny" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r, x;
+
+        r = ymap(c, n, "process.commands", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = get_enum(c, v[0], "process.commands", "mode", cmd_mode_from, "off | warn | strict", &x);
+                if (r < 0)
+                        return r;
+                p->cmd_mode = (sbx_cmd_mode) x;
+                set_leaf(p, L_CMD_MODE);
+        }
+        if (v[1]) {
+                r = get_list(c, v[1], "process.commands", "allow", "command names", ycheck_word, &p->cmd_allow);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_CMD_ALLOW);
+        }
+        if (v[2]) {
+                r = get_list(c, v[2], "process.commands", "deny", "command names", ycheck_word, &p->cmd_deny);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_CMD_DENY);
+        }
+        return 0;
+}
+
+static int parse_process(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "allow_spawn", "commands" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r;
+
+        r = ymap(c, n, "process", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = yget_bool(c, v[0], "process.allow_spawn", &p->allow_spawn);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_ALLOW_SPAWN);
+        }
+        if (v[1]) {
+                r = parse_commands(c, v[1], p);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int env_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_node_t *value, const char *path,
+                   void *userdata) {
+        sbx_profile *p = userdata;
+        _cleanup_free_ char *s = NULL;
+        const char *why;
+        int r;
+
+        r = env_name_check(key, &why);
+        if (r == -EPERM)
+                return yerr(c, key_node, "env: %s cannot be set by a profile (%s)", key, why);
+        if (r < 0)
+                return yerr(c, key_node, "env: \"%s\" is not a valid variable name (%s)", key, why);
+        if (ynode_kind(value) == YK_NULL)
+                return yerr(c, value, "%s: expected a string value, got null (use \"\" for an empty value)", path);
+        if (ynode_kind(value) == YK_LIST || ynode_kind(value) == YK_MAP) {
+                char got[32];
+                return yerr(c, value, "%s: expected a string value, got %s", path,
+                        ynode_describe(value, got, sizeof got));
+        }
+        if (strlen(yscalar(value)) != value->data.scalar.length)
+                return yerr(c, value, "%s: the value contains a NUL character", path);
+        return env_set(&p->env, &p->n_env, key, yscalar(value));
+}
+
+static int parse_env(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        env_free(p->env, p->n_env);
+        p->env = NULL;
+        p->n_env = 0;
+        set_leaf(p, L_ENV);
+        return ymap_each(c, n, "env", 256, env_one, p);
+}
+
+static int parse_ttl(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "default", "max", "idle" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r;
+
+        r = ymap(c, n, "ttl", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = yget_duration(c, v[0], "ttl.default", false, DURATION_MAX_S, &p->ttl_default_s);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_TTL_DEFAULT);
+        }
+        if (v[1]) {
+                r = yget_duration(c, v[1], "ttl.max", false, DURATION_MAX_S, &p->ttl_max_s);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_TTL_MAX);
+        }
+        if (v[2]) {
+                if (ynode_kind(v[2]) == YK_NULL)
+                        p->ttl_idle_s = 0;
+                else {
+                        r = yget_duration(c, v[2], "ttl.idle", false, DURATION_MAX_S, &p->ttl_idle_s);
+                        if (r < 0)
+                                return r;
+                }
+                set_leaf(p, L_TTL_IDLE);
+        }
+        if (v[0] && v[1] && p->ttl_default_s > p->ttl_max_s)
+                return yerr(c, v[0], "ttl.default (%.15gs) is longer than ttl.max (%.15gs)", p->ttl_default_s,
+                        p->ttl_max_s);
+        return 0;
+}
+
+static int parse_placement(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "prefer", "fallback" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r;
+
+        r = ymap(c, n, "placement", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = get_list(c, v[0], "placement", "prefer", "host or extension names", ycheck_word,
+                        &p->placement_prefer);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_PLACEMENT_PREFER);
+        }
+        if (v[1]) {
+                r = get_list(c, v[1], "placement", "fallback", "host or extension names", ycheck_word,
+                        &p->placement_fallback);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_PLACEMENT_FALLBACK);
+        }
+        return 0;
+}
+
+static int constraint_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_node_t *value, const char *path,
+                          void *userdata) {
+        char ***l = userdata;
+        _cleanup_free_ char *joined = NULL;
+        char got[96];
+        size_t len;
+
+        switch (ynode_kind(value)) {
+        case YK_BOOL:
+        case YK_NUMBER:
+        case YK_STRING:
+                if (strlen(yscalar(value)) != value->data.scalar.length)
+                        return yerr(c, value, "%s: the value contains a NUL character", path);
+                if (asprintf(&joined, "%s=%s", key, yscalar(value)) < 0)
+                        return -ENOMEM;
+                break;
+        case YK_LIST: {
+                _cleanup_strv_free_ char **items = NULL;
+                int r = yget_strv(c, value, path, "strings", LIST_MAX, ycheck_word, &items);
+                if (r < 0)
+                        return r;
+                len = strlen(key) + 2;
+                STRV_FOREACH(i, items)
+                        len += strlen(*i) + 1;
+                joined = malloc(len);
+                if (!joined)
+                        return -ENOMEM;
+                strcpy(joined, key);
+                strcat(joined, "=");
+                STRV_FOREACH(i, items) {
+                        if (i != items)
+                                strcat(joined, ",");
+                        strcat(joined, *i);
+                }
+                break;
+        }
+        case YK_NULL:
+        case YK_MAP:
+        default:
+                return yerr(c, value, "%s: expected a string, number, boolean or list of strings, got %s", path,
+                        ynode_describe(value, got, sizeof got));
+        }
+        return strv_consume(l, TAKE_PTR(joined));
+}
+
+static int parse_route(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "strategy", "fallback", "constraints" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r, x;
+
+        r = ymap(c, n, "route", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = get_enum(c, v[0], "route", "strategy", strategy_from,
+                        "prefer-self-hosted | lowest-cost | lowest-latency | explicit", &x);
+                if (r < 0)
+                        return r;
+                free(p->route_strategy);
+                p->route_strategy = strdup(yscalar(v[0]));
+                if (!p->route_strategy)
+                        return -ENOMEM;
+                set_leaf(p, L_ROUTE_STRATEGY);
+        }
+        if (v[1]) {
+                r = get_list(c, v[1], "route", "fallback", "extension names", ycheck_word, &p->route_fallback);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_ROUTE_FALLBACK);
+        }
+        if (v[2]) {
+                _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
+                r = ymap_each(c, v[2], "route.constraints", 64, constraint_one, &l);
+                if (r < 0)
+                        return r;
+                strv_free(p->route_constraints);
+                p->route_constraints = TAKE_PTR(l);
+                set_leaf(p, L_ROUTE_CONSTRAINTS);
+        }
+        return 0;
+}
+
+static int parse_metadata(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "cost_class", "latency_class" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r;
+
+        r = ymap(c, n, "metadata", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                char path[64], *s = NULL;
+                if (!v[i])
+                        continue;
+                r = yget_string(c, v[i], ypath(path, sizeof path, "metadata", keys[i]), "a class name", &s);
+                if (r >= 0)
+                        r = ycheck_word(c, v[i], path, &s);
+                if (r < 0) {
+                        free(s);
+                        return r;
+                }
+                char **dst = i == 0 ? &p->cost_class : &p->latency_class;
+                free(*dst);
+                *dst = s;
+                set_leaf(p, i == 0 ? L_COST_CLASS : L_LATENCY_CLASS);
+        }
+        return 0;
+}
+
+static int parse_observe(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = { "mode", "fs_writes" };
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r, x;
+
+        if (n->type != YAML_MAPPING_NODE) {
+                char got[96];
+                if (ynode_kind(n) != YK_STRING)
+                        return yerr(c, n, "observe: expected one of auto | required | off, or a mapping "
+                                "{mode: ..., fs_writes: true|false}, got %s", ynode_describe(n, got, sizeof got));
+                r = yget_enum(c, n, "observe", observe_from, "auto | required | off", &x);
+                if (r < 0)
+                        return r;
+                p->observe = (sbx_observe) x;
+                set_leaf(p, L_OBSERVE);
+                return 0;
+        }
+        r = ymap(c, n, "observe", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                r = yget_enum(c, v[0], "observe.mode", observe_from, "auto | required | off", &x);
+                if (r < 0)
+                        return r;
+                p->observe = (sbx_observe) x;
+                set_leaf(p, L_OBSERVE);
+        }
+        if (v[1]) {
+                r = yget_bool(c, v[1], "observe.fs_writes", &p->observe_fs_writes);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_OBSERVE_FS_WRITES);
+        }
+        return 0;
+}
+
+enum {
+        K_ID,
+        K_VERSION,
+        K_EXTENDS,
+        K_ISOLATION,
+        K_NETWORK,
+        K_WORKSPACE,
+        K_FILESYSTEM,
+        K_PROCESS,
+        K_LIMITS,
+        K_ON_VIOLATION,
+        K_ENV,
+        K_SECRETS,
+        K_TTL,
+        K_PLACEMENT,
+        K_ROUTE,
+        K_METADATA,
+        K_OBSERVE,
+        K_HIGH_RISK,
+        K_CWD,
+        _K_MAX,
+};
+
+static const char *const top_keys[_K_MAX] = {
+        [K_ID] = "id",
+        [K_VERSION] = "version",
+        [K_EXTENDS] = "extends",
+        [K_ISOLATION] = "isolation",
+        [K_NETWORK] = "network",
+        [K_WORKSPACE] = "workspace",
+        [K_FILESYSTEM] = "filesystem",
+        [K_PROCESS] = "process",
+        [K_LIMITS] = "limits",
+        [K_ON_VIOLATION] = "on_violation",
+        [K_ENV] = "env",
+        [K_SECRETS] = "secrets",
+        [K_TTL] = "ttl",
+        [K_PLACEMENT] = "placement",
+        [K_ROUTE] = "route",
+        [K_METADATA] = "metadata",
+        [K_OBSERVE] = "observe",
+        [K_HIGH_RISK] = "high_risk",
+        [K_CWD] = "cwd",
+};
+
+static int parse_doc(yctx *c, sbx_profile *p) {
+        yaml_node_t *root = yctx_root(c), *v[_K_MAX];
+        char got[96];
+        int r, x;
+
+        if (!root || ynode_kind(root) == YK_NULL)
+                return yerr(c, root, "the profile is empty (it needs at least 'id' and 'version')");
+        if (root->type != YAML_MAPPING_NODE)
+                return yerr(c, root, "a profile must be a mapping at top level (id: ..., version: ...), got %s",
+                        ynode_describe(root, got, sizeof got));
+        r = ymap(c, root, "", top_keys, _K_MAX, v);
+        if (r < 0)
+                return r;
+
+        if (!v[K_ID])
+                return yerr(c, root, "missing required key 'id' (e.g. id: profile.mine)");
+        r = yget_string(c, v[K_ID], "id", "a profile id ([a-z0-9._-]+)", &p->id);
+        if (r < 0)
+                return r;
+        if (!valid_id(p->id))
+                return yerr(c, v[K_ID], "id: \"%s\" is not a valid profile id (use lower-case letters, digits, "
+                        "'.', '_' and '-', at most 128)", p->id);
+        if (!v[K_VERSION])
+                return yerr(c, root, "missing required key 'version' (e.g. version: \"1.0.0\")");
+        if (ynode_kind(v[K_VERSION]) == YK_LIST || ynode_kind(v[K_VERSION]) == YK_MAP ||
+            ynode_kind(v[K_VERSION]) == YK_NULL || !valid_semver(yscalar(v[K_VERSION])))
+                return yerr(c, v[K_VERSION], "version: expected a semantic version \"X.Y.Z\" (e.g. \"1.0.0\"), got %s",
+                        ynode_describe(v[K_VERSION], got, sizeof got));
+        p->version = strdup(yscalar(v[K_VERSION]));
+        if (!p->version)
+                return -ENOMEM;
+        if (v[K_EXTENDS]) {
+                r = yget_string(c, v[K_EXTENDS], "extends", "a profile id or a file path", &p->extends);
+                if (r < 0)
+                        return r;
+                p->extends_line_ = (unsigned) v[K_EXTENDS]->start_mark.line + 1;
+                p->extends_column_ = (unsigned) v[K_EXTENDS]->start_mark.column + 1;
+                if (!strchr(p->extends, '/') && !valid_id(p->extends) && !strstr(p->extends, ".yaml") &&
+                    !strstr(p->extends, ".yml"))
+                        return yerr(c, v[K_EXTENDS], "extends: \"%s\" is neither a profile id ([a-z0-9._-]+) nor a "
+                                "file path", p->extends);
+                if (streq(p->extends, p->id))
+                        return yerr(c, v[K_EXTENDS], "extends: a profile cannot extend itself (%s)", p->id);
+        }
+        if (v[K_ISOLATION] && (r = parse_isolation(c, v[K_ISOLATION], p)) < 0)
+                return r;
+        if (v[K_NETWORK] && (r = parse_network(c, v[K_NETWORK], p)) < 0)
+                return r;
+        if (v[K_WORKSPACE] && (r = parse_workspace(c, v[K_WORKSPACE], p)) < 0)
+                return r;
+        if (v[K_FILESYSTEM] && (r = parse_filesystem(c, v[K_FILESYSTEM], p)) < 0)
+                return r;
+        if (v[K_PROCESS] && (r = parse_process(c, v[K_PROCESS], p)) < 0)
+                return r;
+        if (v[K_LIMITS] && (r = yparse_limits(c, v[K_LIMITS], "limits", SBX_SRC_PROFILE, &p->limits)) < 0)
+                return r;
+        if (v[K_ON_VIOLATION]) {
+                r = yget_enum(c, v[K_ON_VIOLATION], "on_violation", on_violation_from, "deny | kill", &x);
+                if (r < 0)
+                        return r;
+                p->on_violation = (sbx_on_violation) x;
+                set_leaf(p, L_ON_VIOLATION);
+        }
+        if (v[K_ENV] && (r = parse_env(c, v[K_ENV], p)) < 0)
+                return r;
+        if (v[K_SECRETS]) {
+                r = get_list(c, v[K_SECRETS], "", "secrets", "secret names", ycheck_name, &p->secrets);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_SECRETS);
+        }
+        if (v[K_TTL] && (r = parse_ttl(c, v[K_TTL], p)) < 0)
+                return r;
+        if (v[K_PLACEMENT] && (r = parse_placement(c, v[K_PLACEMENT], p)) < 0)
+                return r;
+        if (v[K_ROUTE] && (r = parse_route(c, v[K_ROUTE], p)) < 0)
+                return r;
+        if (v[K_METADATA] && (r = parse_metadata(c, v[K_METADATA], p)) < 0)
+                return r;
+        if (v[K_OBSERVE] && (r = parse_observe(c, v[K_OBSERVE], p)) < 0)
+                return r;
+        if (v[K_HIGH_RISK]) {
+                r = yget_bool(c, v[K_HIGH_RISK], "high_risk", &p->high_risk);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_HIGH_RISK);
+        }
+        if (v[K_CWD]) {
+                char *s = NULL;
+                r = yget_string_or_null(c, v[K_CWD], "cwd", "an absolute path inside the sandbox", &s);
+                if (r >= 0 && s)
+                        r = ycheck_abs_path(c, v[K_CWD], "cwd", &s);
+                if (r < 0) {
+                        free(s);
+                        return r;
+                }
+                free(p->cwd);
+                p->cwd = s;
+                set_leaf(p, L_CWD);
+        }
+        return 0;
+}
+
+int sbx_profile_parse(const char *text, size_t len, const char *name, sbx_profile **ret, sbx_error *e) {
+        _cleanup_(sbx_profile_freep) sbx_profile *p = NULL;
+        yctx c;
+        int r;
+
+        if (!name)
+                name = "<profile>";
+        r = profile_new_default(&p);
+        if (r < 0)
+                return sbx_error_set(e, r, "profile: parse", "out of memory");
+        p->source_file = strdup(name);
+        if (!p->source_file)
+                return sbx_error_set(e, ENOMEM, "profile: parse", "out of memory");
+        r = yctx_load(&c, text, len, name, e);
+        if (r < 0)
+                return r;
+        r = parse_doc(&c, p);
+        yctx_done(&c);
+        if (r == -ENOMEM)
+                return sbx_error_set(e, r, "profile: parse", "out of memory");
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+/* ---- finding and loading ---- */
+
+int sbx_profile_search_path(char ***ret_dirs) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        const char *env = secure_getenv("SANDBOXER_PROFILE_PATH");
+        int r;
+
+        if (!l)
+                return -ENOMEM;
+        if (env) {
+                _cleanup_free_ char *copy = strdup(env);
+                char *save = NULL;
+                if (!copy)
+                        return -ENOMEM;
+                for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+                        if (strv_contains(l, d))
+                                continue;
+                        r = strv_extend(&l, d);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (!strv_contains(l, SYSTEM_PROFILE_DIR)) {
+                r = strv_extend(&l, SYSTEM_PROFILE_DIR);
+                if (r < 0)
+                        return r;
+        }
+        *ret_dirs = TAKE_PTR(l);
+        return 0;
+}
+
+static bool looks_like_file(const char *s) {
+        size_t n = strlen(s);
+        return strchr(s, '/') || (n > 5 && streq(s + n - 5, ".yaml")) || (n > 4 && streq(s + n - 4, ".yml"));
+}
+
+/* Parse a profile file; key = its canonical path (for cycle detection). */
+static int load_file(const char *path, sbx_profile **ret, char **ret_key, sbx_error *e) {
+        _cleanup_free_ char *text = NULL, *key = NULL;
+        size_t len;
+        int r;
+
+        r = read_full_file(path, PROFILE_MAX_FILE, &text, &len, e);
+        if (r < 0)
+                return r;
+        key = realpath(path, NULL);
+        if (!key)
+                return sbx_error_set(e, errno, "profile: load", "cannot resolve %s: %s", path, strerror(errno));
+        r = sbx_profile_parse(text, len, path, ret, e);
+        if (r < 0)
+                return r;
+        *ret_key = TAKE_PTR(key);
+        return 0;
+}
+
+/* Find the file of profile `id` in the search path: DIR/ID.yaml or DIR/ID.yml. */
+static int find_in_search_path(const char *id, char **ret_path) {
+        _cleanup_strv_free_ char **dirs = NULL;
+        int r;
+
+        r = sbx_profile_search_path(&dirs);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(d, dirs) {
+                static const char *const exts[] = { ".yaml", ".yml" };
+                for (size_t i = 0; i < ELEMENTSOF(exts); i++) {
+                        char *path = NULL;
+                        if (asprintf(&path, "%s/%s%s", *d, id, exts[i]) < 0)
+                                return -ENOMEM;
+                        if (access(path, F_OK) == 0) {
+                                *ret_path = path;
+                                return 1;
+                        }
+                        free(path);
+                }
+        }
+        return 0;
+}
+
+static int load_by_id(const char *id, sbx_profile **ret, char **ret_key, sbx_error *e) {
+        _cleanup_(sbx_profile_freep) sbx_profile *p = NULL;
+        _cleanup_free_ char *path = NULL, *key = NULL;
+        const char *text;
+        size_t len;
+        int r;
+
+        r = find_in_search_path(id, &path);
+        if (r < 0)
+                return sbx_error_set(e, r, "profile: load", "out of memory");
+        if (r > 0) {
+                r = load_file(path, &p, &key, e);
+                if (r < 0)
+                        return r;
+                if (!streq(p->id, id))
+                        return sbx_error_set_at(e, EINVAL, path, 1, 1,
+                                "the file declares id '%s' but is found as '%s' (name the file %s.yaml or fix its id)",
+                                p->id, id, p->id);
+                *ret = TAKE_PTR(p);
+                *ret_key = TAKE_PTR(key);
+                return 0;
+        }
+        text = builtin_profile_text_len(id, &len);
+        if (!text)
+                return -ENOENT;
+        if (asprintf(&key, "builtin:%s", id) < 0)
+                return -ENOMEM;
+        r = sbx_profile_parse(text, len, key, &p, e);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        *ret_key = TAKE_PTR(key);
+        return 0;
+}
+
+static const char *search_path_text(char *buf, size_t size) {
+        _cleanup_strv_free_ char **dirs = NULL;
+        size_t o = 0;
+
+        buf[0] = 0;
+        if (sbx_profile_search_path(&dirs) < 0)
+                return buf;
+        STRV_FOREACH(d, dirs)
+                if (o < size)
+                        o += (size_t) snprintf(buf + o, size - o, "%s%s", o ? ":" : "", *d);
+        return buf;
+}
+
+/* Move parent's value of every leaf the child did not set into the child. */
+#define STEAL(field) do { __typeof__(child->field) t_ = child->field; child->field = parent->field; parent->field = t_; } while (0)
+
+static int profile_inherit(sbx_profile *child, sbx_profile *parent) {
+        static const struct {
+                leaf l;
+                size_t offset;
+        } ptr_leaves[] = {
+                { L_EGRESS, offsetof(sbx_profile, egress) },
+                { L_WS_PATH, offsetof(sbx_profile, ws_path) },
+                { L_WS_MOUNT, offsetof(sbx_profile, ws_mount) },
+                { L_FS_READ, offsetof(sbx_profile, fs_read) },
+                { L_FS_WRITE, offsetof(sbx_profile, fs_write) },
+                { L_CMD_ALLOW, offsetof(sbx_profile, cmd_allow) },
+                { L_CMD_DENY, offsetof(sbx_profile, cmd_deny) },
+                { L_SECRETS, offsetof(sbx_profile, secrets) },
+                { L_PLACEMENT_PREFER, offsetof(sbx_profile, placement_prefer) },
+                { L_PLACEMENT_FALLBACK, offsetof(sbx_profile, placement_fallback) },
+                { L_ROUTE_STRATEGY, offsetof(sbx_profile, route_strategy) },
+                { L_ROUTE_FALLBACK, offsetof(sbx_profile, route_fallback) },
+                { L_ROUTE_CONSTRAINTS, offsetof(sbx_profile, route_constraints) },
+                { L_COST_CLASS, offsetof(sbx_profile, cost_class) },
+                { L_LATENCY_CLASS, offsetof(sbx_profile, latency_class) },
+                { L_CWD, offsetof(sbx_profile, cwd) },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(ptr_leaves); i++)
+                if (!has_leaf(child, ptr_leaves[i].l)) {
+                        void **a = (void **) ((char *) child + ptr_leaves[i].offset);
+                        void **b = (void **) ((char *) parent + ptr_leaves[i].offset);
+                        void *t = *a;
+                        *a = *b;
+                        *b = t;
+                }
+        if (!has_leaf(child, L_LEVEL))
+                child->level = parent->level;
+        if (!has_leaf(child, L_MODE))
+                child->mode = parent->mode;
+        if (!has_leaf(child, L_BACKEND))
+                child->backend = parent->backend;
+        if (!has_leaf(child, L_NET_DEFAULT))
+                child->net_allow = parent->net_allow;
+        if (!has_leaf(child, L_LOOPBACK))
+                child->loopback = parent->loopback;
+        if (!has_leaf(child, L_WS_ACCESS))
+                child->ws_access = parent->ws_access;
+        if (!has_leaf(child, L_FS_EXEC)) {
+                STEAL(fs_exec);
+                child->fs_exec_set = parent->fs_exec_set;
+        }
+        if (!has_leaf(child, L_ALLOW_SPAWN))
+                child->allow_spawn = parent->allow_spawn;
+        if (!has_leaf(child, L_CMD_MODE))
+                child->cmd_mode = parent->cmd_mode;
+        if (!has_leaf(child, L_ON_VIOLATION))
+                child->on_violation = parent->on_violation;
+        if (!has_leaf(child, L_TTL_DEFAULT))
+                child->ttl_default_s = parent->ttl_default_s;
+        if (!has_leaf(child, L_TTL_MAX))
+                child->ttl_max_s = parent->ttl_max_s;
+        if (!has_leaf(child, L_TTL_IDLE))
+                child->ttl_idle_s = parent->ttl_idle_s;
+        if (!has_leaf(child, L_OBSERVE))
+                child->observe = parent->observe;
+        if (!has_leaf(child, L_OBSERVE_FS_WRITES))
+                child->observe_fs_writes = parent->observe_fs_writes;
+        if (!has_leaf(child, L_HIGH_RISK))
+                child->high_risk = parent->high_risk;
+
+        /* env is a mapping: merged by name, the child's values winning; the built-in
+         * default {LANG: C.UTF-8} only applies when nobody in the chain gave env */
+        if (!has_leaf(child, L_ENV)) {
+                STEAL(env);
+                STEAL(n_env);
+        } else if (has_leaf(parent, L_ENV)) {
+                for (size_t i = 0; i < child->n_env; i++) {
+                        int r = env_set(&parent->env, &parent->n_env, child->env[i].name, child->env[i].value);
+                        if (r < 0)
+                                return r;
+                }
+                STEAL(env);
+                STEAL(n_env);
+        }
+
+        for (int l = 0; l < _SBX_LIMIT_MAX; l++)
+                if (!child->limits.set[l] && parent->limits.set[l]) {
+                        child->limits.value[l] = parent->limits.value[l];
+                        child->limits.set[l] = true;
+                        child->limits.source[l] = parent->limits.source[l];
+                }
+        for (int f = 0; f < _SBX_F_MAX; f++)
+                child->field_set[f] = child->field_set[f] || parent->field_set[f];
+        child->leaf_set_ |= parent->leaf_set_;
+        return 0;
+}
+
+static char *dir_of(const char *path) {
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return NULL;
+        return strdup(dirname(copy));
+}
+
+int sbx_profile_load(const char *name_or_file, sbx_profile **ret, sbx_error *e) {
+        sbx_profile *chain[PROFILE_MAX_EXTENDS + 1] = {};
+        char *keys[PROFILE_MAX_EXTENDS + 1] = {};
+        size_t n = 0;
+        int r;
+
+        if (isempty(name_or_file))
+                return sbx_error_set(e, EINVAL, "profile: load", "no profile name given");
+
+        if (looks_like_file(name_or_file))
+                r = load_file(name_or_file, &chain[0], &keys[0], e);
+        else {
+                r = valid_id(name_or_file) ? load_by_id(name_or_file, &chain[0], &keys[0], e) : -ENOENT;
+                if (r == -ENOENT) {
+                        char sp[512];
+                        r = sbx_error_set(e, ENOENT, "profile: load",
+                                "no profile named '%s' (not a built-in, and no %s.yaml in %s); "
+                                "'sandboxer profile list' shows the known ones", name_or_file, name_or_file,
+                                search_path_text(sp, sizeof sp));
+                }
+        }
+        if (r < 0)
+                goto finish;
+        n = 1;
+
+        while (chain[n - 1]->extends) {
+                sbx_profile *cur = chain[n - 1];
+                const char *ref = cur->extends;
+
+                if (n > PROFILE_MAX_EXTENDS) {
+                        r = sbx_error_set_at(e, EINVAL, cur->source_file, cur->extends_line_, cur->extends_column_,
+                                "extends: the chain from %s is deeper than %d profiles", chain[0]->id,
+                                PROFILE_MAX_EXTENDS);
+                        goto finish;
+                }
+                if (looks_like_file(ref)) {
+                        _cleanup_free_ char *path = NULL;
+                        if (strncmp(keys[n - 1], "builtin:", 8) == 0) {
+                                r = sbx_error_set_at(e, EINVAL, cur->source_file, cur->extends_line_,
+                                        cur->extends_column_, "extends: a built-in profile cannot extend a file (%s)",
+                                        ref);
+                                goto finish;
+                        } else if (ref[0] != '/') {
+                                /* relative to the directory of the extending file */
+                                _cleanup_free_ char *dir = dir_of(cur->source_file);
+                                if (!dir || asprintf(&path, "%s/%s", dir, ref) < 0) {
+                                        r = -ENOMEM;
+                                        goto finish;
+                                }
+                        } else if (!(path = strdup(ref))) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        if (access(path, F_OK) < 0) {
+                                r = sbx_error_set_at(e, ENOENT, cur->source_file, cur->extends_line_,
+                                        cur->extends_column_, "extends: cannot find the profile file %s (%s)", path,
+                                        strerror(errno));
+                                goto finish;
+                        }
+                        r = load_file(path, &chain[n], &keys[n], e);
+                } else {
+                        r = load_by_id(ref, &chain[n], &keys[n], e);
+                        if (r == -ENOENT) {
+                                char sp[512];
+                                r = sbx_error_set_at(e, ENOENT, cur->source_file, cur->extends_line_,
+                                        cur->extends_column_,
+                                        "extends: no profile named '%s' (not a built-in, and no %s.yaml in %s)", ref,
+                                        ref, search_path_text(sp, sizeof sp));
+                        }
+                }
+                if (r < 0)
+                        goto finish;
+                n++;
+                for (size_t i = 0; i < n - 1; i++)
+                        if (streq(keys[i], keys[n - 1])) {
+                                char cyc[512];
+                                size_t o = 0;
+                                for (size_t j = i; j < n && o < sizeof cyc; j++)
+                                        o += (size_t) snprintf(cyc + o, sizeof cyc - o, "%s%s", j > i ? " -> " : "",
+                                                chain[j]->id);
+                                r = sbx_error_set_at(e, EINVAL, cur->source_file, cur->extends_line_,
+                                        cur->extends_column_, "extends: cycle %s", cyc);
+                                goto finish;
+                        }
+        }
+
+        /* fold from the root ancestor down: each child takes what it did not set */
+        for (size_t i = n - 1; i > 0; i--) {
+                r = profile_inherit(chain[i - 1], chain[i]);
+                if (r < 0)
+                        goto finish;
+        }
+        if (chain[0]->ttl_default_s > chain[0]->ttl_max_s && chain[0]->ttl_max_s > 0) {
+                r = sbx_error_set(e, EINVAL, "profile: extends",
+                        "%s: ttl.default (%.15gs) is longer than ttl.max (%.15gs) once merged with what it extends",
+                        chain[0]->id, chain[0]->ttl_default_s, chain[0]->ttl_max_s);
+                goto finish;
+        }
+        *ret = TAKE_PTR(chain[0]);
+        r = 0;
+finish:
+        if (r == -ENOMEM)
+                (void) sbx_error_set(e, ENOMEM, "profile: load", "out of memory");
+        for (size_t i = 0; i < ELEMENTSOF(chain); i++) {
+                sbx_profile_free(chain[i]);
+                free(keys[i]);
+        }
+        return r;
+}

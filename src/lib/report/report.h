@@ -1,0 +1,160 @@
+/* report.h — the report of one run/exec (schema sandboxer.report/v1, docs/report.schema.json):
+ * filled by the supervisor and backends, serialised to JSON here. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "basic/macro.h"
+#include "policy/policy.h"
+
+typedef enum sbx_status {
+        SBX_STATUS_EXITED,
+        SBX_STATUS_SIGNALED,
+        SBX_STATUS_TIMEOUT,
+        SBX_STATUS_MEMORY_LIMIT,
+        SBX_STATUS_PROCESS_LIMIT,
+        SBX_STATUS_OUTPUT_LIMIT,
+        SBX_STATUS_VIOLATION,
+        SBX_STATUS_CANCELLED,
+        SBX_STATUS_SETUP_ERROR,
+        _SBX_STATUS_MAX,
+        _SBX_STATUS_INVALID = -EINVAL,
+} sbx_status;
+const char *sbx_status_to_string(sbx_status s);
+sbx_status sbx_status_from_string(const char *s);
+/* Precedence of DESIGN.md: setup_error > timeout > memory_limit > process_limit >
+ * output_limit > violation > signaled > exited (cancelled ranks just below setup_error).
+ * Returns the status that wins. */
+sbx_status sbx_status_merge(sbx_status a, sbx_status b);
+
+typedef enum sbx_violation_kind {
+        SBX_VIOLATION_NETWORK_ACCESS,
+        SBX_VIOLATION_FILESYSTEM_WRITE,
+        SBX_VIOLATION_TIMEOUT,
+        SBX_VIOLATION_PROCESS_LIMIT,
+        SBX_VIOLATION_SYSCALL,
+        SBX_VIOLATION_MEMORY_LIMIT,
+        SBX_VIOLATION_OUTPUT_LIMIT,
+        SBX_VIOLATION_STRICT_MODE_UNAVAILABLE,
+        SBX_VIOLATION_STRICT_MODE_REQUIRED,
+        _SBX_VIOLATION_MAX,
+        _SBX_VIOLATION_INVALID = -EINVAL,
+} sbx_violation_kind;
+/* "NetworkAccessViolation", ... exactly as DESIGN.md names them. */
+const char *sbx_violation_kind_to_string(sbx_violation_kind k);
+sbx_violation_kind sbx_violation_kind_from_string(const char *s);
+
+typedef enum sbx_mechanism {
+        SBX_MECH_NONE,
+        SBX_MECH_CGROUP_V2,
+        SBX_MECH_CGROUP_V1,
+        SBX_MECH_RLIMIT,
+        SBX_MECH_SECCOMP,
+        SBX_MECH_SUPERVISOR,
+        SBX_MECH_TMPFS,
+        _SBX_MECH_MAX,
+        _SBX_MECH_INVALID = -EINVAL,
+} sbx_mechanism;
+const char *sbx_mechanism_to_string(sbx_mechanism m);
+sbx_mechanism sbx_mechanism_from_string(const char *s);
+
+/* One detail key/value of a violation: string or integer. */
+typedef struct sbx_detail {
+        char key[32];
+        char *str;       /* owned; NULL when the value is an integer */
+        int64_t num;
+} sbx_detail;
+
+#define SBX_VIOLATION_MAX_DETAILS 6
+#define SBX_REPORT_MAX_VIOLATIONS 64  /* distinct events kept; more are counted in dropped */
+
+typedef struct sbx_violation {
+        sbx_violation_kind kind;
+        const char *action;      /* "denied" | "killed" | "refused" (static string) */
+        int64_t first_at_ms, last_at_ms;
+        uint64_t count;
+        char syscall[32];        /* "" when not a syscall event */
+        sbx_detail detail[SBX_VIOLATION_MAX_DETAILS];
+        size_t n_detail;
+} sbx_violation;
+
+typedef struct sbx_mount_info {
+        char *source;            /* host path, "tmpfs", "proc", ... */
+        char *target;            /* inside */
+        char *kind;              /* "bind-ro" | "bind-rw" | "tmpfs" | "proc" | "dev" */
+} sbx_mount_info;
+
+typedef struct sbx_report {
+        char id[48];             /* "run_" + 24 hex */
+        sbx_status status;
+        /* exit */
+        bool has_exit_code;
+        int exit_code;
+        int exit_signal;         /* 0 = null */
+        bool killed_by_sandbox;
+        int cli_exit;            /* what `sandboxer run` returns (not serialised) */
+
+        sbx_mode mode;
+        const char *backend;     /* "native", ... or NULL before a backend was chosen */
+        const char *isolation;   /* "container" | "policy" | "microvm" | NULL */
+        char *backend_reason;    /* why this backend (auto choice, skips), owned, may be NULL */
+
+        sbx_violation violations[SBX_REPORT_MAX_VIOLATIONS];
+        size_t n_violations;
+        uint64_t violations_dropped;
+
+        /* config */
+        const sbx_config *config;    /* borrowed; may be NULL on early setup errors */
+        sbx_mechanism limit_mechanism[_SBX_LIMIT_MAX];
+        sbx_mount_info *mounts;      /* owned */
+        size_t n_mounts;
+        const char *observation;     /* "active" | "unavailable" | "off" */
+
+        /* usage */
+        int64_t wall_ms, cpu_user_ms, cpu_sys_ms, max_rss_kb, pids_peak;
+        uint64_t stdout_bytes, stderr_bytes;
+        bool output_truncated;
+
+        /* timings */
+        int64_t setup_ms, exec_ms, teardown_ms;
+
+        /* host */
+        char kernel[128];
+        int landlock_abi;        /* -1 unknown, 0 none */
+        const char *cgroup;      /* "v1" | "v2" | "hybrid" | "none" */
+        bool unprivileged;
+
+        char *error;             /* owned; NULL = null */
+} sbx_report;
+
+/* Fresh report with a new random id, status exited, host facts filled. */
+int sbx_report_new(sbx_report **ret);
+sbx_report *sbx_report_free(sbx_report *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_report *, sbx_report_free);
+
+/* Record a violation, merging into an identical earlier one (same kind, action, syscall,
+ * details): count++ and first/last_at_ms widened. Details are key/value pairs (a string when
+ * .str is non-NULL, else the integer .num); the strings are copied. action NULL = "denied"
+ * (otherwise it must be a static string); syscall NULL or "" = not a syscall event. Beyond
+ * SBX_REPORT_MAX_VIOLATIONS distinct events, new ones only increment violations_dropped.
+ * Returns 1 when a new entry was added, 0 when merged or dropped, -EINVAL / -E2BIG (more
+ * than SBX_VIOLATION_MAX_DETAILS details) / -ENOMEM. */
+int sbx_report_add_violation(sbx_report *r, sbx_violation_kind kind, const char *action, int64_t at_ms,
+                             const char *syscall, const sbx_detail *details, size_t n_details);
+/* Replace the error message (copied). fmt NULL clears it. */
+int sbx_report_set_error(sbx_report *r, const char *fmt, ...) _printf_(2, 3);
+/* Replace backend_reason (copied). fmt NULL clears it. */
+int sbx_report_set_backend_reason(sbx_report *r, const char *fmt, ...) _printf_(2, 3);
+/* Raise r->status to `s` if it wins under the precedence above (sbx_status_merge). */
+void sbx_report_merge_status(sbx_report *r, sbx_status s);
+/* Copies all three strings. */
+int sbx_report_add_mount(sbx_report *r, const char *source, const char *target, const char *kind);
+
+/* Serialise as one JSON document (pretty when `pretty`), newline-terminated. */
+int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret);
+/* Write the pretty JSON to fd (all of it, retrying short writes and EINTR). */
+int sbx_report_write_fd(const sbx_report *r, int fd);
+/* Create/truncate path (mode 0644 before umask) and write the pretty JSON to it. */
+int sbx_report_write_file(const sbx_report *r, const char *path);

@@ -1,0 +1,285 @@
+/* sandboxer.c — the public API (include/sandboxer/sandboxer.h): one-shot runs. Resolves the
+ * configuration, picks a backend, runs, and always produces the report. */
+#include "sandboxer/sandboxer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
+#include "policy/policy.h"
+#include "report/report.h"
+#include "supervise/spawn.h"
+
+struct sbx_run {
+        char *profile, *policy_file, *workspace, *cwd;
+        char **env;
+        char **argv;
+        sbx_backend_id backend;
+        bool has_backend;
+        sbx_mode mode;
+        bool has_mode;
+        bool bad_backend, bad_mode;
+        char *bad_value;
+        double limit[_SBX_LIMIT_MAX];
+        bool has_limit[_SBX_LIMIT_MAX];
+        char *bad_limit;
+        char *failure;
+        int in_fd, out_fd, err_fd;
+        bool tty, handle_signals;
+        char *report_json;
+        char *error;
+};
+
+_public_ const char *sbx_version(void) {
+        return SBX_VERSION;
+}
+
+_public_ sbx_run *sbx_run_new(void) {
+        sbx_run *r = calloc(1, sizeof *r);
+        if (!r)
+                return NULL;
+        r->in_fd = 0, r->out_fd = 1, r->err_fd = 2;
+        r->handle_signals = true;
+        return r;
+}
+
+_public_ sbx_run *sbx_run_free(sbx_run *r) {
+        if (!r)
+                return NULL;
+        free(r->profile);
+        free(r->policy_file);
+        free(r->workspace);
+        free(r->cwd);
+        strv_free(r->env);
+        strv_free(r->argv);
+        free(r->bad_value);
+        free(r->bad_limit);
+        free(r->failure);
+        free(r->report_json);
+        free(r->error);
+        free(r);
+        return NULL;
+}
+
+static int set_str(char **dst, const char *v) {
+        char *c = NULL;
+        if (v && !(c = strdup(v)))
+                return -ENOMEM;
+        free(*dst);
+        *dst = c;
+        return 0;
+}
+
+_public_ int sbx_run_set_profile(sbx_run *r, const char *v) {
+        return set_str(&r->profile, v);
+}
+_public_ int sbx_run_set_policy_file(sbx_run *r, const char *v) {
+        return set_str(&r->policy_file, v);
+}
+_public_ int sbx_run_set_workspace(sbx_run *r, const char *v) {
+        return set_str(&r->workspace, v);
+}
+_public_ int sbx_run_set_cwd(sbx_run *r, const char *v) {
+        return set_str(&r->cwd, v);
+}
+_public_ int sbx_run_add_env(sbx_run *r, const char *nv) {
+        if (!nv)
+                return -EINVAL;
+        return strv_extend(&r->env, nv);
+}
+_public_ int sbx_run_set_backend(sbx_run *r, const char *v) {
+        sbx_backend_id b = sbx_backend_from_string(v);
+        if (b < 0) {
+                (void) set_str(&r->bad_value, v);
+                r->bad_backend = true;
+                return -EINVAL;
+        }
+        r->backend = b;
+        r->has_backend = true;
+        return 0;
+}
+_public_ int sbx_run_set_mode(sbx_run *r, const char *v) {
+        sbx_mode m = sbx_mode_from_string(v);
+        if (m < 0) {
+                (void) set_str(&r->bad_value, v);
+                r->bad_mode = true;
+                return -EINVAL;
+        }
+        r->mode = m;
+        r->has_mode = true;
+        return 0;
+}
+_public_ int sbx_run_set_limit(sbx_run *r, const char *key, double value) {
+        sbx_limit_id l = sbx_limit_from_string(key);
+        if (l < 0 || !isfinite(value) || value <= 0) {
+                (void) set_str(&r->bad_limit, key);
+                return -EINVAL;
+        }
+        r->limit[l] = value;
+        r->has_limit[l] = true;
+        return 0;
+}
+_public_ int sbx_run_set_command(sbx_run *r, char *const argv[]) {
+        if (!argv || !argv[0] || !argv[0][0])
+                return -EINVAL;
+        char **c = strv_copy(argv);
+        if (!c)
+                return -ENOMEM;
+        strv_free(r->argv);
+        r->argv = c;
+        return 0;
+}
+_public_ int sbx_run_set_stdio(sbx_run *r, int in_fd, int out_fd, int err_fd) {
+        r->in_fd = in_fd, r->out_fd = out_fd, r->err_fd = err_fd;
+        return 0;
+}
+_public_ int sbx_run_set_tty(sbx_run *r, bool tty) {
+        if (tty)
+                return -EOPNOTSUPP; /* not implemented yet: refuse rather than pretend */
+        r->tty = tty;
+        return 0;
+}
+_public_ int sbx_run_set_handle_signals(sbx_run *r, bool on) {
+        r->handle_signals = on;
+        return 0;
+}
+_public_ const char *sbx_run_report_json(sbx_run *r) {
+        return r->report_json;
+}
+_public_ const char *sbx_run_error(sbx_run *r) {
+        return r->error;
+}
+
+static void set_error(sbx_run *r, const sbx_error *e) {
+        char buf[1200];
+        free(r->error);
+        r->error = strdup(sbx_error_format(e, buf, sizeof buf));
+}
+
+_public_ int sbx_run_set_failure(sbx_run *r, const char *message) {
+        return set_str(&r->failure, message ? message : "failed");
+}
+
+static int resolve(sbx_run *r, sbx_config **ret, sbx_error *e) {
+        if (r->failure)
+                return sbx_error_set(e, EINVAL, "arguments", "%s", r->failure);
+        if (r->bad_backend)
+                return sbx_error_set(e, EINVAL, "arguments",
+                                     "unknown backend '%s' (expected auto, native, landlock, bwrap, firejail, podman, docker or microvm)",
+                                     r->bad_value);
+        if (r->bad_mode)
+                return sbx_error_set(e, EINVAL, "arguments", "unknown mode '%s' (expected balanced or strict)", r->bad_value);
+        if (r->bad_limit)
+                return sbx_error_set(e, EINVAL, "arguments", "bad limit '%s'", r->bad_limit);
+        sbx_request req = {
+                .profile = r->profile,
+                .policy_file = r->policy_file,
+                .backend = r->backend,
+                .has_backend = r->has_backend,
+                .mode = r->mode,
+                .has_mode = r->has_mode,
+                .workspace = r->workspace,
+                .cwd = r->cwd,
+                .env = r->env,
+        };
+        memcpy(req.limit, r->limit, sizeof req.limit);
+        memcpy(req.has_limit, r->has_limit, sizeof req.has_limit);
+        return sbx_config_resolve(&req, ret, e);
+}
+
+/* Strict mode: the backend list of modes.strict, or the named policy error. */
+static int select_backend(const sbx_config *cfg, sbx_report *rep, const sbx_backend **ret, sbx_error *e) {
+        _cleanup_free_ char *note = NULL;
+        int r = sbx_backend_select(cfg, ret, &note, e);
+        if (r < 0 && cfg->mode == SBX_MODE_STRICT) {
+                bool required = cfg->strict_required && cfg->mode_source != SBX_SRC_FLAG &&
+                                cfg->profile->mode != SBX_MODE_STRICT;
+                sbx_violation_kind k = required ? SBX_VIOLATION_STRICT_MODE_REQUIRED : SBX_VIOLATION_STRICT_MODE_UNAVAILABLE;
+                char msg[900];
+                snprintf(msg, sizeof msg, "%s", e ? e->message : "");
+                sbx_detail d[1] = { { .key = "reason", .str = (char *) (required && cfg->strict_reason ? cfg->strict_reason : msg) } };
+                (void) sbx_report_add_violation(rep, k, "refused", 0, NULL, d, 1);
+                return sbx_error_set(e, r, "mode",
+                                     "%s: %s mode %s but no strict backend is available here (%s)",
+                                     sbx_violation_kind_to_string(k),
+                                     required ? "the policy requires strict" : "strict",
+                                     required ? (cfg->strict_reason ? cfg->strict_reason : "") : "was requested", msg);
+        }
+        if (r >= 0) {
+                free(rep->backend_reason);
+                rep->backend_reason = TAKE_PTR(note);
+        }
+        return r;
+}
+
+static int finish(sbx_run *r, sbx_report *rep) {
+        free(r->report_json);
+        r->report_json = NULL;
+        (void) sbx_report_to_json(rep, true, &r->report_json);
+        return rep->cli_exit;
+}
+
+_public_ int sbx_run_execute(sbx_run *r) {
+        _cleanup_(sbx_report_freep) sbx_report *rep = NULL;
+        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        sbx_error e = { 0 };
+        const sbx_backend *b = NULL;
+        uint64_t t0 = sbx_now_ns();
+
+        free(r->error);
+        r->error = NULL;
+        if (sbx_report_new(&rep) < 0) {
+                r->error = strdup("out of memory");
+                return 125;
+        }
+        int ret = resolve(r, &cfg, &e);
+        if (ret >= 0) {
+                rep->config = cfg;
+                rep->mode = cfg->mode;
+                if (!r->argv)
+                        ret = sbx_error_set(&e, EINVAL, "arguments", "no command given");
+        }
+        if (ret >= 0)
+                ret = select_backend(cfg, rep, &b, &e);
+        if (ret >= 0) {
+                sbx_run_io io = { .in_fd = r->in_fd, .out_fd = r->out_fd, .err_fd = r->err_fd,
+                                  .handle_signals = r->handle_signals };
+                ret = b->run(cfg, r->argv, &io, rep, &e);
+        }
+        if (ret < 0) {
+                rep->status = SBX_STATUS_SETUP_ERROR;
+                rep->cli_exit = 125;
+                rep->has_exit_code = false;
+                set_error(r, &e);
+                (void) sbx_report_set_error(rep, "%s", r->error ? r->error : "setup error");
+                if (rep->setup_ms == 0)
+                        rep->setup_ms = (int64_t) ((sbx_now_ns() - t0) / 1000000);
+        } else if (rep->error)
+                r->error = strdup(rep->error);
+        if (rep->wall_ms == 0)
+                rep->wall_ms = (int64_t) ((sbx_now_ns() - t0) / 1000000);
+        return finish(r, rep);
+}
+
+_public_ int sbx_run_dry_run(sbx_run *r, FILE *f, bool json) {
+        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        _cleanup_(sbx_report_freep) sbx_report *rep = NULL;
+        sbx_error e = { 0 };
+        const sbx_backend *b = NULL;
+        int ret = resolve(r, &cfg, &e);
+        if (ret >= 0)
+                ret = sbx_report_new(&rep);
+        if (ret >= 0)
+                ret = select_backend(cfg, rep, &b, &e);
+        if (ret < 0) {
+                set_error(r, &e);
+                return ret;
+        }
+        ret = sbx_config_describe(cfg, json, f);
+        if (!json)
+                fprintf(f, "backend: %s (%s)\n", sbx_backend_to_string(b->id), rep->backend_reason ? rep->backend_reason : "");
+        return ret;
+}

@@ -1,0 +1,222 @@
+/* spawn.c — clone3 into the sandbox's namespaces and run the child's set-up sequence. */
+#include "supervise/spawn.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "isolate/childerr.h"
+#include "isolate/ns.h"
+
+uint64_t sbx_now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+static _noreturn_ void child_die(int errfd, const sbx_child_error *ce) {
+        ssize_t n = write(errfd, ce, sizeof *ce);
+        _exit(n == (ssize_t) sizeof *ce ? 125 : 126);
+}
+
+/* Runs in the child: syscalls only. */
+static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int errfd) {
+        sbx_child_error ce = { 0 };
+        char c;
+
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+                sbx_child_fail(&ce, errno, "prctl(PR_SET_PDEATHSIG)", NULL);
+                child_die(errfd, &ce);
+        }
+        /* Wait for the parent to write our id maps and place us in our cgroup. */
+        ssize_t n;
+        do
+                n = read(syncfd, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1)
+                _exit(125); /* parent gone or failed: it reports */
+        close(syncfd);
+
+        /* Become the sandbox user at once: files we create (mount points, /etc/passwd) need an
+         * owner that exists in the namespace. We keep our capabilities in the new user namespace
+         * (its uid 0 is not mapped, so no "root gives up its uid" rule drops them); execve of the
+         * init as a non-zero uid drops them all. */
+        if (p->clone_flags & CLONE_NEWUSER) {
+                if (p->allow_setgroups && setgroups(0, NULL) < 0) {
+                        sbx_child_fail(&ce, errno, "setgroups", NULL);
+                        child_die(errfd, &ce);
+                }
+                if (setresgid(p->gid_inside, p->gid_inside, p->gid_inside) < 0) {
+                        sbx_child_fail(&ce, errno, "setresgid", NULL);
+                        child_die(errfd, &ce);
+                }
+                if (setresuid(p->uid_inside, p->uid_inside, p->uid_inside) < 0) {
+                        sbx_child_fail(&ce, errno, "setresuid", NULL);
+                        child_die(errfd, &ce);
+                }
+        }
+
+        if (p->hostname && sethostname(p->hostname, strlen(p->hostname)) < 0) {
+                sbx_child_fail(&ce, errno, "sethostname", p->hostname);
+                child_die(errfd, &ce);
+        }
+        if (p->loopback) {
+                int r = sbx_ns_loopback_up();
+                if (r < 0) {
+                        sbx_child_fail(&ce, r, "bring up loopback", "lo");
+                        child_die(errfd, &ce);
+                }
+        }
+        if (p->mounts && sbx_mount_plan_execute(p->mounts, &ce) < 0)
+                child_die(errfd, &ce);
+
+        for (size_t i = 0; i < p->n_rlimits; i++)
+                if (setrlimit(p->rlimits[i].resource, &p->rlimits[i].lim) < 0) {
+                        sbx_child_fail(&ce, errno, "setrlimit", NULL);
+                        child_die(errfd, &ce);
+                }
+
+        /* stdio, the status socket at 3, the init at 4, and nothing else. The error pipe stays
+         * (close-on-exec) so a failed execveat can still be reported. */
+        int fds[3] = { p->stdin_fd, p->stdout_fd, p->stderr_fd };
+        int tmp[3];
+        for (int i = 0; i < 3; i++) { /* dup above the low numbers first so none clobbers another */
+                tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 16);
+                if (tmp[i] < 0) {
+                        sbx_child_fail(&ce, errno, "dup stdio", NULL);
+                        child_die(errfd, &ce);
+                }
+        }
+        int st = fcntl(p->status_fd, F_DUPFD_CLOEXEC, 16);
+        int in = fcntl(p->init_fd, F_DUPFD_CLOEXEC, 16);
+        int ef = fcntl(errfd, F_DUPFD_CLOEXEC, 16);
+        if (st < 0 || in < 0 || ef < 0) {
+                sbx_child_fail(&ce, errno, "dup", NULL);
+                child_die(errfd, &ce);
+        }
+        errfd = ef;
+        for (int i = 0; i < 3; i++)
+                if (dup2(tmp[i], i) < 0) {
+                        sbx_child_fail(&ce, errno, "dup2 stdio", NULL);
+                        child_die(errfd, &ce);
+                }
+        if (dup2(st, 3) < 0 || dup3(in, 4, O_CLOEXEC) < 0 || dup3(ef, 5, O_CLOEXEC) < 0) {
+                sbx_child_fail(&ce, errno, "dup2", NULL);
+                child_die(errfd, &ce);
+        }
+        errfd = 5;
+        if (syscall(SYS_close_range, 6, ~0U, 0) < 0) {
+                sbx_child_fail(&ce, errno, "close_range", NULL);
+                child_die(errfd, &ce);
+        }
+
+        /* Credentials changed: the parent-death signal was reset; arm it again. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                sbx_child_fail(&ce, errno, "prctl", NULL);
+                child_die(errfd, &ce);
+        }
+        if (getppid() == 0 && !(p->clone_flags & CLONE_NEWPID))
+                _exit(125);
+
+        syscall(SYS_execveat, 4, "", p->init_argv, p->envp, AT_EMPTY_PATH);
+        sbx_child_fail(&ce, errno, "execute sandboxer-init", NULL);
+        child_die(errfd, &ce);
+}
+
+static pid_t do_clone(const sbx_spawn_params *p, int *ret_pidfd) {
+        struct clone_args args = {
+                .flags = p->clone_flags | CLONE_PIDFD | CLONE_CLEAR_SIGHAND,
+                .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
+                .exit_signal = SIGCHLD,
+        };
+        if (p->cgroup_fd >= 0) {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = (uint64_t) p->cgroup_fd;
+        }
+        long pid = syscall(SYS_clone3, &args, sizeof args);
+        if (pid >= 0 || (errno != ENOSYS && errno != E2BIG))
+                return (pid_t) pid;
+        if (p->cgroup_fd >= 0)
+                return -1; /* errno ENOSYS: the caller attaches by pid instead */
+        /* clone3 unavailable (old kernel, or a filter answering ENOSYS): classic clone. */
+        return (pid_t) syscall(SYS_clone, (p->clone_flags | CLONE_PIDFD | SIGCHLD), NULL, ret_pidfd, NULL, 0);
+}
+
+int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
+        int syncp[2], errp[2];
+        if (pipe2(syncp, O_CLOEXEC) < 0)
+                return sbx_error_set(e, errno, "spawn: pipe", "cannot create a pipe: %m");
+        if (pipe2(errp, O_CLOEXEC) < 0) {
+                int r = sbx_error_set(e, errno, "spawn: pipe", "cannot create a pipe: %m");
+                close(syncp[0]);
+                close(syncp[1]);
+                return r;
+        }
+
+        int pidfd = -1;
+        uint64_t t0 = sbx_now_ns();
+        pid_t pid = do_clone(p, &pidfd);
+        if (pid < 0) {
+                int err = errno;
+                close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
+                if (err == EPERM || err == ENOSPC || err == EUSERS)
+                        return sbx_error_set(e, err, "spawn: clone",
+                                "cannot create namespaces: %s%s", strerror(err),
+                                err == ENOSPC ? " (user.max_user_namespaces is exhausted or 0; raise it with sysctl)"
+                                              : " (user namespaces refused here, e.g. inside a container's seccomp "
+                                                "profile or with kernel.unprivileged_userns_clone=0; see "
+                                                "'sandboxer doctor', or use --backend landlock)");
+                return sbx_error_set(e, err, "spawn: clone", "cannot start the sandbox: clone: %s", strerror(err));
+        }
+        if (pid == 0) {
+                close(syncp[1]);
+                close(errp[0]);
+                child_main(p, syncp[0], errp[1]);
+        }
+        close(syncp[0]);
+        close(errp[1]);
+
+        int r = 0;
+        if (p->clone_flags & CLONE_NEWUSER)
+                r = sbx_ns_write_maps(pid, p->uid_inside, p->uid_outside, p->gid_inside, p->gid_outside,
+                                      p->allow_setgroups, e);
+        if (r >= 0 && p->after_clone)
+                r = p->after_clone(pid, p->userdata, e);
+        if (r >= 0 && write(syncp[1], "x", 1) != 1)
+                r = sbx_error_set(e, errno, "spawn: sync", "cannot release the sandbox child: %m");
+        close(syncp[1]);
+
+        if (r >= 0) {
+                sbx_child_error ce;
+                ssize_t n;
+                do
+                        n = read(errp[0], &ce, sizeof ce);
+                while (n < 0 && errno == EINTR);
+                if (n == (ssize_t) sizeof ce) {
+                        ce.step[sizeof ce.step - 1] = ce.path[sizeof ce.path - 1] = 0;
+                        r = sbx_error_set(e, ce.errnum, "sandbox setup", "sandbox setup failed: %s%s%s: %s",
+                                          ce.step, ce.path[0] ? " " : "", ce.path, strerror(ce.errnum));
+                } else if (n != 0)
+                        r = sbx_error_set(e, EIO, "sandbox setup", "sandbox setup failed: the child died before exec");
+        }
+        close(errp[0]);
+
+        if (r < 0) {
+                (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                (void) waitpid(pid, NULL, 0);
+                close(pidfd);
+                return r;
+        }
+        ret->pid = pid;
+        ret->pidfd = pidfd;
+        ret->clone_ns = t0;
+        ret->ready_ns = sbx_now_ns();
+        return 0;
+}

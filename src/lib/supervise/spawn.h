@@ -1,0 +1,52 @@
+/* spawn.h — starting a sandbox: clone into fresh namespaces, map ids, build the root view,
+ * drop to the sandbox user and exec the init. Everything is prepared by the caller; the child
+ * between clone and execve makes syscalls only. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "basic/error.h"
+#include "isolate/mount.h"
+
+typedef struct sbx_rlimit_set {
+        int resource;
+        struct rlimit lim;
+} sbx_rlimit_set;
+
+#define SBX_SPAWN_MAX_RLIMITS 8
+
+typedef struct sbx_spawn_params {
+        unsigned long clone_flags;     /* CLONE_NEW* set; 0 = no namespaces */
+        uid_t uid_inside, uid_outside;
+        gid_t gid_inside, gid_outside;
+        bool allow_setgroups;          /* privileged: write "allow" and clear supplementary groups */
+        const sbx_mount_plan *mounts;  /* NULL = leave the mount view alone */
+        const char *hostname;          /* NULL = leave */
+        bool loopback;
+        int init_fd;                   /* sandboxer-init, opened O_RDONLY|O_CLOEXEC */
+        char *const *init_argv;
+        char *const *envp;
+        int stdin_fd, stdout_fd, stderr_fd; /* become 0, 1, 2 in the sandbox */
+        int status_fd;                 /* becomes fd 3 of the init */
+        sbx_rlimit_set rlimits[SBX_SPAWN_MAX_RLIMITS];
+        size_t n_rlimits;
+        int cgroup_fd;                 /* v2 leaf for CLONE_INTO_CGROUP, or -1 */
+        /* Called in the parent after clone and before the child goes on (e.g. cgroup v1 attach). */
+        int (*after_clone)(pid_t pid, void *userdata, sbx_error *e);
+        void *userdata;
+} sbx_spawn_params;
+
+typedef struct sbx_spawned {
+        pid_t pid;
+        int pidfd;
+        uint64_t clone_ns, ready_ns;   /* CLOCK_MONOTONIC at clone and when init was exec'd */
+} sbx_spawned;
+
+/* Start the sandbox. Returns 0 once the init has been exec'd (the child's error pipe closed on
+ * exec); on any failure the child is reaped and -errno returned with the story in *e. */
+int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e);
+
+uint64_t sbx_now_ns(void);

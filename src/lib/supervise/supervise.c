@@ -1,0 +1,326 @@
+/* supervise.c — the epoll loop of DESIGN.md principle 1: the kernel enforces, the supervisor
+ * observes, counts, times and reports. */
+#include "supervise/supervise.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+#include "init/protocol.h"
+#include "supervise/spawn.h"
+
+enum { EV_PIDFD = 1, EV_STATUS, EV_OUT, EV_ERR, EV_TIMER, EV_SIGNAL, EV_OOM };
+
+typedef struct loop_state {
+        const sbx_supervise_params *p;
+        sbx_supervise_result *res;
+        int ep;
+        int out_fd, err_fd, status_fd;
+        bool fwd_out_ok, fwd_err_ok;
+        int timer_fd;
+        bool grace_armed;
+} loop_state;
+
+static void kill_sandbox(loop_state *s) {
+        if (s->res->killed)
+                return;
+        s->res->killed = true;
+        if (s->p->kill_all)
+                (void) s->p->kill_all(s->p->userdata);
+        (void) syscall(SYS_pidfd_send_signal, s->p->pidfd, SIGKILL, NULL, 0);
+}
+
+static int arm_timer(int fd, double seconds) {
+        if (seconds <= 0)
+                seconds = 1e-6;
+        struct itimerspec its = { 0 };
+        its.it_value.tv_sec = (time_t) seconds;
+        its.it_value.tv_nsec = (long) ((seconds - (double) its.it_value.tv_sec) * 1e9);
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+                its.it_value.tv_nsec = 1;
+        return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+static void write_all(int fd, const char *buf, size_t n, bool *ok) {
+        while (n > 0 && *ok) {
+                ssize_t k = write(fd, buf, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN) {
+                                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                                (void) poll(&pfd, 1, 1000);
+                                continue;
+                        }
+                        *ok = false; /* EPIPE and friends: stop forwarding, keep counting */
+                        return;
+                }
+                buf += k;
+                n -= (size_t) k;
+        }
+}
+
+/* Read what is there; returns false at EOF. */
+static bool pump(loop_state *s, int *fdp, int fwd, bool *fwd_ok, uint64_t *count) {
+        char buf[65536];
+        for (;;) {
+                ssize_t n = read(*fdp, buf, sizeof buf);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return true;
+                        n = 0;
+                }
+                if (n == 0) {
+                        (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, *fdp, NULL);
+                        *fdp = safe_close(*fdp);
+                        return false;
+                }
+                uint64_t cap = s->p->output_cap;
+                uint64_t total = s->res->stdout_bytes + s->res->stderr_bytes;
+                size_t keep = (size_t) n;
+                if (cap > 0 && total + (uint64_t) n > cap) {
+                        keep = (size_t) (cap > total ? cap - total : 0);
+                        s->res->output_limited = true;
+                }
+                *count += keep;
+                if (fwd >= 0 && keep > 0)
+                        write_all(fwd, buf, keep, fwd_ok);
+                if (s->res->output_limited) {
+                        kill_sandbox(s);
+                        (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, *fdp, NULL);
+                        *fdp = safe_close(*fdp);
+                        return false;
+                }
+                if ((size_t) n < sizeof buf)
+                        return true;
+        }
+}
+
+static void handle_status(loop_state *s) {
+        for (;;) {
+                struct sbx_init_msg m;
+                ssize_t n = recv(s->status_fd, &m, sizeof m, MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        if (n == 0 || (errno != EAGAIN)) {
+                                (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->status_fd, NULL);
+                                s->status_fd = safe_close(s->status_fd);
+                        }
+                        return;
+                }
+                if (n != (ssize_t) sizeof m || m.magic != SBX_INIT_MAGIC)
+                        continue;
+                m.text[sizeof m.text - 1] = 0;
+                sbx_supervise_result *r = s->res;
+                switch (m.type) {
+                case SBX_INIT_MSG_STARTED:
+                        r->started_ns = m.monotonic_ns;
+                        break;
+                case SBX_INIT_MSG_EXEC_FAILED:
+                        r->end = SBX_SV_EXEC_FAILED;
+                        r->exec_errno = m.a;
+                        r->code = m.b;
+                        r->ended_ns = m.monotonic_ns;
+                        memcpy(r->text, m.text, sizeof r->text);
+                        break;
+                case SBX_INIT_MSG_EXITED:
+                        r->end = SBX_SV_EXITED;
+                        r->code = m.a;
+                        r->ended_ns = m.monotonic_ns;
+                        break;
+                case SBX_INIT_MSG_SIGNALED:
+                        r->end = SBX_SV_SIGNALED;
+                        r->signal = m.a;
+                        r->ended_ns = m.monotonic_ns;
+                        break;
+                case SBX_INIT_MSG_SETUP_FAILED:
+                        r->end = SBX_SV_SETUP_FAILED;
+                        r->exec_errno = m.a;
+                        memcpy(r->text, m.text, sizeof r->text);
+                        break;
+                default:
+                        break;
+                }
+        }
+}
+
+static int add_fd(int ep, int fd, uint32_t tag) {
+        if (fd < 0)
+                return 0;
+        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+        return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_error *e) {
+        memset(res, 0, sizeof *res);
+        res->end = SBX_SV_SETUP_FAILED; /* until the init tells us otherwise */
+        snprintf(res->text, sizeof res->text, "the sandbox init ended without reporting");
+        loop_state s = { .p = p, .res = res, .out_fd = p->out_fd, .err_fd = p->err_fd, .status_fd = p->status_fd,
+                         .fwd_out_ok = p->fwd_out >= 0, .fwd_err_ok = p->fwd_err >= 0, .timer_fd = -1 };
+        int sfd = -1, r = 0;
+        sigset_t mask, old;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGPIPE);
+        if (p->handle_signals) {
+                sigaddset(&mask, SIGINT);
+                sigaddset(&mask, SIGTERM);
+                sigaddset(&mask, SIGHUP);
+                sigaddset(&mask, SIGQUIT);
+        }
+        /* Signals that arrive while we wait are read from a signalfd, not handled asynchronously. */
+        sigprocmask(SIG_BLOCK, &mask, &old);
+        sigdelset(&mask, SIGPIPE);
+
+        s.ep = epoll_create1(EPOLL_CLOEXEC);
+        if (s.ep < 0) {
+                r = sbx_error_set(e, errno, "supervise: epoll", "epoll_create1: %m");
+                goto finish;
+        }
+        s.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (s.timer_fd < 0) {
+                r = sbx_error_set(e, errno, "supervise: timerfd", "timerfd_create: %m");
+                goto finish;
+        }
+        if (p->handle_signals) {
+                sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+                if (sfd < 0) {
+                        r = sbx_error_set(e, errno, "supervise: signalfd", "signalfd: %m");
+                        goto finish;
+                }
+        }
+        if (s.out_fd >= 0)
+                (void) fcntl(s.out_fd, F_SETFL, O_NONBLOCK);
+        if (s.err_fd >= 0)
+                (void) fcntl(s.err_fd, F_SETFL, O_NONBLOCK);
+        if ((r = add_fd(s.ep, p->pidfd, EV_PIDFD)) < 0 || (r = add_fd(s.ep, s.status_fd, EV_STATUS)) < 0 ||
+            (r = add_fd(s.ep, s.out_fd, EV_OUT)) < 0 || (r = add_fd(s.ep, s.err_fd, EV_ERR)) < 0 ||
+            (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 || (r = add_fd(s.ep, sfd, EV_SIGNAL)) < 0 ||
+            (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0) {
+                r = sbx_error_set(e, r, "supervise: epoll_ctl", "epoll_ctl: %s", strerror(-r));
+                goto finish;
+        }
+        if (p->timeout_s > 0) {
+                double elapsed = (double) (sbx_now_ns() - p->start_ns) / 1e9;
+                r = arm_timer(s.timer_fd, p->timeout_s - elapsed);
+                if (r < 0) {
+                        r = sbx_error_set(e, r, "supervise: timer", "timerfd_settime: %s", strerror(-r));
+                        goto finish;
+                }
+        }
+
+        bool init_gone = false;
+        while (!init_gone) {
+                struct epoll_event evs[8];
+                int n = epoll_wait(s.ep, evs, ELEMENTSOF(evs), -1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = sbx_error_set(e, errno, "supervise: epoll_wait", "epoll_wait: %m");
+                        kill_sandbox(&s);
+                        break;
+                }
+                for (int i = 0; i < n; i++) {
+                        switch (evs[i].data.u32) {
+                        case EV_PIDFD:
+                                init_gone = true;
+                                break;
+                        case EV_STATUS:
+                                handle_status(&s);
+                                break;
+                        case EV_OUT:
+                                if (s.out_fd >= 0)
+                                        pump(&s, &s.out_fd, p->fwd_out, &s.fwd_out_ok, &res->stdout_bytes);
+                                break;
+                        case EV_ERR:
+                                if (s.err_fd >= 0)
+                                        pump(&s, &s.err_fd, p->fwd_err, &s.fwd_err_ok, &res->stderr_bytes);
+                                break;
+                        case EV_TIMER: {
+                                uint64_t x;
+                                if (read(s.timer_fd, &x, sizeof x) < 0 && errno != EAGAIN)
+                                        break;
+                                if (s.grace_armed) {
+                                        kill_sandbox(&s);
+                                } else if (!res->timed_out) {
+                                        res->timed_out = true;
+                                        res->timeout_at_ms = (int64_t) ((sbx_now_ns() - p->start_ns) / 1000000);
+                                        kill_sandbox(&s);
+                                }
+                                break;
+                        }
+                        case EV_SIGNAL: {
+                                struct signalfd_siginfo si;
+                                while (read(sfd, &si, sizeof si) == (ssize_t) sizeof si) {
+                                        if (res->cancel_signal == 0)
+                                                res->cancel_signal = (int) si.ssi_signo;
+                                        (void) syscall(SYS_pidfd_send_signal, p->pidfd, (int) si.ssi_signo, NULL, 0);
+                                        if (!s.grace_armed) {
+                                                s.grace_armed = true;
+                                                (void) arm_timer(s.timer_fd, p->grace_s > 0 ? p->grace_s : 2.0);
+                                        }
+                                }
+                                break;
+                        }
+                        case EV_OOM:
+                                res->oom = true;
+                                (void) epoll_ctl(s.ep, EPOLL_CTL_DEL, p->oom_fd, NULL);
+                                break;
+                        default:
+                                break;
+                        }
+                }
+        }
+
+        /* The init is gone, and with it (pid namespace) every process of the sandbox. Take
+         * what is left in the pipes and the status socket. */
+        handle_status(&s);
+        while (s.out_fd >= 0 && pump(&s, &s.out_fd, p->fwd_out, &s.fwd_out_ok, &res->stdout_bytes)) {
+                struct pollfd pfd = { .fd = s.out_fd, .events = POLLIN };
+                if (poll(&pfd, 1, 100) <= 0)
+                        break;
+        }
+        while (s.err_fd >= 0 && pump(&s, &s.err_fd, p->fwd_err, &s.fwd_err_ok, &res->stderr_bytes)) {
+                struct pollfd pfd = { .fd = s.err_fd, .events = POLLIN };
+                if (poll(&pfd, 1, 100) <= 0)
+                        break;
+        }
+        int st;
+        while (wait4(p->pid, &st, 0, &res->rusage) < 0 && errno == EINTR)
+                ;
+        res->reaped_ns = sbx_now_ns();
+        if (res->ended_ns == 0)
+                res->ended_ns = res->reaped_ns;
+
+finish:
+        if (r < 0) {
+                kill_sandbox(&s);
+                while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        safe_close(s.out_fd);
+        safe_close(s.err_fd);
+        safe_close(s.status_fd);
+        safe_close(s.ep);
+        safe_close(s.timer_fd);
+        safe_close(sfd);
+        /* Signals that came in while blocked stay pending; the caller decides (it re-raises
+         * nothing: the cancellation is in the result). Drain them so they do not fire now. */
+        if (p->handle_signals) {
+                struct timespec zero = { 0 };
+                while (sigtimedwait(&mask, NULL, &zero) > 0)
+                        ;
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return r;
+}

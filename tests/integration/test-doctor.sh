@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# test-doctor.sh — `sandboxer doctor`: JSON shape, exit status agrees with the backends,
+# native available as root on a host that allows namespaces, bad arguments exit 125. TAP.
+set -u
+
+SANDBOXER="${SANDBOXER:?SANDBOXER must name the sandboxer binary}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-doctor.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+n=0
+failed=0
+ok() { # ok COND-STATUS DESCRIPTION
+        n=$((n + 1))
+        if [ "$1" -eq 0 ]; then
+                echo "ok $n - $2"
+        else
+                echo "not ok $n - $2"
+                failed=$((failed + 1))
+        fi
+}
+skip() {
+        n=$((n + 1))
+        echo "ok $n # SKIP $1"
+}
+diag() { sed 's/^/# /' "$@"; }
+
+echo "1..12"
+
+"$SANDBOXER" doctor --json >"$tmp/out.json" 2>"$tmp/err"
+rc=$?
+ok $([ $rc -eq 0 ] || [ $rc -eq 1 ]; echo $?) "doctor --json exits 0 or 1 (got $rc)"
+[ $rc -le 1 ] || diag "$tmp/err"
+
+python3 - "$tmp/out.json" >"$tmp/shape" 2>&1 <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert isinstance(d.get("kernel"), str) and d["kernel"], "kernel"
+assert d.get("landlock_abi") is None or isinstance(d["landlock_abi"], int), "landlock_abi"
+assert d.get("cgroup") in ("v1", "v2", "hybrid", "none"), "cgroup"
+assert isinstance(d.get("unprivileged"), bool), "unprivileged"
+EOF
+ok $? "output is JSON with kernel, landlock_abi, cgroup, unprivileged"
+[ -s "$tmp/shape" ] && diag "$tmp/shape"
+
+python3 - "$tmp/out.json" >"$tmp/feat" 2>&1 <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["features"]
+for name in ("namespaces", "landlock", "seccomp", "seccomp_user_notif", "no_new_privs", "pidfd_open",
+             "clone3", "close_range", "openat2", "cgroup", "cgroup_memory", "cgroup_pids", "cgroup_cpu",
+             "cgroup_freezer"):
+    assert name in f, "missing feature " + name
+for name, v in f.items():
+    assert isinstance(v.get("available"), bool), name + ".available"
+    assert isinstance(v.get("detail"), str) and v["detail"], name + ".detail"
+EOF
+ok $? "features: every probe present with available (bool) and a detail"
+[ -s "$tmp/feat" ] && diag "$tmp/feat"
+
+python3 - "$tmp/out.json" >"$tmp/back" 2>&1 <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = d["backends"]
+assert set(b) == {"native", "landlock", "bwrap", "firejail", "podman", "docker", "microvm"}, sorted(b)
+for name, v in b.items():
+    assert isinstance(v.get("available"), bool), name + ".available"
+    assert isinstance(v.get("reason"), str) and v["reason"], name + ": no reason given"
+EOF
+ok $? "backends: all seven, each with available and a reason"
+[ -s "$tmp/back" ] && diag "$tmp/back"
+
+any=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(any(v["available"] for v in d["backends"].values())))' "$tmp/out.json" 2>/dev/null)
+ok $([ "$any" = 1 ] && [ $rc -eq 0 ] || { [ "$any" = 0 ] && [ $rc -eq 1 ]; }; echo $?) \
+        "exit status 0 iff some backend is available (any=$any, rc=$rc)"
+
+python3 - "$tmp/out.json" >"$tmp/cons" 2>&1 <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f, n = d["features"], d["backends"]["native"]
+if n["available"]:
+    assert f["namespaces"]["available"] and f["seccomp"]["available"], "native available without its features"
+if not f["namespaces"]["available"]:
+    assert not n["available"], "native available though namespaces are not"
+    assert f["namespaces"]["detail"] in n["reason"], "native's reason does not carry the namespaces detail"
+EOF
+ok $? "native is available exactly when namespaces and seccomp are, and says why not"
+[ -s "$tmp/cons" ] && diag "$tmp/cons"
+
+# Root with no seccomp filter and a fully visible /proc: nothing legitimate stops namespaces
+# (container runtimes restrict exactly these two), so native must be available.
+seccomp_mode=$(awk '/^Seccomp:/ {print $2}' /proc/self/status)
+proc_masked=$(awk '$5 ~ "^/proc/" && $5 !~ "^/proc/sys/fs/binfmt_misc" {print $5}' /proc/self/mountinfo | head -3 | tr '\n' ' ')
+if [ "$(id -u)" -eq 0 ] && [ "${seccomp_mode:-0}" = 0 ] && [ -z "$proc_masked" ]; then
+        native=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["backends"]["native"]["available"])' "$tmp/out.json" 2>&1)
+        ok $([ "$native" = True ]; echo $?) "as root, unfiltered, /proc fully visible: native is available"
+        [ "$native" = True ] || python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["backends"]["native"]["reason"])' "$tmp/out.json" | diag
+else
+        skip "uid $(id -u), seccomp mode ${seccomp_mode:-?}, /proc overmounts '${proc_masked}': native may rightly be unavailable"
+fi
+
+"$SANDBOXER" doctor >"$tmp/table" 2>&1
+rc2=$?
+ok $([ $rc2 -eq $rc ] && grep -q '^FEATURE  *STATUS  *DETAIL' "$tmp/table" &&
+        grep -q '^BACKEND  *STATUS  *REASON' "$tmp/table" && grep -Eq '^native  +(yes|no)  ' "$tmp/table"; echo $?) \
+        "human output: aligned feature and backend tables, same exit status"
+
+"$SANDBOXER" doctor --bogus >"$tmp/bogus.out" 2>"$tmp/bogus.err"
+rc3=$?
+ok $([ $rc3 -eq 125 ]; echo $?) "doctor --bogus exits 125 (got $rc3)"
+ok $(grep -q -- '--bogus' "$tmp/bogus.err" && [ ! -s "$tmp/bogus.out" ]; echo $?) "and names the argument on stderr only"
+
+"$SANDBOXER" doctor --help >"$tmp/help" 2>&1
+ok $([ $? -eq 0 ] && grep -q 'Usage: sandboxer doctor' "$tmp/help"; echo $?) "doctor --help exits 0 with usage"
+
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$SANDBOXER" doctor --json >"$tmp/user.json" 2>"$tmp/user.err"
+        urc=$?
+        ok $([ $urc -le 1 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["unprivileged"] is True' "$tmp/user.json"; echo $?) \
+                "as an ordinary user (65534): doctor runs and says unprivileged (rc $urc)"
+        [ $urc -le 1 ] || diag "$tmp/user.err"
+else
+        skip "needs root and setpriv to try an ordinary user"
+fi
+
+[ $failed -eq 0 ]
