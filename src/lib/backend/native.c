@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "basic/strv.h"
+#include "isolate/cgroup.h"
 #include "isolate/mount.h"
 #include "isolate/ns.h"
 #include "supervise/spawn.h"
@@ -245,6 +246,91 @@ static int build_env(const sbx_config *cfg, char ***ret) {
         return 0;
 }
 
+static sbx_cgroup *cgroup_destroy(sbx_cgroup *cg) {
+        if (cg) {
+                (void) sbx_cgroup_destroy(cg);
+                sbx_cgroup_free(cg);
+        }
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_cgroup *, cgroup_destroy);
+
+static int attach_cgroup(pid_t pid, void *userdata, sbx_error *e) {
+        int r = sbx_cgroup_attach(userdata, pid);
+        if (r < 0)
+                return sbx_error_set(e, r, "cgroup: attach", "cannot move the sandbox into its cgroup: %s", strerror(-r));
+        return 0;
+}
+
+static int kill_cgroup(void *userdata) {
+        return sbx_cgroup_kill(userdata);
+}
+
+static sbx_mechanism mech_of(sbx_cg_version v) {
+        return v == SBX_CG_V2 ? SBX_MECH_CGROUP_V2 : v == SBX_CG_V1 ? SBX_MECH_CGROUP_V1 : SBX_MECH_NONE;
+}
+
+/* Decide what enforces each limit: cgroups where this process may use them, else the rlimit
+ * that means the same for the whole sandbox, else nothing — which is a setup error unless the
+ * policy lists the limit under enforce.best_effort. */
+static int plan_limits(const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_cg, sbx_rlimit_plan *rl, sbx_error *e) {
+        const sbx_policy *pol = cfg->policy;
+        const sbx_limits *lim = &cfg->limits;
+        sbx_rlimit_plan_init(rl);
+        rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_SCRATCH_MB] = SBX_MECH_TMPFS;
+
+        sbx_cgroup_probe_result probe = { 0 };
+        sbx_cgroup *cg = NULL;
+        int r = sbx_cgroup_probe("/sys/fs/cgroup", NULL, &probe);
+        if (r >= 0) {
+                sbx_cgroup_limits cl = {
+                        .memory_bytes = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
+                        .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
+                        .cpus = lim->value[SBX_LIMIT_CPUS],
+                };
+                /* Everything may go without a cgroup here: the fallbacks are decided below. */
+                unsigned all = SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_MEMORY) | SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_PIDS) |
+                               SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_CPUS);
+                char name[64];
+                snprintf(name, sizeof name, "%s", rep->id);
+                sbx_error ce = { 0 };
+                r = sbx_cgroup_create(&probe, name, &cl, all, 0, &cg, &ce);
+                if (r < 0)
+                        cg = NULL;
+        }
+        sbx_cgroup_probe_result_done(&probe);
+
+        rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = cg ? mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_MEMORY)) : SBX_MECH_NONE;
+        rep->limit_mechanism[SBX_LIMIT_PIDS] = cg ? mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_PIDS)) : SBX_MECH_NONE;
+        rep->limit_mechanism[SBX_LIMIT_CPUS] = cg ? mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_CPUS)) : SBX_MECH_NONE;
+
+        /* The sandbox runs under its own uid in a fresh user namespace: RLIMIT_NPROC counts its
+         * tasks only (per-namespace ucounts). Not under a pids cgroup: the rlimit would refuse
+         * first and the cgroup's count of refusals, our evidence, would stay 0. */
+        if (rep->limit_mechanism[SBX_LIMIT_PIDS] == SBX_MECH_NONE &&
+            sbx_rlimit_plan_pids(rl, (uint64_t) lim->value[SBX_LIMIT_PIDS], true) >= 0)
+                rep->limit_mechanism[SBX_LIMIT_PIDS] = SBX_MECH_RLIMIT;
+        if (rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] == SBX_MECH_NONE &&
+            sbx_rlimit_plan_memory(rl, (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0), !cfg->profile->allow_spawn) >= 0)
+                rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = SBX_MECH_RLIMIT;
+
+        for (int l = 0; l < _SBX_LIMIT_MAX; l++)
+                if (rep->limit_mechanism[l] == SBX_MECH_NONE && !pol->best_effort[l]) {
+                        cgroup_destroy(cg);
+                        return sbx_error_set(e, EOPNOTSUPP, "limits",
+                                "cannot enforce limits.%s here: no usable cgroup controller for it (%s); run as root, "
+                                "or under a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...), or list %s "
+                                "under enforce.best_effort in the policy file",
+                                sbx_limit_to_string(l), geteuid() == 0 ? "controller missing or not writable" : "not root, no delegated cgroup",
+                                sbx_limit_to_string(l));
+                }
+        *ret_cg = cg;
+        return 0;
+}
+
 static int native_probe(char *reason, size_t size) {
         /* A cheap check; `sandboxer doctor` runs the full trial child. */
         int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
@@ -264,7 +350,9 @@ static int native_probe(char *reason, size_t size) {
 static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
-        _cleanup_close_ int init_fd = -EBADF;
+        _cleanup_close_ int init_fd = -EBADF, oom_fd = -EBADF;
+        _cleanup_(cgroup_destroyp) sbx_cgroup *cg = NULL;
+        sbx_rlimit_plan rl;
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, sp[2] = { -1, -1 };
         const sbx_profile *pr = cfg->profile;
         int r;
@@ -272,20 +360,9 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         rep->backend = "native";
         rep->isolation = "container";
 
-        /* Limits: which mechanism enforces each (cgroups come with the resource-limits work). */
-        rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
-        rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
-        rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
-        rep->limit_mechanism[SBX_LIMIT_SCRATCH_MB] = SBX_MECH_TMPFS;
-        rep->limit_mechanism[SBX_LIMIT_PIDS] = SBX_MECH_RLIMIT;
-        rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = SBX_MECH_NONE;
-        rep->limit_mechanism[SBX_LIMIT_CPUS] = SBX_MECH_NONE;
-        for (int l = 0; l < _SBX_LIMIT_MAX; l++)
-                if (rep->limit_mechanism[l] == SBX_MECH_NONE && !cfg->policy->best_effort[l])
-                        return sbx_error_set(e, EOPNOTSUPP, "limits",
-                                "cannot enforce limits.%s on this host: no usable cgroup controller; run as root "
-                                "or in a delegated cgroup, or list %s under enforce.best_effort in the policy file",
-                                sbx_limit_to_string(l), sbx_limit_to_string(l));
+        r = plan_limits(cfg, rep, &cg, &rl, e);
+        if (r < 0)
+                return r;
 
         init_fd = open_init(e);
         if (init_fd < 0)
@@ -335,9 +412,12 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .status_fd = sp[1],
                 .cgroup_fd = -1,
         };
-        sp_params.rlimits[sp_params.n_rlimits++] = (sbx_rlimit_set) { RLIMIT_CORE, { 0, 0 } };
-        rlim_t np = (rlim_t) cfg->limits.value[SBX_LIMIT_PIDS];
-        sp_params.rlimits[sp_params.n_rlimits++] = (sbx_rlimit_set) { RLIMIT_NPROC, { np, np } };
+        sp_params.rlimits = rl;
+        if (cg) {
+                sp_params.cgroup_fd = sbx_cgroup_v2_fd(cg);
+                sp_params.after_clone = attach_cgroup;
+                sp_params.userdata = cg;
+        }
 
         sbx_spawned sv;
         uint64_t t0 = sbx_now_ns();
@@ -365,6 +445,12 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .handle_signals = io->handle_signals,
                 .oom_fd = -1,
         };
+        if (cg) {
+                svp.kill_all = kill_cgroup;
+                svp.userdata = cg;
+                oom_fd = sbx_cgroup_event_fd(cg);
+                svp.oom_fd = oom_fd >= 0 ? oom_fd : -1;
+        }
         sbx_supervise_result res;
         r = sbx_supervise(&svp, &res, e);
         close(sv.pidfd);
@@ -378,6 +464,10 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         rep->cpu_sys_ms = res.rusage.ru_stime.tv_sec * 1000 + res.rusage.ru_stime.tv_usec / 1000;
         rep->max_rss_kb = res.rusage.ru_maxrss;
         rep->stdout_bytes = res.stdout_bytes;
+        sbx_cgroup_stats cst = { 0 };
+        bool have_stats = cg && sbx_cgroup_stats_read(cg, &cst) >= 0;
+        if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
+                rep->pids_peak = (int64_t) cst.pids_peak;
         rep->stderr_bytes = res.stderr_bytes;
         rep->output_truncated = res.output_limited;
 
@@ -431,6 +521,20 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                                                 (int64_t) ((res.ended_ns - sv.ready_ns) / 1000000), NULL, d, 2);
                 if (rep->cli_exit < 128)
                         rep->cli_exit = 128 + SIGKILL;
+        }
+        if (have_stats && cst.pids_refused != SBX_CG_UNKNOWN && cst.pids_refused > 0) {
+                /* A refusal the command survives: recorded, status left to how it ended. */
+                sbx_detail d[2] = { { .key = "limit", .num = (int64_t) cfg->limits.value[SBX_LIMIT_PIDS] },
+                                    { .key = "refused", .num = (int64_t) cst.pids_refused } };
+                (void) sbx_report_add_violation(rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
+        }
+        if (res.oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
+                sbx_detail d[3] = { { .key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB] },
+                                    { .key = "oom_kills", .num = (int64_t) (cst.oom_kills == SBX_CG_UNKNOWN ? 0 : cst.oom_kills) },
+                                    { .key = "peak_bytes", .num = (int64_t) (cst.memory_peak_bytes == SBX_CG_UNKNOWN ? 0 : cst.memory_peak_bytes) } };
+                (void) sbx_report_add_violation(rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 3);
+                rep->killed_by_sandbox = true;
         }
         if (res.cancel_signal) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_CANCELLED);

@@ -485,7 +485,6 @@ static int parse_process(yctx *c, yaml_node_t *n, sbx_profile *p) {
 static int env_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_node_t *value, const char *path,
                    void *userdata) {
         sbx_profile *p = userdata;
-        _cleanup_free_ char *s = NULL;
         const char *why;
         int r;
 

@@ -77,11 +77,12 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
         if (p->mounts && sbx_mount_plan_execute(p->mounts, &ce) < 0)
                 child_die(errfd, &ce);
 
-        for (size_t i = 0; i < p->n_rlimits; i++)
-                if (setrlimit(p->rlimits[i].resource, &p->rlimits[i].lim) < 0) {
-                        sbx_child_fail(&ce, errno, "setrlimit", NULL);
-                        child_die(errfd, &ce);
-                }
+        int failed_res = 0;
+        int r = sbx_rlimit_apply(&p->rlimits, &failed_res);
+        if (r < 0) {
+                sbx_child_fail(&ce, r, "setrlimit", NULL);
+                child_die(errfd, &ce);
+        }
 
         /* stdio, the status socket at 3, the init at 4, and nothing else. The error pipe stays
          * (close-on-exec) so a failed execveat can still be reported. */

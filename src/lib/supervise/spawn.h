@@ -10,13 +10,8 @@
 
 #include "basic/error.h"
 #include "isolate/mount.h"
+#include "isolate/rlimit.h"
 
-typedef struct sbx_rlimit_set {
-        int resource;
-        struct rlimit lim;
-} sbx_rlimit_set;
-
-#define SBX_SPAWN_MAX_RLIMITS 8
 
 typedef struct sbx_spawn_params {
         unsigned long clone_flags;     /* CLONE_NEW* set; 0 = no namespaces */
@@ -31,8 +26,7 @@ typedef struct sbx_spawn_params {
         char *const *envp;
         int stdin_fd, stdout_fd, stderr_fd; /* become 0, 1, 2 in the sandbox */
         int status_fd;                 /* becomes fd 3 of the init */
-        sbx_rlimit_set rlimits[SBX_SPAWN_MAX_RLIMITS];
-        size_t n_rlimits;
+        sbx_rlimit_plan rlimits;
         int cgroup_fd;                 /* v2 leaf for CLONE_INTO_CGROUP, or -1 */
         /* Called in the parent after clone and before the child goes on (e.g. cgroup v1 attach). */
         int (*after_clone)(pid_t pid, void *userdata, sbx_error *e);

@@ -273,8 +273,11 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 break;
                         }
                         case EV_OOM:
+                                /* The memory limit ends the sandbox, not one victim: v1 has no
+                                 * oom.group, so we end the rest ourselves. */
                                 res->oom = true;
                                 (void) epoll_ctl(s.ep, EPOLL_CTL_DEL, p->oom_fd, NULL);
+                                kill_sandbox(&s);
                                 break;
                         default:
                                 break;
