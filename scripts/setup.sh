@@ -54,8 +54,18 @@ else
                 die "not root and no sudo: run 'su -c \"bash $ROOT/scripts/setup.sh --deps-only\"' as root, then this again"
         fi
         export DEBIAN_FRONTEND=noninteractive
-        "${SUDO[@]}" apt-get update -q || die "apt-get update failed"
-        "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" || die "apt-get install failed"
+        log=$(mktemp /tmp/sbx-setup-apt.XXXXXX.log)
+        say "apt-get update (log: $log)"
+        "${SUDO[@]}" apt-get update -q >>"$log" 2>&1 || { tail -n 20 "$log" >&2; die "apt-get update failed (log: $log)"; }
+        say "apt-get install (log: $log)"
+        "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$log" 2>&1 ||
+                { tail -n 30 "$log" >&2; die "apt-get install failed (log: $log)"; }
+        still=()
+        for p in "${missing[@]}"; do
+                [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" = installed ] || still+=("$p")
+        done
+        [ ${#still[@]} -eq 0 ] || die "still missing after apt-get install: ${still[*]} (log: $log)"
+        rm -f "$log"
         say "packages installed"
 fi
 [ "$build" = 1 ] || exit 0

@@ -4,7 +4,7 @@
 #   bash scripts/test.sh [--quick] [--only unit|integration|asan|format[,...]] [--no-unpriv]
 #
 # Sections: unit (meson suites `unit` and `fuzz`: the unit tests and the fuzz corpora replayed),
-# integration (every tests/integration/*.sh but lib.sh, as root and as the unprivileged user
+# integration (every tests/integration/test-*.sh, as root and as the unprivileged user
 # `sbxtest` this script creates; as a non-root caller, once as that caller), asan (an
 # ASan+UBSan build: its unit tests, then the integration scripts as root against its binary),
 # format (clang-format over src/ include/ tests/unit).
@@ -249,7 +249,8 @@ if want unit; then
 fi
 
 # ---- integration: tests/integration/*.sh -------------------------------------------------------
-mapfile -t SCRIPTS < <(find "$ROOT/tests/integration" -maxdepth 1 -name '*.sh' ! -name lib.sh -printf '%f\n' | sort)
+# Scripts are test-*.sh; other *.sh files there (lib.sh, common-*.sh) are helpers they source.
+mapfile -t SCRIPTS < <(find "$ROOT/tests/integration" -maxdepth 1 -name 'test-*.sh' -printf '%f\n' | sort)
 
 # run_scripts LABEL USER SRC BUILD-DIR SANDBOXER [SCRIPT...] — each script with a clean
 # environment, as USER (empty: as the caller), stdin /dev/null, under a timeout.
@@ -359,10 +360,10 @@ if want asan; then
                 SBX_SCRIPT_TIMEOUT=${SBX_SCRIPT_TIMEOUT:-900} \
                         run_scripts asan "" "$ROOT" "$ASAN_BUILD" "$ASAN_BUILD/src/cli/sandboxer" "${subset[@]}"
                 unset ASAN_OPTIONS UBSAN_OPTIONS
-                reports=$(find "$ASAN_LOGS" -type f | sort)
-                if [ -n "$reports" ]; then
-                        echo "  FAIL  sanitizer reports from the CLI during the integration scripts:"
-                        for r in $reports; do
+                mapfile -t reports < <(find "$ASAN_LOGS" -type f | sort)
+                if [ ${#reports[@]} -gt 0 ]; then
+                        echo "  FAIL  ${#reports[@]} sanitizer reports from the CLI during the integration scripts; the first:"
+                        for r in "${reports[@]:0:3}"; do
                                 echo "          $r:"
                                 grep -E 'ERROR|runtime error|SUMMARY' "$r" | head -5 | sed 's/^/          > /'
                         done

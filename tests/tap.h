@@ -16,8 +16,8 @@ static inline void plan(unsigned n) {
         printf("1..%u\n", n);
 }
 
-__attribute__((format(printf, 4, 5))) static inline bool tap_ok_(bool cond, const char *file, int line,
-                                                                  const char *fmt, ...) {
+__attribute__((format(printf, 4, 5))) static inline bool tap_ok_(
+        bool cond, const char *file, int line, const char *fmt, ...) {
         va_list ap;
         tap_n_++;
         if (!cond)
@@ -34,24 +34,24 @@ __attribute__((format(printf, 4, 5))) static inline bool tap_ok_(bool cond, cons
 }
 #define ok(cond, ...) tap_ok_(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 
-#define is_int(got, want, ...)                                                                           \
-        ({                                                                                               \
-                long long g_ = (long long) (got), w_ = (long long) (want);                               \
-                bool r_ = tap_ok_(g_ == w_, __FILE__, __LINE__, __VA_ARGS__);                            \
-                if (!r_)                                                                                 \
-                        printf("#          got: %lld\n#     expected: %lld\n", g_, w_);                  \
-                r_;                                                                                      \
+#define is_int(got, want, ...)                                                                              \
+        ({                                                                                                  \
+                long long g_ = (long long) (got), w_ = (long long) (want);                                  \
+                bool r_ = tap_ok_(g_ == w_, __FILE__, __LINE__, __VA_ARGS__);                               \
+                if (!r_)                                                                                    \
+                        printf("#          got: %lld\n#     expected: %lld\n", g_, w_);                     \
+                r_;                                                                                         \
         })
 
-#define is_str(got, want, ...)                                                                           \
-        ({                                                                                               \
-                const char *g_ = (got), *w_ = (want);                                                    \
-                bool r_ = tap_ok_(g_ && w_ ? strcmp(g_, w_) == 0 : g_ == w_, __FILE__, __LINE__,         \
-                        __VA_ARGS__);                                                                    \
-                if (!r_)                                                                                 \
-                        printf("#          got: '%s'\n#     expected: '%s'\n", g_ ? g_ : "(null)",       \
-                                w_ ? w_ : "(null)");                                                     \
-                r_;                                                                                      \
+#define is_str(got, want, ...)                                                                              \
+        ({                                                                                                  \
+                const char *g_ = (got), *w_ = (want);                                                       \
+                bool r_ = tap_ok_(                                                                          \
+                        g_ && w_ ? strcmp(g_, w_) == 0 : g_ == w_, __FILE__, __LINE__, __VA_ARGS__);        \
+                if (!r_)                                                                                    \
+                        printf("#          got: '%s'\n#     expected: '%s'\n", g_ ? g_ : "(null)",          \
+                                w_ ? w_ : "(null)");                                                        \
+                r_;                                                                                         \
         })
 
 /* Diagnostic line ("# ...") that does not count as a test. */

@@ -50,12 +50,12 @@ static void help_show(void) {
 }
 
 /* Parse "[--json] [--policy FILE] [-h]" options; returns -1 to exit with *ret_exit. */
-static int parse_opts(int argc, char **argv, bool allow_policy, void (*help)(void), bool *json, const char **policy,
-                      int *ret_exit) {
+static int parse_opts(int argc, char **argv, bool allow_policy, void (*help)(void), bool *json,
+        const char **policy, int *ret_exit) {
         static const struct option options[] = {
-                { "json", no_argument, NULL, 'j' },
-                { "policy", required_argument, NULL, 'p' },
-                { "help", no_argument, NULL, 'h' },
+                {"json", no_argument, NULL, 'j'},
+                {"policy", required_argument, NULL, 'p'},
+                {"help", no_argument, NULL, 'h'},
                 {},
         };
         int c;
@@ -81,7 +81,8 @@ static int parse_opts(int argc, char **argv, bool allow_policy, void (*help)(voi
                 case '?':
                 default:
                 unknown:
-                        cli_error("profile %s: unknown or incomplete option '%s'; see 'sandboxer profile %s --help'",
+                        cli_error("profile %s: unknown or incomplete option '%s'; see 'sandboxer profile %s "
+                                  "--help'",
                                 argv[0], argv[optind - 1], argv[0]);
                         *ret_exit = SBX_EXIT_FAILURE;
                         return -1;
@@ -95,9 +96,9 @@ static void print_error(const char *arg, const sbx_error *e) {
         if (e->file[0])
                 fprintf(stderr, "%s:%u:%u: %s\n", e->file, e->line, e->column, e->message);
         else if (strstr(e->message, arg))
-                fprintf(stderr, "%s\n", sbx_error_format(e, buf, sizeof buf));
+                cli_error("%s", sbx_error_format(e, buf, sizeof buf));
         else
-                fprintf(stderr, "%s: %s\n", arg, sbx_error_format(e, buf, sizeof buf));
+                cli_error("%s: %s", arg, sbx_error_format(e, buf, sizeof buf));
 }
 
 /* A bare name that exists as a file ("myprofile") is a file for validate, not an id. */
@@ -226,7 +227,8 @@ static int verb_list(int argc, char **argv) {
         if (parse_opts(argc, argv, false, help_list, &json, NULL, &ex) < 0)
                 return ex;
         if (optind < argc) {
-                cli_error("profile list: unexpected argument '%s'; see 'sandboxer profile list --help'", argv[optind]);
+                cli_error("profile list: unexpected argument '%s'; see 'sandboxer profile list --help'",
+                        argv[optind]);
                 return SBX_EXIT_FAILURE;
         }
         r = sbx_profile_search_path(&dirs);
@@ -240,16 +242,18 @@ static int verb_list(int argc, char **argv) {
                 printf("%-24s %-9s %s\n", "ID", "VERSION", "SOURCE");
 
         /* installed profiles first: they win over built-ins of the same id */
-        STRV_FOREACH(d, dirs) {
+        STRV_FOREACH (d, dirs) {
                 struct dirent **names = NULL;
                 int n = scandir(*d, &names, NULL, alphasort);
                 for (int i = 0; i < n; i++) {
                         entry en = {};
-                        if (has_yaml_suffix(names[i]->d_name) && asprintf(&en.source, "%s/%s", *d, names[i]->d_name) >= 0) {
+                        if (has_yaml_suffix(names[i]->d_name) &&
+                                asprintf(&en.source, "%s/%s", *d, names[i]->d_name) >= 0) {
                                 _cleanup_(sbx_profile_freep) sbx_profile *p = NULL;
                                 sbx_error e = {};
                                 char buf[1200];
-                                size_t stem = strlen(names[i]->d_name) - (strstr(names[i]->d_name, ".yml") ? 4 : 5);
+                                size_t stem = strlen(names[i]->d_name) -
+                                              (strstr(names[i]->d_name, ".yml") ? 4 : 5);
 
                                 if (sbx_profile_load(en.source, &p, &e) < 0)
                                         en.error = strdup(sbx_error_format(&e, buf, sizeof buf));
@@ -257,8 +261,10 @@ static int verb_list(int argc, char **argv) {
                                         en.id = strdup(p->id);
                                         en.version = strdup(p->version);
                                         en.extends = p->extends ? strdup(p->extends) : NULL;
-                                        if (strlen(p->id) != stem || strncmp(p->id, names[i]->d_name, stem) != 0)
-                                                en.note = strdup("not found by id: the file should be named ID.yaml");
+                                        if (strlen(p->id) != stem ||
+                                                strncmp(p->id, names[i]->d_name, stem) != 0)
+                                                en.note = strdup(
+                                                        "not found by id: the file should be named ID.yaml");
                                         else if (strv_contains(seen_ids, p->id))
                                                 en.note = strdup("shadowed by an earlier directory");
                                         else {
@@ -269,8 +275,6 @@ static int verb_list(int argc, char **argv) {
                                 }
                                 entry_print(&en, json, first);
                                 first = false;
-                                if (en.error)
-                                        ex = 1;
                         }
                         entry_done(&en);
                         free(names[i]);
@@ -285,11 +289,10 @@ static int verb_list(int argc, char **argv) {
 
                 if (asprintf(&en.source, "builtin:%s", *id) < 0)
                         continue;
-                if (sbx_profile_parse(sbx_builtin_profile_text(*id), strlen(sbx_builtin_profile_text(*id)), en.source,
-                            &p, &e) < 0) {
+                if (sbx_profile_parse(sbx_builtin_profile_text(*id), strlen(sbx_builtin_profile_text(*id)),
+                            en.source, &p, &e) < 0) {
                         en.id = strdup(*id);
                         en.error = strdup(sbx_error_format(&e, buf, sizeof buf));
-                        ex = 1;
                 } else {
                         en.id = strdup(p->id);
                         en.version = strdup(p->version);
@@ -316,7 +319,8 @@ static int verb_show(int argc, char **argv) {
         if (parse_opts(argc, argv, false, help_show, &json, NULL, &ex) < 0)
                 return ex;
         if (optind + 1 != argc) {
-                cli_error("profile show: expected exactly one NAME or FILE; see 'sandboxer profile show --help'");
+                cli_error("profile show: expected exactly one NAME or FILE; see 'sandboxer profile show "
+                          "--help'");
                 return SBX_EXIT_FAILURE;
         }
         r = sbx_profile_load(argv[optind], &p, &e);
@@ -347,7 +351,8 @@ int verb_profile(int argc, char **argv) {
                 return verb_list(argc - 1, argv + 1);
         if (streq(argv[1], "show"))
                 return verb_show(argc - 1, argv + 1);
-        cli_error("profile: unknown command '%s' (expected validate, list or show); see 'sandboxer profile --help'",
+        cli_error("profile: unknown command '%s' (expected validate, list or show); see 'sandboxer profile "
+                  "--help'",
                 argv[1]);
         return SBX_EXIT_FAILURE;
 }

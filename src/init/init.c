@@ -2,8 +2,10 @@
  * and when the command ends kills what it left behind at once and reports to the supervisor.
  * Static and small; it runs with the sandbox's environment and no capabilities.
  *
- * usage: sandboxer-init [--cwd DIR] [--setsid|--tty] -- COMMAND [ARG]...
- * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). */
+ * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N] -- COMMAND [ARG]...
+ * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). The seccomp program (raw BPF) and the
+ * Landlock ruleset were prepared by the supervisor; the init enforces both on the command only,
+ * in the forked child, right before execve. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,7 +13,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -68,10 +73,42 @@ static int exec_command(char **argv, char **envp) {
         return saved;
 }
 
+#define MAX_BPF_INSNS 4096
+static struct sock_filter bpf[MAX_BPF_INSNS];
+
+/* Read the whole BPF program from fd; returns the instruction count, or -errno. */
+static int read_bpf(int fd) {
+        size_t got = 0;
+        for (;;) {
+                ssize_t n = read(fd, (char *) bpf + got, sizeof bpf - got);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                got += (size_t) n;
+                if (got == sizeof bpf)
+                        return -E2BIG;
+        }
+        if (got == 0 || got % sizeof(struct sock_filter))
+                return -EINVAL;
+        close(fd);
+        return (int) (got / sizeof(struct sock_filter));
+}
+
+static int parse_fd(const char *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        return (*s && !*end && v >= 0 && v < 1024) ? (int) v : -1;
+}
+
 int main(int argc, char **argv) {
         extern char **environ;
         const char *cwd = NULL;
         bool tty = false;
+        int seccomp_fd = -1, landlock_fd = -1, n_bpf = 0;
         int i = 1;
 
         for (; i < argc; i++) {
@@ -82,6 +119,10 @@ int main(int argc, char **argv) {
                         cwd = argv[++i];
                 else if (strcmp(argv[i], "--tty") == 0)
                         tty = true;
+                else if (strcmp(argv[i], "--seccomp-fd") == 0 && i + 1 < argc)
+                        seccomp_fd = parse_fd(argv[++i]);
+                else if (strcmp(argv[i], "--landlock-fd") == 0 && i + 1 < argc)
+                        landlock_fd = parse_fd(argv[++i]);
                 else
                         return 125;
         }
@@ -95,6 +136,29 @@ int main(int argc, char **argv) {
         int fwd_sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM };
         for (size_t k = 0; k < sizeof fwd_sigs / sizeof fwd_sigs[0]; k++)
                 sigaddset(&fwd, fwd_sigs[k]);
+
+        if (seccomp_fd >= 0) {
+                n_bpf = read_bpf(seccomp_fd);
+                if (n_bpf < 0) {
+                        send_msg(SBX_INIT_MSG_SETUP_FAILED, -n_bpf, 0, "init: read the seccomp program");
+                        return 125;
+                }
+        }
+
+        /* The init enters the command's Landlock domain itself: one domain for the whole sandbox,
+         * so the command may still read its init's /proc entries (Landlock forbids inspecting
+         * processes outside one's domain) and signals stay within it. */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: prctl(PR_SET_NO_NEW_PRIVS)");
+                return 125;
+        }
+        if (landlock_fd >= 0) {
+                if (syscall(SYS_landlock_restrict_self, landlock_fd, 0) < 0) {
+                        send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: enforce the Landlock ruleset");
+                        return 125;
+                }
+                close(landlock_fd);
+        }
 
         int ep[2];
         if (pipe2(ep, O_CLOEXEC) < 0) {
@@ -130,7 +194,13 @@ int main(int argc, char **argv) {
                         else
                                 close(3);
                         (void) syscall(SYS_close_range, keep + 1, ~0U, 0);
-                        m[0] = exec_command(argv + i, environ);
+                        /* Last: the filter also covers what is left of this child's own work. */
+                        struct sock_fprog prog = { .len = (unsigned short) n_bpf, .filter = bpf };
+                        if (n_bpf > 0 && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+                                m[0] = errno;
+                                m[1] = 4;
+                        } else
+                                m[0] = exec_command(argv + i, environ);
                 }
                 if (write(ep[1], m, sizeof m) != (ssize_t) sizeof m)
                         _exit(126);
@@ -145,8 +215,10 @@ int main(int argc, char **argv) {
         close(ep[0]);
 
         bool exec_failed = n == (ssize_t) sizeof msg;
-        if (exec_failed && msg[1] == 1)
-                send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, "chdir to the working directory");
+        static const char *const steps[] = { NULL, "chdir to the working directory", "prctl(PR_SET_NO_NEW_PRIVS)",
+                                             "enforce the Landlock ruleset", "load the seccomp filter" };
+        if (exec_failed && msg[1] >= 1 && msg[1] <= 4)
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, steps[msg[1]]);
         else if (exec_failed) {
                 int e = msg[0];
                 int code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;

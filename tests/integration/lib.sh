@@ -94,25 +94,55 @@ run_sbx() {
 }
 
 # ---- leftovers: what a run may leave on the host, compared with a snapshot taken before ----
+# Other people's sandboxes may come and go meanwhile (a shared machine), so only what is ours
+# counts. A process is ours when it or an ancestor is this script or carries SBX_LEFTOVER_TAG
+# (every sandboxer this script starts inherits it), or when it is an orphan (a sandbox process
+# whose parent is pid 1). A cgroup or file is ours when its name holds a run id that our own
+# runs printed (anything under SBX_TMP); with CI=true or SBX_LEFTOVERS_STRICT=1 every new one is.
+export SBX_LEFTOVER_TAG=sbxtag-$$-$RANDOM$RANDOM
+_sbx_ours() { # PID
+        local p=$1 e k v ppid comm foreign
+        while [ "$p" -gt 1 ]; do
+                [ "$p" = $$ ] && return 0
+                mapfile -d '' -t e <"/proc/$p/environ" 2>/dev/null || return 1 # another user's
+                for k in "${e[@]}"; do [ "$k" = "SBX_LEFTOVER_TAG=$SBX_LEFTOVER_TAG" ] && return 0; done
+                read -r comm <"/proc/$p/comm" 2>/dev/null || return 1
+                foreign=0
+                [ "/proc/$p/ns/pid" -ef "/proc/$$/ns/pid" ] || foreign=1
+                # A host process without our tag (someone else's shell, sandboxer, bwrap): not ours.
+                [ $foreign = 0 ] && [ "$comm" != sandboxer-init ] && return 1
+                ppid=0
+                while read -r k v; do [ "$k" = PPid: ] && { ppid=$v; break; }; done <"/proc/$p/status" 2>/dev/null
+                [ "$ppid" -le 1 ] && return 0 # an orphaned sandbox process
+                p=$ppid
+        done
+        return 1
+}
 _sbx_state() {
-        local p comm
+        local p name ids=""
         for p in /proc/[0-9]*; do # sandboxer processes, and anything in another pid namespace
-                read -r comm <"$p/comm" 2>/dev/null || continue
-                if [ "$comm" = sandboxer-init ] || [ "$comm" = sandboxer ] ||
+                read -r name <"$p/comm" 2>/dev/null || continue
+                if [ "$name" = sandboxer-init ] || [ "$name" = sandboxer ] ||
                         { [ -e "$p/ns/pid" ] && ! [ "$p/ns/pid" -ef "/proc/$$/ns/pid" ]; }; then
-                        echo "process ${p#/proc/} $comm"
+                        _sbx_ours "${p#/proc/}" && echo "process ${p#/proc/} $name"
                 fi
         done 2>/dev/null
         awk '{ print "mount " $1 " " $5 }' /proc/self/mountinfo
-        shopt -s nullglob
-        for p in /tmp/sandboxer* /run/sandboxer/* "${XDG_RUNTIME_DIR:-/run/user/$(id -u)}"/sandboxer/*; do
-                echo "file $p"
-        done
-        shopt -u nullglob
-        find /sys/fs/cgroup -type d \( -name 'sandboxer*' -o -path '*/sandboxer*/*' \) 2>/dev/null | sed 's/^/cgroup /'
+        if [ "${CI:-}" != true ] && [ "${SBX_LEFTOVERS_STRICT:-}" != 1 ]; then
+                ids=$(grep -rhoaE 'run_[0-9a-f]{24}' "$SBX_TMP" 2>/dev/null | sort -u | paste -sd'|')
+                ids=${ids:-no-run-id-seen}
+        fi
+        {
+                shopt -s nullglob
+                for p in /tmp/sandboxer* /run/sandboxer/* "${XDG_RUNTIME_DIR:-/run/user/$(id -u)}"/sandboxer/*; do
+                        echo "file $p"
+                done
+                find /sys/fs/cgroup -type d -path '*/sandboxer*/*' 2>/dev/null | sed 's/^/cgroup /'
+        } | grep -E -- "${ids:-.}"
 }
 leftovers_snapshot() { _sbx_state | LC_ALL=C sort >"$SBX_TMP/leftovers.before"; }
-# assert_no_leftovers [NAME] — one test: nothing appeared since the last snapshot (run_sbx takes one).
+# assert_no_leftovers [NAME] — one test: nothing of ours appeared since the last snapshot
+# (run_sbx takes one before each run).
 assert_no_leftovers() {
         local new
         [ -f "$SBX_TMP/leftovers.before" ] || leftovers_snapshot

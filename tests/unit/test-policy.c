@@ -72,89 +72,120 @@ static sbx_profile *profile_good(const char *text, const char *what) {
 #define HDR "id: t\nversion: \"1.0.0\"\n"
 
 static void test_unknown_keys(void) {
-        PROFILE_BAD(HDR "limitz:\n  memory_mb: 1\n", 3, 1, "unknown top-level key", "unknown key 'limitz' at top level",
-                "did you mean 'limits'", "expected one of: id, version, extends");
+        PROFILE_BAD(HDR "limitz:\n  memory_mb: 1\n", 3, 1, "unknown top-level key",
+                "unknown key 'limitz' at top level", "did you mean 'limits'",
+                "expected one of: id, version, extends");
         PROFILE_BAD(HDR "isolation:\n  levle: policy\n", 4, 3, "unknown key in isolation",
                 "unknown key 'levle' in isolation", "level");
-        PROFILE_BAD(HDR "network:\n  proxy: x\n", 4, 3, "unknown key in network", "unknown key 'proxy' in network");
+        PROFILE_BAD(HDR "network:\n  proxy: x\n", 4, 3, "unknown key in network",
+                "unknown key 'proxy' in network");
         PROFILE_BAD(HDR "workspace:\n  size: 3\n", 4, 3, "unknown key in workspace", "'size' in workspace");
-        PROFILE_BAD(HDR "filesystem:\n  append: []\n", 4, 3, "unknown key in filesystem", "'append' in filesystem");
+        PROFILE_BAD(HDR "filesystem:\n  append: []\n", 4, 3, "unknown key in filesystem",
+                "'append' in filesystem");
         PROFILE_BAD(HDR "process:\n  fork: false\n", 4, 3, "unknown key in process", "'fork' in process");
-        PROFILE_BAD(HDR "process:\n  commands: {mode: warn, permit: []}\n", 4, 26, "unknown key in process.commands",
-                "'permit' in process.commands");
+        PROFILE_BAD(HDR "process:\n  commands: {mode: warn, permit: []}\n", 4, 26,
+                "unknown key in process.commands", "'permit' in process.commands");
         PROFILE_BAD(HDR "limits:\n  memory: 5\n", 4, 3, "unknown key in limits", "'memory' in limits",
                 "did you mean 'memory_mb'");
-        PROFILE_BAD(HDR "ttl: {default: 1h, forever: true}\n", 3, 20, "unknown key in ttl", "'forever' in ttl");
-        PROFILE_BAD(HDR "placement: {prefer: [], near: x}\n", 3, 25, "unknown key in placement", "'near' in placement");
-        PROFILE_BAD(HDR "route: {strategy: explicit, cost: 1}\n", 3, 29, "unknown key in route", "'cost' in route");
+        PROFILE_BAD(
+                HDR "ttl: {default: 1h, forever: true}\n", 3, 20, "unknown key in ttl", "'forever' in ttl");
+        PROFILE_BAD(HDR "placement: {prefer: [], near: x}\n", 3, 25, "unknown key in placement",
+                "'near' in placement");
+        PROFILE_BAD(HDR "route: {strategy: explicit, cost: 1}\n", 3, 29, "unknown key in route",
+                "'cost' in route");
         PROFILE_BAD(HDR "metadata: {owner: me}\n", 3, 12, "unknown key in metadata", "'owner' in metadata");
-        PROFILE_BAD(HDR "observe: {mode: auto, syscalls: true}\n", 3, 23, "unknown key in observe", "'syscalls' in observe");
+        PROFILE_BAD(HDR "observe: {mode: auto, syscalls: true}\n", 3, 23, "unknown key in observe",
+                "'syscalls' in observe");
 }
 
 static void test_types(void) {
         PROFILE_BAD(HDR "limits:\n  memory_mb: lots\n", 4, 14, "memory_mb a word",
                 "limits.memory_mb: expected a positive number of MiB, got \"lots\"");
-        PROFILE_BAD(HDR "limits:\n  memory_mb: -5\n", 4, 14, "negative limit", "limits.memory_mb", "negative");
+        PROFILE_BAD(
+                HDR "limits:\n  memory_mb: -5\n", 4, 14, "negative limit", "limits.memory_mb", "negative");
         PROFILE_BAD(HDR "limits:\n  cpus: .nan\n", 4, 9, "NaN limit", "limits.cpus", "not a finite number");
-        PROFILE_BAD(HDR "limits:\n  timeout_s: .inf\n", 4, 14, "infinite limit", "limits.timeout_s", "not a finite number");
+        PROFILE_BAD(HDR "limits:\n  timeout_s: .inf\n", 4, 14, "infinite limit", "limits.timeout_s",
+                "not a finite number");
         PROFILE_BAD(HDR "limits:\n  pids: 0\n", 4, 9, "zero pids", "limits.pids", "zero is not allowed");
-        PROFILE_BAD(HDR "limits:\n  pids: 2.5\n", 4, 9, "fractional pids", "limits.pids", "not a whole number");
-        PROFILE_BAD(HDR "limits:\n  memory_mb: 2e12\n", 4, 14, "absurd memory", "limits.memory_mb", "more than");
-        PROFILE_BAD(HDR "limits:\n  timeout_s: 40000000\n", 4, 14, "timeout over a year", "limits.timeout_s", "more than");
-        PROFILE_BAD(HDR "limits:\n  timeout_s: 1e400\n", 4, 14, "huge number", "limits.timeout_s", "out of range");
+        PROFILE_BAD(
+                HDR "limits:\n  pids: 2.5\n", 4, 9, "fractional pids", "limits.pids", "not a whole number");
+        PROFILE_BAD(
+                HDR "limits:\n  memory_mb: 2e12\n", 4, 14, "absurd memory", "limits.memory_mb", "more than");
+        PROFILE_BAD(HDR "limits:\n  timeout_s: 40000000\n", 4, 14, "timeout over a year", "limits.timeout_s",
+                "more than");
+        PROFILE_BAD(HDR "limits:\n  timeout_s: 1e400\n", 4, 14, "huge number", "limits.timeout_s",
+                "out of range");
         PROFILE_BAD(HDR "limits:\n  memory_mb: 0x100\n", 4, 14, "hex number", "limits.memory_mb", "decimal");
         PROFILE_BAD(HDR "limits:\n  memory_mb: \"512\"\n", 4, 14, "quoted number", "limits.memory_mb",
                 "without quotes");
         PROFILE_BAD(HDR "limits:\n  timeout_s: 10 minutes\n", 4, 14, "bad duration", "limits.timeout_s",
                 "expected a positive duration");
         PROFILE_BAD(HDR "limits: [1, 2]\n", 3, 9, "limits a list", "limits: expected a mapping, got a list");
-        PROFILE_BAD(HDR "network:\n  loopback: yes\n", 4, 13, "bool as yes", "network.loopback: expected true or false",
-                "\"yes\"");
-        PROFILE_BAD(HDR "process: {allow_spawn: 1}\n", 3, 24, "bool as number", "process.allow_spawn: expected true or false");
+        PROFILE_BAD(HDR "network:\n  loopback: yes\n", 4, 13, "bool as yes",
+                "network.loopback: expected true or false", "\"yes\"");
+        PROFILE_BAD(HDR "process: {allow_spawn: 1}\n", 3, 24, "bool as number",
+                "process.allow_spawn: expected true or false");
         PROFILE_BAD(HDR "filesystem:\n  read: /usr\n", 4, 9, "list as scalar",
                 "filesystem.read: expected a list of absolute paths, got \"/usr\"");
-        PROFILE_BAD(HDR "filesystem:\n  read: [/usr, [x]]\n", 4, 16, "nested list item", "filesystem.read[1]",
-                "got a list");
-        PROFILE_BAD(HDR "filesystem:\n  read: [usr]\n", 4, 10, "relative path", "filesystem.read[0]", "absolute path");
-        PROFILE_BAD(HDR "filesystem:\n  write: [/tmp/../etc]\n", 4, 11, "dotdot path", "filesystem.write[0]", "'..'");
-        PROFILE_BAD(HDR "filesystem:\n  read: [/usr, /usr/]\n", 4, 16, "duplicate path", "filesystem.read[1]", "duplicate");
+        PROFILE_BAD(HDR "filesystem:\n  read: [/usr, [x]]\n", 4, 16, "nested list item",
+                "filesystem.read[1]", "got a list");
+        PROFILE_BAD(HDR "filesystem:\n  read: [usr]\n", 4, 10, "relative path", "filesystem.read[0]",
+                "absolute path");
+        PROFILE_BAD(HDR "filesystem:\n  write: [/tmp/../etc]\n", 4, 11, "dotdot path", "filesystem.write[0]",
+                "'..'");
+        PROFILE_BAD(HDR "filesystem:\n  read: [/usr, /usr/]\n", 4, 16, "duplicate path",
+                "filesystem.read[1]", "duplicate");
         PROFILE_BAD(HDR "workspace: {mount: /}\n", 3, 20, "mount over /", "workspace.mount", "'/'");
-        PROFILE_BAD(HDR "workspace: {mount: /dev/shm}\n", 3, 20, "mount under /dev", "workspace.mount", "/dev");
-        PROFILE_BAD(HDR "workspace: {path: relative/dir}\n", 3, 19, "relative workspace path", "workspace.path",
-                "absolute");
-        PROFILE_BAD(HDR "workspace: {access: write}\n", 3, 21, "bad access", "workspace.access: expected one of none | ro | rw");
-        PROFILE_BAD(HDR "isolation: {level: vm}\n", 3, 20, "bad level", "isolation.level", "policy | container | microvm");
+        PROFILE_BAD(
+                HDR "workspace: {mount: /dev/shm}\n", 3, 20, "mount under /dev", "workspace.mount", "/dev");
+        PROFILE_BAD(HDR "workspace: {path: relative/dir}\n", 3, 19, "relative workspace path",
+                "workspace.path", "absolute");
+        PROFILE_BAD(HDR "workspace: {access: write}\n", 3, 21, "bad access",
+                "workspace.access: expected one of none | ro | rw");
+        PROFILE_BAD(HDR "isolation: {level: vm}\n", 3, 20, "bad level", "isolation.level",
+                "policy | container | microvm");
         PROFILE_BAD(HDR "isolation: {backend: lxc}\n", 3, 22, "bad backend", "isolation.backend");
-        PROFILE_BAD(HDR "network: {default: maybe}\n", 3, 20, "bad network default", "network.default", "deny | allow");
-        PROFILE_BAD(HDR "network: {egress: [\"*\"]}\n", 3, 20, "egress *", "network.egress[0]", "network.default: allow");
-        PROFILE_BAD(HDR "network: {egress: [\"a b\"]}\n", 3, 20, "egress garbage", "network.egress[0]", "not an egress rule");
-        PROFILE_BAD(HDR "network: {egress: [\"10.0.0.0/33\"]}\n", 3, 20, "egress bad cidr", "network.egress[0]");
-        PROFILE_BAD(HDR "network: {egress: [\"host:99999\"]}\n", 3, 20, "egress bad port", "network.egress[0]");
+        PROFILE_BAD(HDR "network: {default: maybe}\n", 3, 20, "bad network default", "network.default",
+                "deny | allow");
+        PROFILE_BAD(HDR "network: {egress: [\"*\"]}\n", 3, 20, "egress *", "network.egress[0]",
+                "network.default: allow");
+        PROFILE_BAD(HDR "network: {egress: [\"a b\"]}\n", 3, 20, "egress garbage", "network.egress[0]",
+                "not an egress rule");
+        PROFILE_BAD(
+                HDR "network: {egress: [\"10.0.0.0/33\"]}\n", 3, 20, "egress bad cidr", "network.egress[0]");
+        PROFILE_BAD(
+                HDR "network: {egress: [\"host:99999\"]}\n", 3, 20, "egress bad port", "network.egress[0]");
         PROFILE_BAD(HDR "env: {TMPDIR: /x}\n", 3, 7, "env TMPDIR", "env: TMPDIR cannot be set");
         PROFILE_BAD(HDR "env: {SANDBOXER_X: 1}\n", 3, 7, "env SANDBOXER_*", "SANDBOXER_X cannot be set");
         PROFILE_BAD(HDR "env: {\"1BAD\": x}\n", 3, 7, "env bad name", "not a valid variable name");
-        PROFILE_BAD(HDR "env: {A: [1]}\n", 3, 10, "env list value", "env.A: expected a string value, got a list");
+        PROFILE_BAD(HDR "env: {A: [1]}\n", 3, 10, "env list value",
+                "env.A: expected a string value, got a list");
         PROFILE_BAD(HDR "env: {A: null}\n", 3, 10, "env null value", "env.A", "null");
         PROFILE_BAD(HDR "env: [A]\n", 3, 6, "env a list", "env: expected a mapping");
         PROFILE_BAD(HDR "secrets: [../x]\n", 3, 11, "secret with slash", "secrets[0]", "not a valid name");
-        PROFILE_BAD(HDR "ttl: {default: 48h, max: 24h}\n", 3, 16, "ttl default > max", "ttl.default", "ttl.max");
+        PROFILE_BAD(
+                HDR "ttl: {default: 48h, max: 24h}\n", 3, 16, "ttl default > max", "ttl.default", "ttl.max");
         PROFILE_BAD(HDR "ttl: {idle: -1}\n", 3, 13, "negative ttl", "ttl.idle", "negative");
         PROFILE_BAD(HDR "ttl: {max: \"-4h\"}\n", 3, 12, "negative ttl string", "ttl.max", "negative");
-        PROFILE_BAD(HDR "observe: sometimes\n", 3, 10, "bad observe", "observe: expected one of auto | required | off");
+        PROFILE_BAD(HDR "observe: sometimes\n", 3, 10, "bad observe",
+                "observe: expected one of auto | required | off");
         PROFILE_BAD(HDR "observe: [auto]\n", 3, 10, "observe a list", "observe: expected one of");
         PROFILE_BAD(HDR "high_risk: \"true\"\n", 3, 12, "quoted bool", "high_risk: expected true or false");
         PROFILE_BAD(HDR "cwd: work\n", 3, 6, "relative cwd", "cwd", "absolute");
         PROFILE_BAD(HDR "on_violation: ignore\n", 3, 15, "bad on_violation", "on_violation", "deny | kill");
-        PROFILE_BAD(HDR "route: {strategy: random}\n", 3, 19, "bad route strategy", "route.strategy", "lowest-cost");
-        PROFILE_BAD(HDR "route: {constraints: {gpu: {a: 1}}}\n", 3, 28, "constraint a mapping", "route.constraints.gpu");
+        PROFILE_BAD(HDR "route: {strategy: random}\n", 3, 19, "bad route strategy", "route.strategy",
+                "lowest-cost");
+        PROFILE_BAD(HDR "route: {constraints: {gpu: {a: 1}}}\n", 3, 28, "constraint a mapping",
+                "route.constraints.gpu");
         PROFILE_BAD(HDR "process: {commands: {allow: [\"rm -rf\"]}}\n", 3, 30, "command with space",
                 "process.commands.allow[0]", "single word");
 }
 
 static void test_structure(void) {
-        PROFILE_BAD("id: t\nversion: \"1.0.0\"\nid: u\n", 3, 1, "duplicate top key", "duplicate key 'id' at top level",
-                "line 1");
-        PROFILE_BAD(HDR "limits:\n  cpus: 1\n  cpus: 2\n", 5, 3, "duplicate nested key", "duplicate key 'cpus' in limits");
+        PROFILE_BAD("id: t\nversion: \"1.0.0\"\nid: u\n", 3, 1, "duplicate top key",
+                "duplicate key 'id' at top level", "line 1");
+        PROFILE_BAD(HDR "limits:\n  cpus: 1\n  cpus: 2\n", 5, 3, "duplicate nested key",
+                "duplicate key 'cpus' in limits");
         PROFILE_BAD(HDR "env: {A: 1, A: 2}\n", 3, 13, "duplicate env key", "duplicate key 'A' in env");
         PROFILE_BAD(HDR "base: &b {x: 1}\nother: *b\n", 3, 7, "anchor", "anchors (&b)", "not supported");
         PROFILE_BAD(HDR "filesystem:\n  read: *nothing\n", 4, 9, "alias", "aliases (*nothing)");
@@ -169,13 +200,16 @@ static void test_structure(void) {
         PROFILE_BAD("# only a comment\n", 1, 1, "comment only", "empty");
         PROFILE_BAD("version: \"1.0.0\"\n", 1, 1, "missing id", "missing required key 'id'");
         PROFILE_BAD("id: t\n", 1, 1, "missing version", "missing required key 'version'");
-        PROFILE_BAD("id: Profile.X\nversion: \"1.0.0\"\n", 1, 5, "bad id", "id: \"Profile.X\" is not a valid profile id");
+        PROFILE_BAD("id: Profile.X\nversion: \"1.0.0\"\n", 1, 5, "bad id",
+                "id: \"Profile.X\" is not a valid profile id");
         PROFILE_BAD("id: \"a b\"\nversion: \"1.0.0\"\n", 1, 5, "id with space", "is not a valid profile id");
-        PROFILE_BAD("id: t\nversion: 1.0\n", 2, 10, "version a number", "version: expected a semantic version", "1.0");
+        PROFILE_BAD("id: t\nversion: 1.0\n", 2, 10, "version a number",
+                "version: expected a semantic version", "1.0");
         PROFILE_BAD("id: t\nversion: \"1.0\"\n", 2, 10, "version two parts", "semantic version");
         PROFILE_BAD("id: t\nversion: \"01.0.0\"\n", 2, 10, "version leading zero", "semantic version");
         PROFILE_BAD("id: t\nversion: \"1.0.0-rc1\"\n", 2, 10, "version with suffix", "semantic version");
-        PROFILE_BAD("id: t\nversion: \"1.0.0\"\nextends: t\n", 3, 10, "extends itself", "cannot extend itself");
+        PROFILE_BAD(
+                "id: t\nversion: \"1.0.0\"\nextends: t\n", 3, 10, "extends itself", "cannot extend itself");
         PROFILE_BAD(HDR "{a: 1}: x\n", 3, 1, "mapping as key", "keys must be plain names");
 
         char deep[600] = HDR "limits: ";
@@ -192,19 +226,22 @@ static void test_structure(void) {
 static void test_values(void) {
         _cleanup_(sbx_profile_freep) sbx_profile *p = profile_good(HDR
                 "isolation: {level: policy, mode: strict, backend: landlock}\n"
-                "network: {default: deny, egress: [api.example.com, \"*.pypi.org\", \"10.0.0.0/8\", \"host:443\", "
+                "network: {default: deny, egress: [api.example.com, \"*.pypi.org\", \"10.0.0.0/8\", "
+                "\"host:443\", "
                 "\"[::1]:8080\", \"fd00::/8\"], loopback: false}\n"
                 "workspace: {path: /srv//src/, mount: /workspace/./a, access: rw}\n"
                 "filesystem: {read: [/usr, /etc/], write: [/var/cache/x], exec: [/usr/bin]}\n"
                 "process: {allow_spawn: false, commands: {mode: strict, allow: [python3], deny: [curl]}}\n"
-                "limits: {timeout_s: 1.5h, budget_s: \"90m\", cpus: 0.5, memory_mb: 256, pids: 16, output_mb: 0.5, "
+                "limits: {timeout_s: 1.5h, budget_s: \"90m\", cpus: 0.5, memory_mb: 256, pids: 16, "
+                "output_mb: 0.5, "
                 "scratch_mb: 64}\n"
                 "on_violation: kill\n"
                 "env: {PYTHONPATH: /w, NUM: 5, FLAG: true, EMPTY: \"\"}\n"
                 "secrets: [db-password, api.key]\n"
                 "ttl: {default: 30m, max: 2d, idle: 600}\n"
                 "placement: {prefer: [host-a], fallback: [host-b]}\n"
-                "route: {strategy: lowest-cost, fallback: [e2b], constraints: {gpu: false, region: [eu, us]}}\n"
+                "route: {strategy: lowest-cost, fallback: [e2b], constraints: {gpu: false, region: [eu, "
+                "us]}}\n"
                 "metadata: {cost_class: cheap, latency_class: fast}\n"
                 "observe: {mode: required, fs_writes: true}\n"
                 "high_risk: true\n"
@@ -224,7 +261,8 @@ static void test_values(void) {
         is_str(p->fs_read[1], "/etc", "trailing slash dropped");
         ok(p->fs_exec_set && strv_length(p->fs_exec) == 1, "exec list set");
         is_int(p->cmd_mode, SBX_CMD_MODE_STRICT, "commands strict");
-        ok(p->limits.set[SBX_LIMIT_TIMEOUT_S] && p->limits.value[SBX_LIMIT_TIMEOUT_S] == 5400, "timeout 1.5h = 5400 s");
+        ok(p->limits.set[SBX_LIMIT_TIMEOUT_S] && p->limits.value[SBX_LIMIT_TIMEOUT_S] == 5400,
+                "timeout 1.5h = 5400 s");
         ok(p->limits.value[SBX_LIMIT_BUDGET_S] == 5400, "budget \"90m\" = 5400 s");
         ok(p->limits.value[SBX_LIMIT_CPUS] == 0.5, "cpus 0.5");
         ok(p->limits.source[SBX_LIMIT_PIDS] == SBX_SRC_PROFILE, "limit source profile");
@@ -237,14 +275,17 @@ static void test_values(void) {
 
         _cleanup_(sbx_profile_freep) sbx_profile *d = profile_good(HDR, "minimal");
         if (d) {
-                ok(d->level == SBX_LEVEL_CONTAINER && d->mode == SBX_MODE_BALANCED && d->backend == SBX_BACKEND_AUTO,
+                ok(d->level == SBX_LEVEL_CONTAINER && d->mode == SBX_MODE_BALANCED &&
+                                d->backend == SBX_BACKEND_AUTO,
                         "defaults: container, balanced, auto");
-                ok(!d->net_allow && d->loopback && d->ws_access == SBX_ACCESS_RO && streq(d->ws_mount, "/workspace"),
+                ok(!d->net_allow && d->loopback && d->ws_access == SBX_ACCESS_RO &&
+                                streq(d->ws_mount, "/workspace"),
                         "defaults: deny, loopback, ro at /workspace");
-                ok(strv_length(d->fs_read) == 8 && streq(d->fs_read[0], "/usr") && streq(d->fs_read[7], "/etc/localtime"),
+                ok(strv_length(d->fs_read) == 8 && streq(d->fs_read[0], "/usr") &&
+                                streq(d->fs_read[7], "/etc/localtime"),
                         "defaults: the DESIGN read list");
-                ok(d->allow_spawn && d->cmd_mode == SBX_CMD_MODE_OFF && d->on_violation == SBX_ON_VIOLATION_DENY &&
-                           d->observe == SBX_OBSERVE_AUTO,
+                ok(d->allow_spawn && d->cmd_mode == SBX_CMD_MODE_OFF &&
+                                d->on_violation == SBX_ON_VIOLATION_DENY && d->observe == SBX_OBSERVE_AUTO,
                         "defaults: spawn, commands off, deny, observe auto");
                 ok(d->n_env == 1 && streq(d->env[0].name, "LANG") && streq(d->env[0].value, "C.UTF-8"),
                         "defaults: env LANG=C.UTF-8");
@@ -256,15 +297,17 @@ static void test_values(void) {
         } else
                 skip(7, "minimal profile did not parse");
 
-        _cleanup_(sbx_profile_freep) sbx_profile *o = profile_good(HDR "observe: off\nttl: {idle: null}\n"
-                                                                       "workspace: {path: null}\nfilesystem: {exec: null}\n",
-                "observe scalar, nulls");
+        _cleanup_(sbx_profile_freep) sbx_profile *o =
+                profile_good(HDR "observe: off\nttl: {idle: null}\n"
+                                 "workspace: {path: null}\nfilesystem: {exec: null}\n",
+                        "observe scalar, nulls");
         ok(o && o->observe == SBX_OBSERVE_OFF && o->field_set[SBX_F_TTL], "observe: off parsed");
 }
 
 static void test_builtins(void) {
         const char *const *ids = sbx_builtin_profile_ids();
-        const char *want[] = { "profile.default", "profile.python", "profile.skill", "profile.build", "profile.agent-dev" };
+        const char *want[] = {
+                "profile.default", "profile.python", "profile.skill", "profile.build", "profile.agent-dev"};
         size_t n = 0;
 
         for (; ids[n]; n++)
@@ -281,21 +324,24 @@ static void test_builtins(void) {
         sbx_error e = {};
         if (sbx_profile_load("profile.python", &py, &e) == 0) {
                 ok(py->level == SBX_LEVEL_POLICY && !py->net_allow && !py->allow_spawn &&
-                           strv_length(py->egress) == 0,
+                                strv_length(py->egress) == 0,
                         "python: level policy, no network, no spawn");
-                ok(strv_contains(py->fs_read, "/etc/python3") && strv_contains(py->fs_read, "/etc/ssl/certs"),
+                ok(strv_contains(py->fs_read, "/etc/python3") &&
+                                strv_contains(py->fs_read, "/etc/ssl/certs"),
                         "python: interpreter config readable");
-                ok(py->ttl_max_s == 86400 && streq(py->extends, "profile.default"), "python: inherits ttl from default");
+                ok(py->ttl_max_s == 86400 && streq(py->extends, "profile.default"),
+                        "python: inherits ttl from default");
         } else
                 skip(3, "python did not load");
         if (sbx_profile_load("profile.skill", &sk, &e) == 0)
-                ok(!sk->allow_spawn && sk->limits.set[SBX_LIMIT_MEMORY_MB] && sk->limits.value[SBX_LIMIT_MEMORY_MB] == 256 &&
-                           !sk->net_allow,
+                ok(!sk->allow_spawn && sk->limits.set[SBX_LIMIT_MEMORY_MB] &&
+                                sk->limits.value[SBX_LIMIT_MEMORY_MB] == 256 && !sk->net_allow,
                         "skill: no spawn, 256 MiB, no network");
         else
                 skip(1, "skill did not load");
         if (sbx_profile_load("profile.build", &bu, &e) == 0)
-                ok(bu->ws_access == SBX_ACCESS_RW && bu->allow_spawn && !bu->net_allow, "build: rw workspace, spawn");
+                ok(bu->ws_access == SBX_ACCESS_RW && bu->allow_spawn && !bu->net_allow,
+                        "build: rw workspace, spawn");
         else
                 skip(1, "build did not load");
         if (sbx_profile_load("profile.agent-dev", &ag, &e) == 0)
@@ -304,7 +350,8 @@ static void test_builtins(void) {
         else
                 skip(1, "agent-dev did not load");
         if (sbx_profile_load("profile.default", &df, &e) == 0)
-                ok(df->level == SBX_LEVEL_CONTAINER && df->backend == SBX_BACKEND_AUTO && strv_length(df->fs_read) == 8,
+                ok(df->level == SBX_LEVEL_CONTAINER && df->backend == SBX_BACKEND_AUTO &&
+                                strv_length(df->fs_read) == 8,
                         "default: container, auto, DESIGN read list");
         else
                 skip(1, "default did not load");
@@ -314,23 +361,27 @@ static void test_builtins(void) {
         const char *t = sbx_builtin_policy_text();
         int r = sbx_policy_parse(t, strlen(t), "builtin", &pol, &e);
         if (ok(r == 0, "built-in policy parses")) {
-                const sbx_limits *b = &pol->mode_limits[SBX_MODE_BALANCED], *s = &pol->mode_limits[SBX_MODE_STRICT];
-                ok(b->value[SBX_LIMIT_TIMEOUT_S] == 45 && b->value[SBX_LIMIT_BUDGET_S] == 180 && b->value[SBX_LIMIT_CPUS] == 2 &&
-                           b->value[SBX_LIMIT_MEMORY_MB] == 1024 && b->value[SBX_LIMIT_PIDS] == 256 &&
-                           b->value[SBX_LIMIT_OUTPUT_MB] == 10 && b->value[SBX_LIMIT_SCRATCH_MB] == 512,
+                const sbx_limits *b = &pol->mode_limits[SBX_MODE_BALANCED],
+                                 *s = &pol->mode_limits[SBX_MODE_STRICT];
+                ok(b->value[SBX_LIMIT_TIMEOUT_S] == 45 && b->value[SBX_LIMIT_BUDGET_S] == 180 &&
+                                b->value[SBX_LIMIT_CPUS] == 2 && b->value[SBX_LIMIT_MEMORY_MB] == 1024 &&
+                                b->value[SBX_LIMIT_PIDS] == 256 && b->value[SBX_LIMIT_OUTPUT_MB] == 10 &&
+                                b->value[SBX_LIMIT_SCRATCH_MB] == 512,
                         "balanced limits as DESIGN");
-                ok(s->value[SBX_LIMIT_TIMEOUT_S] == 60 && s->value[SBX_LIMIT_BUDGET_S] == 240 && s->value[SBX_LIMIT_CPUS] == 2 &&
-                           s->value[SBX_LIMIT_MEMORY_MB] == 1536 && s->value[SBX_LIMIT_PIDS] == 128 &&
-                           s->value[SBX_LIMIT_OUTPUT_MB] == 10 && s->value[SBX_LIMIT_SCRATCH_MB] == 512,
+                ok(s->value[SBX_LIMIT_TIMEOUT_S] == 60 && s->value[SBX_LIMIT_BUDGET_S] == 240 &&
+                                s->value[SBX_LIMIT_CPUS] == 2 && s->value[SBX_LIMIT_MEMORY_MB] == 1536 &&
+                                s->value[SBX_LIMIT_PIDS] == 128 && s->value[SBX_LIMIT_OUTPUT_MB] == 10 &&
+                                s->value[SBX_LIMIT_SCRATCH_MB] == 512,
                         "strict limits as DESIGN");
-                ok(pol->n_mode_backends[SBX_MODE_BALANCED] == 2 && pol->mode_backends[SBX_MODE_BALANCED][0] == SBX_BACKEND_NATIVE &&
-                           pol->mode_backends[SBX_MODE_BALANCED][1] == SBX_BACKEND_LANDLOCK &&
-                           pol->n_mode_backends[SBX_MODE_STRICT] == 1 &&
-                           pol->mode_backends[SBX_MODE_STRICT][0] == SBX_BACKEND_MICROVM,
+                ok(pol->n_mode_backends[SBX_MODE_BALANCED] == 2 &&
+                                pol->mode_backends[SBX_MODE_BALANCED][0] == SBX_BACKEND_NATIVE &&
+                                pol->mode_backends[SBX_MODE_BALANCED][1] == SBX_BACKEND_LANDLOCK &&
+                                pol->n_mode_backends[SBX_MODE_STRICT] == 1 &&
+                                pol->mode_backends[SBX_MODE_STRICT][0] == SBX_BACKEND_MICROVM,
                         "backends as DESIGN");
                 ok(!pol->overrides_per_request && pol->run_as == 65534 && !pol->allow_host_network &&
-                           strv_length(pol->write_allowed) == 0 && strv_length(pol->egress_allowed) == 0 &&
-                           !pol->strict_when_high_risk,
+                                strv_length(pol->write_allowed) == 0 &&
+                                strv_length(pol->egress_allowed) == 0 && !pol->strict_when_high_risk,
                         "other policy values as DESIGN");
                 char hex[65];
                 sha256_hex(t, strlen(t), hex);
@@ -347,12 +398,14 @@ static void test_sha256(void) {
         is_str(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "sha256 of abc");
         const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
         sha256_hex(m, strlen(m), hex);
-        is_str(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1", "sha256 of 448-bit message");
+        is_str(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+                "sha256 of 448-bit message");
         char *mil = malloc(1000000);
         memset(mil, 'a', 1000000);
         sha256_hex(mil, 1000000, hex);
         free(mil);
-        is_str(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0", "sha256 of a million a");
+        is_str(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+                "sha256 of a million a");
 }
 
 static void test_extends(void) {
@@ -360,20 +413,23 @@ static void test_extends(void) {
         sbx_error e = {};
         int r;
 
-        write_file("base.yaml", "id: base\nversion: \"1.0.0\"\nextends: profile.python\n"
-                                "limits: {memory_mb: 512, pids: 64}\nenv: {A: a, B: b}\nfilesystem: {write: [/data]}\n");
-        write_file("child.yaml", "id: child\nversion: \"2.0.0\"\nextends: ./base.yaml\n"
-                                 "limits: {memory_mb: 256}\nenv: {B: bb, C: c}\nnetwork: {loopback: true}\n");
+        write_file("base.yaml",
+                "id: base\nversion: \"1.0.0\"\nextends: profile.python\n"
+                "limits: {memory_mb: 512, pids: 64}\nenv: {A: a, B: b}\nfilesystem: {write: [/data]}\n");
+        write_file("child.yaml",
+                "id: child\nversion: \"2.0.0\"\nextends: ./base.yaml\n"
+                "limits: {memory_mb: 256}\nenv: {B: bb, C: c}\nnetwork: {loopback: true}\n");
         r = sbx_profile_load(tpath("child.yaml"), &p, &e);
         if (ok(r == 0, "three-level chain loads (file -> file -> built-in -> built-in)")) {
                 is_str(p->id, "child", "merged id is the child's");
                 is_str(p->version, "2.0.0", "merged version is the child's");
                 ok(p->limits.value[SBX_LIMIT_MEMORY_MB] == 256 && p->limits.value[SBX_LIMIT_PIDS] == 64 &&
-                           !p->limits.set[SBX_LIMIT_CPUS],
+                                !p->limits.set[SBX_LIMIT_CPUS],
                         "limits: child wins, parent's inherited, unset stay unset");
                 ok(p->level == SBX_LEVEL_POLICY && !p->allow_spawn, "grandparent (python) values inherited");
                 ok(p->loopback, "child overrides python's loopback");
-                ok(strv_length(p->fs_write) == 1 && streq(p->fs_write[0], "/data"), "parent's list inherited");
+                ok(strv_length(p->fs_write) == 1 && streq(p->fs_write[0], "/data"),
+                        "parent's list inherited");
                 ok(strv_contains(p->fs_read, "/etc/python3"), "python read list inherited");
                 const char *b = NULL, *pyd = NULL;
                 for (size_t i = 0; i < p->n_env; i++) {
@@ -383,49 +439,58 @@ static void test_extends(void) {
                                 pyd = p->env[i].value;
                 }
                 ok(b && streq(b, "bb") && pyd, "env merged by name, child wins");
-                ok(p->field_set[SBX_F_LEVEL] && p->field_set[SBX_F_NET_LOOPBACK] && p->field_set[SBX_F_FS_WRITE],
+                ok(p->field_set[SBX_F_LEVEL] && p->field_set[SBX_F_NET_LOOPBACK] &&
+                                p->field_set[SBX_F_FS_WRITE],
                         "field_set covers the chain");
         } else
                 diag("%s", fmt(&e));
         p = sbx_profile_free(p);
 
         /* lists replace, they do not append */
-        write_file("lists.yaml", "id: lists\nversion: \"1.0.0\"\nextends: profile.default\nfilesystem: {read: [/opt]}\n");
+        write_file("lists.yaml",
+                "id: lists\nversion: \"1.0.0\"\nextends: profile.default\nfilesystem: {read: [/opt]}\n");
         r = sbx_profile_load(tpath("lists.yaml"), &p, &e);
-        ok(r == 0 && strv_length(p->fs_read) == 1 && streq(p->fs_read[0], "/opt"), "a child's list replaces the parent's");
+        ok(r == 0 && strv_length(p->fs_read) == 1 && streq(p->fs_read[0], "/opt"),
+                "a child's list replaces the parent's");
         p = sbx_profile_free(p);
 
         write_file("cyc-a.yaml", "id: cyc-a\nversion: \"1.0.0\"\nextends: cyc-b.yaml\n");
         write_file("cyc-b.yaml", "id: cyc-b\nversion: \"1.0.0\"\nextends: cyc-c.yaml\n");
         write_file("cyc-c.yaml", "id: cyc-c\nversion: \"1.0.0\"\n\nextends: ./cyc-a.yaml\n");
         r = sbx_profile_load(tpath("cyc-a.yaml"), &p, &e);
-        if (!ok(r == -EINVAL && strstr(fmt(&e), "cyc-c.yaml:4:10: extends: cycle cyc-a -> cyc-b -> cyc-c -> cyc-a"),
+        if (!ok(r == -EINVAL && strstr(fmt(&e),
+                                        "cyc-c.yaml:4:10: extends: cycle cyc-a -> cyc-b -> cyc-c -> cyc-a"),
                     "extends cycle names the chain, at the closing extends"))
                 diag("r=%d %s", r, fmt(&e));
 
         write_file("missing.yaml", "id: missing\nversion: \"1.0.0\"\nextends: profile.nonexistent\n");
         r = sbx_profile_load(tpath("missing.yaml"), &p, &e);
-        if (!ok(r == -ENOENT && strstr(fmt(&e), "missing.yaml:3:10: extends: no profile named 'profile.nonexistent'"),
+        if (!ok(r == -ENOENT &&
+                            strstr(fmt(&e),
+                                    "missing.yaml:3:10: extends: no profile named 'profile.nonexistent'"),
                     "missing extends target, positioned"))
                 diag("r=%d %s", r, fmt(&e));
 
         write_file("missing-file.yaml", "id: mf\nversion: \"1.0.0\"\nextends: nothere.yaml\n");
         r = sbx_profile_load(tpath("missing-file.yaml"), &p, &e);
-        if (!ok(r == -ENOENT && strstr(fmt(&e), "missing-file.yaml:3:10: extends: cannot find the profile file"),
+        if (!ok(r == -ENOENT &&
+                            strstr(fmt(&e), "missing-file.yaml:3:10: extends: cannot find the profile file"),
                     "missing extends file, positioned"))
                 diag("r=%d %s", r, fmt(&e));
 
         write_file("bad-parent.yaml", "id: bp\nversion: \"1.0.0\"\nlimits: {pids: lots}\n");
         write_file("good-child.yaml", "id: gc\nversion: \"1.0.0\"\nextends: bad-parent.yaml\n");
         r = sbx_profile_load(tpath("good-child.yaml"), &p, &e);
-        ok(r == -EINVAL && strstr(fmt(&e), "bad-parent.yaml:3:16: limits.pids"), "error in a parent names the parent file");
+        ok(r == -EINVAL && strstr(fmt(&e), "bad-parent.yaml:3:16: limits.pids"),
+                "error in a parent names the parent file");
 
         /* depth: a chain of 10 */
         for (int i = 0; i < 10; i++) {
                 char name[32], text[160];
                 snprintf(name, sizeof name, "d%d.yaml", i);
                 if (i < 9)
-                        snprintf(text, sizeof text, "id: d%d\nversion: \"1.0.0\"\nextends: d%d.yaml\n", i, i + 1);
+                        snprintf(text, sizeof text, "id: d%d\nversion: \"1.0.0\"\nextends: d%d.yaml\n", i,
+                                i + 1);
                 else
                         snprintf(text, sizeof text, "id: d%d\nversion: \"1.0.0\"\n", i);
                 write_file(name, text);
@@ -439,9 +504,11 @@ static void test_extends(void) {
         p = sbx_profile_free(p);
 
         write_file("ttl-parent.yaml", "id: tp\nversion: \"1.0.0\"\nttl: {default: 8h}\n");
-        write_file("ttl-child.yaml", "id: tc\nversion: \"1.0.0\"\nextends: ttl-parent.yaml\nttl: {max: 1h}\n");
+        write_file(
+                "ttl-child.yaml", "id: tc\nversion: \"1.0.0\"\nextends: ttl-parent.yaml\nttl: {max: 1h}\n");
         r = sbx_profile_load(tpath("ttl-child.yaml"), &p, &e);
-        ok(r == -EINVAL && strstr(fmt(&e), "ttl.default") && strstr(fmt(&e), "merged"), "merged ttl default > max refused");
+        ok(r == -EINVAL && strstr(fmt(&e), "ttl.default") && strstr(fmt(&e), "merged"),
+                "merged ttl default > max refused");
 }
 
 static void test_search_path(void) {
@@ -458,13 +525,15 @@ static void test_search_path(void) {
         setenv("SANDBOXER_PROFILE_PATH", dir, 1);
 
         r = sbx_profile_load("site.web", &p, &e);
-        ok(r == 0 && streq(p->version, "3.1.4") && p->ws_access == SBX_ACCESS_RW, "profile found by id in the search path");
+        ok(r == 0 && streq(p->version, "3.1.4") && p->ws_access == SBX_ACCESS_RW,
+                "profile found by id in the search path");
         p = sbx_profile_free(p);
         r = sbx_profile_load("profile.python", &p, &e);
         ok(r == 0 && streq(p->version, "9.0.0"), "search path overrides a built-in of the same id");
         p = sbx_profile_free(p);
         r = sbx_profile_load("wrong", &p, &e);
-        ok(r == -EINVAL && strstr(fmt(&e), "declares id 'not-wrong'"), "file whose id differs from its name refused");
+        ok(r == -EINVAL && strstr(fmt(&e), "declares id 'not-wrong'"),
+                "file whose id differs from its name refused");
         r = sbx_profile_load("nobody", &p, &e);
         ok(r == -ENOENT && strstr(fmt(&e), "no profile named 'nobody'") && strstr(fmt(&e), dir),
                 "unknown id: -ENOENT naming the search path");
@@ -475,7 +544,7 @@ static void test_search_path(void) {
         setenv("SANDBOXER_PROFILE_PATH", "/a:/b::/a", 1);
         r = sbx_profile_search_path(&dirs);
         ok(r == 0 && strv_length(dirs) == 3 && streq(dirs[0], "/a") && streq(dirs[1], "/b") &&
-                   streq(dirs[2], "/etc/sandboxer/profiles"),
+                        streq(dirs[2], "/etc/sandboxer/profiles"),
                 "search path: env dirs (deduplicated) then /etc/sandboxer/profiles");
         unsetenv("SANDBOXER_PROFILE_PATH");
 }
@@ -486,33 +555,42 @@ static void policy_bad(const char *text, unsigned line, unsigned col, const char
         char pos[64];
         int r = sbx_policy_parse(text, strlen(text), "pol.yaml", &p, &e);
         snprintf(pos, sizeof pos, "pol.yaml:%u:%u: ", line, col);
-        if (!ok(r == -EINVAL && strncmp(fmt(&e), pos, strlen(pos)) == 0 && strstr(fmt(&e), needle), "bad policy: %s", what))
+        if (!ok(r == -EINVAL && strncmp(fmt(&e), pos, strlen(pos)) == 0 && strstr(fmt(&e), needle),
+                    "bad policy: %s", what))
                 diag("r=%d %s (expected at %s)", r, fmt(&e), pos);
 }
 
 static void test_policy_file(void) {
         policy_bad("version: 1\nmodez: {}\n", 2, 1, "unknown top key", "unknown key 'modez' at top level");
         policy_bad("version: 1\nmodes: {fast: {}}\n", 2, 9, "unknown mode", "unknown key 'fast' in modes");
-        policy_bad("version: 1\nmodes: {balanced: {limit: {}}}\n", 2, 20, "unknown mode key", "'limit' in modes.balanced");
+        policy_bad("version: 1\nmodes: {balanced: {limit: {}}}\n", 2, 20, "unknown mode key",
+                "'limit' in modes.balanced");
         policy_bad("version: 1\nmodes: {balanced: {limits: {ram: 1}}}\n", 2, 29, "unknown limit",
                 "'ram' in modes.balanced.limits");
         policy_bad("version: 1\nmodes: {strict: {limits: {memory_mb: -1}}}\n", 2, 38, "negative ceiling",
                 "modes.strict.limits.memory_mb");
         policy_bad("version: 1\nmodes: {balanced: {backends: [native, auto]}}\n", 2, 39, "auto as backend",
                 "modes.balanced.backends[1]");
-        policy_bad("version: 1\nmodes: {balanced: {backends: [native, native]}}\n", 2, 39, "duplicate backend", "twice");
+        policy_bad("version: 1\nmodes: {balanced: {backends: [native, native]}}\n", 2, 39,
+                "duplicate backend", "twice");
         policy_bad("version: 2\n", 1, 10, "wrong version", "version: expected 1");
         policy_bad("modes: {}\n", 1, 1, "missing version", "missing required key 'version'");
-        policy_bad("version: 1\noverrides: {per_request: yes}\n", 2, 26, "per_request not bool", "overrides.per_request");
-        policy_bad("version: 1\noverrides: {allowed: [timeout]}\n", 2, 23, "unknown override", "overrides.allowed[0]");
-        policy_bad("version: 1\nenforce: {best_effort: [pids, nope]}\n", 2, 31, "unknown best_effort", "enforce.best_effort[1]");
+        policy_bad("version: 1\noverrides: {per_request: yes}\n", 2, 26, "per_request not bool",
+                "overrides.per_request");
+        policy_bad("version: 1\noverrides: {allowed: [timeout]}\n", 2, 23, "unknown override",
+                "overrides.allowed[0]");
+        policy_bad("version: 1\nenforce: {best_effort: [pids, nope]}\n", 2, 31, "unknown best_effort",
+                "enforce.best_effort[1]");
         policy_bad("version: 1\nrun_as: 0\n", 2, 9, "run_as root", "run_as");
         policy_bad("version: 1\nrun_as: 4294967296\n", 2, 9, "run_as too big", "run_as");
-        policy_bad("version: 1\nstrict: {required_when: [always]}\n", 2, 26, "unknown trigger", "strict.required_when[0]");
+        policy_bad("version: 1\nstrict: {required_when: [always]}\n", 2, 26, "unknown trigger",
+                "strict.required_when[0]");
         policy_bad("version: 1\nfilesystem: {write_allowed: [data]}\n", 2, 30, "relative write_allowed",
                 "filesystem.write_allowed[0]");
-        policy_bad("version: 1\nnetwork: {egress_allowed: [\"a b\"]}\n", 2, 28, "bad egress_allowed", "network.egress_allowed[0]");
-        policy_bad("version: 1\nnetwork: {allow_host: 1}\n", 2, 23, "allow_host not bool", "network.allow_host");
+        policy_bad("version: 1\nnetwork: {egress_allowed: [\"a b\"]}\n", 2, 28, "bad egress_allowed",
+                "network.egress_allowed[0]");
+        policy_bad("version: 1\nnetwork: {allow_host: 1}\n", 2, 23, "allow_host not bool",
+                "network.allow_host");
         policy_bad("version: 1\nversion: 1\n", 2, 1, "duplicate key", "duplicate key 'version'");
         policy_bad("[1]\n", 1, 1, "not a mapping", "must be a mapping");
 
@@ -523,10 +601,12 @@ static void test_policy_file(void) {
         int r = sbx_policy_parse(text, strlen(text), "pol.yaml", &p, &e);
         if (ok(r == 0, "partial policy parses")) {
                 ok(p->mode_limits[SBX_MODE_BALANCED].value[SBX_LIMIT_TIMEOUT_S] == 30 &&
-                           p->mode_limits[SBX_MODE_BALANCED].source[SBX_LIMIT_TIMEOUT_S] == SBX_SRC_POLICY,
+                                p->mode_limits[SBX_MODE_BALANCED].source[SBX_LIMIT_TIMEOUT_S] ==
+                                        SBX_SRC_POLICY,
                         "given limit from the file");
                 ok(p->mode_limits[SBX_MODE_BALANCED].value[SBX_LIMIT_MEMORY_MB] == 1024 &&
-                           p->mode_limits[SBX_MODE_BALANCED].source[SBX_LIMIT_MEMORY_MB] == SBX_SRC_BUILTIN,
+                                p->mode_limits[SBX_MODE_BALANCED].source[SBX_LIMIT_MEMORY_MB] ==
+                                        SBX_SRC_BUILTIN,
                         "omitted limit from the built-in default");
                 ok(p->n_mode_backends[SBX_MODE_STRICT] == 1, "omitted backends inherited");
                 is_str(p->source_file, "pol.yaml", "source file recorded");
@@ -535,20 +615,23 @@ static void test_policy_file(void) {
 
         _cleanup_(sbx_policy_freep) sbx_policy *l = NULL;
         r = sbx_policy_load(tpath("no-such-policy.yaml"), &l, &e);
-        ok(r == -ENOENT && strstr(fmt(&e), "no-such-policy.yaml"), "missing --policy file: -ENOENT naming it");
+        ok(r == -ENOENT && strstr(fmt(&e), "no-such-policy.yaml"),
+                "missing --policy file: -ENOENT naming it");
 }
 
-static const char *open_policy =
-        "version: 1\n"
-        "modes:\n"
-        "  balanced:\n"
-        "    limits: { timeout_s: 45, budget_s: 180, cpus: 2, memory_mb: 1024, pids: 256, output_mb: 10, scratch_mb: 512 }\n"
-        "overrides: { per_request: true, allowed: [timeout_s, memory_mb] }\n"
-        "filesystem: { write_allowed: [/srv/data] }\n"
-        "network: { egress_allowed: [\"*.example.com\", \"pypi.org:443\", \"10.0.0.0/8\"], allow_host: false }\n"
-        "strict: { required_when: [workspace_rw] }\n";
+static const char *open_policy = "version: 1\n"
+                                 "modes:\n"
+                                 "  balanced:\n"
+                                 "    limits: { timeout_s: 45, budget_s: 180, cpus: 2, memory_mb: 1024, "
+                                 "pids: 256, output_mb: 10, scratch_mb: 512 }\n"
+                                 "overrides: { per_request: true, allowed: [timeout_s, memory_mb] }\n"
+                                 "filesystem: { write_allowed: [/srv/data] }\n"
+                                 "network: { egress_allowed: [\"*.example.com\", \"pypi.org:443\", "
+                                 "\"10.0.0.0/8\"], allow_host: false }\n"
+                                 "strict: { required_when: [workspace_rw] }\n";
 
-static int resolve(const char *policy, const char *profile_text, sbx_request *req, sbx_config **ret, sbx_error *e) {
+static int resolve(
+        const char *policy, const char *profile_text, sbx_request *req, sbx_config **ret, sbx_error *e) {
         static unsigned k;
         char name[64];
 
@@ -577,8 +660,10 @@ static void test_config(void) {
                 sbx_request req = {};
                 r = sbx_config_resolve(&req, &c, &e);
                 if (ok(r == 0, "default request resolves")) {
-                        ok(c->mode == SBX_MODE_BALANCED && c->mode_source == SBX_SRC_PROFILE, "mode balanced (set by profile.default)");
-                        ok(c->limits.value[SBX_LIMIT_TIMEOUT_S] == 45 && c->limits.source[SBX_LIMIT_TIMEOUT_S] == SBX_SRC_BUILTIN,
+                        ok(c->mode == SBX_MODE_BALANCED && c->mode_source == SBX_SRC_PROFILE,
+                                "mode balanced (set by profile.default)");
+                        ok(c->limits.value[SBX_LIMIT_TIMEOUT_S] == 45 &&
+                                        c->limits.source[SBX_LIMIT_TIMEOUT_S] == SBX_SRC_BUILTIN,
                                 "timeout 45 from the built-in policy");
                 } else {
                         diag("%s", fmt(&e));
@@ -589,48 +674,61 @@ static void test_config(void) {
 
         sbx_request req = {};
         r = resolve(open_policy, "id: big\nversion: \"1.0.0\"\nlimits:\n  memory_mb: 4096\n", &req, &c, &e);
-        if (!ok(r == -EPERM && strstr(fmt(&e), "big@1.0.0: limits.memory_mb 4096 exceeds the policy ceiling 1024") &&
-                        strstr(fmt(&e), "modes.balanced.limits.memory_mb") && strstr(fmt(&e), req.policy_file),
+        if (!ok(r == -EPERM &&
+                            strstr(fmt(&e),
+                                    "big@1.0.0: limits.memory_mb 4096 exceeds the policy ceiling 1024") &&
+                            strstr(fmt(&e), "modes.balanced.limits.memory_mb") &&
+                            strstr(fmt(&e), req.policy_file),
                     "profile over the ceiling refused, naming both keys and the policy file"))
                 diag("r=%d %s", r, fmt(&e));
 
         req = (sbx_request){};
         r = resolve(NULL, "id: big\nversion: \"1.0.0\"\nlimits:\n  pids: 1000\n", &req, &c, &e);
         ok(r == -EPERM && strstr(fmt(&e), "limits.pids 1000 exceeds the policy ceiling 256") &&
-                   strstr(fmt(&e), access("/etc/sandboxer/policy.yaml", F_OK) == 0 ? "policy" : "built-in default policy"),
+                        strstr(fmt(&e), access("/etc/sandboxer/policy.yaml", F_OK) == 0
+                                                ? "policy"
+                                                : "built-in default policy"),
                 "over the built-in ceiling refused");
 
-        req = (sbx_request){ .has_limit[SBX_LIMIT_TIMEOUT_S] = true, .limit[SBX_LIMIT_TIMEOUT_S] = 10 };
+        req = (sbx_request){.has_limit[SBX_LIMIT_TIMEOUT_S] = true, .limit[SBX_LIMIT_TIMEOUT_S] = 10};
         r = resolve("version: 1\n", "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
         if (!ok(r == -EPERM && strstr(fmt(&e), "--timeout is not allowed: policy file") &&
-                        strstr(fmt(&e), "does not permit per-request overrides of timeout_s (set overrides.per_request: "
-                                        "true and add timeout_s to overrides.allowed)"),
+                            strstr(fmt(&e), "does not permit per-request overrides of timeout_s (set "
+                                            "overrides.per_request: "
+                                            "true and add timeout_s to overrides.allowed)"),
                     "override refused when per_request is false, naming the key and the fix"))
                 diag("r=%d %s", r, fmt(&e));
 
-        req = (sbx_request){ .has_limit[SBX_LIMIT_PIDS] = true, .limit[SBX_LIMIT_PIDS] = 10 };
+        req = (sbx_request){.has_limit[SBX_LIMIT_PIDS] = true, .limit[SBX_LIMIT_PIDS] = 10};
         r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
         ok(r == -EPERM && strstr(fmt(&e), "--pids is not allowed") && strstr(fmt(&e), "overrides.allowed"),
                 "override of a key not in overrides.allowed refused");
 
-        req = (sbx_request){ .has_limit[SBX_LIMIT_MEMORY_MB] = true, .limit[SBX_LIMIT_MEMORY_MB] = 2048 };
+        req = (sbx_request){.has_limit[SBX_LIMIT_MEMORY_MB] = true, .limit[SBX_LIMIT_MEMORY_MB] = 2048};
         r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
-        ok(r == -EPERM && strstr(fmt(&e), "--memory 2048 exceeds the policy ceiling 1024"), "allowed override still capped");
+        ok(r == -EPERM && strstr(fmt(&e), "--memory 2048 exceeds the policy ceiling 1024"),
+                "allowed override still capped");
 
-        req = (sbx_request){ .has_limit[SBX_LIMIT_TIMEOUT_S] = true, .limit[SBX_LIMIT_TIMEOUT_S] = 5.5,
-                .env = (char *[]){ (char *) "X=1", (char *) "LANG=en_US.UTF-8", NULL } };
-        r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\nlimits: {timeout_s: 30, pids: 64}\n", &req, &c, &e);
+        req = (sbx_request){.has_limit[SBX_LIMIT_TIMEOUT_S] = true,
+                .limit[SBX_LIMIT_TIMEOUT_S] = 5.5,
+                .env = (char *[]){(char *) "X=1", (char *) "LANG=en_US.UTF-8", NULL}};
+        r = resolve(
+                open_policy, "id: p\nversion: \"1.0.0\"\nlimits: {timeout_s: 30, pids: 64}\n", &req, &c, &e);
         if (ok(r == 0, "allowed override accepted")) {
-                ok(c->limits.value[SBX_LIMIT_TIMEOUT_S] == 5.5 && c->limits.source[SBX_LIMIT_TIMEOUT_S] == SBX_SRC_FLAG,
+                ok(c->limits.value[SBX_LIMIT_TIMEOUT_S] == 5.5 &&
+                                c->limits.source[SBX_LIMIT_TIMEOUT_S] == SBX_SRC_FLAG,
                         "flag wins, source flag");
-                ok(c->limits.value[SBX_LIMIT_PIDS] == 64 && c->limits.source[SBX_LIMIT_PIDS] == SBX_SRC_PROFILE,
+                ok(c->limits.value[SBX_LIMIT_PIDS] == 64 &&
+                                c->limits.source[SBX_LIMIT_PIDS] == SBX_SRC_PROFILE,
                         "profile limit, source profile");
-                ok(c->limits.value[SBX_LIMIT_CPUS] == 2 && c->limits.source[SBX_LIMIT_CPUS] == SBX_SRC_POLICY,
+                ok(c->limits.value[SBX_LIMIT_CPUS] == 2 &&
+                                c->limits.source[SBX_LIMIT_CPUS] == SBX_SRC_POLICY,
                         "policy default, source policy");
                 bool lang = false, x = false;
                 for (size_t i = 0; i < c->n_env; i++) {
-                        lang = lang || (streq(c->env[i].name, "LANG") && streq(c->env[i].value, "en_US.UTF-8") &&
-                                               c->env_source[i] == SBX_SRC_FLAG);
+                        lang = lang ||
+                               (streq(c->env[i].name, "LANG") && streq(c->env[i].value, "en_US.UTF-8") &&
+                                       c->env_source[i] == SBX_SRC_FLAG);
                         x = x || (streq(c->env[i].name, "X") && c->env_source[i] == SBX_SRC_FLAG);
                 }
                 ok(lang && x, "--env added and overriding the profile's");
@@ -641,8 +739,9 @@ static void test_config(void) {
                 r = sbx_config_describe(c, true, f);
                 fclose(f);
                 ok(r == 0 && strstr(buf, "\"mode\": {\"value\": \"balanced\", \"source\": \"builtin\"}") &&
-                           strstr(buf, "\"timeout_s\": {\"value\": 5.5, \"ceiling\": 45, \"best_effort\": false, \"source\": \"flag\"}") &&
-                           strstr(buf, "\"pids\": {\"value\": 64") && strstr(buf, "\"sha256\": \""),
+                                strstr(buf, "\"timeout_s\": {\"value\": 5.5, \"ceiling\": 45, "
+                                            "\"best_effort\": false, \"source\": \"flag\"}") &&
+                                strstr(buf, "\"pids\": {\"value\": 64") && strstr(buf, "\"sha256\": \""),
                         "describe JSON: values with sources");
                 if (getenv("TEST_VERBOSE"))
                         diag("%s", buf);
@@ -651,8 +750,8 @@ static void test_config(void) {
                 f = open_memstream(&buf, &len);
                 r = sbx_config_describe(c, false, f);
                 fclose(f);
-                ok(r == 0 && strstr(buf, "limits.timeout_s") && strstr(buf, "[flag]") && strstr(buf, "[profile (p@1.0.0)]") &&
-                           strstr(buf, "[policy ("),
+                ok(r == 0 && strstr(buf, "limits.timeout_s") && strstr(buf, "[flag]") &&
+                                strstr(buf, "[profile (p@1.0.0)]") && strstr(buf, "[policy ("),
                         "describe text: values with sources");
                 free(buf);
         } else
@@ -660,100 +759,117 @@ static void test_config(void) {
         c = sbx_config_free(c);
 
         req = (sbx_request){};
-        r = resolve(open_policy, "id: w\nversion: \"1.0.0\"\nfilesystem: {write: [/srv/data/cache, /etc]}\n", &req, &c, &e);
+        r = resolve(open_policy, "id: w\nversion: \"1.0.0\"\nfilesystem: {write: [/srv/data/cache, /etc]}\n",
+                &req, &c, &e);
         if (!ok(r == -EPERM && strstr(fmt(&e), "w@1.0.0: filesystem.write /etc is not allowed") &&
-                        strstr(fmt(&e), "filesystem.write_allowed"),
+                            strstr(fmt(&e), "filesystem.write_allowed"),
                     "write path outside write_allowed refused"))
                 diag("r=%d %s", r, fmt(&e));
-        r = resolve(open_policy, "id: w\nversion: \"1.0.0\"\nfilesystem: {write: [/srv/data-other]}\n", &req, &c, &e);
+        r = resolve(open_policy, "id: w\nversion: \"1.0.0\"\nfilesystem: {write: [/srv/data-other]}\n", &req,
+                &c, &e);
         ok(r == -EPERM, "write_allowed matches whole components (/srv/data does not cover /srv/data-other)");
-        r = resolve(open_policy, "id: w\nversion: \"1.0.0\"\nfilesystem: {write: [/srv/data/x]}\n", &req, &c, &e);
+        r = resolve(open_policy, "id: w\nversion: \"1.0.0\"\nfilesystem: {write: [/srv/data/x]}\n", &req, &c,
+                &e);
         ok(r == 0, "write path under write_allowed accepted");
         c = sbx_config_free(c);
 
-        r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [api.example.com, \"pypi.org:443\", "
-                                 "\"10.1.2.0/24\", \"*.a.example.com\"]}\n",
+        r = resolve(open_policy,
+                "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [api.example.com, \"pypi.org:443\", "
+                "\"10.1.2.0/24\", \"*.a.example.com\"]}\n",
                 &req, &c, &e);
         if (!ok(r == 0, "egress within egress_allowed accepted (wildcard, host:port, CIDR)"))
                 diag("%s", fmt(&e));
         c = sbx_config_free(c);
         r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [evil.com]}\n", &req, &c, &e);
         ok(r == -EPERM && strstr(fmt(&e), "network.egress \"evil.com\" is not allowed") &&
-                   strstr(fmt(&e), "network.egress_allowed"),
+                        strstr(fmt(&e), "network.egress_allowed"),
                 "egress not in egress_allowed refused");
-        r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [\"pypi.org:80\"]}\n", &req, &c, &e);
+        r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [\"pypi.org:80\"]}\n", &req,
+                &c, &e);
         ok(r == -EPERM, "egress to another port refused");
-        r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [\"example.com\"]}\n", &req, &c, &e);
+        r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [\"example.com\"]}\n", &req,
+                &c, &e);
         ok(r == -EPERM, "*.example.com does not cover example.com itself");
-        r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [\"10.0.0.0/7\"]}\n", &req, &c, &e);
+        r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {egress: [\"10.0.0.0/7\"]}\n", &req,
+                &c, &e);
         ok(r == -EPERM, "a wider CIDR is refused");
         r = resolve(open_policy, "id: n\nversion: \"1.0.0\"\nnetwork: {default: allow}\n", &req, &c, &e);
-        ok(r == -EPERM && strstr(fmt(&e), "network.allow_host: true"), "network.default: allow needs allow_host");
+        ok(r == -EPERM && strstr(fmt(&e), "network.allow_host: true"),
+                "network.default: allow needs allow_host");
 
         /* strict trigger */
         char ws[300];
         snprintf(ws, sizeof ws, "%s/ws", tmpdir);
         mkdir(ws, 0755);
-        req = (sbx_request){ .workspace = ws };
+        req = (sbx_request){.workspace = ws};
         r = resolve(open_policy, "id: rw\nversion: \"1.0.0\"\nworkspace: {access: rw}\n", &req, &c, &e);
         if (ok(r == 0, "rw workspace profile resolves")) {
                 ok(c->strict_required && c->mode == SBX_MODE_STRICT && c->mode_source == SBX_SRC_POLICY &&
-                           strstr(c->strict_reason, "workspace_rw"),
+                                strstr(c->strict_reason, "workspace_rw"),
                         "workspace_rw forces strict with source policy");
                 ok(c->limits.value[SBX_LIMIT_MEMORY_MB] == 1536, "strict limits apply");
-                ok(c->workspace && c->workspace_source == SBX_SRC_FLAG && strstr(c->workspace, "/ws"), "workspace from flag");
+                ok(c->workspace && c->workspace_source == SBX_SRC_FLAG && strstr(c->workspace, "/ws"),
+                        "workspace from flag");
         } else
                 diag("%s", fmt(&e));
         c = sbx_config_free(c);
 
         char missing[300];
         snprintf(missing, sizeof missing, "%s", tpath("no-such-dir"));
-        req = (sbx_request){ .workspace = missing };
+        req = (sbx_request){.workspace = missing};
         r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
         if (!ok(r == -ENOENT && strstr(fmt(&e), "no-such-dir"), "missing workspace: -ENOENT"))
                 diag("r=%d %s", r, fmt(&e));
         char afile[300];
         snprintf(afile, sizeof afile, "%s", tpath("base.yaml"));
-        req = (sbx_request){ .workspace = afile };
+        req = (sbx_request){.workspace = afile};
         r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
         ok(r == -ENOTDIR && strstr(fmt(&e), "not a directory"), "workspace a file: -ENOTDIR");
 
-        req = (sbx_request){ .env = (char *[]){ (char *) "TMPDIR=/x", NULL } };
+        req = (sbx_request){.env = (char *[]){(char *) "TMPDIR=/x", NULL}};
         r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
         ok(r == -EPERM && strstr(fmt(&e), "--env TMPDIR=/x"), "--env TMPDIR refused");
-        req = (sbx_request){ .env = (char *[]){ (char *) "NOEQUALS", NULL } };
+        req = (sbx_request){.env = (char *[]){(char *) "NOEQUALS", NULL}};
         r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
         ok(r == -EINVAL && strstr(fmt(&e), "NAME=VALUE"), "--env without '=' refused");
-        req = (sbx_request){ .env = (char *[]){ (char *) "A-B=1", NULL } };
+        req = (sbx_request){.env = (char *[]){(char *) "A-B=1", NULL}};
         r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
         ok(r == -EINVAL && strstr(fmt(&e), "not a valid variable name"), "--env bad name refused");
 
-        req = (sbx_request){ .has_mode = true, .mode = SBX_MODE_STRICT, .cwd = "/work//dir/",
-                .has_backend = true, .backend = SBX_BACKEND_BWRAP };
-        r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\nisolation: {mode: balanced, backend: native}\n", &req, &c, &e);
+        req = (sbx_request){.has_mode = true,
+                .mode = SBX_MODE_STRICT,
+                .cwd = "/work//dir/",
+                .has_backend = true,
+                .backend = SBX_BACKEND_BWRAP};
+        r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\nisolation: {mode: balanced, backend: native}\n",
+                &req, &c, &e);
         if (ok(r == 0, "flags for mode, backend, cwd")) {
-                ok(c->mode == SBX_MODE_STRICT && c->mode_source == SBX_SRC_FLAG, "--mode wins over the profile");
+                ok(c->mode == SBX_MODE_STRICT && c->mode_source == SBX_SRC_FLAG,
+                        "--mode wins over the profile");
                 ok(c->backend == SBX_BACKEND_BWRAP && c->backend_source == SBX_SRC_FLAG, "--backend wins");
                 ok(streq(c->cwd, "/work/dir") && c->cwd_source == SBX_SRC_FLAG, "--cwd normalised");
         }
         c = sbx_config_free(c);
-        req = (sbx_request){ .cwd = "relative" };
+        req = (sbx_request){.cwd = "relative"};
         r = resolve(open_policy, "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
         ok(r == -EINVAL && strstr(fmt(&e), "--cwd"), "relative --cwd refused");
 
         req = (sbx_request){};
-        r = resolve("version: 1\nmodes: {balanced: {limits: {pids: many}}}\n", "id: p\nversion: \"1.0.0\"\n", &req, &c, &e);
-        ok(r == -EINVAL && strstr(fmt(&e), ":3:46: modes.balanced.limits.pids") == NULL && strstr(fmt(&e), "policy") &&
-                   strstr(fmt(&e), ":2:") && strstr(fmt(&e), "modes.balanced.limits.pids"),
+        r = resolve("version: 1\nmodes: {balanced: {limits: {pids: many}}}\n", "id: p\nversion: \"1.0.0\"\n",
+                &req, &c, &e);
+        ok(r == -EINVAL && strstr(fmt(&e), ":3:46: modes.balanced.limits.pids") == NULL &&
+                        strstr(fmt(&e), "policy") && strstr(fmt(&e), ":2:") &&
+                        strstr(fmt(&e), "modes.balanced.limits.pids"),
                 "bad policy file: positioned error from resolve");
 
         sbx_policy *pol = NULL;
         sbx_profile *p = NULL;
         const char *pt = "id: p\nversion: \"1.0.0\"\nlimits: {cpus: 3}\n";
         if (sbx_policy_parse(open_policy, strlen(open_policy), "x.yaml", &pol, &e) == 0 &&
-            sbx_profile_parse(pt, strlen(pt), "p.yaml", &p, &e) == 0) {
+                sbx_profile_parse(pt, strlen(pt), "p.yaml", &p, &e) == 0) {
                 r = sbx_policy_check_profile(pol, p, SBX_MODE_BALANCED, &e);
-                ok(r == -EPERM && strstr(fmt(&e), "limits.cpus 3 exceeds the policy ceiling 2"), "check_profile alone");
+                ok(r == -EPERM && strstr(fmt(&e), "limits.cpus 3 exceeds the policy ceiling 2"),
+                        "check_profile alone");
         } else
                 skip(1, "parse failed");
         sbx_policy_free(pol);
@@ -786,7 +902,8 @@ static void test_dump_roundtrip(void) {
                         sbx_profile_dump(q, false, f);
                         fclose(f);
                 }
-                if (!ok(r == 0 && buf2 && streq(buf, buf2), "show %s: YAML output parses back to the same profile", *id))
+                if (!ok(r == 0 && buf2 && streq(buf, buf2),
+                            "show %s: YAML output parses back to the same profile", *id))
                         diag("r=%d %s", r, fmt(&e));
                 free(buf);
                 free(buf2);
@@ -796,19 +913,27 @@ static void test_dump_roundtrip(void) {
 static void test_names(void) {
         for (int i = 0; i < _SBX_LIMIT_MAX; i++) {
                 const char *s = sbx_limit_to_string((sbx_limit_id) i);
-                ok(s && sbx_limit_from_string(s) == (sbx_limit_id) i && sbx_limit_from_flag(sbx_limit_to_flag((sbx_limit_id) i)) == (sbx_limit_id) i,
+                ok(s && sbx_limit_from_string(s) == (sbx_limit_id) i &&
+                                sbx_limit_from_flag(sbx_limit_to_flag((sbx_limit_id) i)) == (sbx_limit_id) i,
                         "limit %s round-trips", s);
         }
-        ok(sbx_limit_from_string("nope") == _SBX_LIMIT_INVALID && sbx_limit_to_string(_SBX_LIMIT_MAX) == NULL,
+        ok(sbx_limit_from_string("nope") == _SBX_LIMIT_INVALID &&
+                        sbx_limit_to_string(_SBX_LIMIT_MAX) == NULL,
                 "unknown limit rejected");
-        ok(sbx_backend_from_string("landlock") == SBX_BACKEND_LANDLOCK && streq(sbx_backend_to_string(SBX_BACKEND_MICROVM), "microvm"),
+        ok(sbx_backend_from_string("landlock") == SBX_BACKEND_LANDLOCK &&
+                        streq(sbx_backend_to_string(SBX_BACKEND_MICROVM), "microvm"),
                 "backend names");
-        ok(sbx_mode_from_string("strict") == SBX_MODE_STRICT && sbx_mode_from_string(NULL) == _SBX_MODE_INVALID, "mode names");
-        ok(streq(sbx_source_to_string(SBX_SRC_POLICY), "policy") && streq(sbx_field_to_string(SBX_F_NET_EGRESS), "network.egress"),
+        ok(sbx_mode_from_string("strict") == SBX_MODE_STRICT &&
+                        sbx_mode_from_string(NULL) == _SBX_MODE_INVALID,
+                "mode names");
+        ok(streq(sbx_source_to_string(SBX_SRC_POLICY), "policy") &&
+                        streq(sbx_field_to_string(SBX_F_NET_EGRESS), "network.egress"),
                 "source and field names");
-        ok(sbx_observe_from_string("required") == SBX_OBSERVE_REQUIRED && sbx_cmd_mode_from_string("warn") == SBX_CMD_MODE_WARN &&
-                   sbx_access_from_string("rw") == SBX_ACCESS_RW && sbx_on_violation_from_string("kill") == SBX_ON_VIOLATION_KILL &&
-                   sbx_level_from_string("microvm") == SBX_LEVEL_MICROVM,
+        ok(sbx_observe_from_string("required") == SBX_OBSERVE_REQUIRED &&
+                        sbx_cmd_mode_from_string("warn") == SBX_CMD_MODE_WARN &&
+                        sbx_access_from_string("rw") == SBX_ACCESS_RW &&
+                        sbx_on_violation_from_string("kill") == SBX_ON_VIOLATION_KILL &&
+                        sbx_level_from_string("microvm") == SBX_LEVEL_MICROVM,
                 "other enum names");
 }
 

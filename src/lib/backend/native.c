@@ -17,7 +17,9 @@
 #include <sys/wait.h>
 
 #include "basic/strv.h"
+#include "isolate/caps.h"
 #include "isolate/cgroup.h"
+#include "isolate/landlock.h"
 #include "isolate/mount.h"
 #include "isolate/ns.h"
 #include "supervise/spawn.h"
@@ -136,6 +138,11 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
 
         _cleanup_strv_free_ char **reads = strv_copy(pr->fs_read);
         if (!reads)
+                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
+        /* Test hook: widen the mount view (read-only) WITHOUT a Landlock rule, so tests can show
+         * that Landlock alone refuses what the mount setup would have allowed. */
+        const char *extra = secure_getenv("SANDBOXER_TEST_EXTRA_RO_BIND");
+        if (extra && extra[0] == '/' && strv_extend(&reads, extra) < 0)
                 return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
         /* Parents before children: /usr before /usr/share. */
         qsort(reads, strv_length(reads), sizeof(char *), cmp_str);
@@ -331,6 +338,65 @@ static int plan_limits(const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_
         return 0;
 }
 
+static bool exec_allowed(const sbx_profile *pr, const char *path) {
+        if (!pr->fs_exec_set)
+                return true;
+        return path_covered(pr->fs_exec, path);
+}
+
+static int ll_add_host(int fd, int abi, const char *path, unsigned access, sbx_error *e) {
+        _cleanup_free_ char *real = realpath(path, NULL);
+        if (!real)
+                return errno == ENOENT ? 0 : sbx_error_set(e, errno, "landlock", "cannot resolve %s: %m", path);
+        int r = sbx_landlock_add_path(fd, abi, real, access);
+        if (r < 0)
+                return sbx_error_set(e, r, "landlock: add rule", "cannot add a Landlock rule for %s: %s", real, strerror(-r));
+        return 0;
+}
+
+/* What exists only inside the sandbox gets its rules there, after pivot_root. */
+static const sbx_spawn_path_rule inside_rules[] = {
+        { "/", SBX_LL_LIST, false },
+        { SCRATCH_DIR, SBX_LL_READ | SBX_LL_WRITE | SBX_LL_EXEC, false },
+        { "/dev", SBX_LL_READ | SBX_LL_WRITE | SBX_LL_DEV, false },
+        { "/proc", SBX_LL_READ, false },
+        { "/etc/passwd", SBX_LL_READ, false },
+        { "/etc/group", SBX_LL_READ, false },
+        { "/etc/hostname", SBX_LL_READ, false },
+};
+
+/* The Landlock ruleset: the same filesystem rules as the mount view, a second, independent
+ * fence. TCP is refused by Landlock when the profile wants no loopback either (with loopback,
+ * the empty network namespace is the fence: Landlock rules cannot tell loopback from the rest);
+ * abstract unix sockets and signals are scoped where the ABI has it (the namespaces isolate them
+ * already). */
+static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_error *e) {
+        const sbx_profile *pr = cfg->profile;
+        sbx_landlock_request req = { .deny_tcp = !pr->net_allow && !pr->loopback, .min_abi = 1 };
+        if (sbx_landlock_abi() >= 6)
+                req.scope_abstract_unix = req.scope_signal = true;
+        sbx_landlock_info info;
+        _cleanup_close_ int fd = -EBADF;
+        int r = sbx_landlock_ruleset_new(&req, &fd, &info, e);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(p, pr->fs_read)
+                if ((r = ll_add_host(fd, info.abi, *p, SBX_LL_READ | (exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                        return r;
+        STRV_FOREACH(p, pr->fs_write)
+                if ((r = ll_add_host(fd, info.abi, *p, SBX_LL_READ | SBX_LL_WRITE | (exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                        return r;
+        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
+            (r = ll_add_host(fd, info.abi, cfg->workspace,
+                             SBX_LL_READ | (pr->ws_access == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
+                                     (exec_allowed(pr, pr->ws_mount ? pr->ws_mount : "/workspace") ? SBX_LL_EXEC : 0),
+                             e)) < 0)
+                return r;
+        *ret_abi = info.abi;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
 static int native_probe(char *reason, size_t size) {
         /* A cheap check; `sandboxer doctor` runs the full trial child. */
         int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
@@ -350,7 +416,8 @@ static int native_probe(char *reason, size_t size) {
 static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
-        _cleanup_close_ int init_fd = -EBADF, oom_fd = -EBADF;
+        _cleanup_close_ int init_fd = -EBADF, oom_fd = -EBADF, ll_fd = -EBADF;
+        int ll_abi = 0;
         _cleanup_(cgroup_destroyp) sbx_cgroup *cg = NULL;
         sbx_rlimit_plan rl;
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, sp[2] = { -1, -1 };
@@ -371,6 +438,9 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         r = build_mounts(cfg, rep, &plan, e);
         if (r < 0)
                 return r;
+        r = build_landlock(cfg, &ll_fd, &ll_abi, e);
+        if (r < 0)
+                return r;
         r = build_env(cfg, &env);
         if (r < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
@@ -380,7 +450,8 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 cwd = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE ? (pr->ws_mount ? pr->ws_mount : "/workspace")
                                                                        : SCRATCH_DIR;
         if (strv_extend(&init_argv, "sandboxer-init") < 0 || strv_extend(&init_argv, "--cwd") < 0 ||
-            strv_extend(&init_argv, cwd) < 0 || strv_extend(&init_argv, "--") < 0)
+            strv_extend(&init_argv, cwd) < 0 || strv_extend(&init_argv, "--landlock-fd") < 0 ||
+            strv_extend(&init_argv, "5") < 0 || strv_extend(&init_argv, "--") < 0)
                 return sbx_error_set(e, ENOMEM, "init argv", "out of memory");
         for (char *const *a = argv; *a; a++)
                 if (strv_extend(&init_argv, *a) < 0)
@@ -411,6 +482,13 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .stderr_fd = errp[1],
                 .status_fd = sp[1],
                 .cgroup_fd = -1,
+                .landlock_fd = ll_fd,
+                .landlock_abi = ll_abi,
+                .inside_rules = inside_rules,
+                .n_inside_rules = ELEMENTSOF(inside_rules),
+                .seccomp_fd = -1,
+                .drop_caps = true,
+                .last_cap = sbx_caps_last_cap(),
         };
         sp_params.rlimits = rl;
         if (cg) {

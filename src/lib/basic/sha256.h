@@ -8,7 +8,7 @@
 
 typedef struct sha256_ctx {
         uint32_t h[8];
-        uint64_t len;          /* bytes hashed so far */
+        uint64_t len; /* bytes hashed so far */
         uint8_t buf[64];
         size_t n_buf;
 } sha256_ctx;

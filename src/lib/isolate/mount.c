@@ -103,6 +103,9 @@ static int make_mount_point(const char *path, bool dir) {
                 if (r < 0)
                         return r;
         }
+        struct stat st;
+        if (lstat(path, &st) == 0) /* already there, e.g. under a read-only bind of its parent */
+                return 0;
         if (dir) {
                 if (mkdir(path, 0755) < 0 && errno != EEXIST)
                         return -errno;

@@ -10,7 +10,8 @@ static const struct {
         const char *text;
         size_t len;
 } builtin_profiles[] = {
-#define B(id, text) { id, text, sizeof(text) - 1 }
+#define B(id, text)                                                                                         \
+        { id, text, sizeof(text) - 1 }
         B("profile.default", SBX_BUILTIN_PROFILE_DEFAULT),
         B("profile.python", SBX_BUILTIN_PROFILE_PYTHON),
         B("profile.skill", SBX_BUILTIN_PROFILE_SKILL),
@@ -20,7 +21,12 @@ static const struct {
 };
 
 static const char *const builtin_ids[] = {
-        "profile.default", "profile.python", "profile.skill", "profile.build", "profile.agent-dev", NULL,
+        "profile.default",
+        "profile.python",
+        "profile.skill",
+        "profile.build",
+        "profile.agent-dev",
+        NULL,
 };
 
 const char *const *sbx_builtin_profile_ids(void) {

@@ -49,7 +49,7 @@ static const char *num(double v, char *buf, size_t size) {
 }
 
 static bool write_allowed(const sbx_policy *pol, const char *path) {
-        STRV_FOREACH(a, pol->write_allowed)
+        STRV_FOREACH (a, pol->write_allowed)
                 if (path_is_under(path, *a))
                         return true;
         return false;
@@ -60,7 +60,7 @@ static bool egress_allowed(const sbx_policy *pol, const char *rule) {
 
         if (egress_parse(rule, &want) < 0)
                 return false;
-        STRV_FOREACH(a, pol->egress_allowed) {
+        STRV_FOREACH (a, pol->egress_allowed) {
                 egress_rule allowed;
                 if (egress_parse(*a, &allowed) >= 0 && egress_covers(&allowed, &want))
                         return true;
@@ -77,28 +77,33 @@ int sbx_policy_check_profile(const sbx_policy *pol, const sbx_profile *p, sbx_mo
                 if (!p->limits.set[l] || p->limits.value[l] <= pol->mode_limits[m].value[l])
                         continue;
                 return sbx_error_set(e, EPERM, "policy: profile limits",
-                        "%s: limits.%s %s exceeds the policy ceiling %s (%s, modes.%s.limits.%s); lower it in the "
+                        "%s: limits.%s %s exceeds the policy ceiling %s (%s, modes.%s.limits.%s); lower it "
+                        "in the "
                         "profile or raise the ceiling in the policy file",
                         pn, sbx_limit_to_string((sbx_limit_id) l), num(p->limits.value[l], a, sizeof a),
                         num(pol->mode_limits[m].value[l], b, sizeof b), pf, sbx_mode_to_string(m),
                         sbx_limit_to_string((sbx_limit_id) l));
         }
-        STRV_FOREACH(w, p->fs_write)
+        STRV_FOREACH (w, p->fs_write)
                 if (!write_allowed(pol, *w))
                         return sbx_error_set(e, EPERM, "policy: filesystem.write",
-                                "%s: filesystem.write %s is not allowed by %s (filesystem.write_allowed); add it "
-                                "(or a parent directory) to filesystem.write_allowed or remove it from the profile",
+                                "%s: filesystem.write %s is not allowed by %s (filesystem.write_allowed); "
+                                "add it "
+                                "(or a parent directory) to filesystem.write_allowed or remove it from the "
+                                "profile",
                                 pn, *w, pf);
-        STRV_FOREACH(g, p->egress)
+        STRV_FOREACH (g, p->egress)
                 if (!egress_allowed(pol, *g))
                         return sbx_error_set(e, EPERM, "policy: network.egress",
-                                "%s: network.egress \"%s\" is not allowed by %s (network.egress_allowed); add it to "
+                                "%s: network.egress \"%s\" is not allowed by %s (network.egress_allowed); "
+                                "add it to "
                                 "network.egress_allowed or remove it from the profile",
                                 pn, *g, pf);
         if (p->net_allow && !pol->allow_host_network)
                 return sbx_error_set(e, EPERM, "policy: network.default",
                         "%s: network.default: allow shares the host network, which %s does not permit (set "
-                        "network.allow_host: true in the policy file, or use network.egress with network.default: deny)",
+                        "network.allow_host: true in the policy file, or use network.egress with "
+                        "network.default: deny)",
                         pn, pf);
         return 0;
 }
@@ -146,8 +151,10 @@ static int resolve_strict(const sbx_request *req, sbx_config *c) {
         if (pol->strict_when_high_risk && p->high_risk)
                 why = "strict.required_when: high_risk (the profile sets high_risk: true)";
         else if (pol->strict_when_network_egress && (p->net_allow || strv_length(p->egress) > 0))
-                why = p->net_allow ? "strict.required_when: network_egress (the profile sets network.default: allow)"
-                                   : "strict.required_when: network_egress (the profile lists network.egress)";
+                why = p->net_allow
+                              ? "strict.required_when: network_egress (the profile sets network.default: "
+                                "allow)"
+                              : "strict.required_when: network_egress (the profile lists network.egress)";
         else if (pol->strict_when_workspace_rw && p->ws_access == SBX_ACCESS_RW)
                 why = "strict.required_when: workspace_rw (the profile sets workspace.access: rw)";
         if (!why)
@@ -174,7 +181,8 @@ static int resolve_limits(const sbx_request *req, sbx_config *c, sbx_error *e) {
         if (r < 0)
                 return r;
         for (int l = 0; l < _SBX_LIMIT_MAX; l++) {
-                const char *key = sbx_limit_to_string((sbx_limit_id) l), *flag = sbx_limit_to_flag((sbx_limit_id) l);
+                const char *key = sbx_limit_to_string((sbx_limit_id) l),
+                           *flag = sbx_limit_to_flag((sbx_limit_id) l);
 
                 c->limits.set[l] = true;
                 c->limits.value[l] = ceil->value[l];
@@ -192,7 +200,8 @@ static int resolve_limits(const sbx_request *req, sbx_config *c, sbx_error *e) {
                                 flag, policy_name(pol, pf, sizeof pf), key, key);
                 if (!pol->override_allowed[l])
                         return sbx_error_set(e, EPERM, "policy: overrides",
-                                "%s is not allowed: %s does not list %s in overrides.allowed (add it there to "
+                                "%s is not allowed: %s does not list %s in overrides.allowed (add it there "
+                                "to "
                                 "permit %s)",
                                 flag, pf, key, flag);
                 if (limit_check_value((sbx_limit_id) l, req->limit[l]) < 0)
@@ -232,10 +241,12 @@ static int resolve_workspace(const sbx_request *req, sbx_config *c, sbx_error *e
                                         : strerror(errno));
         if (!S_ISDIR(st.st_mode))
                 return sbx_error_set(e, ENOTDIR, "workspace", "workspace %s%s: not a directory", ws,
-                        c->workspace_source == SBX_SRC_FLAG ? " (--workspace)" : " (profile workspace.path)");
+                        c->workspace_source == SBX_SRC_FLAG ? " (--workspace)"
+                                                            : " (profile workspace.path)");
         c->workspace = realpath(ws, NULL);
         if (!c->workspace)
-                return sbx_error_set(e, errno, "workspace", "workspace %s: cannot resolve: %s", ws, strerror(errno));
+                return sbx_error_set(
+                        e, errno, "workspace", "workspace %s: cannot resolve: %s", ws, strerror(errno));
         return 0;
 }
 
@@ -250,7 +261,7 @@ static int resolve_env(const sbx_request *req, sbx_config *c, sbx_error *e) {
         }
         if (!req)
                 return 0;
-        STRV_FOREACH(s, req->env) {
+        STRV_FOREACH (s, req->env) {
                 _cleanup_free_ char *name = NULL;
                 const char *eq = strchr(*s, '='), *why;
 
@@ -261,10 +272,11 @@ static int resolve_env(const sbx_request *req, sbx_config *c, sbx_error *e) {
                         return -ENOMEM;
                 r = env_name_check(name, &why);
                 if (r == -EPERM)
-                        return sbx_error_set(e, EPERM, "env", "--env %s: %s cannot be set (%s)", *s, name, why);
+                        return sbx_error_set(
+                                e, EPERM, "env", "--env %s: %s cannot be set (%s)", *s, name, why);
                 if (r < 0)
-                        return sbx_error_set(e, EINVAL, "env", "--env %s: \"%s\" is not a valid variable name (%s)",
-                                *s, name, why);
+                        return sbx_error_set(e, EINVAL, "env",
+                                "--env %s: \"%s\" is not a valid variable name (%s)", *s, name, why);
                 r = env_add(c, name, eq + 1, SBX_SRC_FLAG);
                 if (r < 0)
                         return r;
@@ -327,7 +339,8 @@ int sbx_config_resolve(const sbx_request *req, sbx_config **ret, sbx_error *e) {
                         goto oom;
                 if (path_normalize(cwd) < 0)
                         return sbx_error_set(e, EINVAL, "config",
-                                "--cwd %s: expected an absolute path inside the sandbox, without '..'", req->cwd);
+                                "--cwd %s: expected an absolute path inside the sandbox, without '..'",
+                                req->cwd);
                 c->cwd = TAKE_PTR(cwd);
                 c->cwd_source = SBX_SRC_FLAG;
         } else if (c->profile->cwd) {

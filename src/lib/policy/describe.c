@@ -40,7 +40,7 @@ static void put_str(FILE *f, const char *s) {
 
 static void put_strv(FILE *f, char *const *l) {
         fputc('[', f);
-        STRV_FOREACH(s, l) {
+        STRV_FOREACH (s, l) {
                 if (s != l)
                         fputs(", ", f);
                 put_str(f, *s);
@@ -83,8 +83,8 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
                 put_strv(f, p->fs_exec);
         else
                 fputs("null", f);
-        fprintf(f, "\nprocess:\n  allow_spawn: %s\n  commands:\n    mode: %s\n    allow: ", bool_str(p->allow_spawn),
-                sbx_cmd_mode_to_string(p->cmd_mode));
+        fprintf(f, "\nprocess:\n  allow_spawn: %s\n  commands:\n    mode: %s\n    allow: ",
+                bool_str(p->allow_spawn), sbx_cmd_mode_to_string(p->cmd_mode));
         put_strv(f, p->cmd_allow);
         fputs("\n    deny: ", f);
         put_strv(f, p->cmd_deny);
@@ -126,7 +126,7 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
         fputs("\n  constraints:", f);
         if (strv_length(p->route_constraints) == 0)
                 fputs(" {}", f);
-        STRV_FOREACH(kv, p->route_constraints) {
+        STRV_FOREACH (kv, p->route_constraints) {
                 const char *eq = strchr(*kv, '=');
                 fprintf(f, "\n    %.*s: ", (int) (eq - *kv), *kv);
                 put_str(f, eq + 1);
@@ -135,8 +135,8 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
         put_str(f, p->cost_class);
         fputs("\n  latency_class: ", f);
         put_str(f, p->latency_class);
-        fprintf(f, "\nobserve:\n  mode: %s\n  fs_writes: %s\nhigh_risk: %s\ncwd: ", sbx_observe_to_string(p->observe),
-                bool_str(p->observe_fs_writes), bool_str(p->high_risk));
+        fprintf(f, "\nobserve:\n  mode: %s\n  fs_writes: %s\nhigh_risk: %s\ncwd: ",
+                sbx_observe_to_string(p->observe), bool_str(p->observe_fs_writes), bool_str(p->high_risk));
         put_str(f, p->cwd);
         fputc('\n', f);
 }
@@ -151,7 +151,8 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
         fputs(", \"source\": ", f);
         put_str(f, p->source_file);
         fprintf(f, ", \"isolation\": {\"level\": \"%s\", \"mode\": \"%s\", \"backend\": \"%s\"}",
-                sbx_level_to_string(p->level), sbx_mode_to_string(p->mode), sbx_backend_to_string(p->backend));
+                sbx_level_to_string(p->level), sbx_mode_to_string(p->mode),
+                sbx_backend_to_string(p->backend));
         fprintf(f, ", \"network\": {\"default\": \"%s\", \"egress\": ", p->net_allow ? "allow" : "deny");
         put_strv(f, p->egress);
         fprintf(f, ", \"loopback\": %s}, \"workspace\": {\"path\": ", bool_str(p->loopback));
@@ -207,7 +208,7 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
         fputs(", \"fallback\": ", f);
         put_strv(f, p->route_fallback);
         fputs(", \"constraints\": {", f);
-        STRV_FOREACH(kv, p->route_constraints) {
+        STRV_FOREACH (kv, p->route_constraints) {
                 const char *eq = strchr(*kv, '=');
                 fprintf(f, "%s\"%.*s\": ", kv == p->route_constraints ? "" : ", ", (int) (eq - *kv), *kv);
                 put_str(f, eq + 1);
@@ -243,9 +244,9 @@ typedef struct out {
         FILE *f;
         bool json;
         const sbx_config *c;
-        unsigned depth;     /* JSON: open objects */
-        bool first[8];      /* JSON: nothing written yet at this depth */
-        char prefix[64];    /* text: "limits." */
+        unsigned depth; /* JSON: open objects */
+        bool first[8]; /* JSON: nothing written yet at this depth */
+        char prefix[64]; /* text: "limits." */
 } out;
 
 static void o_key(out *o, const char *key) {
@@ -295,20 +296,20 @@ static const char *source_text(const out *o, sbx_source s, char *buf, size_t siz
 }
 
 /* One value: `write` prints it (JSON or YAML-ish flow syntax is the same for our values). */
-#define O_VALUE(o, key, src, ...)                                                                        \
-        do {                                                                                             \
-                if ((o)->json) {                                                                         \
-                        o_key(o, key);                                                                   \
-                        fputs("{\"value\": ", (o)->f);                                                   \
-                        __VA_ARGS__;                                                                     \
-                        fprintf((o)->f, ", \"source\": \"%s\"}", sbx_source_to_string(src));             \
-                } else {                                                                                 \
-                        char k_[96], s_[320];                                                            \
-                        snprintf(k_, sizeof k_, "%s%s", (o)->prefix, key);                               \
-                        fprintf((o)->f, "%-24s ", k_);                                                   \
-                        __VA_ARGS__;                                                                     \
-                        fprintf((o)->f, "    [%s]\n", source_text(o, src, s_, sizeof s_));               \
-                }                                                                                        \
+#define O_VALUE(o, key, src, ...)                                                                           \
+        do {                                                                                                \
+                if ((o)->json) {                                                                            \
+                        o_key(o, key);                                                                      \
+                        fputs("{\"value\": ", (o)->f);                                                      \
+                        __VA_ARGS__;                                                                        \
+                        fprintf((o)->f, ", \"source\": \"%s\"}", sbx_source_to_string(src));                \
+                } else {                                                                                    \
+                        char k_[96], s_[320];                                                               \
+                        snprintf(k_, sizeof k_, "%s%s", (o)->prefix, key);                                  \
+                        fprintf((o)->f, "%-24s ", k_);                                                      \
+                        __VA_ARGS__;                                                                        \
+                        fprintf((o)->f, "    [%s]\n", source_text(o, src, s_, sizeof s_));                  \
+                }                                                                                           \
         } while (0)
 
 static sbx_source fsrc(const sbx_config *c, sbx_field f) {
@@ -318,7 +319,7 @@ static sbx_source fsrc(const sbx_config *c, sbx_field f) {
 int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
         const sbx_profile *p = c->profile;
         const sbx_policy *pol = c->policy;
-        out o = { .f = f, .json = json, .c = c, .first = { true } };
+        out o = {.f = f, .json = json, .c = c, .first = {true}};
         const char *s;
 
         if (json) {
@@ -346,20 +347,26 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
                 fputc('}', f);
         } else if (c->strict_required)
                 fprintf(f, "%-24s yes: %s\n", "strict_required", c->strict_reason);
-        O_VALUE(&o, "backend", c->backend_source, (json ? put_str(f, sbx_backend_to_string(c->backend))
-                                                        : (void) fputs(sbx_backend_to_string(c->backend), f)));
+        O_VALUE(&o, "backend", c->backend_source,
+                (json ? put_str(f, sbx_backend_to_string(c->backend))
+                      : (void) fputs(sbx_backend_to_string(c->backend), f)));
         if (json) {
                 o_key(&o, "backend_order");
                 fprintf(f, "{\"value\": [");
         } else
                 fprintf(f, "%-24s ", "backend_order");
         for (size_t i = 0; i < pol->n_mode_backends[c->mode]; i++)
-                fprintf(f, json ? "%s\"%s\"" : "%s%s", i ? ", " : "", sbx_backend_to_string(pol->mode_backends[c->mode][i]));
+                fprintf(f, json ? "%s\"%s\"" : "%s%s", i ? ", " : "",
+                        sbx_backend_to_string(pol->mode_backends[c->mode][i]));
         if (json)
-                fprintf(f, "], \"source\": \"%s\"}", streq(pol->source_file, "builtin") ? "builtin" : "policy");
+                fprintf(f, "], \"source\": \"%s\"}",
+                        streq(pol->source_file, "builtin") ? "builtin" : "policy");
         else {
                 char b[320];
-                fprintf(f, "    [%s]\n", source_text(&o, streq(pol->source_file, "builtin") ? SBX_SRC_BUILTIN : SBX_SRC_POLICY, b, sizeof b));
+                fprintf(f, "    [%s]\n",
+                        source_text(&o,
+                                streq(pol->source_file, "builtin") ? SBX_SRC_BUILTIN : SBX_SRC_POLICY, b,
+                                sizeof b));
         }
 
         o_open(&o, "limits");
@@ -371,8 +378,8 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
                         put_num(f, c->limits.value[l]);
                         fputs(", \"ceiling\": ", f);
                         put_num(f, pol->mode_limits[c->mode].value[l]);
-                        fprintf(f, ", \"best_effort\": %s, \"source\": \"%s\"}", bool_str(pol->best_effort[l]),
-                                sbx_source_to_string(c->limits.source[l]));
+                        fprintf(f, ", \"best_effort\": %s, \"source\": \"%s\"}",
+                                bool_str(pol->best_effort[l]), sbx_source_to_string(c->limits.source[l]));
                 } else
                         O_VALUE(&o, name, c->limits.source[l],
                                 (put_num(f, c->limits.value[l]), fputs(" (ceiling ", f),
@@ -382,13 +389,15 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
         o_close(&o);
 
         o_open(&o, "isolation");
-        O_VALUE(&o, "level", fsrc(c, SBX_F_LEVEL), (json ? put_str(f, sbx_level_to_string(p->level))
-                                                          : (void) fputs(sbx_level_to_string(p->level), f)));
+        O_VALUE(&o, "level", fsrc(c, SBX_F_LEVEL),
+                (json ? put_str(f, sbx_level_to_string(p->level))
+                      : (void) fputs(sbx_level_to_string(p->level), f)));
         o_close(&o);
 
         o_open(&o, "network");
-        O_VALUE(&o, "default", fsrc(c, SBX_F_NET_DEFAULT), (json ? put_str(f, p->net_allow ? "allow" : "deny")
-                                                                  : (void) fputs(p->net_allow ? "allow" : "deny", f)));
+        O_VALUE(&o, "default", fsrc(c, SBX_F_NET_DEFAULT),
+                (json ? put_str(f, p->net_allow ? "allow" : "deny")
+                      : (void) fputs(p->net_allow ? "allow" : "deny", f)));
         O_VALUE(&o, "egress", fsrc(c, SBX_F_NET_EGRESS), put_strv(f, p->egress));
         O_VALUE(&o, "loopback", fsrc(c, SBX_F_NET_LOOPBACK), fputs(bool_str(p->loopback), f));
         o_close(&o);
@@ -403,33 +412,39 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
         o_open(&o, "filesystem");
         O_VALUE(&o, "read", fsrc(c, SBX_F_FS_READ), put_strv(f, p->fs_read));
         O_VALUE(&o, "write", fsrc(c, SBX_F_FS_WRITE), put_strv(f, p->fs_write));
-        O_VALUE(&o, "exec", fsrc(c, SBX_F_FS_EXEC), (p->fs_exec_set ? put_strv(f, p->fs_exec) : (void) fputs("null", f)));
+        O_VALUE(&o, "exec", fsrc(c, SBX_F_FS_EXEC),
+                (p->fs_exec_set ? put_strv(f, p->fs_exec) : (void) fputs("null", f)));
         o_close(&o);
 
         o_open(&o, "process");
         O_VALUE(&o, "allow_spawn", fsrc(c, SBX_F_ALLOW_SPAWN), fputs(bool_str(p->allow_spawn), f));
         O_VALUE(&o, "commands", fsrc(c, SBX_F_COMMANDS),
-                (fprintf(f, "{\"mode\": \"%s\", \"allow\": ", sbx_cmd_mode_to_string(p->cmd_mode)), put_strv(f, p->cmd_allow),
-                        fputs(", \"deny\": ", f), put_strv(f, p->cmd_deny), fputc('}', f)));
+                (fprintf(f, "{\"mode\": \"%s\", \"allow\": ", sbx_cmd_mode_to_string(p->cmd_mode)),
+                        put_strv(f, p->cmd_allow), fputs(", \"deny\": ", f), put_strv(f, p->cmd_deny),
+                        fputc('}', f)));
         o_close(&o);
 
         s = sbx_on_violation_to_string(p->on_violation);
-        O_VALUE(&o, "on_violation", fsrc(c, SBX_F_ON_VIOLATION), (json ? put_str(f, s) : (void) fputs(s, f)));
+        O_VALUE(&o, "on_violation", fsrc(c, SBX_F_ON_VIOLATION),
+                (json ? put_str(f, s) : (void) fputs(s, f)));
         s = sbx_observe_to_string(p->observe);
         O_VALUE(&o, "observe", fsrc(c, SBX_F_OBSERVE),
-                (fputs("{\"mode\": ", f), put_str(f, s), fprintf(f, ", \"fs_writes\": %s}", bool_str(p->observe_fs_writes))));
+                (fputs("{\"mode\": ", f), put_str(f, s),
+                        fprintf(f, ", \"fs_writes\": %s}", bool_str(p->observe_fs_writes))));
         O_VALUE(&o, "high_risk", fsrc(c, SBX_F_HIGH_RISK), fputs(bool_str(p->high_risk), f));
         O_VALUE(&o, "cwd", c->cwd_source, put_str(f, c->cwd));
 
         o_open(&o, "env");
         for (size_t i = 0; i < c->n_env; i++)
-                O_VALUE(&o, c->env[i].name, c->env_source ? c->env_source[i] : SBX_SRC_PROFILE, put_str(f, c->env[i].value));
+                O_VALUE(&o, c->env[i].name, c->env_source ? c->env_source[i] : SBX_SRC_PROFILE,
+                        put_str(f, c->env[i].value));
         o_close(&o);
 
         O_VALUE(&o, "secrets", fsrc(c, SBX_F_SECRETS), put_strv(f, p->secrets));
         O_VALUE(&o, "ttl", fsrc(c, SBX_F_TTL),
-                (fputs("{\"default\": ", f), put_num(f, p->ttl_default_s), fputs(", \"max\": ", f), put_num(f, p->ttl_max_s),
-                        fputs(", \"idle\": ", f), (p->ttl_idle_s > 0 ? put_num(f, p->ttl_idle_s) : (void) fputs("null", f)),
+                (fputs("{\"default\": ", f), put_num(f, p->ttl_default_s), fputs(", \"max\": ", f),
+                        put_num(f, p->ttl_max_s), fputs(", \"idle\": ", f),
+                        (p->ttl_idle_s > 0 ? put_num(f, p->ttl_idle_s) : (void) fputs("null", f)),
                         fputc('}', f)));
         if (json)
                 fputs("}\n", f);

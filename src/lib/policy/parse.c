@@ -82,7 +82,11 @@ static double unit_factor(const char **p) {
                 double factor;
         } units[] = {
                 /* longest first: "ms" before "m" */
-                { "ms", 0.001 }, { "s", 1 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 },
+                {"ms", 0.001},
+                {"s", 1},
+                {"m", 60},
+                {"h", 3600},
+                {"d", 86400},
         };
         for (size_t i = 0; i < ELEMENTSOF(units); i++) {
                 size_t n = strlen(units[i].suffix);

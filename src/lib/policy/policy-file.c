@@ -41,8 +41,9 @@ static int parse_limit_set(yctx *c, yaml_node_t *n, const char *path, bool flags
                 yaml_node_t *item = yaml_document_get_node(&c->doc, *i);
                 int r, x;
 
-                r = yget_enum(c, item, ypath_index(item_path, sizeof item_path, path,
-                                               (size_t) (i - n->data.sequence.items.start)),
+                r = yget_enum(c, item,
+                        ypath_index(item_path, sizeof item_path, path,
+                                (size_t) (i - n->data.sequence.items.start)),
                         limit_from, limit_choices(), &x);
                 if (r < 0)
                         return r;
@@ -52,7 +53,7 @@ static int parse_limit_set(yctx *c, yaml_node_t *n, const char *path, bool flags
 }
 
 static int parse_mode(yctx *c, yaml_node_t *n, sbx_mode m, sbx_policy *p, bool builtin) {
-        static const char *const keys[] = { "limits", "backends" };
+        static const char *const keys[] = {"limits", "backends"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         char where[64], path[96], item_path[128], got[96];
         int r;
@@ -82,7 +83,8 @@ static int parse_mode(yctx *c, yaml_node_t *n, sbx_mode m, sbx_policy *p, bool b
                 if (b->type != YAML_SEQUENCE_NODE)
                         return yerr(c, b, "%s: expected a list of backend names, got %s", path,
                                 ynode_describe(b, got, sizeof got));
-                for (yaml_node_item_t *i = b->data.sequence.items.start; i < b->data.sequence.items.top; i++, k++) {
+                for (yaml_node_item_t *i = b->data.sequence.items.start; i < b->data.sequence.items.top;
+                        i++, k++) {
                         yaml_node_t *item = yaml_document_get_node(&c->doc, *i);
                         int x;
 
@@ -93,7 +95,8 @@ static int parse_mode(yctx *c, yaml_node_t *n, sbx_mode m, sbx_policy *p, bool b
                                 return r;
                         for (size_t j = 0; j < k; j++)
                                 if (p->mode_backends[m][j] == (sbx_backend_id) x)
-                                        return yerr(c, item, "%s: %s is listed twice", item_path, yscalar(item));
+                                        return yerr(
+                                                c, item, "%s: %s is listed twice", item_path, yscalar(item));
                         p->mode_backends[m][k] = (sbx_backend_id) x;
                 }
                 p->n_mode_backends[m] = k;
@@ -102,7 +105,7 @@ static int parse_mode(yctx *c, yaml_node_t *n, sbx_mode m, sbx_policy *p, bool b
 }
 
 static int parse_modes(yctx *c, yaml_node_t *n, sbx_policy *p, bool builtin) {
-        static const char *const keys[] = { "balanced", "strict" };
+        static const char *const keys[] = {"balanced", "strict"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -116,7 +119,7 @@ static int parse_modes(yctx *c, yaml_node_t *n, sbx_policy *p, bool builtin) {
 }
 
 static int parse_overrides(yctx *c, yaml_node_t *n, sbx_policy *p) {
-        static const char *const keys[] = { "per_request", "allowed" };
+        static const char *const keys[] = {"per_request", "allowed"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -131,7 +134,7 @@ static int parse_overrides(yctx *c, yaml_node_t *n, sbx_policy *p) {
 }
 
 static int parse_enforce(yctx *c, yaml_node_t *n, sbx_policy *p) {
-        static const char *const keys[] = { "best_effort" };
+        static const char *const keys[] = {"best_effort"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -144,11 +147,14 @@ static int parse_enforce(yctx *c, yaml_node_t *n, sbx_policy *p) {
 }
 
 static int trigger_from(const char *s) {
-        return streq(s, "high_risk") ? 0 : streq(s, "network_egress") ? 1 : streq(s, "workspace_rw") ? 2 : -EINVAL;
+        return streq(s, "high_risk")        ? 0
+               : streq(s, "network_egress") ? 1
+               : streq(s, "workspace_rw")   ? 2
+                                            : -EINVAL;
 }
 
 static int parse_strict(yctx *c, yaml_node_t *n, sbx_policy *p) {
-        static const char *const keys[] = { "required_when" };
+        static const char *const keys[] = {"required_when"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         char got[96], item_path[96];
         int r;
@@ -157,14 +163,17 @@ static int parse_strict(yctx *c, yaml_node_t *n, sbx_policy *p) {
         if (r < 0 || !v[0])
                 return r;
         if (v[0]->type != YAML_SEQUENCE_NODE)
-                return yerr(c, v[0], "strict.required_when: expected a list of triggers (high_risk, network_egress, "
-                        "workspace_rw), got %s", ynode_describe(v[0], got, sizeof got));
+                return yerr(c, v[0],
+                        "strict.required_when: expected a list of triggers (high_risk, network_egress, "
+                        "workspace_rw), got %s",
+                        ynode_describe(v[0], got, sizeof got));
         for (yaml_node_item_t *i = v[0]->data.sequence.items.start; i < v[0]->data.sequence.items.top; i++) {
                 yaml_node_t *item = yaml_document_get_node(&c->doc, *i);
                 int x;
 
-                r = yget_enum(c, item, ypath_index(item_path, sizeof item_path, "strict.required_when",
-                                               (size_t) (i - v[0]->data.sequence.items.start)),
+                r = yget_enum(c, item,
+                        ypath_index(item_path, sizeof item_path, "strict.required_when",
+                                (size_t) (i - v[0]->data.sequence.items.start)),
                         trigger_from, "high_risk | network_egress | workspace_rw", &x);
                 if (r < 0)
                         return r;
@@ -179,7 +188,7 @@ static int parse_strict(yctx *c, yaml_node_t *n, sbx_policy *p) {
 }
 
 static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_policy *p) {
-        static const char *const keys[] = { "write_allowed" };
+        static const char *const keys[] = {"write_allowed"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -188,12 +197,12 @@ static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_policy *p) {
                 return r;
         strv_free(p->write_allowed);
         p->write_allowed = NULL;
-        return yget_strv(c, v[0], "filesystem.write_allowed", "absolute host paths", LIST_MAX, ycheck_abs_path,
-                &p->write_allowed);
+        return yget_strv(c, v[0], "filesystem.write_allowed", "absolute host paths", LIST_MAX,
+                ycheck_abs_path, &p->write_allowed);
 }
 
 static int parse_network(yctx *c, yaml_node_t *n, sbx_policy *p) {
-        static const char *const keys[] = { "egress_allowed", "allow_host" };
+        static const char *const keys[] = {"egress_allowed", "allow_host"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -215,9 +224,14 @@ static int parse_network(yctx *c, yaml_node_t *n, sbx_policy *p) {
 
 enum { P_VERSION, P_MODES, P_OVERRIDES, P_ENFORCE, P_RUN_AS, P_STRICT, P_FILESYSTEM, P_NETWORK, _P_MAX };
 static const char *const top_keys[_P_MAX] = {
-        [P_VERSION] = "version",     [P_MODES] = "modes",   [P_OVERRIDES] = "overrides",
-        [P_ENFORCE] = "enforce",     [P_RUN_AS] = "run_as", [P_STRICT] = "strict",
-        [P_FILESYSTEM] = "filesystem", [P_NETWORK] = "network",
+        [P_VERSION] = "version",
+        [P_MODES] = "modes",
+        [P_OVERRIDES] = "overrides",
+        [P_ENFORCE] = "enforce",
+        [P_RUN_AS] = "run_as",
+        [P_STRICT] = "strict",
+        [P_FILESYSTEM] = "filesystem",
+        [P_NETWORK] = "network",
 };
 
 static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
@@ -229,7 +243,8 @@ static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
         if (!root || ynode_kind(root) == YK_NULL)
                 return yerr(c, root, "the policy file is empty (it needs at least 'version: 1')");
         if (root->type != YAML_MAPPING_NODE)
-                return yerr(c, root, "a policy file must be a mapping at top level (version: 1, modes: ...), got %s",
+                return yerr(c, root,
+                        "a policy file must be a mapping at top level (version: 1, modes: ...), got %s",
                         ynode_describe(root, got, sizeof got));
         r = ymap(c, root, "", top_keys, _P_MAX, v);
         if (r < 0)
@@ -265,12 +280,13 @@ static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
                         if (!p->mode_limits[m].set[l])
                                 return yerr(c, v[P_MODES] ? v[P_MODES] : root,
                                         "modes.%s.limits.%s: missing (every limit needs a default)",
-                                        sbx_mode_to_string((sbx_mode) m), sbx_limit_to_string((sbx_limit_id) l));
+                                        sbx_mode_to_string((sbx_mode) m),
+                                        sbx_limit_to_string((sbx_limit_id) l));
         return 0;
 }
 
-static int policy_parse(const char *text, size_t len, const char *name, const sbx_policy *base, sbx_policy **ret,
-                        sbx_error *e) {
+static int policy_parse(const char *text, size_t len, const char *name, const sbx_policy *base,
+        sbx_policy **ret, sbx_error *e) {
         _cleanup_(sbx_policy_freep) sbx_policy *p = calloc(1, sizeof(sbx_policy));
         yctx c;
         int r;

@@ -10,10 +10,10 @@
 #define PROFILE_MAX_FILE (1024 * 1024)
 #define PROFILE_MAX_EXTENDS 8
 #define DURATION_MAX_S (365.0 * 86400) /* one year */
-#define SIZE_MAX_MB 1099511627776.0    /* 2^40 MiB */
+#define SIZE_MAX_MB 1099511627776.0 /* 2^40 MiB */
 #define CPUS_MAX 4096.0
-#define PIDS_MAX 4194304.0             /* the kernel's PID_MAX_LIMIT */
-#define LIST_MAX 1024                  /* entries of any list */
+#define PIDS_MAX 4194304.0 /* the kernel's PID_MAX_LIMIT */
+#define LIST_MAX 1024 /* entries of any list */
 #define SYSTEM_POLICY_FILE "/etc/sandboxer/policy.yaml"
 #define SYSTEM_PROFILE_DIR "/etc/sandboxer/profiles"
 
@@ -41,11 +41,11 @@ int limit_check_value(sbx_limit_id l, double v);
 /* An egress rule, parsed: "host", "*.domain", "host:port", "10.0.0.0/8", "[::1]:443". */
 typedef struct egress_rule {
         enum { EGRESS_HOST, EGRESS_WILDCARD, EGRESS_ADDR } kind;
-        char host[254];         /* lower case; for WILDCARD without the "*." */
-        int family;             /* AF_INET / AF_INET6 for ADDR */
+        char host[254]; /* lower case; for WILDCARD without the "*." */
+        int family; /* AF_INET / AF_INET6 for ADDR */
         unsigned char addr[16];
-        unsigned prefix;        /* bits; 32/128 for a single address */
-        unsigned port;          /* 0 = any */
+        unsigned prefix; /* bits; 32/128 for a single address */
+        unsigned port; /* 0 = any */
 } egress_rule;
 int egress_parse(const char *s, egress_rule *ret);
 /* Does policy rule `allowed` cover profile rule `want`? */

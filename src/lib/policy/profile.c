@@ -92,7 +92,14 @@ static bool has_leaf(const sbx_profile *p, leaf l) {
 }
 
 static const char *const default_read[] = {
-        "/usr", "/lib", "/lib64", "/bin", "/etc/ssl/certs", "/etc/resolv.conf", "/etc/hosts", "/etc/localtime",
+        "/usr",
+        "/lib",
+        "/lib64",
+        "/bin",
+        "/etc/ssl/certs",
+        "/etc/resolv.conf",
+        "/etc/hosts",
+        "/etc/localtime",
 };
 
 static void env_free(sbx_env_var *env, size_t n) {
@@ -149,7 +156,7 @@ static int env_set(sbx_env_var **env, size_t *n, const char *name, const char *v
                 return -ENOMEM;
         }
         *env = grown;
-        grown[*n] = (sbx_env_var){ .name = strdup(name), .value = v };
+        grown[*n] = (sbx_env_var){.name = strdup(name), .value = v};
         if (!grown[*n].name) {
                 free(v);
                 return -ENOMEM;
@@ -188,10 +195,12 @@ static int profile_new_default(sbx_profile **ret) {
         }
         /* empty (not NULL) lists, so consumers can iterate without checks */
         if (!(p->egress = calloc(1, sizeof(char *))) || !(p->fs_write = calloc(1, sizeof(char *))) ||
-            !(p->cmd_allow = calloc(1, sizeof(char *))) || !(p->cmd_deny = calloc(1, sizeof(char *))) ||
-            !(p->secrets = calloc(1, sizeof(char *))) || !(p->placement_prefer = calloc(1, sizeof(char *))) ||
-            !(p->placement_fallback = calloc(1, sizeof(char *))) || !(p->route_fallback = calloc(1, sizeof(char *))) ||
-            !(p->route_constraints = calloc(1, sizeof(char *))))
+                !(p->cmd_allow = calloc(1, sizeof(char *))) || !(p->cmd_deny = calloc(1, sizeof(char *))) ||
+                !(p->secrets = calloc(1, sizeof(char *))) ||
+                !(p->placement_prefer = calloc(1, sizeof(char *))) ||
+                !(p->placement_fallback = calloc(1, sizeof(char *))) ||
+                !(p->route_fallback = calloc(1, sizeof(char *))) ||
+                !(p->route_constraints = calloc(1, sizeof(char *))))
                 return -ENOMEM;
         r = env_set(&p->env, &p->n_env, "LANG", "C.UTF-8");
         if (r < 0)
@@ -229,7 +238,8 @@ static int net_default_from(const char *s) {
         return streq(s, "deny") ? 0 : streq(s, "allow") ? 1 : -EINVAL;
 }
 static int strategy_from(const char *s) {
-        static const char *const strategies[] = { "prefer-self-hosted", "lowest-cost", "lowest-latency", "explicit" };
+        static const char *const strategies[] = {
+                "prefer-self-hosted", "lowest-cost", "lowest-latency", "explicit"};
         for (size_t i = 0; i < ELEMENTSOF(strategies); i++)
                 if (streq(s, strategies[i]))
                         return (int) i;
@@ -259,13 +269,13 @@ static bool valid_semver(const char *s) {
 }
 
 static int get_enum(yctx *c, yaml_node_t *n, const char *where, const char *key, int (*from)(const char *),
-                    const char *choices, int *ret) {
+        const char *choices, int *ret) {
         char path[256];
         return yget_enum(c, n, ypath(path, sizeof path, where, key), from, choices, ret);
 }
 
 static int parse_isolation(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "level", "mode", "backend" };
+        static const char *const keys[] = {"level", "mode", "backend"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r, x;
 
@@ -299,7 +309,7 @@ static int parse_isolation(yctx *c, yaml_node_t *n, sbx_profile *p) {
 
 /* Replace *dst by a freshly parsed list. */
 static int get_list(yctx *c, yaml_node_t *n, const char *where, const char *key, const char *what,
-                    ystr_check_fn check, char ***dst) {
+        ystr_check_fn check, char ***dst) {
         char path[256];
         char **l = NULL;
         int r;
@@ -313,7 +323,7 @@ static int get_list(yctx *c, yaml_node_t *n, const char *where, const char *key,
 }
 
 static int parse_network(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "default", "egress", "loopback" };
+        static const char *const keys[] = {"default", "egress", "loopback"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r, x;
 
@@ -343,7 +353,7 @@ static int parse_network(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_workspace(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "path", "mount", "access" };
+        static const char *const keys[] = {"path", "mount", "access"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r, x;
 
@@ -372,10 +382,15 @@ static int parse_workspace(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 if (r >= 0)
                         r = ycheck_abs_path(c, v[1], "workspace.mount", &s);
                 if (r >= 0 && streq(s, "/"))
-                        r = yerr(c, v[1], "workspace.mount: the workspace cannot be mounted over '/' (use e.g. /workspace)");
-                if (r >= 0 && (path_is_under(s, "/proc") || path_is_under(s, "/dev") || path_is_under(s, "/sys")))
-                        r = yerr(c, v[1], "workspace.mount: \"%s\" is under /proc, /sys or /dev, which the sandbox "
-                                "owns (use e.g. /workspace)", s);
+                        r = yerr(c, v[1],
+                                "workspace.mount: the workspace cannot be mounted over '/' (use e.g. "
+                                "/workspace)");
+                if (r >= 0 &&
+                        (path_is_under(s, "/proc") || path_is_under(s, "/dev") || path_is_under(s, "/sys")))
+                        r = yerr(c, v[1],
+                                "workspace.mount: \"%s\" is under /proc, /sys or /dev, which the sandbox "
+                                "owns (use e.g. /workspace)",
+                                s);
                 if (r < 0) {
                         free(s);
                         return r;
@@ -395,7 +410,7 @@ static int parse_workspace(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "read", "write", "exec" };
+        static const char *const keys[] = {"read", "write", "exec"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -409,7 +424,8 @@ static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 set_leaf(p, L_FS_READ);
         }
         if (v[1]) {
-                r = get_list(c, v[1], "filesystem", "write", "absolute paths", ycheck_abs_path, &p->fs_write);
+                r = get_list(
+                        c, v[1], "filesystem", "write", "absolute paths", ycheck_abs_path, &p->fs_write);
                 if (r < 0)
                         return r;
                 set_leaf(p, L_FS_WRITE);
@@ -419,8 +435,8 @@ static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_profile *p) {
                         p->fs_exec = strv_free(p->fs_exec);
                         p->fs_exec_set = false;
                 } else {
-                        r = get_list(c, v[2], "filesystem", "exec", "absolute paths (or null)", ycheck_abs_path,
-                                &p->fs_exec);
+                        r = get_list(c, v[2], "filesystem", "exec", "absolute paths (or null)",
+                                ycheck_abs_path, &p->fs_exec);
                         if (r < 0)
                                 return r;
                         p->fs_exec_set = true;
@@ -431,7 +447,7 @@ static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_commands(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "mode", "allow", "deny" };
+        static const char *const keys[] = {"mode", "allow", "deny"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r, x;
 
@@ -446,13 +462,15 @@ static int parse_commands(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 set_leaf(p, L_CMD_MODE);
         }
         if (v[1]) {
-                r = get_list(c, v[1], "process.commands", "allow", "command names", ycheck_word, &p->cmd_allow);
+                r = get_list(
+                        c, v[1], "process.commands", "allow", "command names", ycheck_word, &p->cmd_allow);
                 if (r < 0)
                         return r;
                 set_leaf(p, L_CMD_ALLOW);
         }
         if (v[2]) {
-                r = get_list(c, v[2], "process.commands", "deny", "command names", ycheck_word, &p->cmd_deny);
+                r = get_list(
+                        c, v[2], "process.commands", "deny", "command names", ycheck_word, &p->cmd_deny);
                 if (r < 0)
                         return r;
                 set_leaf(p, L_CMD_DENY);
@@ -461,7 +479,7 @@ static int parse_commands(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_process(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "allow_spawn", "commands" };
+        static const char *const keys[] = {"allow_spawn", "commands"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -483,7 +501,7 @@ static int parse_process(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int env_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_node_t *value, const char *path,
-                   void *userdata) {
+        void *userdata) {
         sbx_profile *p = userdata;
         const char *why;
         int r;
@@ -494,7 +512,8 @@ static int env_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_node_t 
         if (r < 0)
                 return yerr(c, key_node, "env: \"%s\" is not a valid variable name (%s)", key, why);
         if (ynode_kind(value) == YK_NULL)
-                return yerr(c, value, "%s: expected a string value, got null (use \"\" for an empty value)", path);
+                return yerr(c, value, "%s: expected a string value, got null (use \"\" for an empty value)",
+                        path);
         if (ynode_kind(value) == YK_LIST || ynode_kind(value) == YK_MAP) {
                 char got[32];
                 return yerr(c, value, "%s: expected a string value, got %s", path,
@@ -514,7 +533,7 @@ static int parse_env(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_ttl(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "default", "max", "idle" };
+        static const char *const keys[] = {"default", "max", "idle"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -544,13 +563,13 @@ static int parse_ttl(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 set_leaf(p, L_TTL_IDLE);
         }
         if (v[0] && v[1] && p->ttl_default_s > p->ttl_max_s)
-                return yerr(c, v[0], "ttl.default (%.15gs) is longer than ttl.max (%.15gs)", p->ttl_default_s,
-                        p->ttl_max_s);
+                return yerr(c, v[0], "ttl.default (%.15gs) is longer than ttl.max (%.15gs)",
+                        p->ttl_default_s, p->ttl_max_s);
         return 0;
 }
 
 static int parse_placement(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "prefer", "fallback" };
+        static const char *const keys[] = {"prefer", "fallback"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -574,8 +593,8 @@ static int parse_placement(yctx *c, yaml_node_t *n, sbx_profile *p) {
         return 0;
 }
 
-static int constraint_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_node_t *value, const char *path,
-                          void *userdata) {
+static int constraint_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_node_t *value,
+        const char *path, void *userdata) {
         char ***l = userdata;
         _cleanup_free_ char *joined = NULL;
         char got[96];
@@ -596,14 +615,14 @@ static int constraint_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_
                 if (r < 0)
                         return r;
                 len = strlen(key) + 2;
-                STRV_FOREACH(i, items)
+                STRV_FOREACH (i, items)
                         len += strlen(*i) + 1;
                 joined = malloc(len);
                 if (!joined)
                         return -ENOMEM;
                 strcpy(joined, key);
                 strcat(joined, "=");
-                STRV_FOREACH(i, items) {
+                STRV_FOREACH (i, items) {
                         if (i != items)
                                 strcat(joined, ",");
                         strcat(joined, *i);
@@ -613,14 +632,14 @@ static int constraint_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_
         case YK_NULL:
         case YK_MAP:
         default:
-                return yerr(c, value, "%s: expected a string, number, boolean or list of strings, got %s", path,
-                        ynode_describe(value, got, sizeof got));
+                return yerr(c, value, "%s: expected a string, number, boolean or list of strings, got %s",
+                        path, ynode_describe(value, got, sizeof got));
         }
         return strv_consume(l, TAKE_PTR(joined));
 }
 
 static int parse_route(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "strategy", "fallback", "constraints" };
+        static const char *const keys[] = {"strategy", "fallback", "constraints"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r, x;
 
@@ -639,7 +658,8 @@ static int parse_route(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 set_leaf(p, L_ROUTE_STRATEGY);
         }
         if (v[1]) {
-                r = get_list(c, v[1], "route", "fallback", "extension names", ycheck_word, &p->route_fallback);
+                r = get_list(
+                        c, v[1], "route", "fallback", "extension names", ycheck_word, &p->route_fallback);
                 if (r < 0)
                         return r;
                 set_leaf(p, L_ROUTE_FALLBACK);
@@ -659,7 +679,7 @@ static int parse_route(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_metadata(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "cost_class", "latency_class" };
+        static const char *const keys[] = {"cost_class", "latency_class"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -686,15 +706,17 @@ static int parse_metadata(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_observe(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = { "mode", "fs_writes" };
+        static const char *const keys[] = {"mode", "fs_writes"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r, x;
 
         if (n->type != YAML_MAPPING_NODE) {
                 char got[96];
                 if (ynode_kind(n) != YK_STRING)
-                        return yerr(c, n, "observe: expected one of auto | required | off, or a mapping "
-                                "{mode: ..., fs_writes: true|false}, got %s", ynode_describe(n, got, sizeof got));
+                        return yerr(c, n,
+                                "observe: expected one of auto | required | off, or a mapping "
+                                "{mode: ..., fs_writes: true|false}, got %s",
+                                ynode_describe(n, got, sizeof got));
                 r = yget_enum(c, n, "observe", observe_from, "auto | required | off", &x);
                 if (r < 0)
                         return r;
@@ -774,7 +796,8 @@ static int parse_doc(yctx *c, sbx_profile *p) {
         if (!root || ynode_kind(root) == YK_NULL)
                 return yerr(c, root, "the profile is empty (it needs at least 'id' and 'version')");
         if (root->type != YAML_MAPPING_NODE)
-                return yerr(c, root, "a profile must be a mapping at top level (id: ..., version: ...), got %s",
+                return yerr(c, root,
+                        "a profile must be a mapping at top level (id: ..., version: ...), got %s",
                         ynode_describe(root, got, sizeof got));
         r = ymap(c, root, "", top_keys, _K_MAX, v);
         if (r < 0)
@@ -786,13 +809,16 @@ static int parse_doc(yctx *c, sbx_profile *p) {
         if (r < 0)
                 return r;
         if (!valid_id(p->id))
-                return yerr(c, v[K_ID], "id: \"%s\" is not a valid profile id (use lower-case letters, digits, "
-                        "'.', '_' and '-', at most 128)", p->id);
+                return yerr(c, v[K_ID],
+                        "id: \"%s\" is not a valid profile id (use lower-case letters, digits, "
+                        "'.', '_' and '-', at most 128)",
+                        p->id);
         if (!v[K_VERSION])
                 return yerr(c, root, "missing required key 'version' (e.g. version: \"1.0.0\")");
         if (ynode_kind(v[K_VERSION]) == YK_LIST || ynode_kind(v[K_VERSION]) == YK_MAP ||
-            ynode_kind(v[K_VERSION]) == YK_NULL || !valid_semver(yscalar(v[K_VERSION])))
-                return yerr(c, v[K_VERSION], "version: expected a semantic version \"X.Y.Z\" (e.g. \"1.0.0\"), got %s",
+                ynode_kind(v[K_VERSION]) == YK_NULL || !valid_semver(yscalar(v[K_VERSION])))
+                return yerr(c, v[K_VERSION],
+                        "version: expected a semantic version \"X.Y.Z\" (e.g. \"1.0.0\"), got %s",
                         ynode_describe(v[K_VERSION], got, sizeof got));
         p->version = strdup(yscalar(v[K_VERSION]));
         if (!p->version)
@@ -804,9 +830,11 @@ static int parse_doc(yctx *c, sbx_profile *p) {
                 p->extends_line_ = (unsigned) v[K_EXTENDS]->start_mark.line + 1;
                 p->extends_column_ = (unsigned) v[K_EXTENDS]->start_mark.column + 1;
                 if (!strchr(p->extends, '/') && !valid_id(p->extends) && !strstr(p->extends, ".yaml") &&
-                    !strstr(p->extends, ".yml"))
-                        return yerr(c, v[K_EXTENDS], "extends: \"%s\" is neither a profile id ([a-z0-9._-]+) nor a "
-                                "file path", p->extends);
+                        !strstr(p->extends, ".yml"))
+                        return yerr(c, v[K_EXTENDS],
+                                "extends: \"%s\" is neither a profile id ([a-z0-9._-]+) nor a "
+                                "file path",
+                                p->extends);
                 if (streq(p->extends, p->id))
                         return yerr(c, v[K_EXTENDS], "extends: a profile cannot extend itself (%s)", p->id);
         }
@@ -839,6 +867,12 @@ static int parse_doc(yctx *c, sbx_profile *p) {
         }
         if (v[K_TTL] && (r = parse_ttl(c, v[K_TTL], p)) < 0)
                 return r;
+        if (v[K_TTL] && !p->extends && p->ttl_default_s > p->ttl_max_s)
+                /* nothing to inherit a longer ttl.max from: the built-in 24h applies */
+                return yerr(c, v[K_TTL],
+                        "ttl.default (%.15gs) is longer than ttl.max (%.15gs, the default; set "
+                        "ttl.max too)",
+                        p->ttl_default_s, p->ttl_max_s);
         if (v[K_PLACEMENT] && (r = parse_placement(c, v[K_PLACEMENT], p)) < 0)
                 return r;
         if (v[K_ROUTE] && (r = parse_route(c, v[K_ROUTE], p)) < 0)
@@ -942,7 +976,8 @@ static int load_file(const char *path, sbx_profile **ret, char **ret_key, sbx_er
                 return r;
         key = realpath(path, NULL);
         if (!key)
-                return sbx_error_set(e, errno, "profile: load", "cannot resolve %s: %s", path, strerror(errno));
+                return sbx_error_set(
+                        e, errno, "profile: load", "cannot resolve %s: %s", path, strerror(errno));
         r = sbx_profile_parse(text, len, path, ret, e);
         if (r < 0)
                 return r;
@@ -958,8 +993,8 @@ static int find_in_search_path(const char *id, char **ret_path) {
         r = sbx_profile_search_path(&dirs);
         if (r < 0)
                 return r;
-        STRV_FOREACH(d, dirs) {
-                static const char *const exts[] = { ".yaml", ".yml" };
+        STRV_FOREACH (d, dirs) {
+                static const char *const exts[] = {".yaml", ".yml"};
                 for (size_t i = 0; i < ELEMENTSOF(exts); i++) {
                         char *path = NULL;
                         if (asprintf(&path, "%s/%s%s", *d, id, exts[i]) < 0)
@@ -990,7 +1025,8 @@ static int load_by_id(const char *id, sbx_profile **ret, char **ret_key, sbx_err
                         return r;
                 if (!streq(p->id, id))
                         return sbx_error_set_at(e, EINVAL, path, 1, 1,
-                                "the file declares id '%s' but is found as '%s' (name the file %s.yaml or fix its id)",
+                                "the file declares id '%s' but is found as '%s' (name the file %s.yaml or "
+                                "fix its id)",
                                 p->id, id, p->id);
                 *ret = TAKE_PTR(p);
                 *ret_key = TAKE_PTR(key);
@@ -1016,36 +1052,41 @@ static const char *search_path_text(char *buf, size_t size) {
         buf[0] = 0;
         if (sbx_profile_search_path(&dirs) < 0)
                 return buf;
-        STRV_FOREACH(d, dirs)
+        STRV_FOREACH (d, dirs)
                 if (o < size)
                         o += (size_t) snprintf(buf + o, size - o, "%s%s", o ? ":" : "", *d);
         return buf;
 }
 
 /* Move parent's value of every leaf the child did not set into the child. */
-#define STEAL(field) do { __typeof__(child->field) t_ = child->field; child->field = parent->field; parent->field = t_; } while (0)
+#define STEAL(field)                                                                                        \
+        do {                                                                                                \
+                __typeof__(child->field) t_ = child->field;                                                 \
+                child->field = parent->field;                                                               \
+                parent->field = t_;                                                                         \
+        } while (0)
 
 static int profile_inherit(sbx_profile *child, sbx_profile *parent) {
         static const struct {
                 leaf l;
                 size_t offset;
         } ptr_leaves[] = {
-                { L_EGRESS, offsetof(sbx_profile, egress) },
-                { L_WS_PATH, offsetof(sbx_profile, ws_path) },
-                { L_WS_MOUNT, offsetof(sbx_profile, ws_mount) },
-                { L_FS_READ, offsetof(sbx_profile, fs_read) },
-                { L_FS_WRITE, offsetof(sbx_profile, fs_write) },
-                { L_CMD_ALLOW, offsetof(sbx_profile, cmd_allow) },
-                { L_CMD_DENY, offsetof(sbx_profile, cmd_deny) },
-                { L_SECRETS, offsetof(sbx_profile, secrets) },
-                { L_PLACEMENT_PREFER, offsetof(sbx_profile, placement_prefer) },
-                { L_PLACEMENT_FALLBACK, offsetof(sbx_profile, placement_fallback) },
-                { L_ROUTE_STRATEGY, offsetof(sbx_profile, route_strategy) },
-                { L_ROUTE_FALLBACK, offsetof(sbx_profile, route_fallback) },
-                { L_ROUTE_CONSTRAINTS, offsetof(sbx_profile, route_constraints) },
-                { L_COST_CLASS, offsetof(sbx_profile, cost_class) },
-                { L_LATENCY_CLASS, offsetof(sbx_profile, latency_class) },
-                { L_CWD, offsetof(sbx_profile, cwd) },
+                {L_EGRESS, offsetof(sbx_profile, egress)},
+                {L_WS_PATH, offsetof(sbx_profile, ws_path)},
+                {L_WS_MOUNT, offsetof(sbx_profile, ws_mount)},
+                {L_FS_READ, offsetof(sbx_profile, fs_read)},
+                {L_FS_WRITE, offsetof(sbx_profile, fs_write)},
+                {L_CMD_ALLOW, offsetof(sbx_profile, cmd_allow)},
+                {L_CMD_DENY, offsetof(sbx_profile, cmd_deny)},
+                {L_SECRETS, offsetof(sbx_profile, secrets)},
+                {L_PLACEMENT_PREFER, offsetof(sbx_profile, placement_prefer)},
+                {L_PLACEMENT_FALLBACK, offsetof(sbx_profile, placement_fallback)},
+                {L_ROUTE_STRATEGY, offsetof(sbx_profile, route_strategy)},
+                {L_ROUTE_FALLBACK, offsetof(sbx_profile, route_fallback)},
+                {L_ROUTE_CONSTRAINTS, offsetof(sbx_profile, route_constraints)},
+                {L_COST_CLASS, offsetof(sbx_profile, cost_class)},
+                {L_LATENCY_CLASS, offsetof(sbx_profile, latency_class)},
+                {L_CWD, offsetof(sbx_profile, cwd)},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(ptr_leaves); i++)
@@ -1098,7 +1139,8 @@ static int profile_inherit(sbx_profile *child, sbx_profile *parent) {
                 STEAL(n_env);
         } else if (has_leaf(parent, L_ENV)) {
                 for (size_t i = 0; i < child->n_env; i++) {
-                        int r = env_set(&parent->env, &parent->n_env, child->env[i].name, child->env[i].value);
+                        int r = env_set(
+                                &parent->env, &parent->n_env, child->env[i].name, child->env[i].value);
                         if (r < 0)
                                 return r;
                 }
@@ -1142,8 +1184,8 @@ int sbx_profile_load(const char *name_or_file, sbx_profile **ret, sbx_error *e) 
                         char sp[512];
                         r = sbx_error_set(e, ENOENT, "profile: load",
                                 "no profile named '%s' (not a built-in, and no %s.yaml in %s); "
-                                "'sandboxer profile list' shows the known ones", name_or_file, name_or_file,
-                                search_path_text(sp, sizeof sp));
+                                "'sandboxer profile list' shows the known ones",
+                                name_or_file, name_or_file, search_path_text(sp, sizeof sp));
                 }
         }
         if (r < 0)
@@ -1155,7 +1197,8 @@ int sbx_profile_load(const char *name_or_file, sbx_profile **ret, sbx_error *e) 
                 const char *ref = cur->extends;
 
                 if (n > PROFILE_MAX_EXTENDS) {
-                        r = sbx_error_set_at(e, EINVAL, cur->source_file, cur->extends_line_, cur->extends_column_,
+                        r = sbx_error_set_at(e, EINVAL, cur->source_file, cur->extends_line_,
+                                cur->extends_column_,
                                 "extends: the chain from %s is deeper than %d profiles", chain[0]->id,
                                 PROFILE_MAX_EXTENDS);
                         goto finish;
@@ -1164,8 +1207,8 @@ int sbx_profile_load(const char *name_or_file, sbx_profile **ret, sbx_error *e) 
                         _cleanup_free_ char *path = NULL;
                         if (strncmp(keys[n - 1], "builtin:", 8) == 0) {
                                 r = sbx_error_set_at(e, EINVAL, cur->source_file, cur->extends_line_,
-                                        cur->extends_column_, "extends: a built-in profile cannot extend a file (%s)",
-                                        ref);
+                                        cur->extends_column_,
+                                        "extends: a built-in profile cannot extend a file (%s)", ref);
                                 goto finish;
                         } else if (ref[0] != '/') {
                                 /* relative to the directory of the extending file */
@@ -1180,7 +1223,8 @@ int sbx_profile_load(const char *name_or_file, sbx_profile **ret, sbx_error *e) 
                         }
                         if (access(path, F_OK) < 0) {
                                 r = sbx_error_set_at(e, ENOENT, cur->source_file, cur->extends_line_,
-                                        cur->extends_column_, "extends: cannot find the profile file %s (%s)", path,
+                                        cur->extends_column_,
+                                        "extends: cannot find the profile file %s (%s)", path,
                                         strerror(errno));
                                 goto finish;
                         }
@@ -1191,8 +1235,9 @@ int sbx_profile_load(const char *name_or_file, sbx_profile **ret, sbx_error *e) 
                                 char sp[512];
                                 r = sbx_error_set_at(e, ENOENT, cur->source_file, cur->extends_line_,
                                         cur->extends_column_,
-                                        "extends: no profile named '%s' (not a built-in, and no %s.yaml in %s)", ref,
-                                        ref, search_path_text(sp, sizeof sp));
+                                        "extends: no profile named '%s' (not a built-in, and no %s.yaml in "
+                                        "%s)",
+                                        ref, ref, search_path_text(sp, sizeof sp));
                         }
                 }
                 if (r < 0)
@@ -1203,8 +1248,8 @@ int sbx_profile_load(const char *name_or_file, sbx_profile **ret, sbx_error *e) 
                                 char cyc[512];
                                 size_t o = 0;
                                 for (size_t j = i; j < n && o < sizeof cyc; j++)
-                                        o += (size_t) snprintf(cyc + o, sizeof cyc - o, "%s%s", j > i ? " -> " : "",
-                                                chain[j]->id);
+                                        o += (size_t) snprintf(cyc + o, sizeof cyc - o, "%s%s",
+                                                j > i ? " -> " : "", chain[j]->id);
                                 r = sbx_error_set_at(e, EINVAL, cur->source_file, cur->extends_line_,
                                         cur->extends_column_, "extends: cycle %s", cyc);
                                 goto finish;
@@ -1219,7 +1264,8 @@ int sbx_profile_load(const char *name_or_file, sbx_profile **ret, sbx_error *e) 
         }
         if (chain[0]->ttl_default_s > chain[0]->ttl_max_s && chain[0]->ttl_max_s > 0) {
                 r = sbx_error_set(e, EINVAL, "profile: extends",
-                        "%s: ttl.default (%.15gs) is longer than ttl.max (%.15gs) once merged with what it extends",
+                        "%s: ttl.default (%.15gs) is longer than ttl.max (%.15gs) once merged with what it "
+                        "extends",
                         chain[0]->id, chain[0]->ttl_default_s, chain[0]->ttl_max_s);
                 goto finish;
         }

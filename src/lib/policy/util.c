@@ -42,7 +42,8 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len, sb
                         break;
                 n += (size_t) k;
                 if (n > max)
-                        return sbx_error_set(e, EFBIG, "read", "%s is too large (more than %zu bytes)", path, max);
+                        return sbx_error_set(
+                                e, EFBIG, "read", "%s is too large (more than %zu bytes)", path, max);
         }
         buf[n] = 0;
         *ret = TAKE_PTR(buf);
@@ -113,7 +114,8 @@ int ycheck_abs_path(yctx *c, const yaml_node_t *n, const char *path, char **valu
         if (r == -ENAMETOOLONG)
                 return yerr(c, n, "%s: the path is too long (at most %d bytes)", path, PATH_MAX - 1);
         if (r < 0)
-                return yerr(c, n, "%s: \"%s\" contains a '..' component (write the path without it)", path, v);
+                return yerr(
+                        c, n, "%s: \"%s\" contains a '..' component (write the path without it)", path, v);
         return 0;
 }
 
@@ -127,7 +129,8 @@ int ycheck_name(yctx *c, const yaml_node_t *n, const char *path, char **value) {
                         goto bad;
         return 0;
 bad:
-        return yerr(c, n, "%s: \"%s\" is not a valid name (letters, digits, '.', '_', '-'; at most 128)", path, v);
+        return yerr(c, n, "%s: \"%s\" is not a valid name (letters, digits, '.', '_', '-'; at most 128)",
+                path, v);
 }
 
 int ycheck_word(yctx *c, const yaml_node_t *n, const char *path, char **value) {
@@ -137,8 +140,9 @@ int ycheck_word(yctx *c, const yaml_node_t *n, const char *path, char **value) {
                 return yerr(c, n, "%s: the value is too long (at most 4096 bytes)", path);
         for (const char *s = v; *s; s++)
                 if (isspace((unsigned char) *s) || (unsigned char) *s < 0x20 || *s == 0x7f)
-                        return yerr(c, n, "%s: \"%s\" must be a single word (no spaces or control characters)",
-                                path, v);
+                        return yerr(c, n,
+                                "%s: \"%s\" must be a single word (no spaces or control characters)", path,
+                                v);
         return 0;
 }
 
@@ -300,10 +304,12 @@ bool egress_covers(const egress_rule *allowed, const egress_rule *want) {
         case EGRESS_WILDCARD:
                 return (want->kind == EGRESS_HOST && host_has_suffix(want->host, allowed->host)) ||
                        (want->kind == EGRESS_WILDCARD &&
-                               (streq(want->host, allowed->host) || host_has_suffix(want->host, allowed->host)));
+                               (streq(want->host, allowed->host) ||
+                                       host_has_suffix(want->host, allowed->host)));
         case EGRESS_ADDR:
                 return want->kind == EGRESS_ADDR && want->family == allowed->family &&
-                       want->prefix >= allowed->prefix && prefix_match(want->addr, allowed->addr, allowed->prefix);
+                       want->prefix >= allowed->prefix &&
+                       prefix_match(want->addr, allowed->addr, allowed->prefix);
         default:
                 return false;
         }
@@ -313,11 +319,14 @@ int ycheck_egress(yctx *c, const yaml_node_t *n, const char *path, char **value)
         egress_rule r;
 
         if (streq(*value, "*"))
-                return yerr(c, n, "%s: \"*\" is not an egress rule (to share the host network use network.default: allow)",
+                return yerr(c, n,
+                        "%s: \"*\" is not an egress rule (to share the host network use network.default: "
+                        "allow)",
                         path);
         if (egress_parse(*value, &r) < 0)
                 return yerr(c, n,
-                        "%s: \"%s\" is not an egress rule (expected \"host\", \"*.domain\", \"host:port\", an address or a CIDR such as \"10.0.0.0/8\")",
+                        "%s: \"%s\" is not an egress rule (expected \"host\", \"*.domain\", \"host:port\", "
+                        "an address or a CIDR such as \"10.0.0.0/8\")",
                         path, *value);
         return 0;
 }
@@ -329,13 +338,13 @@ static const struct {
         bool duration, integer;
         double max;
 } limit_info[_SBX_LIMIT_MAX] = {
-        [SBX_LIMIT_TIMEOUT_S] = { "a positive duration", true, false, DURATION_MAX_S },
-        [SBX_LIMIT_BUDGET_S] = { "a positive duration", true, false, DURATION_MAX_S },
-        [SBX_LIMIT_CPUS] = { "a positive number of CPUs (fractions allowed)", false, false, CPUS_MAX },
-        [SBX_LIMIT_MEMORY_MB] = { "a positive number of MiB", false, false, SIZE_MAX_MB },
-        [SBX_LIMIT_PIDS] = { "a whole number of processes, at least 1", false, true, PIDS_MAX },
-        [SBX_LIMIT_OUTPUT_MB] = { "a positive number of MiB", false, false, SIZE_MAX_MB },
-        [SBX_LIMIT_SCRATCH_MB] = { "a positive number of MiB", false, false, SIZE_MAX_MB },
+        [SBX_LIMIT_TIMEOUT_S] = {"a positive duration", true, false, DURATION_MAX_S},
+        [SBX_LIMIT_BUDGET_S] = {"a positive duration", true, false, DURATION_MAX_S},
+        [SBX_LIMIT_CPUS] = {"a positive number of CPUs (fractions allowed)", false, false, CPUS_MAX},
+        [SBX_LIMIT_MEMORY_MB] = {"a positive number of MiB", false, false, SIZE_MAX_MB},
+        [SBX_LIMIT_PIDS] = {"a whole number of processes, at least 1", false, true, PIDS_MAX},
+        [SBX_LIMIT_OUTPUT_MB] = {"a positive number of MiB", false, false, SIZE_MAX_MB},
+        [SBX_LIMIT_SCRATCH_MB] = {"a positive number of MiB", false, false, SIZE_MAX_MB},
 };
 
 const char *limit_what(sbx_limit_id l) {
@@ -368,8 +377,9 @@ int yparse_limits(yctx *c, const yaml_node_t *n, const char *where, sbx_source s
                 if (limit_info[i].duration)
                         r = yget_duration(c, v[i], path, false, limit_info[i].max, &l->value[i]);
                 else if (ynode_kind(v[i]) == YK_STRING && strstr(limit_info[i].what, "MiB") &&
-                         sbx_parse_number(yscalar(v[i]), &(double){ 0 }) < 0)
-                        r = yerr(c, v[i], "%s: expected %s, got %s (sizes are plain numbers of MiB: 1024 for 1 GiB)",
+                         sbx_parse_number(yscalar(v[i]), &(double){0}) < 0)
+                        r = yerr(c, v[i],
+                                "%s: expected %s, got %s (sizes are plain numbers of MiB: 1024 for 1 GiB)",
                                 path, limit_info[i].what, ynode_describe(v[i], got, sizeof got));
                 else
                         r = yget_number(c, v[i], path, limit_info[i].what, limit_info[i].integer, false,

@@ -37,7 +37,8 @@ static int yerr_mark(yctx *c, yaml_mark_t m, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        return sbx_error_set_at(c->e, EINVAL, c->name, (unsigned) m.line + 1, (unsigned) m.column + 1, "%s", msg);
+        return sbx_error_set_at(
+                c->e, EINVAL, c->name, (unsigned) m.line + 1, (unsigned) m.column + 1, "%s", msg);
 }
 
 static int parser_error(yctx *c, const yaml_parser_t *p, const char *text, size_t len) {
@@ -52,8 +53,8 @@ static int parser_error(yctx *c, const yaml_parser_t *p, const char *text, size_
                         else if (((unsigned char) text[i] & 0xc0) != 0x80)
                                 m.column++;
                 if (p->problem_value >= 0)
-                        return yerr_mark(c, m, "invalid YAML: %s (byte 0x%02x)", p->problem ? p->problem : "bad input",
-                                (unsigned) p->problem_value & 0xff);
+                        return yerr_mark(c, m, "invalid YAML: %s (byte 0x%02x)",
+                                p->problem ? p->problem : "bad input", (unsigned) p->problem_value & 0xff);
                 return yerr_mark(c, m, "invalid YAML: %s", p->problem ? p->problem : "bad input");
         }
         if (p->context)
@@ -106,7 +107,8 @@ static int prescan(yctx *c, const char *text, size_t len) {
                         else
                                 anchor = ev.data.mapping_start.anchor, tag = ev.data.mapping_start.tag;
                         if (++depth > YAML_MAX_DEPTH)
-                                r = yerr_mark(c, ev.start_mark, "nesting deeper than %d levels", YAML_MAX_DEPTH);
+                                r = yerr_mark(
+                                        c, ev.start_mark, "nesting deeper than %d levels", YAML_MAX_DEPTH);
                         break;
                 case YAML_SEQUENCE_END_EVENT:
                 case YAML_MAPPING_END_EVENT:
@@ -124,7 +126,8 @@ static int prescan(yctx *c, const char *text, size_t len) {
                                 (const char *) anchor);
                 else if (r == 0 && tag)
                         r = yerr_mark(c, ev.start_mark,
-                                "tags (%s) are not supported: write a plain value (quote it to make it a string)",
+                                "tags (%s) are not supported: write a plain value (quote it to make it a "
+                                "string)",
                                 (const char *) tag);
                 yaml_event_delete(&ev);
         }
@@ -136,7 +139,7 @@ int yctx_load(yctx *c, const char *text, size_t len, const char *name, sbx_error
         yaml_parser_t p;
         int r;
 
-        *c = (yctx){ .name = name, .e = e };
+        *c = (yctx){.name = name, .e = e};
         if (len > YAML_MAX_INPUT)
                 return sbx_error_set_at(e, EINVAL, name, 1, 1, "file too large (%zu bytes, at most %d)", len,
                         YAML_MAX_INPUT);
@@ -195,8 +198,8 @@ static bool plain_is_number(const char *s) {
                 return is_digits(s + 2, isodigit_);
         if (*s == '-' || *s == '+')
                 s++;
-        if (streq(s, ".inf") || streq(s, ".Inf") || streq(s, ".INF") || streq(s, ".nan") || streq(s, ".NaN") ||
-            streq(s, ".NAN"))
+        if (streq(s, ".inf") || streq(s, ".Inf") || streq(s, ".INF") || streq(s, ".nan") ||
+                streq(s, ".NaN") || streq(s, ".NAN"))
                 return true;
         bool digits = false;
         while (isdigit((unsigned char) *s))
@@ -239,8 +242,8 @@ ykind ynode_kind(const yaml_node_t *n) {
         s = yscalar(n);
         if (streq(s, "") || streq(s, "~") || streq(s, "null") || streq(s, "Null") || streq(s, "NULL"))
                 return YK_NULL;
-        if (streq(s, "true") || streq(s, "True") || streq(s, "TRUE") || streq(s, "false") || streq(s, "False") ||
-            streq(s, "FALSE"))
+        if (streq(s, "true") || streq(s, "True") || streq(s, "TRUE") || streq(s, "false") ||
+                streq(s, "False") || streq(s, "FALSE"))
                 return YK_BOOL;
         if (plain_is_number(s))
                 return YK_NUMBER;
@@ -249,8 +252,12 @@ ykind ynode_kind(const yaml_node_t *n) {
 
 const char *ykind_name(ykind k) {
         static const char *const names[] = {
-                [YK_NULL] = "null", [YK_BOOL] = "a boolean", [YK_NUMBER] = "a number",
-                [YK_STRING] = "a string", [YK_LIST] = "a list", [YK_MAP] = "a mapping",
+                [YK_NULL] = "null",
+                [YK_BOOL] = "a boolean",
+                [YK_NUMBER] = "a number",
+                [YK_STRING] = "a string",
+                [YK_LIST] = "a list",
+                [YK_MAP] = "a mapping",
         };
         return (unsigned) k < ELEMENTSOF(names) ? names[k] : "?";
 }
@@ -343,15 +350,15 @@ static int check_key(yctx *c, const yaml_node_t *k, const char *where, const cha
         char got[96];
 
         if (ynode_kind(k) == YK_LIST || ynode_kind(k) == YK_MAP || k->data.scalar.length == 0 ||
-            strlen(yscalar(k)) != k->data.scalar.length)
-                return yerr(c, k, "%s%s: keys must be plain names, got %s", isempty(where) ? "top level" : where,
-                        "", ynode_describe(k, got, sizeof got));
+                strlen(yscalar(k)) != k->data.scalar.length)
+                return yerr(c, k, "%s%s: keys must be plain names, got %s",
+                        isempty(where) ? "top level" : where, "", ynode_describe(k, got, sizeof got));
         *ret = yscalar(k);
         return 0;
 }
 
 int ymap(yctx *c, const yaml_node_t *n, const char *where, const char *const *keys, size_t n_keys,
-         yaml_node_t **ret_values) {
+        yaml_node_t **ret_values) {
         char got[96], expected[512];
         size_t o = 0;
 
@@ -360,7 +367,8 @@ int ymap(yctx *c, const yaml_node_t *n, const char *where, const char *const *ke
                         ynode_describe(n, got, sizeof got));
         for (size_t i = 0; i < n_keys; i++)
                 ret_values[i] = NULL;
-        for (yaml_node_pair_t *pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
+        for (yaml_node_pair_t *pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top;
+                pair++) {
                 yaml_node_t *k = ynode(c, pair->key), *v = ynode(c, pair->value);
                 const char *key;
                 size_t i;
@@ -377,14 +385,16 @@ int ymap(yctx *c, const yaml_node_t *n, const char *where, const char *const *ke
                         o = 0;
                         expected[0] = 0;
                         for (size_t j = 0; j < n_keys && o < sizeof expected; j++)
-                                o += (size_t) snprintf(expected + o, sizeof expected - o, "%s%s", j ? ", " : "",
-                                        keys[j]);
+                                o += (size_t) snprintf(
+                                        expected + o, sizeof expected - o, "%s%s", j ? ", " : "", keys[j]);
                         if (hint)
-                                return yerr(c, k, "unknown key '%s' %s%s (did you mean '%s'? expected one of: %s)",
-                                        key, isempty(where) ? "at top level" : "in ", isempty(where) ? "" : where,
-                                        hint, expected);
+                                return yerr(c, k,
+                                        "unknown key '%s' %s%s (did you mean '%s'? expected one of: %s)",
+                                        key, isempty(where) ? "at top level" : "in ",
+                                        isempty(where) ? "" : where, hint, expected);
                         return yerr(c, k, "unknown key '%s' %s%s (expected one of: %s)", key,
-                                isempty(where) ? "at top level" : "in ", isempty(where) ? "" : where, expected);
+                                isempty(where) ? "at top level" : "in ", isempty(where) ? "" : where,
+                                expected);
                 }
                 if (ret_values[i]) {
                         /* the value node's position identifies the first occurrence */
@@ -397,13 +407,15 @@ int ymap(yctx *c, const yaml_node_t *n, const char *where, const char *const *ke
         return 0;
 }
 
-int ymap_each(yctx *c, const yaml_node_t *n, const char *where, size_t max_pairs, ymap_fn fn, void *userdata) {
+int ymap_each(
+        yctx *c, const yaml_node_t *n, const char *where, size_t max_pairs, ymap_fn fn, void *userdata) {
         yaml_node_pair_t *start = n->data.mapping.pairs.start;
         char got[96], path[256];
         size_t n_pairs;
 
         if (n->type != YAML_MAPPING_NODE)
-                return yerr(c, n, "%s: expected a mapping, got %s", where, ynode_describe(n, got, sizeof got));
+                return yerr(
+                        c, n, "%s: expected a mapping, got %s", where, ynode_describe(n, got, sizeof got));
         n_pairs = (size_t) (n->data.mapping.pairs.top - start);
         if (n_pairs > max_pairs)
                 return yerr(c, n, "%s: too many entries (%zu, at most %zu)", where, n_pairs, max_pairs);
@@ -479,22 +491,24 @@ int yget_bool(yctx *c, const yaml_node_t *n, const char *path, bool *ret) {
 }
 
 int yget_enum(yctx *c, const yaml_node_t *n, const char *path, int (*from_string)(const char *),
-              const char *choices, int *ret) {
+        const char *choices, int *ret) {
         char got[96];
         ykind k = ynode_kind(n);
         int v;
 
         if (k == YK_LIST || k == YK_MAP || k == YK_NULL)
-                return yerr(c, n, "%s: expected one of %s, got %s", path, choices, ynode_describe(n, got, sizeof got));
+                return yerr(c, n, "%s: expected one of %s, got %s", path, choices,
+                        ynode_describe(n, got, sizeof got));
         v = from_string(yscalar(n));
         if (v < 0)
-                return yerr(c, n, "%s: expected one of %s, got %s", path, choices, ynode_describe(n, got, sizeof got));
+                return yerr(c, n, "%s: expected one of %s, got %s", path, choices,
+                        ynode_describe(n, got, sizeof got));
         *ret = v;
         return 0;
 }
 
 static int number_problem(yctx *c, const yaml_node_t *n, const char *path, const char *what, double v,
-                          bool integer, bool allow_zero, double max) {
+        bool integer, bool allow_zero, double max) {
         char got[96];
 
         ynode_describe(n, got, sizeof got);
@@ -536,15 +550,16 @@ static int plain_number(const char *s, double *ret) {
 }
 
 int yget_number(yctx *c, const yaml_node_t *n, const char *path, const char *what, bool integer,
-                bool allow_zero, double max, double *ret) {
+        bool allow_zero, double max, double *ret) {
         char got[96];
         double v;
         int r;
 
         if (ynode_kind(n) != YK_NUMBER) {
                 if (ynode_kind(n) == YK_STRING && sbx_parse_number(yscalar(n), &v) >= 0)
-                        return yerr(c, n, "%s: expected %s, got the string %s (write the number without quotes)",
-                                path, what, ynode_describe(n, got, sizeof got));
+                        return yerr(c, n,
+                                "%s: expected %s, got the string %s (write the number without quotes)", path,
+                                what, ynode_describe(n, got, sizeof got));
                 return want(c, n, path, what);
         }
         r = plain_number(yscalar(n), &v);
@@ -561,7 +576,8 @@ int yget_number(yctx *c, const yaml_node_t *n, const char *path, const char *wha
         return 0;
 }
 
-int yget_duration(yctx *c, const yaml_node_t *n, const char *path, bool allow_zero, double max, double *ret) {
+int yget_duration(
+        yctx *c, const yaml_node_t *n, const char *path, bool allow_zero, double max, double *ret) {
         const char *what = allow_zero ? "a duration (seconds, or \"30s\", \"90m\", \"4h\", \"2d\")"
                                       : "a positive duration (seconds, or \"30s\", \"90m\", \"4h\", \"2d\")";
         char got[96];
@@ -594,14 +610,15 @@ int yget_duration(yctx *c, const yaml_node_t *n, const char *path, bool allow_ze
 }
 
 int yget_strv(yctx *c, const yaml_node_t *n, const char *path, const char *what, size_t max_items,
-              ystr_check_fn check, char ***ret) {
+        ystr_check_fn check, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         char got[96], what_list[160], item_path[256];
         size_t n_items;
 
         snprintf(what_list, sizeof what_list, "a list of %s", what);
         if (n->type != YAML_SEQUENCE_NODE)
-                return yerr(c, n, "%s: expected %s, got %s", path, what_list, ynode_describe(n, got, sizeof got));
+                return yerr(c, n, "%s: expected %s, got %s", path, what_list,
+                        ynode_describe(n, got, sizeof got));
         n_items = (size_t) (n->data.sequence.items.top - n->data.sequence.items.start);
         if (n_items > max_items)
                 return yerr(c, n, "%s: too many entries (%zu, at most %zu)", path, n_items, max_items);
@@ -623,8 +640,8 @@ int yget_strv(yctx *c, const yaml_node_t *n, const char *path, const char *what,
                 }
                 for (size_t j = 0; j < i; j++)
                         if (streq(l[j], l[i]))
-                                return yerr(c, item, "%s: duplicate entry \"%s\" (also %s[%zu])", item_path, l[i],
-                                        path, j);
+                                return yerr(c, item, "%s: duplicate entry \"%s\" (also %s[%zu])", item_path,
+                                        l[i], path, j);
         }
         *ret = TAKE_PTR(l);
         return 0;

@@ -52,13 +52,14 @@ const char *ypath_index(char *buf, size_t size, const char *parent, size_t i);
  * node of each key in ret_values[] (NULL when absent). n_keys ≤ 64. `where` names the
  * mapping in messages ("" for the top level). */
 int ymap(yctx *c, const yaml_node_t *n, const char *where, const char *const *keys, size_t n_keys,
-         yaml_node_t **ret_values);
+        yaml_node_t **ret_values);
 
 /* Iterate a mapping with free-form string keys (env, constraints): checks keys are scalars,
  * non-duplicated. Calls fn for each pair. */
 typedef int (*ymap_fn)(yctx *c, const char *key, yaml_node_t *key_node, yaml_node_t *value, const char *path,
-                       void *userdata);
-int ymap_each(yctx *c, const yaml_node_t *n, const char *where, size_t max_pairs, ymap_fn fn, void *userdata);
+        void *userdata);
+int ymap_each(
+        yctx *c, const yaml_node_t *n, const char *where, size_t max_pairs, ymap_fn fn, void *userdata);
 
 /* Typed getters. All fail with a positioned message naming path and what was expected. */
 int yget_string(yctx *c, const yaml_node_t *n, const char *path, const char *what, char **ret);
@@ -67,17 +68,17 @@ int yget_string_or_null(yctx *c, const yaml_node_t *n, const char *path, const c
 int yget_bool(yctx *c, const yaml_node_t *n, const char *path, bool *ret);
 /* An enum: from_string() maps the text, choices lists them for the message ("a | b"). */
 int yget_enum(yctx *c, const yaml_node_t *n, const char *path, int (*from_string)(const char *),
-              const char *choices, int *ret);
+        const char *choices, int *ret);
 /* A plain YAML number in (0, max] (or [0, max] when allow_zero); integer when asked. `what`
  * completes "expected ..." ("a positive number of MiB"). */
 int yget_number(yctx *c, const yaml_node_t *n, const char *path, const char *what, bool integer,
-                bool allow_zero, double max, double *ret);
+        bool allow_zero, double max, double *ret);
 /* A duration: a number of seconds or a string such as "30s", "90m", "1.5h", "2d". */
 int yget_duration(yctx *c, const yaml_node_t *n, const char *path, bool allow_zero, double max, double *ret);
 /* A list of strings, each passed through check (may be NULL) which may rewrite it. */
 typedef int (*ystr_check_fn)(yctx *c, const yaml_node_t *n, const char *path, char **value);
 int yget_strv(yctx *c, const yaml_node_t *n, const char *path, const char *what, size_t max_items,
-              ystr_check_fn check, char ***ret);
+        ystr_check_fn check, char ***ret);
 
 /* Closest of keys[] to s (Levenshtein distance ≤ 2), or NULL. */
 const char *ysuggest(const char *s, const char *const *keys, size_t n_keys);

@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "isolate/caps.h"
 #include "isolate/childerr.h"
+#include "isolate/landlock.h"
 #include "isolate/ns.h"
 
 uint64_t sbx_now_ns(void) {
@@ -77,6 +79,16 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
         if (p->mounts && sbx_mount_plan_execute(p->mounts, &ce) < 0)
                 child_die(errfd, &ce);
 
+        /* Landlock rules for what exists only in here: scratch, /proc, /dev, generated files. */
+        for (size_t i = 0; p->landlock_fd >= 0 && i < p->n_inside_rules; i++) {
+                int r = sbx_landlock_add_path(p->landlock_fd, p->landlock_abi, p->inside_rules[i].path,
+                                              p->inside_rules[i].access);
+                if (r < 0 && !(r == -ENOENT && p->inside_rules[i].optional)) {
+                        sbx_child_fail(&ce, r, "landlock: add rule", p->inside_rules[i].path);
+                        child_die(errfd, &ce);
+                }
+        }
+
         int failed_res = 0;
         int r = sbx_rlimit_apply(&p->rlimits, &failed_res);
         if (r < 0) {
@@ -84,38 +96,46 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
                 child_die(errfd, &ce);
         }
 
-        /* stdio, the status socket at 3, the init at 4, and nothing else. The error pipe stays
-         * (close-on-exec) so a failed execveat can still be reported. */
-        int fds[3] = { p->stdin_fd, p->stdout_fd, p->stderr_fd };
-        int tmp[3];
-        for (int i = 0; i < 3; i++) { /* dup above the low numbers first so none clobbers another */
-                tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 16);
-                if (tmp[i] < 0) {
-                        sbx_child_fail(&ce, errno, "dup stdio", NULL);
+        /* stdio, the status socket at 3, the seccomp program at 4, the Landlock ruleset at 5,
+         * and nothing else; the init binary (6) and the error pipe (7) close on exec. Everything
+         * is first moved above the low numbers so that no dup2 clobbers a source. */
+        int src[8] = { p->stdin_fd, p->stdout_fd, p->stderr_fd, p->status_fd, p->seccomp_fd, p->landlock_fd,
+                       p->init_fd, errfd };
+        int hi[8];
+        for (int i = 0; i < 8; i++) {
+                hi[i] = -1;
+                if (src[i] < 0)
+                        continue;
+                hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
+                if (hi[i] < 0) {
+                        sbx_child_fail(&ce, errno, "dup", NULL);
                         child_die(errfd, &ce);
                 }
         }
-        int st = fcntl(p->status_fd, F_DUPFD_CLOEXEC, 16);
-        int in = fcntl(p->init_fd, F_DUPFD_CLOEXEC, 16);
-        int ef = fcntl(errfd, F_DUPFD_CLOEXEC, 16);
-        if (st < 0 || in < 0 || ef < 0) {
-                sbx_child_fail(&ce, errno, "dup", NULL);
-                child_die(errfd, &ce);
-        }
-        errfd = ef;
-        for (int i = 0; i < 3; i++)
-                if (dup2(tmp[i], i) < 0) {
-                        sbx_child_fail(&ce, errno, "dup2 stdio", NULL);
+        errfd = hi[7];
+        for (int i = 0; i < 8; i++) {
+                if (hi[i] < 0)
+                        continue;
+                if (dup3(hi[i], i, i >= 6 ? O_CLOEXEC : 0) < 0) {
+                        sbx_child_fail(&ce, errno, "dup3", NULL);
                         child_die(errfd, &ce);
                 }
-        if (dup2(st, 3) < 0 || dup3(in, 4, O_CLOEXEC) < 0 || dup3(ef, 5, O_CLOEXEC) < 0) {
-                sbx_child_fail(&ce, errno, "dup2", NULL);
-                child_die(errfd, &ce);
         }
-        errfd = 5;
-        if (syscall(SYS_close_range, 6, ~0U, 0) < 0) {
+        errfd = 7;
+        if (syscall(SYS_close_range, 8, ~0U, 0) < 0) {
                 sbx_child_fail(&ce, errno, "close_range", NULL);
                 child_die(errfd, &ce);
+        }
+        for (int i = 4; i <= 5; i++) /* unused slots stay closed */
+                if (hi[i] < 0)
+                        (void) close(i);
+
+        if (p->drop_caps) {
+                int r2 = sbx_caps_drop_all(p->last_cap);
+                if (r2 < 0) {
+                        sbx_child_fail(&ce, r2, "drop capabilities", NULL);
+                        child_die(errfd, &ce);
+                }
         }
 
         /* Credentials changed: the parent-death signal was reset; arm it again. */
@@ -126,7 +146,7 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
         if (getppid() == 0 && !(p->clone_flags & CLONE_NEWPID))
                 _exit(125);
 
-        syscall(SYS_execveat, 4, "", p->init_argv, p->envp, AT_EMPTY_PATH);
+        syscall(SYS_execveat, 6, "", p->init_argv, p->envp, AT_EMPTY_PATH);
         sbx_child_fail(&ce, errno, "execute sandboxer-init", NULL);
         child_die(errfd, &ce);
 }

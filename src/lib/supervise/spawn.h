@@ -13,6 +13,16 @@
 #include "isolate/rlimit.h"
 
 
+typedef struct sbx_spawn_path_rule {
+        const char *path;              /* inside the new root */
+        unsigned access;               /* SBX_LL_* */
+        bool optional;                 /* skip when absent */
+} sbx_spawn_path_rule;
+
+/* Descriptors the init finds open (see src/init/init.c). */
+#define SBX_INIT_SECCOMP_FD 4
+#define SBX_INIT_LANDLOCK_FD 5
+
 typedef struct sbx_spawn_params {
         unsigned long clone_flags;     /* CLONE_NEW* set; 0 = no namespaces */
         uid_t uid_inside, uid_outside;
@@ -28,6 +38,13 @@ typedef struct sbx_spawn_params {
         int status_fd;                 /* becomes fd 3 of the init */
         sbx_rlimit_plan rlimits;
         int cgroup_fd;                 /* v2 leaf for CLONE_INTO_CGROUP, or -1 */
+        int landlock_fd;               /* ruleset for the command (fd 5 of the init), or -1 */
+        int landlock_abi;
+        const sbx_spawn_path_rule *inside_rules; /* Landlock rules for paths made in the child */
+        size_t n_inside_rules;
+        int seccomp_fd;                /* BPF program for the command (fd 4 of the init), or -1 */
+        bool drop_caps;                /* bounding/ambient/inheritable/permitted/effective all zero */
+        int last_cap;
         /* Called in the parent after clone and before the child goes on (e.g. cgroup v1 attach). */
         int (*after_clone)(pid_t pid, void *userdata, sbx_error *e);
         void *userdata;
