@@ -164,7 +164,26 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
         if ((r = sbx_mount_plan_add(plan, SBX_MOP_TMPFS, "tmpfs", SCRATCH_DIR, opts, strlen(opts), true, true, 0)) < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
 
-        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE) {
+        if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && geteuid() == 0) {
+                /* As root the command runs as run_as: an idmapped mount makes its writes land
+                 * owned by the workspace's owner, not by run_as (DESIGN.md principle 8). */
+                const char *target = pr->ws_mount ? pr->ws_mount : "/workspace";
+                _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
+                struct stat st;
+                if (!real || stat(real, &st) < 0)
+                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                if (st.st_uid == 0)
+                        return sbx_error_set(e, EPERM, "workspace",
+                                "refusing a writable workspace owned by root (%s): the sandbox's files would land on the "
+                                "host as root's; chown it to an ordinary user, or use workspace.access: ro", real);
+                int fd = sbx_mount_idmapped_tree(real, st.st_uid, st.st_gid, cfg->policy->run_as, cfg->policy->run_as,
+                                                 false, e);
+                if (fd < 0)
+                        return fd;
+                (void) sbx_report_add_mount(rep, real, target, "bind-rw-idmapped");
+                if ((r = sbx_mount_plan_add_fd(plan, fd, target, true)) < 0)
+                        return sbx_error_set(e, r, "mount plan", "out of memory");
+        } else if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE) {
                 r = add_bind(plan, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
                              pr->ws_access == SBX_ACCESS_RW, NULL, e);
                 if (r < 0)

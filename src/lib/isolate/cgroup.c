@@ -118,7 +118,8 @@ static int read_text(const char *path, char **ret) {
                         buf = n;
                         cap *= 2;
                 }
-                ssize_t k = read(fd, buf + len, cap - len - 1);
+                size_t want = cap - len - 1;
+                ssize_t k = read(fd, buf + len, want);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -127,6 +128,11 @@ static int read_text(const char *path, char **ret) {
                 if (k == 0)
                         break;
                 len += (size_t) k;
+                /* cgroupfs and /proc files are seq_files, which fill the buffer unless the text
+                 * ends; a plain file (a fake tree) reads short only at its end too. So a short
+                 * read is the end: no second read() just to see 0. */
+                if ((size_t) k < want)
+                        break;
         }
         buf[len] = 0;
         *ret = TAKE_PTR(buf);
@@ -241,6 +247,13 @@ static bool fs_is(const char *path, long magic) {
         return statfs(path, &s) == 0 && (long) s.f_type == magic;
 }
 
+/* Is a v1 hierarchy mounted at path? 1 with *real set (a cgroupfs, or a fake tree with its
+ * files), 0 when not. One statfs() for a real hierarchy. */
+static int v1_mounted(const char *path, bool *real) {
+        *real = fs_is(path, CGROUP_SUPER_MAGIC);
+        return *real || exists_at(path, "cgroup.procs");
+}
+
 static uint64_t now_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -305,15 +318,22 @@ static int check_writable(sbx_cgroup_controller_probe *c, const char *what) {
         _cleanup_free_ char *owndir = NULL;
         if (path_join(&owndir, c->mount, c->own) < 0)
                 return -ENOMEM;
-        if (!is_dir(owndir)) {
-                set_reason(c, ENOENT,
-                        "%s: this process's cgroup %s is not visible under %s (a container without its "
-                        "own cgroup namespace?)",
-                        what, c->own, c->mount);
-                return 0;
+        /* The base first: it normally exists (it is kept between runs), and may be delegated
+         * even where our own cgroup is not writable. One faccessat() in the common case. */
+        const char *dir = c->base;
+        int k = faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS);
+        if (k < 0 && errno == ENOENT) {
+                dir = owndir;
+                k = faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS);
+                if (k < 0 && errno == ENOENT) {
+                        set_reason(c, ENOENT,
+                                "%s: this process's cgroup %s is not visible under %s (a container without "
+                                "its own cgroup namespace?)",
+                                what, c->own, c->mount);
+                        return 0;
+                }
         }
-        const char *dir = is_dir(c->base) ? c->base : owndir;
-        if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0) {
+        if (k < 0) {
                 int err = errno;
                 if (geteuid() != 0 && c->version == SBX_CG_V2 && !own_is_user_delegated(c->own))
                         set_reason(c, err,
@@ -454,22 +474,41 @@ int sbx_cgroup_probe(const char *root, const char *self_cgroup, sbx_cgroup_probe
                         l++;
         }
 
-        /* The cgroup2 hierarchy: at the root (unified host) or at ROOT/unified (hybrid). */
-        if (exists_at(root, "cgroup.controllers"))
-                v2_mount = strdup(root);
-        else if (path_join(&v2_mount, root, "unified") < 0)
+        /* The cgroup2 hierarchy: at the root (unified host) or at ROOT/unified (hybrid). statfs()
+         * tells a real one at once; a fake tree (tests) is recognised by its files. */
+        bool v2_real = false;
+        if (path_join(&v2_mount, root, "unified") < 0)
                 goto oom;
-        else if (!exists_at(v2_mount, "cgroup.controllers"))
+        if (fs_is(root, CGROUP2_SUPER_MAGIC)) {
+                free(v2_mount);
+                v2_mount = strdup(root);
+                if (!v2_mount)
+                        goto oom;
+                v2_real = true;
+        } else if (fs_is(v2_mount, CGROUP2_SUPER_MAGIC))
+                v2_real = true;
+        else if (exists_at(root, "cgroup.controllers")) {
+                free(v2_mount);
+                v2_mount = strdup(root);
+                if (!v2_mount)
+                        goto oom;
+        } else if (!exists_at(v2_mount, "cgroup.controllers"))
                 v2_mount = (free(v2_mount), NULL);
         if (v2_mount && !v2_own)
                 set_reason(&p.v2, ENOENT, "cgroup2: mounted at %s but /proc/self/cgroup has no 0:: line",
                         v2_mount);
         else if (v2_mount) {
-                if (controller_probe_fill(
-                            &p.v2, SBX_CG_V2, v2_mount, v2_own, fs_is(v2_mount, CGROUP2_SUPER_MAGIC)) < 0)
+                if (controller_probe_fill(&p.v2, SBX_CG_V2, v2_mount, v2_own, v2_real) < 0)
                         goto oom;
                 if (check_writable(&p.v2, "cgroup2") < 0)
                         goto oom;
+                /* cgroup.kill (5.14+) kills a whole group at once, stopped and frozen tasks too. */
+                if (p.v2.usable && p.v2.real) {
+                        _cleanup_free_ char *owndir = NULL;
+                        if (path_join(&owndir, p.v2.mount, p.v2.own) < 0)
+                                goto oom;
+                        p.v2_kill = exists_at(owndir, streq(p.v2.own, "/") ? "cgroup.procs" : "cgroup.kill");
+                }
         } else
                 set_reason(&p.v2, ENOENT, "cgroup2: not mounted at %s or %s/unified", root, root);
 
@@ -480,21 +519,23 @@ int sbx_cgroup_probe(const char *root, const char *self_cgroup, sbx_cgroup_probe
 
                 if (v1[i].joined) {
                         _cleanup_free_ char *mount = NULL;
+                        bool real = false;
                         if (path_join(&mount, root, v1[i].joined) < 0)
                                 goto oom;
-                        if (!exists_at(mount, "cgroup.procs")) {
+                        int m = v1_mounted(mount, &real);
+                        if (m == 0 && !streq(v1[i].joined, name)) {
                                 free(mount);
                                 if (path_join(&mount, root, name) < 0)
                                         goto oom;
+                                m = v1_mounted(mount, &real);
                         }
-                        if (!exists_at(mount, "cgroup.procs")) {
+                        if (m == 0) {
                                 set_reason(c, ENOENT,
                                         "cgroup v1 %s: listed in /proc/self/cgroup but not mounted at %s/%s",
                                         name, root, v1[i].joined);
                                 continue;
                         }
-                        if (controller_probe_fill(
-                                    c, SBX_CG_V1, mount, v1[i].path, fs_is(mount, CGROUP_SUPER_MAGIC)) < 0)
+                        if (controller_probe_fill(c, SBX_CG_V1, mount, v1[i].path, real) < 0)
                                 goto oom;
                         snprintf(what, sizeof what, "cgroup v1 %s", name);
                         if (check_writable(c, what) < 0)

@@ -9,6 +9,10 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
 
 sbx_mount_plan *sbx_mount_plan_free(sbx_mount_plan *p) {
         if (!p)
@@ -17,6 +21,8 @@ sbx_mount_plan *sbx_mount_plan_free(sbx_mount_plan *p) {
                 free(p->ops[i].source);
                 free(p->ops[i].target);
                 free(p->ops[i].data);
+                if (p->ops[i].type == SBX_MOP_MOVE_FD && p->ops[i].fd >= 0)
+                        close(p->ops[i].fd);
         }
         free(p->ops);
         free(p->staging);
@@ -56,7 +62,7 @@ int sbx_mount_plan_add(sbx_mount_plan *p, sbx_mop_type type, const char *source,
                 p->ops = o;
                 p->n_alloc = na;
         }
-        sbx_mount_op op = { .type = type, .rw = rw, .is_dir = is_dir, .mode = mode, .data_len = data_len };
+        sbx_mount_op op = { .type = type, .rw = rw, .is_dir = is_dir, .mode = mode, .data_len = data_len, .fd = -1 };
         if (source && !(op.source = strdup(source)))
                 goto oom;
         if (target && !(op.target = strdup(target)))
@@ -69,6 +75,91 @@ oom:
         free(op.source);
         free(op.target);
         return -ENOMEM;
+}
+
+int sbx_mount_plan_add_fd(sbx_mount_plan *p, int fd, const char *target, bool is_dir) {
+        int r = sbx_mount_plan_add(p, SBX_MOP_MOVE_FD, NULL, target, NULL, 0, true, is_dir, 0);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        p->ops[p->n_ops - 1].fd = fd;
+        return 0;
+}
+
+/* A user namespace holding just the mapping, for MOUNT_ATTR_IDMAP: a child that only waits. */
+static int idmap_userns(uid_t disk_uid, gid_t disk_gid, uid_t kuid, gid_t kgid, sbx_error *e) {
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return sbx_error_set(e, errno, "idmap", "pipe: %m");
+        pid_t pid = (pid_t) syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
+        if (pid < 0) {
+                int r = sbx_error_set(e, errno, "idmap", "cannot create a user namespace for the idmapped workspace: %m");
+                close(pfd[0]), close(pfd[1]);
+                return r;
+        }
+        if (pid == 0) {
+                char c;
+                close(pfd[1]);
+                _exit(read(pfd[0], &c, 1) < 0 ? 1 : 0);
+        }
+        close(pfd[0]);
+        char path[64], buf[64];
+        int r = 0, nsfd = -1;
+        static const char *const files[] = { "uid_map", "setgroups", "gid_map" };
+        for (int i = 0; i < 3 && r >= 0; i++) {
+                snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, files[i]);
+                if (i == 0)
+                        snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned) disk_uid, (unsigned) kuid);
+                else if (i == 1)
+                        snprintf(buf, sizeof buf, "deny");
+                else
+                        snprintf(buf, sizeof buf, "%u %u 1\n", (unsigned) disk_gid, (unsigned) kgid);
+                int fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd < 0 || write(fd, buf, strlen(buf)) < 0)
+                        r = sbx_error_set(e, errno, "idmap", "cannot write %s: %m", path);
+                if (fd >= 0)
+                        close(fd);
+        }
+        if (r >= 0) {
+                snprintf(path, sizeof path, "/proc/%d/ns/user", (int) pid);
+                nsfd = open(path, O_RDONLY | O_CLOEXEC);
+                if (nsfd < 0)
+                        r = sbx_error_set(e, errno, "idmap", "cannot open %s: %m", path);
+        }
+        close(pfd[1]); /* the child exits */
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return r < 0 ? r : nsfd;
+}
+
+int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gid, uid_t kuid, gid_t kgid,
+                            bool readonly, sbx_error *e) {
+        int tree = open_tree(AT_FDCWD, host_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0)
+                return sbx_error_set(e, errno, "idmap", "cannot clone the mount tree of %s: %m", host_path);
+        int ns = idmap_userns(disk_uid, disk_gid, kuid, kgid, e);
+        if (ns < 0) {
+                close(tree);
+                return ns;
+        }
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                                   .userns_fd = (uint64_t) ns };
+        if (readonly)
+                attr.attr_set |= MOUNT_ATTR_RDONLY;
+        int r = (int) syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr);
+        int err = errno;
+        close(ns);
+        if (r < 0) {
+                close(tree);
+                return sbx_error_set(e, err, "idmap",
+                        "cannot make an idmapped mount of the workspace %s (%s): the kernel or its filesystem does not "
+                        "support idmapped mounts, and without one, writes from the sandbox would land owned by uid %u; "
+                        "run sandboxer as the workspace's owner instead of root, or use a filesystem that supports "
+                        "idmapped mounts (ext4, xfs, btrfs, tmpfs on Linux 6.3+)",
+                        host_path, strerror(err), (unsigned) kuid);
+        }
+        return tree;
 }
 
 int sbx_mkdir_p(const char *path, mode_t mode) {
@@ -229,6 +320,13 @@ static int run_op(const sbx_mount_op *op, sbx_child_error *err) {
                 r = sbx_mkdir_p(op->target, op->mode ? op->mode : 0755);
                 if (r < 0)
                         return sbx_child_fail(err, r, "create directory", op->target);
+                return 0;
+        case SBX_MOP_MOVE_FD:
+                r = make_mount_point(op->target, op->is_dir);
+                if (r < 0)
+                        return sbx_child_fail(err, r, "create mount point", op->target);
+                if (move_mount(op->fd, "", AT_FDCWD, op->target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return sbx_child_fail(err, errno, "attach idmapped mount", op->target);
                 return 0;
         case SBX_MOP_REMOUNT_RO:
                 /* Used for /dev: its device binds must keep working, so no nodev here. */

@@ -19,6 +19,7 @@ typedef enum sbx_mop_type {
         SBX_MOP_FILE,     /* create target with contents data (mode) */
         SBX_MOP_MKDIR,    /* mkdir -p target (mode) */
         SBX_MOP_REMOUNT_RO, /* make target (a mount point) read-only */
+        SBX_MOP_MOVE_FD,  /* attach a detached mount (fd, from open_tree) at target */
         _SBX_MOP_MAX,
 } sbx_mop_type;
 
@@ -32,6 +33,7 @@ typedef struct sbx_mount_op {
         bool is_dir;        /* bind of a directory (else a file mount point is created) */
         bool noexec;
         mode_t mode;
+        int fd;             /* MOVE_FD: the detached tree, owned by the plan */
 } sbx_mount_op;
 
 typedef struct sbx_mount_plan {
@@ -49,6 +51,14 @@ int sbx_mount_plan_new(sbx_mount_plan **ret);
 /* Add operations (parent side). Strings are copied. */
 int sbx_mount_plan_add(sbx_mount_plan *p, sbx_mop_type type, const char *source, const char *target,
                        const char *data, size_t data_len, bool rw, bool is_dir, mode_t mode);
+
+/* Parent side: a detached, idmapped copy of the tree at host_path (open_tree + mount_setattr):
+ * files owned on disk by `disk_uid`/`disk_gid` appear as (and are created by) `kuid`/`kgid`.
+ * Needs CAP_SYS_ADMIN. Returns the tree fd, or -errno with the story in *e. */
+int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gid, uid_t kuid, gid_t kgid,
+                            bool readonly, sbx_error *e);
+/* Add a MOVE_FD op; takes ownership of fd. */
+int sbx_mount_plan_add_fd(sbx_mount_plan *p, int fd, const char *target, bool is_dir);
 
 /* Child side: make mounts private, build the new root per plan, pivot into it, drop the old
  * root, and make "/" read-only. Syscalls only. On failure fills *err and returns -errno. */

@@ -196,8 +196,9 @@ static int resolve_limits(const sbx_request *req, sbx_config *c, sbx_error *e) {
                 if (!pol->overrides_per_request)
                         return sbx_error_set(e, EPERM, "policy: overrides",
                                 "%s is not allowed: %s does not permit per-request overrides of %s (set "
-                                "overrides.per_request: true and add %s to overrides.allowed)",
-                                flag, policy_name(pol, pf, sizeof pf), key, key);
+                                "overrides.per_request: true and add %s to overrides.allowed%s)",
+                                flag, policy_name(pol, pf, sizeof pf), key, key,
+                                policy_is_builtin(pol) ? " in " SYSTEM_POLICY_FILE " or a --policy FILE" : "");
                 if (!pol->override_allowed[l])
                         return sbx_error_set(e, EPERM, "policy: overrides",
                                 "%s is not allowed: %s does not list %s in overrides.allowed (add it there "
