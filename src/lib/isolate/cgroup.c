@@ -247,6 +247,11 @@ static bool fs_is(const char *path, long magic) {
         return statfs(path, &s) == 0 && (long) s.f_type == magic;
 }
 
+static bool v2_own_has_kill(const sbx_cgroup_controller_probe *c) {
+        _cleanup_free_ char *owndir = NULL;
+        return path_join(&owndir, c->mount, c->own) >= 0 && exists_at(owndir, "cgroup.kill");
+}
+
 /* Is a v1 hierarchy mounted at path? 1 with *real set (a cgroupfs, or a fake tree with its
  * files), 0 when not. One statfs() for a real hierarchy. */
 static int v1_mounted(const char *path, bool *real) {
@@ -502,13 +507,11 @@ int sbx_cgroup_probe(const char *root, const char *self_cgroup, sbx_cgroup_probe
                         goto oom;
                 if (check_writable(&p.v2, "cgroup2") < 0)
                         goto oom;
-                /* cgroup.kill (5.14+) kills a whole group at once, stopped and frozen tasks too. */
-                if (p.v2.usable && p.v2.real) {
-                        _cleanup_free_ char *owndir = NULL;
-                        if (path_join(&owndir, p.v2.mount, p.v2.own) < 0)
-                                goto oom;
-                        p.v2_kill = exists_at(owndir, streq(p.v2.own, "/") ? "cgroup.procs" : "cgroup.kill");
-                }
+                /* cgroup.kill (5.14+) kills a whole group at once, stopped and frozen tasks too.
+                 * The root cgroup has none, so ask the base (kept between runs), else our own. */
+                if (p.v2.usable && p.v2.real)
+                        p.v2_kill = exists_at(p.v2.base, "cgroup.kill") ||
+                                    (!streq(p.v2.own, "/") && v2_own_has_kill(&p.v2));
         } else
                 set_reason(&p.v2, ENOENT, "cgroup2: not mounted at %s or %s/unified", root, root);
 

@@ -70,6 +70,10 @@ typedef struct sbx_cgroup_probe_result {
          * there gives cgroup.kill, CLONE_INTO_CGROUP and populated-tracking. version NONE when
          * there is no cgroup2 mount. */
         sbx_cgroup_controller_probe v2;
+        /* The cgroup2 hierarchy is real and has cgroup.kill (5.14+): a tracking group there kills
+         * the whole sandbox at once, so no v1 freezer group is needed (and none is made), and its
+         * cpu.stat stands in for a v1 cpuacct group (none is made either). */
+        bool v2_kill;
 } sbx_cgroup_probe_result;
 
 /* Find what this process may use: per controller, v2 or v1, the base path and whether it is
@@ -98,7 +102,8 @@ enum {
 };
 
 /* Create the sandbox's group "<base>/<name>" in every usable hierarchy (memory, pids, cpu,
- * cpuacct, freezer, and the cgroup2 hierarchy for tracking) and apply the limits.
+ * cpuacct, freezer, and the cgroup2 hierarchy for tracking; cpuacct and freezer are left out
+ * when probe->v2_kill) and apply the limits. The shared "<base>" is made when missing and kept.
  * `name`: [A-Za-z0-9_.-], 1..64 characters, no leading dot.
  * `best_effort`: SBX_CG_LIMIT_BIT()s of limits that may go without a cgroup (the policy lists
  * them under enforce.best_effort, or the caller enforces them another way, e.g. an rlimit);
@@ -150,9 +155,10 @@ int sbx_cgroup_stats_read(sbx_cgroup *cg, sbx_cgroup_stats *ret);
  * without a memory group. */
 int sbx_cgroup_event_fd(sbx_cgroup *cg);
 
-/* Kill (as sbx_cgroup_kill()), then remove every group created (EBUSY retried for ~1 s) and
- * the shared "sandboxer" base directories that are left empty. The handle stays valid for
- * sbx_cgroup_free(). Returns 0 or the first -errno. */
+/* Kill (as sbx_cgroup_kill()), then remove every group created (EBUSY retried for ~1 s). The
+ * shared "sandboxer" base directories stay: the next sandbox needs them, and removing and
+ * re-creating them costs two cgroup operations per hierarchy and run ('sandboxer gc' removes
+ * them when empty). The handle stays valid for sbx_cgroup_free(). Returns 0 or the first -errno. */
 int sbx_cgroup_destroy(sbx_cgroup *cg);
 /* Free the handle; does NOT remove the groups (that is sbx_cgroup_destroy()). NULL ok. */
 sbx_cgroup *sbx_cgroup_free(sbx_cgroup *cg);
@@ -171,3 +177,19 @@ typedef struct sbx_cgroup_gc_options {
  * touched (the kernel refuses too). */
 int sbx_cgroup_gc(
         const sbx_cgroup_probe_result *probe, const sbx_cgroup_gc_options *opts, char ***ret_names);
+
+/* Group names that say who owns them: "<id>.<pid>.<pidns>" — the owning supervisor's pid and
+ * the inode number of its pid namespace (hex), so that a leftover of a supervisor killed with
+ * SIGKILL is recognised from its name alone (sbx_cgroup_gc_dead_owners()). `id` as for
+ * sbx_cgroup_create() names, at most 40 characters. Writes the name into buf; 0, -EINVAL,
+ * -ENAMETOOLONG, or -errno when the pid namespace cannot be told (stat /proc/self/ns/pid). */
+int sbx_cgroup_owned_name(const char *id, char *buf, size_t size);
+
+/* The cheap clean-up every run does at its start: one getdents64() per distinct base (3
+ * syscalls each), no stat, no file read. Entries named by sbx_cgroup_owned_name() whose owner
+ * is dead (same pid namespace as ours, kill(pid, 0) = ESRCH) are removed in every hierarchy,
+ * sub-groups first; a group still populated (its processes are still dying) refuses rmdir with
+ * EBUSY and is left for a later run. Never kills anything, never waits, never touches names of
+ * any other form (those are for sbx_cgroup_gc()). Returns the number of groups removed or
+ * -errno; if ret_names is non-NULL, the names removed (a strv the caller frees). */
+int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_names);
