@@ -4,7 +4,7 @@
 # root); defaults below let a script run by hand from the tree. It counts every `ok`/`not ok`
 # line, `# SKIP` as skipped; `skip_all` or `exit 77` skips a whole script. A script that dies
 # before its plan is met counts as a failure. Do not `set -e`: a failed check must not end it.
-# shellcheck disable=SC2034 # SBX_RC, SBX_OUT, ... are set for the scripts that source this file
+# shellcheck shell=bash disable=SC2034 # SBX_RC, SBX_OUT, ... are set for the scripts that source this file
 
 : "${SBX_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 : "${SBX_BUILD:=$SBX_SRC/build}"

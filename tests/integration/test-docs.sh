@@ -56,6 +56,7 @@ done
 # The run options in the parser itself (src/cli/run.c), even those --help forgets.
 if [ -r "$SBX_SRC/src/cli/run.c" ]; then
         missing=()
+        # shellcheck disable=SC2013 # option names are single words
         for o in $(grep -oE '^\s*\{ "[a-z][a-z0-9-]*", (no|required|optional)_argument' "$SBX_SRC/src/cli/run.c" |
                 sed -E 's/.*"([^"]+)".*/\1/'); do
                 grep -qE -- "(^|[^a-z0-9-])--$o([^a-z0-9-]|\$)" <<<"$text" || missing+=("--$o")

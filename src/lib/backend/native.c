@@ -416,6 +416,22 @@ static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_
         return 0;
 }
 
+/* Benchmark builds only (-Dbench_knobs=true): turn a layer off to measure what it costs. */
+static bool bench_disabled(const char *layer) {
+#if SBX_BENCH_KNOBS
+        const char *v = getenv("SANDBOXER_BENCH_DISABLE");
+        if (!v)
+                return false;
+        size_t l = strlen(layer);
+        for (const char *p = v; (p = strstr(p, layer)); p += l)
+                if ((p == v || p[-1] == ',') && (p[l] == 0 || p[l] == ','))
+                        return true;
+#else
+        (void) layer;
+#endif
+        return false;
+}
+
 static int native_probe(char *reason, size_t size) {
         /* A cheap check; `sandboxer doctor` runs the full trial child. */
         int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
@@ -446,9 +462,15 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         rep->backend = "native";
         rep->isolation = "container";
 
-        r = plan_limits(cfg, rep, &cg, &rl, e);
-        if (r < 0)
-                return r;
+        if (bench_disabled("cgroup")) {
+                sbx_rlimit_plan_init(&rl);
+                for (int l = 0; l < _SBX_LIMIT_MAX; l++)
+                        rep->limit_mechanism[l] = SBX_MECH_NONE;
+        } else {
+                r = plan_limits(cfg, rep, &cg, &rl, e);
+                if (r < 0)
+                        return r;
+        }
 
         init_fd = open_init(e);
         if (init_fd < 0)
@@ -457,9 +479,11 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         r = build_mounts(cfg, rep, &plan, e);
         if (r < 0)
                 return r;
-        r = build_landlock(cfg, &ll_fd, &ll_abi, e);
-        if (r < 0)
-                return r;
+        if (!bench_disabled("landlock")) {
+                r = build_landlock(cfg, &ll_fd, &ll_abi, e);
+                if (r < 0)
+                        return r;
+        }
         r = build_env(cfg, &env);
         if (r < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
@@ -469,8 +493,9 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 cwd = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE ? (pr->ws_mount ? pr->ws_mount : "/workspace")
                                                                        : SCRATCH_DIR;
         if (strv_extend(&init_argv, "sandboxer-init") < 0 || strv_extend(&init_argv, "--cwd") < 0 ||
-            strv_extend(&init_argv, cwd) < 0 || strv_extend(&init_argv, "--landlock-fd") < 0 ||
-            strv_extend(&init_argv, "5") < 0 || strv_extend(&init_argv, "--") < 0)
+            strv_extend(&init_argv, cwd) < 0 ||
+            (ll_fd >= 0 && (strv_extend(&init_argv, "--landlock-fd") < 0 || strv_extend(&init_argv, "5") < 0)) ||
+            strv_extend(&init_argv, "--") < 0)
                 return sbx_error_set(e, ENOMEM, "init argv", "out of memory");
         for (char *const *a = argv; *a; a++)
                 if (strv_extend(&init_argv, *a) < 0)
@@ -506,7 +531,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .inside_rules = inside_rules,
                 .n_inside_rules = ELEMENTSOF(inside_rules),
                 .seccomp_fd = -1,
-                .drop_caps = true,
+                .drop_caps = !bench_disabled("caps"),
                 .last_cap = sbx_caps_last_cap(),
         };
         sp_params.rlimits = rl;
@@ -515,6 +540,16 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 sp_params.after_clone = attach_cgroup;
                 sp_params.userdata = cg;
         }
+
+        (void) sbx_report_set_fence(rep, "namespaces", "user, mount, pid, net, ipc, uts, cgroup");
+        if (ll_fd >= 0)
+                (void) sbx_report_set_fence(rep, "landlock", "ABI %d: filesystem rules%s%s", ll_abi,
+                                            !pr->net_allow && !pr->loopback ? ", TCP bind/connect denied" : "",
+                                            ll_abi >= 6 ? ", abstract unix sockets and signals scoped" : "");
+        if (sp_params.drop_caps)
+                (void) sbx_report_set_fence(rep, "capabilities", "none (bounding, ambient, inheritable, permitted, effective)");
+        (void) sbx_report_set_fence(rep, "no_new_privs", "set");
+        (void) sbx_report_set_fence(rep, "user", "uid %u inside, host uid %u", SANDBOX_UID, (unsigned) sp_params.uid_outside);
 
         sbx_spawned sv;
         uint64_t t0 = sbx_now_ns();

@@ -679,29 +679,45 @@ static int group_add(sbx_cgroup *cg, const sbx_cgroup_controller_probe *c, const
         return (int) cg->n++;
 }
 
-/* Remove a group and any sub-groups below it, deepest first. On a fake tree the plain files go
- * first. EBUSY (tasks still leaving) is retried for up to ~1 s when `retry`. */
+/* Remove a group and any sub-groups below it, deepest first. On cgroupfs one rmdir() removes a
+ * group with its interface files: sub-groups are looked for (with d_type, no stat) only when it
+ * fails with EBUSY. On a fake tree (!real) the plain files go first. EBUSY (tasks still leaving)
+ * is retried for up to ~1 s when `retry`. */
 static int rmdir_tree(const char *path, bool real, bool retry) {
-        _cleanup_(closedirp_) DIR *d = opendir(path);
-        if (!d)
-                return errno == ENOENT ? 0 : negative_errno();
-        struct dirent *de;
+        if (real) {
+                if (rmdir(path) == 0 || errno == ENOENT)
+                        return 0;
+                if (errno != EBUSY && errno != ENOTEMPTY)
+                        return negative_errno();
+        }
         int r = 0;
-        while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                _cleanup_free_ char *sub = NULL;
-                if (path_join(&sub, path, de->d_name) < 0)
-                        return -ENOMEM;
-                struct stat st;
-                if (lstat(sub, &st) < 0)
-                        continue;
-                if (S_ISDIR(st.st_mode)) {
-                        int k = rmdir_tree(sub, real, retry);
-                        if (k < 0 && r == 0)
-                                r = k;
-                } else if (!real && unlink(sub) < 0 && r == 0)
-                        r = negative_errno();
+        {
+                _cleanup_(closedirp_) DIR *d = opendir(path);
+                if (!d)
+                        return errno == ENOENT ? 0 : negative_errno();
+                struct dirent *de;
+                while ((de = readdir(d))) {
+                        if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                                continue;
+                        unsigned char type = de->d_type;
+                        if (type == DT_UNKNOWN) {
+                                struct stat st;
+                                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                        continue;
+                                type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+                        }
+                        if (type != DT_DIR && real)
+                                continue; /* interface files go with the group */
+                        _cleanup_free_ char *sub = NULL;
+                        if (path_join(&sub, path, de->d_name) < 0)
+                                return -ENOMEM;
+                        if (type == DT_DIR) {
+                                int k = rmdir_tree(sub, real, retry);
+                                if (k < 0 && r == 0)
+                                        r = k;
+                        } else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && r == 0)
+                                r = negative_errno();
+                }
         }
         uint64_t deadline = now_usec() + 1000000;
         for (uint64_t wait = 1000;; wait = MIN(wait * 2, 50000ULL)) {
@@ -735,9 +751,17 @@ static int v2_enable(const sbx_cgroup_probe_result *probe, unsigned mask, unsign
         _cleanup_free_ char *owndir = NULL;
         if (path_join(&owndir, c->mount, c->own) < 0)
                 return -ENOMEM;
-        int r = mkdir_ok_exists(c->base);
-        if (r < 0)
-                return sbx_error_set(e, r, "cgroup: mkdir", "cannot create %s: %s", c->base, strerror(-r));
+        /* Each subtree_control read once (not once per controller); the base's read tells
+         * whether it exists (kept between runs), so no mkdir()+EEXIST in the common case. */
+        _cleanup_free_ char *own_sc = NULL, *base_sc = NULL;
+        int r = read_at(c->base, "cgroup.subtree_control", &base_sc);
+        if (r < 0) {
+                r = mkdir_ok_exists(c->base);
+                if (r < 0)
+                        return sbx_error_set(
+                                e, r, "cgroup: mkdir", "cannot create %s: %s", c->base, strerror(-r));
+        }
+        (void) read_at(owndir, "cgroup.subtree_control", &own_sc);
         if (move && (flags & SBX_CG_CREATE_MOVE_SELF)) {
                 char leaf[64], pid[32];
                 snprintf(leaf, sizeof leaf, CG_SUPERVISOR_PREFIX "%d", (int) getpid());
@@ -758,10 +782,10 @@ static int v2_enable(const sbx_cgroup_probe_result *probe, unsigned mask, unsign
                         continue;
                 char w[24];
                 snprintf(w, sizeof w, "+%s", controller_names[i]);
-                if (!word_at(owndir, "cgroup.subtree_control", controller_names[i]))
+                if (!own_sc || !has_word(own_sc, controller_names[i]))
                         snprintf(own_want + strlen(own_want), sizeof own_want - strlen(own_want), "%s%s",
                                 own_want[0] ? " " : "", w);
-                if (!word_at(c->base, "cgroup.subtree_control", controller_names[i]))
+                if (!base_sc || !has_word(base_sc, controller_names[i]))
                         snprintf(base_want + strlen(base_want), sizeof base_want - strlen(base_want), "%s%s",
                                 base_want[0] ? " " : "", w);
         }
@@ -799,33 +823,26 @@ static int apply_limits(sbx_cgroup *cg, const sbx_cgroup_limits *lim, sbx_error 
                         r = write_u64_at(g->path, "memory.max", lim->memory_bytes, g->real);
                         if (r < 0)
                                 return limit_error(e, r, SBX_CG_LIMIT_MEMORY, g->path, "memory.max");
-                        /* Without swap accounting there is no memory.swap.max: nothing to escape to. */
-                        if (!g->real || exists_at(g->path, "memory.swap.max")) {
-                                r = write_at(g->path, "memory.swap.max", "0", g->real);
-                                if (r < 0)
-                                        return limit_error(
-                                                e, r, SBX_CG_LIMIT_MEMORY, g->path, "memory.swap.max");
-                        }
+                        /* Without swap accounting there is no memory.swap.max: nothing to escape to.
+                         * (Written, not looked for first: ENOENT says it is absent.) */
+                        r = write_at(g->path, "memory.swap.max", "0", g->real);
+                        if (r < 0 && !(r == -ENOENT && g->real))
+                                return limit_error(e, r, SBX_CG_LIMIT_MEMORY, g->path, "memory.swap.max");
                         /* An OOM kills the whole sandbox, not one process of it. */
-                        if (!g->real || exists_at(g->path, "memory.oom.group")) {
-                                r = write_at(g->path, "memory.oom.group", "1", g->real);
-                                if (r < 0)
-                                        return limit_error(
-                                                e, r, SBX_CG_LIMIT_MEMORY, g->path, "memory.oom.group");
-                        }
+                        r = write_at(g->path, "memory.oom.group", "1", g->real);
+                        if (r < 0 && !(r == -ENOENT && g->real))
+                                return limit_error(e, r, SBX_CG_LIMIT_MEMORY, g->path, "memory.oom.group");
                 } else {
                         /* memsw must stay >= limit: set the memory limit first. */
                         r = write_u64_at(g->path, "memory.limit_in_bytes", lim->memory_bytes, g->real);
                         if (r < 0)
                                 return limit_error(
                                         e, r, SBX_CG_LIMIT_MEMORY, g->path, "memory.limit_in_bytes");
-                        if (!g->real || exists_at(g->path, "memory.memsw.limit_in_bytes")) {
-                                r = write_u64_at(
-                                        g->path, "memory.memsw.limit_in_bytes", lim->memory_bytes, g->real);
-                                if (r < 0)
-                                        return limit_error(e, r, SBX_CG_LIMIT_MEMORY, g->path,
-                                                "memory.memsw.limit_in_bytes");
-                        }
+                        /* Absent (ENOENT) without swap accounting: nothing to escape to. */
+                        r = write_u64_at(g->path, "memory.memsw.limit_in_bytes", lim->memory_bytes, g->real);
+                        if (r < 0 && !(r == -ENOENT && g->real))
+                                return limit_error(
+                                        e, r, SBX_CG_LIMIT_MEMORY, g->path, "memory.memsw.limit_in_bytes");
                 }
         }
         if (cg->mech[SBX_CG_LIMIT_PIDS] != SBX_CG_NONE) {
@@ -915,6 +932,12 @@ int sbx_cgroup_create(const sbx_cgroup_probe_result *probe, const char *name, co
                 const sbx_cgroup_controller_probe *c = &probe->ctl[i];
                 if (!controller_usable(c, flags))
                         continue;
+                /* v1 freezer and cpuacct only duplicate what a cgroup2 group with cgroup.kill
+                 * does (kill the tree; cpu.stat): each would cost a mkdir, an attach — the
+                 * expensive part — and an rmdir per run. */
+                if (probe->v2_kill && probe->v2.usable && c->version == SBX_CG_V1 &&
+                        (i == SBX_CG_FREEZER || i == SBX_CG_CPUACCT))
+                        continue;
                 r = group_add(cg, c, name);
                 if (r < 0)
                         return r;
@@ -941,13 +964,19 @@ int sbx_cgroup_create(const sbx_cgroup_probe_result *probe, const char *name, co
                 r = v2_enable(probe, v2_mask, flags, &e_enable);
                 for (size_t i = 0; r >= 0 && i < cg->n; i++) {
                         cg_group *g = &cg->g[i];
-                        _cleanup_free_ char *base = strdup(g->path);
-                        if (!base)
-                                return -ENOMEM;
-                        *strrchr(base, '/') = 0;
-                        r = mkdir_ok_exists(base);
-                        if (r >= 0 && mkdir(g->path, 0755) < 0)
-                                r = negative_errno();
+                        /* The base is kept between runs: make it only when missing. */
+                        r = mkdir(g->path, 0755) < 0 ? negative_errno() : 0;
+                        /* A v2 base with controllers must be remade by v2_enable() (the retry
+                         * below); a v1 or tracking-only base just by mkdir. */
+                        if (r == -ENOENT && !(g->version == SBX_CG_V2 && v2_mask)) {
+                                _cleanup_free_ char *base = strdup(g->path);
+                                if (!base)
+                                        return -ENOMEM;
+                                *strrchr(base, '/') = 0;
+                                r = mkdir_ok_exists(base);
+                                if (r >= 0 && mkdir(g->path, 0755) < 0)
+                                        r = negative_errno();
+                        }
                         if (r < 0)
                                 failed = g->path;
                         else
@@ -996,7 +1025,17 @@ int sbx_cgroup_attach(sbx_cgroup *cg, pid_t pid) {
         if (!cg || pid <= 0)
                 return -EINVAL;
         snprintf(buf, sizeof buf, "%d", (int) pid);
+        /* The cgroup2 tracking group first: every process of a sandbox is then in it, whatever
+         * else fails, and sbx_cgroup_kill() may trust its "populated". */
+        int v2 = cg->ctl_group[CG_V2_INDEX];
+        if (v2 >= 0) {
+                int r = write_at(cg->g[v2].path, "cgroup.procs", buf, cg->g[v2].real);
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < cg->n; i++) {
+                if ((int) i == v2)
+                        continue;
                 int r = write_at(cg->g[i].path, "cgroup.procs", buf, cg->g[i].real);
                 if (r < 0)
                         return r;
@@ -1049,15 +1088,66 @@ static int freezer_set(const cg_group *g, const char *state, bool wait) {
         }
 }
 
+/* Does the group hold a process? 1 yes, 0 no, -errno when it cannot be told. */
+static int listed_any(const cg_group *g) {
+        _cleanup_free_ char *t = NULL;
+        if (!g->real)
+                return 0;
+        int r = read_at(g->path, "cgroup.procs", &t);
+        if (r == -ENOENT || r == -ENODEV)
+                return 0;
+        if (r < 0)
+                return r;
+        return t[strspn(t, " \n")] != 0;
+}
+
+/* cgroup2 "populated" of a group (itself and below): 1, 0, or -errno. */
+static int v2_populated(const cg_group *g) {
+        uint64_t v;
+        int r = read_key_u64_at(g->path, "cgroup.events", "populated", &v);
+        if (r == -ENOENT || r == -ENODEV)
+                return 0; /* the group is gone */
+        return r < 0 ? r : v != 0;
+}
+
 int sbx_cgroup_kill(sbx_cgroup *cg) {
         if (!cg)
                 return -EINVAL;
         if (cg->n == 0)
                 return -EOPNOTSUPP;
 
+        /* The cgroup2 tracking group holds every process of the sandbox (attached there first,
+         * or born there with CLONE_INTO_CGROUP): when it is empty — the common case at the end
+         * of a run — there is nothing to kill, and one read says so. Otherwise cgroup.kill
+         * kills them all at once, stopped ones too, with no fork race. */
         int v2 = cg->ctl_group[CG_V2_INDEX];
-        if (v2 >= 0 && cg->g[v2].real && cg->g[v2].created)
-                (void) write_at(cg->g[v2].path, "cgroup.kill", "1", true); /* -ENOENT before 5.14 */
+        if (v2 >= 0 && cg->g[v2].real && cg->g[v2].created) {
+                const cg_group *g = &cg->g[v2];
+                int pop = v2_populated(g);
+                if (pop == 0)
+                        return 0;
+                if (write_at(g->path, "cgroup.kill", "1", true) >= 0) { /* -ENOENT before 5.14 */
+                        uint64_t deadline = now_usec() + 5000000;
+                        for (uint64_t wait = 200;; wait = MIN(wait * 2, 20000ULL)) {
+                                pop = v2_populated(g);
+                                if (pop == 0)
+                                        return 0;
+                                if (pop < 0)
+                                        break; /* cannot tell: the v1 way below */
+                                if (now_usec() > deadline)
+                                        return -EBUSY;
+                                sleep_usec(wait);
+                        }
+                }
+        } else {
+                /* No cgroup2 group: look before freezing; an empty sandbox needs no freeze. */
+                bool any = false;
+                for (size_t i = 0; i < cg->n && !any; i++)
+                        if (cg->g[i].created && listed_any(&cg->g[i]) != 0)
+                                any = true;
+                if (!any)
+                        return 0;
+        }
 
         /* v1: freeze first so nothing forks or exits between listing and killing; frozen and
          * stopped tasks take SIGKILL once thawed. */
@@ -1112,12 +1202,7 @@ int sbx_cgroup_destroy(sbx_cgroup *cg) {
                         continue;
                 }
                 g->created = false;
-                /* The shared base too, when no other sandbox uses it (EBUSY otherwise). */
-                _cleanup_free_ char *base = strdup(g->path);
-                if (base) {
-                        *strrchr(base, '/') = 0;
-                        (void) rmdir(base);
-                }
+                /* The shared base stays (see cgroup.h). */
         }
         return r;
 }

@@ -96,6 +96,8 @@ sbx_report *sbx_report_free(sbx_report *r) {
                 free(r->mounts[i].kind);
         }
         free(r->mounts);
+        for (size_t i = 0; i < r->n_fences; i++)
+                free(r->fences[i].str);
         free(r->backend_reason);
         free(r->error);
         free(r);
@@ -327,6 +329,12 @@ static void write_config(jsonw *w, const sbx_report *r) {
         }
         jsonw_end_array(w);
 
+        jsonw_key(w, "fences");
+        jsonw_begin_object(w);
+        for (size_t i = 0; i < r->n_fences; i++)
+                jsonw_kv_string(w, r->fences[i].key, r->fences[i].str);
+        jsonw_end_object(w);
+
         jsonw_key(w, "network");
         if (p) {
                 jsonw_begin_object(w);
@@ -508,5 +516,30 @@ int sbx_report_write_file(const sbx_report *r, const char *path) {
                 return k;
         if (close(TAKE_FD(fd)) < 0)
                 return negative_errno();
+        return 0;
+}
+
+int sbx_report_set_fence(sbx_report *r, const char *name, const char *fmt, ...) {
+        char *text = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vasprintf(&text, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->n_fences; i++)
+                if (strcmp(r->fences[i].key, name) == 0) {
+                        free(r->fences[i].str);
+                        r->fences[i].str = text;
+                        return 0;
+                }
+        if (r->n_fences >= SBX_REPORT_MAX_FENCES) {
+                free(text);
+                return -E2BIG;
+        }
+        sbx_detail *d = &r->fences[r->n_fences++];
+        memset(d, 0, sizeof *d);
+        snprintf(d->key, sizeof d->key, "%s", name);
+        d->str = text;
         return 0;
 }

@@ -111,6 +111,11 @@ typedef struct sbx_report {
         sbx_mount_info *mounts;      /* owned */
         size_t n_mounts;
         const char *observation;     /* "active" | "unavailable" | "off" */
+        /* The fences in force, by name ("namespaces", "landlock", "seccomp", "capabilities",
+         * "no_new_privs", "user"), each a short statement of what was enforced. */
+#define SBX_REPORT_MAX_FENCES 12
+        sbx_detail fences[SBX_REPORT_MAX_FENCES];
+        size_t n_fences;
 
         /* usage */
         int64_t wall_ms, cpu_user_ms, cpu_sys_ms, max_rss_kb, pids_peak;
@@ -151,6 +156,8 @@ int sbx_report_set_backend_reason(sbx_report *r, const char *fmt, ...) _printf_(
 void sbx_report_merge_status(sbx_report *r, sbx_status s);
 /* Copies all three strings. */
 int sbx_report_add_mount(sbx_report *r, const char *source, const char *target, const char *kind);
+/* Record a fence (name → description, copied; replaces an earlier one of the same name). */
+int sbx_report_set_fence(sbx_report *r, const char *name, const char *fmt, ...) _printf_(3, 4);
 
 /* Serialise as one JSON document (pretty when `pretty`), newline-terminated. */
 int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret);
