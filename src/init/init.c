@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +72,51 @@ static int exec_command(char **argv, char **envp) {
                 p = colon + 1;
         }
         return saved;
+}
+
+/* As PID 1 of a pid namespace, kill(-1) reaches exactly the sandbox. Without one (the landlock
+ * backend) we are a child subreaper instead: every orphan of the command is re-parented to us,
+ * so killing our children until none is left ends the whole tree — and never touches anything
+ * else the same uid runs on the host. */
+static bool pid_ns_init;
+
+static void kill_children_once(void) {
+        char path[64], buf[4096];
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return;
+        buf[n] = 0;
+        for (char *p = buf; *p;) {
+                char *end;
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 0)
+                        (void) kill((pid_t) pid, SIGKILL);
+                p = end;
+                while (*p == ' ' || *p == '\n')
+                        p++;
+        }
+}
+
+static void kill_leftovers(void) {
+        if (pid_ns_init) {
+                (void) kill(-1, SIGKILL);
+                return;
+        }
+        /* Kill, reap, repeat: grandchildren are re-parented to us as their parents die. */
+        for (int round = 0; round < 10000; round++) {
+                kill_children_once();
+                int st;
+                pid_t p = waitpid(-1, &st, 0);
+                if (p < 0 && errno == ECHILD)
+                        return;
+        }
 }
 
 #define MAX_BPF_INSNS 4096
@@ -128,6 +174,14 @@ int main(int argc, char **argv) {
         }
         if (i >= argc)
                 return 125;
+
+        pid_ns_init = getpid() == 1;
+        if (!pid_ns_init && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: prctl(PR_SET_CHILD_SUBREAPER)");
+                return 125;
+        }
+        /* If the supervisor dies, the sandbox dies (it also arms this before exec'ing us). */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 
         sigset_t all, fwd;
         sigfillset(&all);
@@ -245,7 +299,7 @@ int main(int argc, char **argv) {
                         if (p != child)
                                 continue;
                         /* The command ended: what it left behind dies now, not later. */
-                        (void) kill(-1, SIGKILL);
+                        kill_leftovers();
                         if (!exec_failed) {
                                 if (WIFSIGNALED(st))
                                         send_msg(SBX_INIT_MSG_SIGNALED, WTERMSIG(st), 0, NULL);

@@ -15,6 +15,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "basic/strv.h"
@@ -1323,6 +1324,146 @@ int sbx_cgroup_event_fd(sbx_cgroup *cg) {
 
 /* ---- gc ---- */
 
+/* The inode number of our pid namespace; 0 when it cannot be told. It never changes for a
+ * process (unshare(CLONE_NEWPID) affects its children only). */
+static uint64_t own_pidns(void) {
+        struct stat st;
+        return stat("/proc/self/ns/pid", &st) < 0 ? 0 : (uint64_t) st.st_ino;
+}
+
+int sbx_cgroup_owned_name(const char *id, char *buf, size_t size) {
+        if (!id || !buf || strlen(id) > 40 || !name_valid(id))
+                return -EINVAL;
+        uint64_t ns = own_pidns();
+        if (ns == 0)
+                return negative_errno();
+        int n = snprintf(buf, size, "%s.%d.%" PRIx64, id, (int) getpid(), ns);
+        if (n < 0 || (size_t) n >= size)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+/* "<id>.<pid>.<pidns hex>": the owner's pid and pid namespace; false for any other name. */
+static bool owned_name_parse(const char *name, pid_t *ret_pid, uint64_t *ret_ns) {
+        const char *dot2 = strrchr(name, '.');
+        if (!dot2 || dot2 == name || !isxdigit((unsigned char) dot2[1]))
+                return false;
+        const char *dot1 = dot2 - 1;
+        while (dot1 > name && isdigit((unsigned char) *dot1))
+                dot1--;
+        if (*dot1 != '.' || dot1 == name || dot1 + 1 == dot2)
+                return false;
+        char *end;
+        errno = 0;
+        unsigned long long ns = strtoull(dot2 + 1, &end, 16);
+        if (errno || *end || ns == 0)
+                return false;
+        long pid = strtol(dot1 + 1, &end, 10);
+        if (end != dot2 || pid <= 0 || pid > INT_MAX)
+                return false;
+        *ret_pid = (pid_t) pid;
+        *ret_ns = ns;
+        return true;
+}
+
+/* Is the owner of an owned name known to be dead? Only for owners in our own pid namespace
+ * (another namespace's pid means nothing here); EPERM means alive. */
+static bool owner_dead(const char *name, uint64_t our_ns) {
+        pid_t pid;
+        uint64_t ns;
+        if (!owned_name_parse(name, &pid, &ns) || ns != our_ns || our_ns == 0)
+                return false;
+        return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+static bool owner_alive(const char *name, uint64_t our_ns) {
+        pid_t pid;
+        uint64_t ns;
+        if (!owned_name_parse(name, &pid, &ns) || ns != our_ns || our_ns == 0)
+                return false;
+        return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* The distinct bases of the probed hierarchies (v1 controllers sharing a mount share one). */
+static int probe_bases(const sbx_cgroup_probe_result *probe, const sbx_cgroup_controller_probe **ret, size_t *n) {
+        *n = 0;
+        for (size_t i = 0; i <= _SBX_CG_CONTROLLER_MAX; i++) {
+                const sbx_cgroup_controller_probe *c =
+                        i < _SBX_CG_CONTROLLER_MAX ? &probe->ctl[i] : &probe->v2;
+                if (!c->base || c->version == SBX_CG_NONE)
+                        continue;
+                bool seen = false;
+                for (size_t j = 0; j < *n && !seen; j++)
+                        seen = streq(ret[j]->base, c->base);
+                if (!seen)
+                        ret[(*n)++] = c;
+        }
+        return 0;
+}
+
+int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_names) {
+        const sbx_cgroup_controller_probe *bases[_SBX_CG_CONTROLLER_MAX + 1];
+        _cleanup_strv_free_ char **dead = NULL;
+        size_t nb;
+        uint64_t our_ns = 0;
+        int removed = 0;
+
+        if (!probe)
+                return -EINVAL;
+        (void) probe_bases(probe, bases, &nb);
+        /* One getdents64() per base, names only: a base holds the groups of live runs (and
+         * now and then a leftover), so this stays a few syscalls. */
+        for (size_t b = 0; b < nb; b++) {
+                _cleanup_close_ int fd = open(bases[b]->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        continue; /* no base yet, or not ours to read */
+                char buf[8192];
+                for (;;) {
+                        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+                        if (n <= 0)
+                                break;
+                        for (long off = 0; off < n;) {
+                                struct dirent64 *de = (struct dirent64 *) (buf + off);
+                                off += de->d_reclen;
+                                if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+                                        strv_contains(dead, de->d_name))
+                                        continue;
+                                if (our_ns == 0 && (our_ns = own_pidns()) == 0)
+                                        return -errno;
+                                if (owner_dead(de->d_name, our_ns) && strv_extend(&dead, de->d_name) < 0)
+                                        return -ENOMEM;
+                        }
+                        /* A short batch is the whole directory (kernfs fills what fits). */
+                        if ((size_t) n < sizeof buf / 2)
+                                break;
+                }
+        }
+        if (!dead)
+                return 0;
+
+        _cleanup_strv_free_ char **names = NULL;
+        STRV_FOREACH (d, dead) {
+                bool gone = true;
+                for (size_t b = 0; b < nb; b++) {
+                        _cleanup_free_ char *path = NULL;
+                        if (path_join(&path, bases[b]->base, *d) < 0)
+                                return -ENOMEM;
+                        /* No retry: a group still populated (its processes dying) waits for the
+                         * next run; the hot path never sleeps. */
+                        if (rmdir_tree(path, bases[b]->real, false) < 0)
+                                gone = false;
+                }
+                if (gone) {
+                        removed++;
+                        if (ret_names && strv_extend(&names, *d) < 0)
+                                return -ENOMEM;
+                }
+        }
+        if (ret_names)
+                *ret_names = TAKE_PTR(names);
+        return removed;
+}
+
 /* Does the group or any group below it list a process? */
 static bool tree_has_procs(const char *path) {
         _cleanup_free_ char *t = NULL;
@@ -1350,6 +1491,7 @@ static int gc_base(const char *base, bool real, const sbx_cgroup_gc_options *o, 
                 return errno == ENOENT ? 0 : negative_errno();
         struct dirent *de;
         time_t now = time(NULL);
+        uint64_t our_ns = own_pidns();
         while ((de = readdir(d))) {
                 if (de->d_name[0] == '.')
                         continue;
@@ -1361,8 +1503,12 @@ static int gc_base(const char *base, bool real, const sbx_cgroup_gc_options *o, 
                 struct stat st;
                 if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
                         continue;
-                if (o->min_age_s > 0 && now - st.st_mtime < (time_t) o->min_age_s)
+                /* A group named for a dead owner needs no age: its run is over for sure. */
+                if (o->min_age_s > 0 && now - st.st_mtime < (time_t) o->min_age_s &&
+                        !owner_dead(de->d_name, our_ns))
                         continue;
+                if (owner_alive(de->d_name, our_ns))
+                        continue; /* its run is alive, maybe between mkdir and attach */
                 if (strncmp(de->d_name, CG_SUPERVISOR_PREFIX, STRLEN(CG_SUPERVISOR_PREFIX)) == 0) {
                         long pid = strtol(de->d_name + STRLEN(CG_SUPERVISOR_PREFIX), NULL, 10);
                         if (pid > 0 && (kill((pid_t) pid, 0) == 0 || errno == EPERM))
