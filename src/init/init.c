@@ -2,7 +2,8 @@
  * and when the command ends kills what it left behind at once and reports to the supervisor.
  * Static and small; it runs with the sandbox's environment and no capabilities.
  *
- * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N] -- COMMAND [ARG]...
+ * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N [--seccomp-listener]] [--landlock-fd N]
+ *                       -- COMMAND [ARG]...
  * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). The seccomp program (raw BPF) and the
  * Landlock ruleset were prepared by the supervisor; the init enforces both on the command only,
  * in the forked child, right before execve. */
@@ -144,6 +145,24 @@ static int read_bpf(int fd) {
         return (int) (got / sizeof(struct sock_filter));
 }
 
+/* The listener goes to the supervisor over the status socket, before the exec it must answer. */
+static int send_listener(int fd) {
+        struct sbx_init_msg m = { .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_LISTENER, .a = fd, .monotonic_ns = now_ns() };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } cbuf;
+        memset(&cbuf, 0, sizeof cbuf);
+        struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf, .msg_controllen = sizeof cbuf.buf };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        return sendmsg(SBX_INIT_STATUS_FD, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
 static int parse_fd(const char *s) {
         char *end;
         long v = strtol(s, &end, 10);
@@ -153,7 +172,7 @@ static int parse_fd(const char *s) {
 int main(int argc, char **argv) {
         extern char **environ;
         const char *cwd = NULL;
-        bool tty = false;
+        bool tty = false, listener = false;
         int seccomp_fd = -1, landlock_fd = -1, n_bpf = 0;
         int i = 1;
 
@@ -167,6 +186,8 @@ int main(int argc, char **argv) {
                         tty = true;
                 else if (strcmp(argv[i], "--seccomp-fd") == 0 && i + 1 < argc)
                         seccomp_fd = parse_fd(argv[++i]);
+                else if (strcmp(argv[i], "--seccomp-listener") == 0)
+                        listener = true;
                 else if (strcmp(argv[i], "--landlock-fd") == 0 && i + 1 < argc)
                         landlock_fd = parse_fd(argv[++i]);
                 else
@@ -241,20 +262,37 @@ int main(int argc, char **argv) {
                         m[1] = 1;
                 } else {
                         /* Nothing of ours reaches the command: only 0, 1, 2 and the exec pipe,
-                         * which is close-on-exec. */
+                         * which is close-on-exec. The status socket (3) stays until the seccomp
+                         * listener, if any, has been handed to the supervisor. */
                         int keep = ep[1];
-                        if (keep > 3)
-                                (void) syscall(SYS_close_range, 3, keep - 1, 0);
-                        else
-                                close(3);
+                        if (keep > 4)
+                                (void) syscall(SYS_close_range, 4, keep - 1, 0);
                         (void) syscall(SYS_close_range, keep + 1, ~0U, 0);
                         /* Last: the filter also covers what is left of this child's own work. */
                         struct sock_fprog prog = { .len = (unsigned short) n_bpf, .filter = bpf };
-                        if (n_bpf > 0 && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
+                        long lfd = 0;
+                        if (n_bpf > 0 && listener) {
+                                /* WAIT_KILLABLE_RECV (5.19+): a received notification — the first
+                                 * exec — is not withdrawn and re-sent by an ordinary signal. */
+                                lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                              SECCOMP_FILTER_FLAG_NEW_LISTENER | (1UL << 5), &prog);
+                                if (lfd < 0 && errno == EINVAL)
+                                        lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                                      SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+                        } else if (n_bpf > 0)
+                                lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+                        if (lfd < 0) {
                                 m[0] = errno;
                                 m[1] = 4;
-                        } else
+                        } else if (listener && send_listener((int) lfd) < 0) {
+                                m[0] = errno;
+                                m[1] = 5;
+                        } else {
+                                if (listener)
+                                        close((int) lfd);
+                                close(SBX_INIT_STATUS_FD);
                                 m[0] = exec_command(argv + i, environ);
+                        }
                 }
                 if (write(ep[1], m, sizeof m) != (ssize_t) sizeof m)
                         _exit(126);
@@ -270,8 +308,9 @@ int main(int argc, char **argv) {
 
         bool exec_failed = n == (ssize_t) sizeof msg;
         static const char *const steps[] = { NULL, "chdir to the working directory", "prctl(PR_SET_NO_NEW_PRIVS)",
-                                             "enforce the Landlock ruleset", "load the seccomp filter" };
-        if (exec_failed && msg[1] >= 1 && msg[1] <= 4)
+                                             "enforce the Landlock ruleset", "load the seccomp filter",
+                                             "hand the seccomp listener to the supervisor" };
+        if (exec_failed && msg[1] >= 1 && msg[1] <= 5)
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, steps[msg[1]]);
         else if (exec_failed) {
                 int e = msg[0];

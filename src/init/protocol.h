@@ -15,6 +15,8 @@ enum {
         SBX_INIT_MSG_EXITED = 3,      /* a = exit code */
         SBX_INIT_MSG_SIGNALED = 4,    /* a = signal number */
         SBX_INIT_MSG_SETUP_FAILED = 5,/* a = errno, step in text */
+        SBX_INIT_MSG_LISTENER = 6,    /* SCM_RIGHTS: the seccomp notification listener of the
+                                       * command (sent by the command's child side before exec) */
 };
 
 struct sbx_init_msg {

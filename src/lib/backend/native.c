@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,6 +22,7 @@
 #include "isolate/cgroup.h"
 #include "isolate/landlock.h"
 #include "isolate/mount.h"
+#include "isolate/seccomp.h"
 #include "isolate/ns.h"
 #include "supervise/spawn.h"
 #include "supervise/supervise.h"
@@ -296,12 +298,32 @@ static sbx_mechanism mech_of(sbx_cg_version v) {
         return v == SBX_CG_V2 ? SBX_MECH_CGROUP_V2 : v == SBX_CG_V1 ? SBX_MECH_CGROUP_V1 : SBX_MECH_NONE;
 }
 
+/* Clean-up at run start of what runs killed with SIGKILL left behind: their cgroups (mounts and
+ * scratch live in the sandbox's own mount namespace and die with it). The hot path, so nothing
+ * but one getdents64() per cgroup base: groups are named "<run id>.<supervisor pid>.<pid ns>"
+ * (sbx_cgroup_owned_name()), and a name whose supervisor is dead is a leftover — no stamp file,
+ * no stat, no file read. Best effort: what cannot be removed yet (still populated while its
+ * processes die) is left for a later run or `sandboxer gc`. */
+static void gc_leftovers_at_start(const sbx_cgroup_probe_result *probe) {
+        (void) sbx_cgroup_gc_dead_owners(probe, NULL);
+}
+
 /* Decide what enforces each limit: cgroups where this process may use them, else the rlimit
  * that means the same for the whole sandbox, else nothing — which is a setup error unless the
  * policy lists the limit under enforce.best_effort. */
 static int plan_limits(const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_cg, sbx_rlimit_plan *rl, sbx_error *e) {
+        static const struct {
+                sbx_limit_id limit;
+                sbx_cg_limit cg;
+                sbx_cg_controller ctl;
+        } cg_limits[] = {
+                { SBX_LIMIT_MEMORY_MB, SBX_CG_LIMIT_MEMORY, SBX_CG_MEMORY },
+                { SBX_LIMIT_PIDS, SBX_CG_LIMIT_PIDS, SBX_CG_PIDS },
+                { SBX_LIMIT_CPUS, SBX_CG_LIMIT_CPUS, SBX_CG_CPU },
+        };
         const sbx_policy *pol = cfg->policy;
         const sbx_limits *lim = &cfg->limits;
+        char why[ELEMENTSOF(cg_limits)][sizeof ((sbx_error *) NULL)->message] = { { 0 } };
         sbx_rlimit_plan_init(rl);
         rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
@@ -312,6 +334,7 @@ static int plan_limits(const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_
         sbx_cgroup *cg = NULL;
         int r = sbx_cgroup_probe("/sys/fs/cgroup", NULL, &probe);
         if (r >= 0) {
+                gc_leftovers_at_start(&probe);
                 sbx_cgroup_limits cl = {
                         .memory_bytes = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
                         .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
@@ -320,18 +343,31 @@ static int plan_limits(const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_
                 /* Everything may go without a cgroup here: the fallbacks are decided below. */
                 unsigned all = SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_MEMORY) | SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_PIDS) |
                                SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_CPUS);
+                /* Named for its owner, so that the next run can tell a leftover (above). */
                 char name[64];
-                snprintf(name, sizeof name, "%s", rep->id);
                 sbx_error ce = { 0 };
+                r = sbx_cgroup_owned_name(rep->id, name, sizeof name);
+                if (r < 0)
+                        snprintf(name, sizeof name, "%s", rep->id);
                 r = sbx_cgroup_create(&probe, name, &cl, all, 0, &cg, &ce);
                 if (r < 0)
                         cg = NULL;
-        }
+                /* Why a limit may end up without a cgroup: the probe's reason (with its fix), or
+                 * why creating the group failed. */
+                for (size_t i = 0; i < ELEMENTSOF(cg_limits); i++) {
+                        const sbx_cgroup_controller_probe *c = &probe.ctl[cg_limits[i].ctl];
+                        if (r < 0 && ce.message[0])
+                                snprintf(why[i], sizeof why[i], "%s", ce.message);
+                        else if (c->reason[0])
+                                snprintf(why[i], sizeof why[i], "%s", c->reason);
+                }
+        } else
+                for (size_t i = 0; i < ELEMENTSOF(cg_limits); i++)
+                        snprintf(why[i], sizeof why[i], "cannot probe cgroups: %s", strerror(-r));
         sbx_cgroup_probe_result_done(&probe);
 
-        rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = cg ? mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_MEMORY)) : SBX_MECH_NONE;
-        rep->limit_mechanism[SBX_LIMIT_PIDS] = cg ? mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_PIDS)) : SBX_MECH_NONE;
-        rep->limit_mechanism[SBX_LIMIT_CPUS] = cg ? mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_CPUS)) : SBX_MECH_NONE;
+        for (size_t i = 0; i < ELEMENTSOF(cg_limits); i++)
+                rep->limit_mechanism[cg_limits[i].limit] = cg ? mech_of(sbx_cgroup_mechanism(cg, cg_limits[i].cg)) : SBX_MECH_NONE;
 
         /* The sandbox runs under its own uid in a fresh user namespace: RLIMIT_NPROC counts its
          * tasks only (per-namespace ucounts). Not under a pids cgroup: the rlimit would refuse
@@ -345,12 +381,18 @@ static int plan_limits(const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_
 
         for (int l = 0; l < _SBX_LIMIT_MAX; l++)
                 if (rep->limit_mechanism[l] == SBX_MECH_NONE && !pol->best_effort[l]) {
+                        const char *reason = NULL;
+                        for (size_t i = 0; i < ELEMENTSOF(cg_limits); i++)
+                                if ((int) cg_limits[i].limit == l && why[i][0])
+                                        reason = why[i];
                         cgroup_destroy(cg);
+                        /* The probe's reason names its own fix; the policy way out is added. */
                         return sbx_error_set(e, EOPNOTSUPP, "limits",
-                                "cannot enforce limits.%s here: no usable cgroup controller for it (%s); run as root, "
-                                "or under a delegated cgroup (systemd-run --user --scope -p Delegate=yes ...), or list %s "
-                                "under enforce.best_effort in the policy file",
-                                sbx_limit_to_string(l), geteuid() == 0 ? "controller missing or not writable" : "not root, no delegated cgroup",
+                                "cannot enforce limits.%s here: %s; or list %s under enforce.best_effort in the policy file",
+                                sbx_limit_to_string(l),
+                                reason ? reason
+                                       : "no usable cgroup controller for it; run as root, or under a delegated cgroup "
+                                         "(systemd-run --user --scope -p Delegate=yes ...)",
                                 sbx_limit_to_string(l));
                 }
         *ret_cg = cg;
@@ -416,6 +458,34 @@ static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_
         return 0;
 }
 
+/* The seccomp program, as raw BPF in a sealed memfd the init reads. allow_spawn: false needs
+ * the supervisor to pass exactly one execve (the loader's): *ret_listener says so. */
+static int build_seccomp(const sbx_config *cfg, int *ret_fd, bool *ret_listener, sbx_error *e) {
+        const sbx_profile *pr = cfg->profile;
+        sbx_seccomp_opts o = {
+                .deny_all_sockets_but_unix_pair = !pr->net_allow && !pr->loopback,
+                .deny_spawn = !pr->allow_spawn,
+                .exec = pr->allow_spawn ? SBX_SECCOMP_EXEC_ALLOW : SBX_SECCOMP_EXEC_NOTIFY,
+                .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
+        };
+        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *prog = NULL;
+        int r = sbx_seccomp_build(&o, &prog, e);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = memfd_create("sandboxer-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return sbx_error_set(e, errno, "seccomp", "memfd_create: %m");
+        r = sbx_seccomp_write_bpf(prog, fd);
+        if (r < 0)
+                return sbx_error_set(e, r, "seccomp", "cannot write the seccomp program: %s", strerror(-r));
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+            lseek(fd, 0, SEEK_SET) < 0)
+                return sbx_error_set(e, errno, "seccomp", "cannot seal the seccomp program: %m");
+        *ret_listener = o.exec == SBX_SECCOMP_EXEC_NOTIFY;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
 /* Benchmark builds only (-Dbench_knobs=true): turn a layer off to measure what it costs. */
 static bool bench_disabled(const char *layer) {
 #if SBX_BENCH_KNOBS
@@ -451,7 +521,8 @@ static int native_probe(char *reason, size_t size) {
 static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
-        _cleanup_close_ int init_fd = -EBADF, oom_fd = -EBADF, ll_fd = -EBADF;
+        _cleanup_close_ int init_fd = -EBADF, oom_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
+        bool sc_listener = false;
         int ll_abi = 0;
         _cleanup_(cgroup_destroyp) sbx_cgroup *cg = NULL;
         sbx_rlimit_plan rl;
@@ -484,6 +555,11 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 if (r < 0)
                         return r;
         }
+        if (!bench_disabled("seccomp")) {
+                r = build_seccomp(cfg, &sc_fd, &sc_listener, e);
+                if (r < 0)
+                        return r;
+        }
         r = build_env(cfg, &env);
         if (r < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
@@ -495,6 +571,8 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         if (strv_extend(&init_argv, "sandboxer-init") < 0 || strv_extend(&init_argv, "--cwd") < 0 ||
             strv_extend(&init_argv, cwd) < 0 ||
             (ll_fd >= 0 && (strv_extend(&init_argv, "--landlock-fd") < 0 || strv_extend(&init_argv, "5") < 0)) ||
+            (sc_fd >= 0 && (strv_extend(&init_argv, "--seccomp-fd") < 0 || strv_extend(&init_argv, "4") < 0)) ||
+            (sc_listener && strv_extend(&init_argv, "--seccomp-listener") < 0) ||
             strv_extend(&init_argv, "--") < 0)
                 return sbx_error_set(e, ENOMEM, "init argv", "out of memory");
         for (char *const *a = argv; *a; a++)
@@ -530,7 +608,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .landlock_abi = ll_abi,
                 .inside_rules = inside_rules,
                 .n_inside_rules = ELEMENTSOF(inside_rules),
-                .seccomp_fd = -1,
+                .seccomp_fd = sc_fd,
                 .drop_caps = !bench_disabled("caps"),
                 .last_cap = sbx_caps_last_cap(),
         };
@@ -546,6 +624,11 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 (void) sbx_report_set_fence(rep, "landlock", "ABI %d: filesystem rules%s%s", ll_abi,
                                             !pr->net_allow && !pr->loopback ? ", TCP bind/connect denied" : "",
                                             ll_abi >= 6 ? ", abstract unix sockets and signals scoped" : "");
+        if (sc_fd >= 0)
+                (void) sbx_report_set_fence(rep, "seccomp", "escape surface refused, clone3 and syscalls above %d ENOSYS, "
+                                            "foreign ABIs killed%s%s", sbx_seccomp_max_known_nr(),
+                                            !pr->allow_spawn ? ", no new processes, one execve" : "",
+                                            !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
         if (sp_params.drop_caps)
                 (void) sbx_report_set_fence(rep, "capabilities", "none (bounding, ambient, inheritable, permitted, effective)");
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
@@ -576,6 +659,8 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .grace_s = 2.0,
                 .handle_signals = io->handle_signals,
                 .oom_fd = -1,
+                .exec_once = sc_listener,
+                .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
         };
         if (cg) {
                 svp.kill_all = kill_cgroup;
@@ -660,6 +745,16 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                                     { .key = "refused", .num = (int64_t) cst.pids_refused } };
                 (void) sbx_report_add_violation(rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
         }
+        if (res.exec_refused > 0) {
+                sbx_detail d[1] = { { .key = "rule", .str = (char *) "process.allow_spawn: false" } };
+                (void) sbx_report_add_violation(rep, SBX_VIOLATION_PROCESS_LIMIT, res.violation_killed ? "killed" : "denied",
+                                                res.exec_refused_first_ms, "execve", d, 1);
+                sbx_violation *v = &rep->violations[rep->n_violations - 1];
+                v->count = res.exec_refused;
+                v->last_at_ms = res.exec_refused_last_ms;
+        }
+        if (res.violation_killed)
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_VIOLATION);
         if (res.oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
                 sbx_detail d[3] = { { .key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB] },

@@ -7,7 +7,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -17,7 +19,7 @@
 #include "init/protocol.h"
 #include "supervise/spawn.h"
 
-enum { EV_PIDFD = 1, EV_STATUS, EV_OUT, EV_ERR, EV_TIMER, EV_SIGNAL, EV_OOM };
+enum { EV_PIDFD = 1, EV_STATUS, EV_OUT, EV_ERR, EV_TIMER, EV_SIGNAL, EV_OOM, EV_NOTIFY };
 
 typedef struct loop_state {
         const sbx_supervise_params *p;
@@ -27,6 +29,8 @@ typedef struct loop_state {
         bool fwd_out_ok, fwd_err_ok;
         int timer_fd;
         bool grace_armed;
+        int listener_fd;
+        bool exec_seen;
 } loop_state;
 
 static void kill_sandbox(loop_state *s) {
@@ -106,10 +110,73 @@ static bool pump(loop_state *s, int *fdp, int fwd, bool *fwd_ok, uint64_t *count
         }
 }
 
+static int add_fd(int ep, int fd, uint32_t tag);
+
+/* One notification from the seccomp listener. The answer never depends on the contents of the
+ * caller's memory (DESIGN.md principle 1): only on the syscall number and a count. */
+static void handle_notify(loop_state *s) {
+        struct seccomp_notif req;
+        struct seccomp_notif_resp resp;
+        memset(&req, 0, sizeof req);
+        if (ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
+                if (errno != EINTR && errno != ENOENT) {
+                        /* The listener is gone or broken: stop watching; the filter then answers
+                         * ENOSYS on its own, still a refusal. */
+                        (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, s->listener_fd, NULL);
+                        s->listener_fd = safe_close(s->listener_fd);
+                }
+                return;
+        }
+        memset(&resp, 0, sizeof resp);
+        resp.id = req.id;
+        bool is_exec = req.data.nr == __NR_execve || req.data.nr == __NR_execveat;
+        if (is_exec && !s->exec_seen) {
+                s->exec_seen = true;
+                resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        } else {
+                resp.error = -EPERM;
+                int64_t at = (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000);
+                if (s->res->exec_refused++ == 0)
+                        s->res->exec_refused_first_ms = at;
+                s->res->exec_refused_last_ms = at;
+        }
+        if (ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
+                return;
+        if (resp.error && s->p->kill_on_violation) {
+                s->res->violation_killed = true;
+                kill_sandbox(s);
+        }
+}
+
 static void handle_status(loop_state *s) {
         for (;;) {
                 struct sbx_init_msg m;
-                ssize_t n = recv(s->status_fd, &m, sizeof m, MSG_DONTWAIT);
+                union {
+                        struct cmsghdr h;
+                        char buf[CMSG_SPACE(sizeof(int))];
+                } cbuf;
+                struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf };
+                ssize_t n = recvmsg(s->status_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+                int passed = -1;
+                if (n > 0)
+                        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                                    c->cmsg_len == CMSG_LEN(sizeof(int)))
+                                        memcpy(&passed, CMSG_DATA(c), sizeof(int));
+                if (passed >= 0 && !(n == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC &&
+                                     m.type == SBX_INIT_MSG_LISTENER && s->p->exec_once && s->listener_fd < 0)) {
+                        close(passed); /* not asked for */
+                        passed = -1;
+                }
+                if (passed >= 0) {
+                        s->listener_fd = passed;
+                        s->res->listener = true;
+                        (void) fcntl(passed, F_SETFL, O_NONBLOCK);
+                        if (add_fd(s->ep, passed, EV_NOTIFY) < 0)
+                                s->listener_fd = safe_close(s->listener_fd);
+                        continue;
+                }
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0) {
@@ -167,7 +234,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
         res->end = SBX_SV_SETUP_FAILED; /* until the init tells us otherwise */
         snprintf(res->text, sizeof res->text, "the sandbox init ended without reporting");
         loop_state s = { .p = p, .res = res, .out_fd = p->out_fd, .err_fd = p->err_fd, .status_fd = p->status_fd,
-                         .fwd_out_ok = p->fwd_out >= 0, .fwd_err_ok = p->fwd_err >= 0, .timer_fd = -1 };
+                         .fwd_out_ok = p->fwd_out >= 0, .fwd_err_ok = p->fwd_err >= 0, .timer_fd = -1,
+                         .listener_fd = -1 };
         int sfd = -1, r = 0;
         sigset_t mask, old;
         sigemptyset(&mask);
@@ -272,6 +340,10 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 }
                                 break;
                         }
+                        case EV_NOTIFY:
+                                if (s.listener_fd >= 0)
+                                        handle_notify(&s);
+                                break;
                         case EV_OOM:
                                 /* The memory limit ends the sandbox, not one victim: v1 has no
                                  * oom.group, so we end the rest ourselves. */
@@ -314,6 +386,7 @@ finish:
         safe_close(s.out_fd);
         safe_close(s.err_fd);
         safe_close(s.status_fd);
+        safe_close(s.listener_fd);
         safe_close(s.ep);
         safe_close(s.timer_fd);
         safe_close(sfd);

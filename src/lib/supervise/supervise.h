@@ -26,6 +26,11 @@ typedef struct sbx_supervise_params {
         void *userdata;
         /* Optional: an fd that becomes readable when memory was exhausted (cgroup OOM). */
         int oom_fd;
+        /* A seccomp listener will arrive from the init (SBX_INIT_MSG_LISTENER): the first
+         * execve/execveat it reports is the loader's and continues; every later one is refused
+         * with EPERM (process.allow_spawn: false). Refusals are counted in the result. */
+        bool exec_once;
+        bool kill_on_violation;  /* a refused call ends the sandbox (on_violation: kill) */
 } sbx_supervise_params;
 
 typedef enum sbx_sv_end {
@@ -50,6 +55,10 @@ typedef struct sbx_supervise_result {
         uint64_t started_ns, ended_ns, reaped_ns; /* CLOCK_MONOTONIC */
         struct rusage rusage;    /* of the init and everything it reaped */
         int64_t timeout_at_ms;
+        bool listener;           /* a seccomp listener was received and served */
+        uint64_t exec_refused;   /* execve/execveat refused after the first */
+        int64_t exec_refused_first_ms, exec_refused_last_ms;
+        bool violation_killed;   /* the sandbox was ended for a refused call */
 } sbx_supervise_result;
 
 /* Run the loop until the init is gone and reaped. Takes ownership of out_fd, err_fd and
