@@ -46,6 +46,13 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
                 _exit(125); /* parent gone or failed: it reports */
         close(syncfd);
 
+        /* The cgroup namespace is made now, after the parent moved us into our cgroups, so that
+         * the sandbox's own cgroup is its root ("/" in /proc/self/cgroup). */
+        if ((p->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
+                sbx_child_fail(&ce, errno, "unshare(CLONE_NEWCGROUP)", NULL);
+                child_die(errfd, &ce);
+        }
+
         /* Become the sandbox user at once: files we create (mount points, /etc/passwd) need an
          * owner that exists in the namespace. We keep our capabilities in the new user namespace
          * (its uid 0 is not mapped, so no "root gives up its uid" rule drops them); execve of the
@@ -153,7 +160,7 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
 
 static pid_t do_clone(const sbx_spawn_params *p, int *ret_pidfd) {
         struct clone_args args = {
-                .flags = p->clone_flags | CLONE_PIDFD | CLONE_CLEAR_SIGHAND,
+                .flags = (p->clone_flags & ~(unsigned long) CLONE_NEWCGROUP) | CLONE_PIDFD | CLONE_CLEAR_SIGHAND,
                 .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
                 .exit_signal = SIGCHLD,
         };
@@ -164,10 +171,10 @@ static pid_t do_clone(const sbx_spawn_params *p, int *ret_pidfd) {
         long pid = syscall(SYS_clone3, &args, sizeof args);
         if (pid >= 0 || (errno != ENOSYS && errno != E2BIG))
                 return (pid_t) pid;
-        if (p->cgroup_fd >= 0)
-                return -1; /* errno ENOSYS: the caller attaches by pid instead */
-        /* clone3 unavailable (old kernel, or a filter answering ENOSYS): classic clone. */
-        return (pid_t) syscall(SYS_clone, (p->clone_flags | CLONE_PIDFD | SIGCHLD), NULL, ret_pidfd, NULL, 0);
+        /* clone3 unavailable (old kernel, or a filter answering ENOSYS): classic clone. The
+         * cgroup is then joined by pid in after_clone, before the child goes on. */
+        return (pid_t) syscall(SYS_clone, ((p->clone_flags & ~(unsigned long) CLONE_NEWCGROUP) | CLONE_PIDFD | SIGCHLD),
+                               NULL, ret_pidfd, NULL, 0);
 }
 
 int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
