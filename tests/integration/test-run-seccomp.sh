@@ -61,12 +61,12 @@ run_sbx "${S[@]}" -- ./sbx-probe nr 41 2 1 0
 like "$SBX_OUT" '^ok [0-9]+$' "an ordinary TCP socket (own network namespace) can be created"
 
 # TIOCSTI: works on a pty outside, refused inside (also with garbage in the upper 32 bits).
-if [ "$(id -u)" = 0 ] || [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null)" = 1 ]; then
-        out=$("$PROBE" tiocsti 2>&1)
+out=$("$PROBE" tiocsti 2>&1)
+if [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null || echo 1)" = 1 ]; then
         is "$out" "ok 0
-ok 0" "outside: TIOCSTI on a fresh pty succeeds (the probe is not vacuous)"
+ok 0" "outside: TIOCSTI on its own pty succeeds (the probe is not vacuous)"
 else
-        skip "outside TIOCSTI control: dev.tty.legacy_tiocsti=0 refuses it to non-root users anyway"
+        skip "outside TIOCSTI control: dev.tty.legacy_tiocsti=0 refuses it on this host anyway"
 fi
 run_sbx "${S[@]}" -- ./sbx-probe tiocsti
 is "$SBX_OUT" "errno EPERM

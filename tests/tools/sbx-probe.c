@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int report(long r) {
@@ -53,8 +54,20 @@ int main(int argc, char **argv) {
         }
 #endif
         if (strcmp(argv[1], "tiocsti") == 0) {
+                /* TIOCSTI is allowed on one's controlling terminal: make the pty ours, in a child
+                 * (a session leader cannot setsid). */
+                pid_t pid = fork();
+                if (pid < 0)
+                        return report(-1);
+                if (pid > 0) {
+                        int st;
+                        waitpid(pid, &st, 0);
+                        return WIFEXITED(st) ? WEXITSTATUS(st) : 3;
+                }
                 int m, s;
                 if (openpty(&m, &s, NULL, NULL, NULL) < 0)
+                        return report(-1);
+                if (setsid() < 0 || ioctl(s, TIOCSCTTY, 0) < 0)
                         return report(-1);
                 char c = 'x';
                 long r1 = syscall(SYS_ioctl, s, (unsigned long) TIOCSTI, &c);

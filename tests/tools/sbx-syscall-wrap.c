@@ -38,20 +38,26 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name) {
         return r;
 }
 
-static _Noreturn void usage(void) {
-        fprintf(stderr, "usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] -- COMMAND [ARG]...\n");
-        exit(125);
+static int usage(void) {
+        fprintf(stderr, "usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] -- "
+                        "COMMAND [ARG]...\n");
+        return 125;
+}
+
+static void releasep(scmp_filter_ctx *c) {
+        if (*c)
+                seccomp_release(*c);
 }
 
 int main(int argc, char **argv) {
-        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        __attribute__((cleanup(releasep))) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
         if (!ctx) {
                 fprintf(stderr, "sbx-syscall-wrap: seccomp_init failed\n");
                 return 125;
         }
         /* Change nothing but the named calls: other ABIs go through untouched. */
         if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW) < 0 ||
-            seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) < 0) {
+                seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) < 0) {
                 fprintf(stderr, "sbx-syscall-wrap: cannot set filter attributes\n");
                 return 125;
         }
@@ -70,8 +76,13 @@ int main(int argc, char **argv) {
                                 return 125;
                 } else if (strcmp(a, "--eperm-ns") == 0) {
                         static const unsigned long ns_flags[] = {
-                                CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-                                CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+                                CLONE_NEWNS,
+                                CLONE_NEWCGROUP,
+                                CLONE_NEWUTS,
+                                CLONE_NEWIPC,
+                                CLONE_NEWUSER,
+                                CLONE_NEWPID,
+                                CLONE_NEWNET,
                         };
                         int r = add(ctx, SCMP_ACT_ERRNO(EPERM), "unshare");
                         if (r >= 0)
@@ -80,7 +91,7 @@ int main(int argc, char **argv) {
                                 r = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3");
                         for (size_t k = 0; r >= 0 && k < sizeof ns_flags / sizeof ns_flags[0]; k++) {
                                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                                                     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[k], ns_flags[k]));
+                                        SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[k], ns_flags[k]));
                                 if (r < 0)
                                         fprintf(stderr, "sbx-syscall-wrap: cannot add the clone rule: %s\n",
                                                 strerror(-r));
@@ -88,10 +99,10 @@ int main(int argc, char **argv) {
                         if (r < 0)
                                 return 125;
                 } else
-                        usage();
+                        return usage();
         }
         if (i >= argc)
-                usage();
+                return usage();
 
         int r = seccomp_load(ctx);
         if (r < 0) {
@@ -99,6 +110,7 @@ int main(int argc, char **argv) {
                 return 125;
         }
         seccomp_release(ctx);
+        ctx = NULL;
 
         execvp(argv[i], argv + i);
         int err = errno;
