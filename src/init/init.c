@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -40,8 +41,10 @@ static void send_msg(uint32_t type, int32_t a, int32_t b, const char *text) {
         (void) send(SBX_INIT_STATUS_FD, &m, sizeof m, MSG_NOSIGNAL);
 }
 
-/* execve with a PATH search of our own: execvpe would run ENOEXEC files through /bin/sh, and a
- * command that is not an executable must be reported as 126, not silently interpreted. */
+/* The PATH search is ours, without execve: with process.allow_spawn: false exactly one execve
+ * is let through, so trying candidates one by one would spend it on the first miss. And
+ * execvpe would run ENOEXEC files through /bin/sh, where a command that is not an executable
+ * must be reported as 126. Returns the errno of the one execve (or of the search). */
 static int exec_command(char **argv, char **envp) {
         const char *cmd = argv[0];
         if (strchr(cmd, '/')) {
@@ -53,7 +56,9 @@ static int exec_command(char **argv, char **envp) {
                 path = "/usr/local/bin:/usr/bin:/bin";
         int saved = ENOENT;
         size_t cl = strlen(cmd);
-        for (const char *p = path;; ) {
+        static char found[PATH_MAX];
+        found[0] = 0;
+        for (const char *p = path;;) {
                 const char *colon = strchrnul(p, ':');
                 size_t dl = (size_t) (colon - p);
                 char buf[PATH_MAX];
@@ -64,15 +69,24 @@ static int exec_command(char **argv, char **envp) {
                                 memcpy(buf, p, dl);
                         buf[dl] = '/';
                         memcpy(buf + dl + 1, cmd, cl + 1);
-                        execve(buf, argv, envp);
-                        if (errno != ENOENT && errno != ENOTDIR)
-                                saved = errno; /* EACCES etc.: remember, keep looking */
+                        struct stat st;
+                        if (stat(buf, &st) == 0) {
+                                if (S_ISREG(st.st_mode) && faccessat(AT_FDCWD, buf, X_OK, AT_EACCESS) == 0) {
+                                        memcpy(found, buf, strlen(buf) + 1);
+                                        break;
+                                }
+                                saved = EACCES; /* there, but not executable: remember, keep looking */
+                        } else if (errno != ENOENT && errno != ENOTDIR)
+                                saved = errno;
                 }
                 if (!*colon)
                         break;
                 p = colon + 1;
         }
-        return saved;
+        if (!found[0])
+                return saved;
+        execve(found, argv, envp);
+        return errno;
 }
 
 /* As PID 1 of a pid namespace, kill(-1) reaches exactly the sandbox. Without one (the landlock

@@ -125,7 +125,7 @@ static bool expect_exit(int st, int code, const char *what) {
 
 static sbx_seccomp_prog *build(const sbx_seccomp_opts *o) {
         sbx_seccomp_prog *p = NULL;
-        sbx_error e = { 0 };
+        sbx_error e = {0};
         int r = sbx_seccomp_build(o, &p, &e);
         if (r < 0) {
                 char b[1024];
@@ -136,7 +136,7 @@ static sbx_seccomp_prog *build(const sbx_seccomp_opts *o) {
 }
 
 static struct seccomp_data data_of(const probe *pr) {
-        struct seccomp_data d = { .nr = (int) pr->nr, .arch = AUDIT_ARCH_X86_64 };
+        struct seccomp_data d = {.nr = (int) pr->nr, .arch = AUDIT_ARCH_X86_64};
         for (int i = 0; i < 6; i++)
                 d.args[i] = pr->a[i];
         return d;
@@ -146,7 +146,7 @@ static struct seccomp_data data_of(const probe *pr) {
 
 static const char NOPATH[] = "/nonexistent-sbx-test";
 
-#define P(what_, nr_, want_, ...) ((probe) { .what = what_, .nr = nr_, .want = want_, .a = { __VA_ARGS__ } })
+#define P(what_, nr_, want_, ...) ((probe){.what = what_, .nr = nr_, .want = want_, .a = {__VA_ARGS__}})
 #define S(s) ((uint64_t) (uintptr_t) (s))
 
 static size_t violation_probes(probe *v) {
@@ -167,7 +167,8 @@ static size_t violation_probes(probe *v) {
         v[n++] = P("setns", SYS_setns, EPERM, (uint64_t) -1, 0);
         v[n++] = P("clone(CLONE_NEWUSER)", SYS_clone, EPERM, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
         v[n++] = P("clone(CLONE_NEWNET)", SYS_clone, EPERM, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0);
-        v[n++] = P("clone(CLONE_NEWNS|CLONE_NEWPID)", SYS_clone, EPERM, CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
+        v[n++] = P("clone(CLONE_NEWNS|CLONE_NEWPID)", SYS_clone, EPERM, CLONE_NEWNS | CLONE_NEWPID | SIGCHLD,
+                0, 0, 0, 0);
         v[n++] = P("ptrace", SYS_ptrace, EPERM, PTRACE_PEEKDATA, 1, 0, 0);
         v[n++] = P("process_vm_readv", SYS_process_vm_readv, EPERM, 1, 0, 0, 0, 0, 0);
         v[n++] = P("process_vm_writev", SYS_process_vm_writev, EPERM, 1, 0, 0, 0, 0, 0);
@@ -203,19 +204,21 @@ static size_t violation_probes(probe *v) {
         v[n++] = P("ioperm", SYS_ioperm, EPERM, 0, 0, 0);
         v[n++] = P("uselib", SYS_uselib, EPERM, S(NOPATH));
         v[n++] = P("ioctl(TIOCSTI)", SYS_ioctl, EPERM, PTY_FD, TIOCSTI, S("x"));
-        v[n++] = P("ioctl(TIOCSTI | garbage << 32)", SYS_ioctl, EPERM, PTY_FD, 0xdeadbeef00000000ULL | TIOCSTI, S("x"));
+        v[n++] = P("ioctl(TIOCSTI | garbage << 32)", SYS_ioctl, EPERM, PTY_FD,
+                0xdeadbeef00000000ULL | TIOCSTI, S("x"));
         v[n++] = P("ioctl(TIOCLINUX)", SYS_ioctl, EPERM, PTY_FD, TIOCLINUX, S("\x0b"));
         v[n++] = P("socket(AF_PACKET)", SYS_socket, EPERM, AF_PACKET, SOCK_RAW, 0);
-        v[n++] = P("socket(AF_PACKET | garbage << 32)", SYS_socket, EPERM, (1ULL << 32) | AF_PACKET, SOCK_DGRAM, 0);
+        v[n++] = P("socket(AF_PACKET | garbage << 32)", SYS_socket, EPERM, (1ULL << 32) | AF_PACKET,
+                SOCK_DGRAM, 0);
         v[n++] = P("socket(AF_VSOCK)", SYS_socket, EPERM, AF_VSOCK, SOCK_STREAM, 0);
         v[n++] = P("socket(AF_INET, SOCK_RAW)", SYS_socket, EPERM, AF_INET, SOCK_RAW, IPPROTO_ICMP);
         v[n++] = P("socket(AF_INET, SOCK_RAW|SOCK_CLOEXEC|SOCK_NONBLOCK)", SYS_socket, EPERM, AF_INET,
-                   SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_ICMP);
+                SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_ICMP);
         v[n++] = P("socket(AF_INET6, SOCK_RAW)", SYS_socket, EPERM, AF_INET6, SOCK_RAW, 58);
         v[n++] = P("socket(AF_INET, SOCK_PACKET)", SYS_socket, EPERM, AF_INET, SOCK_PACKET, 0);
         v[n++] = P("personality(ADDR_NO_RANDOMIZE)", SYS_personality, EPERM, ADDR_NO_RANDOMIZE);
         v[n++] = P("personality(READ_IMPLIES_EXEC | garbage << 32)", SYS_personality, EPERM,
-                   (7ULL << 32) | READ_IMPLIES_EXEC);
+                (7ULL << 32) | READ_IMPLIES_EXEC);
         return n;
 }
 
@@ -224,7 +227,8 @@ static size_t allowed_probes(probe *v) {
         v[n++] = P("getpid", SYS_getpid, 0);
         v[n++] = P("personality(0xffffffff) query", SYS_personality, 0, 0xffffffffULL);
         v[n++] = P("personality(PER_LINUX)", SYS_personality, 0, PER_LINUX);
-        v[n++] = P("ioctl(TIOCGWINSZ)", SYS_ioctl, 0, PTY_FD, TIOCGWINSZ, S(calloc(1, 64)));
+        static struct winsize ws;
+        v[n++] = P("ioctl(TIOCGWINSZ)", SYS_ioctl, 0, PTY_FD, TIOCGWINSZ, S(&ws));
         v[n++] = P("socket(AF_INET, SOCK_DGRAM)", SYS_socket, 0, AF_INET, SOCK_DGRAM, 0);
         v[n++] = P("socket(AF_UNIX, SOCK_STREAM)", SYS_socket, 0, AF_UNIX, SOCK_STREAM, 0);
         v[n++] = P("socket(AF_NETLINK)", SYS_socket, 0, AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */);
@@ -240,16 +244,17 @@ static void test_rules(const sbx_seccomp_prog *deny, const sbx_seccomp_prog *kil
         char b[128];
         for (size_t i = 0; i < n; i++) {
                 int st = run_probe(deny, &v[i]);
-                if (!ok(exited_with(st, v[i].want), "%s refused with %s", v[i].what, strerrorname_np(v[i].want)))
+                if (!ok(exited_with(st, v[i].want), "%s refused with %s", v[i].what,
+                            strerrorname_np(v[i].want)))
                         diag("got %s", describe(st, b, sizeof b));
                 st = run_probe(kill, &v[i]);
                 if (!ok(killed_by_sigsys(st), "%s killed under kill_on_violation", v[i].what))
                         diag("got %s", describe(st, b, sizeof b));
                 struct seccomp_data d = data_of(&v[i]);
-                sbx_seccomp_match m = { 0 };
+                sbx_seccomp_match m = {0};
                 int r = sbx_seccomp_classify(NULL, &d, &m);
                 ok(r == 0 && m.action == SBX_SECCOMP_VIOLATION && m.errnum == v[i].want && m.why,
-                   "classify: %s is a violation (%s)", v[i].what, m.why ?: "-");
+                        "classify: %s is a violation (%s)", v[i].what, m.why ?: "-");
         }
         n = allowed_probes(v);
         for (size_t i = 0; i < n; i++) {
@@ -257,11 +262,11 @@ static void test_rules(const sbx_seccomp_prog *deny, const sbx_seccomp_prog *kil
                 /* Allowed means the filter let it through: the kernel may still refuse it, but
                  * never with a kill. */
                 ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != 250, "%s allowed (%s)", v[i].what,
-                   describe(st, b, sizeof b));
+                        describe(st, b, sizeof b));
                 struct seccomp_data d = data_of(&v[i]);
                 sbx_seccomp_match m;
-                ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_ALLOW, "classify: %s allowed",
-                   v[i].what);
+                ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_ALLOW,
+                        "classify: %s allowed", v[i].what);
         }
 }
 
@@ -285,36 +290,41 @@ static void test_enosys(const sbx_seccomp_prog *deny, const sbx_seccomp_prog *ki
         char b[128];
         int max = sbx_seccomp_max_known_nr();
         diag("highest syscall number the filter knows: %d (%s); reviewed up to %d", max,
-             sbx_seccomp_syscall_name(max) ?: "?", SBX_SECCOMP_NR_REVIEWED);
-        ok(max >= 435 && max <= SBX_SECCOMP_NR_REVIEWED, "the ceiling is past clone3 and within the reviewed table");
+                sbx_seccomp_syscall_name(max) ?: "?", SBX_SECCOMP_NR_REVIEWED);
+        ok(max >= 435 && max <= SBX_SECCOMP_NR_REVIEWED,
+                "the ceiling is past clone3 and within the reviewed table");
 
         probe clone3 = P("clone3", SYS_clone3, ENOSYS, 0, 0);
         int ctl = run_probe(NULL, &clone3);
         ok(!exited_with(ctl, ENOSYS), "control: the kernel has clone3 (%s)", describe(ctl, b, sizeof b));
         ok(exited_with(run_probe(deny, &clone3), ENOSYS), "clone3 answers ENOSYS");
-        ok(exited_with(run_probe(kill, &clone3), ENOSYS), "clone3 answers ENOSYS under kill_on_violation too");
+        ok(exited_with(run_probe(kill, &clone3), ENOSYS),
+                "clone3 answers ENOSYS under kill_on_violation too");
 
-        const long nrs[] = { 470, 500, 1000, -1 };
+        const long nrs[] = {470, 500, 1000, -1};
         for (size_t i = 0; i < ELEMENTSOF(nrs); i++) {
                 probe p = P("nr", nrs[i], ENOSYS, 0);
                 ok(exited_with(run_probe(deny, &p), ENOSYS), "syscall %ld answers ENOSYS", nrs[i]);
-                ok(exited_with(run_probe(kill, &p), ENOSYS), "syscall %ld answers ENOSYS under kill", nrs[i]);
+                ok(exited_with(run_probe(kill, &p), ENOSYS), "syscall %ld answers ENOSYS under kill",
+                        nrs[i]);
         }
         if (max < SBX_SECCOMP_NR_REVIEWED) {
                 int st = run_fn(NULL, kernel_has_newer);
                 int have = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-                diag("the kernel implements %d of the syscalls %d..%d", have, max + 1, SBX_SECCOMP_NR_REVIEWED);
-                ok(exited_with(run_fn(deny, newer_than_filter), 0), "syscalls %d..%d answer ENOSYS under the filter",
-                   max + 1, SBX_SECCOMP_NR_REVIEWED);
+                diag("the kernel implements %d of the syscalls %d..%d", have, max + 1,
+                        SBX_SECCOMP_NR_REVIEWED);
+                ok(exited_with(run_fn(deny, newer_than_filter), 0),
+                        "syscalls %d..%d answer ENOSYS under the filter", max + 1, SBX_SECCOMP_NR_REVIEWED);
         } else
                 skip(1, "libseccomp knows every reviewed syscall");
 
-        struct seccomp_data d = { .nr = 1000, .arch = AUDIT_ARCH_X86_64 };
+        struct seccomp_data d = {.nr = 1000, .arch = AUDIT_ARCH_X86_64};
         sbx_seccomp_match m;
-        ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_ENOSYS, "classify: 1000 is ENOSYS");
+        ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_ENOSYS,
+                "classify: 1000 is ENOSYS");
         d.nr = SYS_clone3;
         ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_ENOSYS && m.errnum == ENOSYS,
-           "classify: clone3 is ENOSYS, not a violation");
+                "classify: clone3 is ENOSYS, not a violation");
 }
 
 static int do_int80_getpid(void) {
@@ -342,11 +352,13 @@ static void test_foreign_abis(const sbx_seccomp_prog *deny) {
         if (!ok(killed_by_sigsys(st), "x32 getpid (nr | 0x40000000) killed"))
                 diag("got %s", describe(st, b, sizeof b));
 
-        struct seccomp_data d = { .nr = 20, .arch = AUDIT_ARCH_I386 };
+        struct seccomp_data d = {.nr = 20, .arch = AUDIT_ARCH_I386};
         sbx_seccomp_match m;
-        ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_BADARCH, "classify: i386 is killed");
-        d = (struct seccomp_data) { .nr = (int) (X32_BIT | SYS_getpid), .arch = AUDIT_ARCH_X86_64 };
-        ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_BADARCH, "classify: x32 is killed");
+        ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_BADARCH,
+                "classify: i386 is killed");
+        d = (struct seccomp_data){.nr = (int) (X32_BIT | SYS_getpid), .arch = AUDIT_ARCH_X86_64};
+        ok(sbx_seccomp_classify(NULL, &d, &m) == 0 && m.action == SBX_SECCOMP_BADARCH,
+                "classify: x32 is killed");
 }
 
 static void *thread_fn(void *arg) {
@@ -372,7 +384,7 @@ static int do_fork(void) {
 }
 static int do_posix_spawn(void) {
         pid_t p;
-        char *argv[] = { (char *) "true", NULL };
+        char *argv[] = {(char *) "true", NULL};
         int r = posix_spawn(&p, "/bin/true", NULL, NULL, argv, environ);
         if (r != 0)
                 return r;
@@ -380,15 +392,15 @@ static int do_posix_spawn(void) {
         return waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 static int do_execve(void) {
-        char *argv[] = { (char *) "true", NULL };
+        char *argv[] = {(char *) "true", NULL};
         execve("/bin/true", argv, environ);
         return errno;
 }
 
 static void test_spawn(const sbx_seccomp_prog *deny) {
-        sbx_seccomp_opts o = { .deny_spawn = true };
+        sbx_seccomp_opts o = {.deny_spawn = true};
         _cleanup_seccomp_prog_ sbx_seccomp_prog *nospawn = build(&o);
-        o = (sbx_seccomp_opts) { .exec = SBX_SECCOMP_EXEC_DENY };
+        o = (sbx_seccomp_opts){.exec = SBX_SECCOMP_EXEC_DENY};
         _cleanup_seccomp_prog_ sbx_seccomp_prog *noexec = build(&o);
         if (!ok(nospawn && noexec, "spawn and exec filters build")) {
                 skip(9, "no filter");
@@ -401,7 +413,8 @@ static void test_spawn(const sbx_seccomp_prog *deny) {
         expect_exit(run_fn(nospawn, do_fork), EPERM, "fork fails with EPERM under deny_spawn");
         probe vf = P("vfork", SYS_vfork, EPERM, 0);
         expect_exit(run_probe(nospawn, &vf), EPERM, "vfork fails with EPERM under deny_spawn");
-        expect_exit(run_fn(nospawn, do_posix_spawn), EPERM, "posix_spawn (clone3 → ENOSYS → clone) fails with EPERM under deny_spawn");
+        expect_exit(run_fn(nospawn, do_posix_spawn), EPERM,
+                "posix_spawn (clone3 → ENOSYS → clone) fails with EPERM under deny_spawn");
         expect_exit(run_fn(nospawn, do_execve), 0, "execve still allowed by deny_spawn alone");
         expect_exit(run_fn(noexec, do_execve), EPERM, "execve fails with EPERM under EXEC_DENY");
 }
@@ -423,18 +436,18 @@ static int do_socketpair(void) {
         return socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0 ? errno : write(sv[0], "x", 1) == 1 ? 0 : 1;
 }
 static int do_connect(void) {
-        struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "/nonexistent-sbx" };
+        struct sockaddr_un a = {.sun_family = AF_UNIX, .sun_path = "/nonexistent-sbx"};
         return connect(0, (struct sockaddr *) &a, sizeof a) < 0 ? errno : 0;
 }
 static int do_bind(void) {
-        struct sockaddr_un a = { .sun_family = AF_UNIX };
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
         return bind(0, (struct sockaddr *) &a, sizeof(sa_family_t)) < 0 ? errno : 0;
 }
 
 static void test_network(void) {
-        sbx_seccomp_opts o = { .deny_inet = true };
+        sbx_seccomp_opts o = {.deny_inet = true};
         _cleanup_seccomp_prog_ sbx_seccomp_prog *noinet = build(&o);
-        o = (sbx_seccomp_opts) { .deny_all_sockets_but_unix_pair = true };
+        o = (sbx_seccomp_opts){.deny_all_sockets_but_unix_pair = true};
         _cleanup_seccomp_prog_ sbx_seccomp_prog *nosock = build(&o);
         if (!ok(noinet && nosock, "network filters build")) {
                 skip(9, "no filter");
@@ -457,12 +470,13 @@ static void test_network(void) {
 
 static int send_fd(int sock, int fd) {
         char c = 'f';
-        struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+        struct iovec iov = {.iov_base = &c, .iov_len = 1};
         union {
                 struct cmsghdr h;
                 char buf[CMSG_SPACE(sizeof(int))];
-        } u = { 0 };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+        } u = {0};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
         struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
@@ -472,12 +486,13 @@ static int send_fd(int sock, int fd) {
 }
 static int recv_fd(int sock) {
         char c;
-        struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+        struct iovec iov = {.iov_base = &c, .iov_len = 1};
         union {
                 struct cmsghdr h;
                 char buf[CMSG_SPACE(sizeof(int))];
         } u;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
         if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != 1)
                 return -1;
         struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
@@ -490,14 +505,14 @@ static int recv_fd(int sock) {
 
 /* Receive one notification within 5 s. 0, or -1 on timeout/error. */
 static int notif_recv(int listener, struct seccomp_notif *n) {
-        struct pollfd pfd = { .fd = listener, .events = POLLIN };
+        struct pollfd pfd = {.fd = listener, .events = POLLIN};
         if (poll(&pfd, 1, 5000) != 1)
                 return -1;
         memset(n, 0, sizeof *n);
         return ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, n) < 0 ? -1 : 0;
 }
 static int notif_send(int listener, uint64_t id, int error, uint32_t flags) {
-        struct seccomp_notif_resp resp = { .id = id, .error = error, .flags = flags };
+        struct seccomp_notif_resp resp = {.id = id, .error = error, .flags = flags};
         return ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 ? -errno : 0;
 }
 
@@ -525,15 +540,15 @@ static int do_mount_twice(void) {
 }
 
 static int do_exec_self_second(void) {
-        char *argv[] = { (char *) "test-seccomp", (char *) "--second-exec", NULL };
+        char *argv[] = {(char *) "test-seccomp", (char *) "--second-exec", NULL};
         execve("/proc/self/exe", argv, environ);
         return errno;
 }
 
 static void test_notify(void) {
         char b[128];
-        sbx_seccomp_opts on = { .notify = true };
-        sbx_seccomp_opts og = { .exec = SBX_SECCOMP_EXEC_NOTIFY, .deny_spawn = true };
+        sbx_seccomp_opts on = {.notify = true};
+        sbx_seccomp_opts og = {.exec = SBX_SECCOMP_EXEC_NOTIFY, .deny_spawn = true};
         _cleanup_seccomp_prog_ sbx_seccomp_prog *p = build(&on);
         _cleanup_seccomp_prog_ sbx_seccomp_prog *gate = build(&og);
         if (!ok(p && gate, "notify filters build")) {
@@ -551,19 +566,21 @@ static void test_notify(void) {
         close(sv[0]);
         struct seccomp_notif n;
         bool got = lfd >= 0 && notif_recv(lfd, &n) == 0;
-        sbx_seccomp_match m = { 0 };
+        sbx_seccomp_match m = {0};
         if (got)
                 (void) sbx_seccomp_classify(&on, &n.data, &m);
-        ok(got && n.data.nr == SYS_mount && m.action == SBX_SECCOMP_VIOLATION && streq_ptr(m.syscall, "mount"),
-           "notify: the supervisor sees mount as a violation (%s)", m.why ?: "-");
+        ok(got && n.data.nr == SYS_mount && m.action == SBX_SECCOMP_VIOLATION &&
+                        streq_ptr(m.syscall, "mount"),
+                "notify: the supervisor sees mount as a violation (%s)", m.why ?: "-");
         ok(got && notif_send(lfd, n.id, -m.errnum, 0) == 0, "notify: the supervisor answers -%s",
-           strerrorname_np(m.errnum) ?: "?");
+                strerrorname_np(m.errnum) ?: "?");
         if (lfd >= 0)
                 close(lfd);
         int st;
         waitpid(pid, &st, 0);
-        ok(exited_with(st, 0), "notify: mount got EPERM from the supervisor, then ENOSYS with the listener closed (%s)",
-           describe(st, b, sizeof b));
+        ok(exited_with(st, 0),
+                "notify: mount got EPERM from the supervisor, then ENOSYS with the listener closed (%s)",
+                describe(st, b, sizeof b));
 
         /* Exactly one execve: the loader's continues, the image's own is refused. */
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -596,18 +613,20 @@ static void test_notify(void) {
                 close(lfd);
         waitpid(pid, &st, 0);
         ok(exited_with(st, 42), "exec gate: the first exec ran the command, its own execve got EPERM (%s)",
-           describe(st, b, sizeof b));
-        struct seccomp_data d = { .nr = SYS_execveat, .arch = AUDIT_ARCH_X86_64 };
+                describe(st, b, sizeof b));
+        struct seccomp_data d = {.nr = SYS_execveat, .arch = AUDIT_ARCH_X86_64};
         ok(sbx_seccomp_classify(&og, &d, &m) == 0 && m.action == SBX_SECCOMP_EXEC_GATE &&
-           m.category == SBX_SECCOMP_CAT_SPAWN, "classify: execveat goes to the gate");
+                        m.category == SBX_SECCOMP_CAT_SPAWN,
+                "classify: execveat goes to the gate");
         d.nr = SYS_fork;
         ok(sbx_seccomp_classify(&og, &d, &m) == 0 && m.action == SBX_SECCOMP_VIOLATION &&
-           m.category == SBX_SECCOMP_CAT_SPAWN && m.errnum == EPERM, "classify: fork is a spawn violation");
+                        m.category == SBX_SECCOMP_CAT_SPAWN && m.errnum == EPERM,
+                "classify: fork is a spawn violation");
 }
 
 /* The second image of the exec-gate test: its own execve must be refused. */
 static int second_exec_main(void) {
-        char *argv[] = { (char *) "true", NULL };
+        char *argv[] = {(char *) "true", NULL};
         execve("/bin/true", argv, environ);
         return errno == EPERM ? 42 : 43;
 }
@@ -622,14 +641,17 @@ static void test_raw_bpf(const sbx_seccomp_prog *deny) {
         int fd = memfd_create("bpf", MFD_CLOEXEC);
         ok(fd >= 0 && sbx_seccomp_write_bpf(deny, fd) == 0, "write_bpf");
         struct stat st;
-        ok(fd >= 0 && fstat(fd, &st) == 0 && st.st_size % 8 == 0 && st.st_size == (off_t) deny->fprog.len * 8,
-           "write_bpf wrote %u instructions, a multiple of 8 bytes", deny->fprog.len);
+        ok(fd >= 0 && fstat(fd, &st) == 0 && st.st_size % 8 == 0 &&
+                        st.st_size == (off_t) deny->fprog.len * 8,
+                "write_bpf wrote %u instructions, a multiple of 8 bytes", deny->fprog.len);
         /* Read it back the way the init does, and load that. */
         static struct sock_filter buf[SBX_SECCOMP_MAX_INSNS];
-        struct sock_fprog fp = { 0 };
-        ok(fd >= 0 && lseek(fd, 0, SEEK_SET) == 0 && sbx_seccomp_read_bpf(fd, buf, ELEMENTSOF(buf), &fp) == 0 &&
-           fp.len == deny->fprog.len && memcmp(buf, deny->fprog.filter, fp.len * 8) == 0, "read_bpf reads it back");
-        sbx_seccomp_prog copy = { .fprog = fp };
+        struct sock_fprog fp = {0};
+        ok(fd >= 0 && lseek(fd, 0, SEEK_SET) == 0 &&
+                        sbx_seccomp_read_bpf(fd, buf, ELEMENTSOF(buf), &fp) == 0 &&
+                        fp.len == deny->fprog.len && memcmp(buf, deny->fprog.filter, fp.len * 8) == 0,
+                "read_bpf reads it back");
+        sbx_seccomp_prog copy = {.fprog = fp};
         int s = run_fn(&copy, do_mount);
         ok(exited_with(s, EPERM), "the program read back refuses mount");
         if (fd >= 0)
@@ -646,13 +668,13 @@ static int name_to_nr(const char *name) {
 /* Every entry of the JSON, flattened by python3 to "errno name [index mask value]...", must be
  * refused with that errno (or ENOSYS) by the classifier — the BPF's own table. */
 static void test_oci_json(void) {
-        sbx_error e = { 0 };
+        sbx_error e = {0};
         _cleanup_free_ char *json = NULL;
         ok(sbx_seccomp_export_oci_json(NULL, &json, &e) == 0 && json, "OCI JSON export");
         if (!json)
                 return (void) skip(6, "no JSON");
-        const char *must[] = { "\"mount\"", "\"clone3\"", "\"ptrace\"", "\"ioctl\"", "\"socket\"",
-                               "\"SCMP_CMP_MASKED_EQ\"", "\"personality\"", "\"defaultAction\": \"SCMP_ACT_ALLOW\"" };
+        const char *must[] = {"\"mount\"", "\"clone3\"", "\"ptrace\"", "\"ioctl\"", "\"socket\"",
+                "\"SCMP_CMP_MASKED_EQ\"", "\"personality\"", "\"defaultAction\": \"SCMP_ACT_ALLOW\""};
         bool all = true;
         for (size_t i = 0; i < ELEMENTSOF(must); i++)
                 if (!strstr(json, must[i])) {
@@ -661,11 +683,11 @@ static void test_oci_json(void) {
                 }
         ok(all, "the JSON names the rules");
 
-        sbx_seccomp_opts ko = { .kill_on_violation = true };
+        sbx_seccomp_opts ko = {.kill_on_violation = true};
         _cleanup_free_ char *kj = NULL;
         ok(sbx_seccomp_export_oci_json(&ko, &kj, NULL) == 0 && kj && strstr(kj, "SCMP_ACT_KILL_PROCESS"),
-           "kill_on_violation exports SCMP_ACT_KILL_PROCESS");
-        sbx_seccomp_opts no = { .notify = true };
+                "kill_on_violation exports SCMP_ACT_KILL_PROCESS");
+        sbx_seccomp_opts no = {.notify = true};
         _cleanup_free_ char *nj = NULL;
         ok(sbx_seccomp_export_oci_json(&no, &nj, &e) == -EOPNOTSUPP, "notify cannot be exported");
 
@@ -681,14 +703,16 @@ static void test_oci_json(void) {
         close(fd);
         char cmd[512];
         snprintf(cmd, sizeof cmd,
-                 "python3 -c 'import json,sys\n"
-                 "d=json.load(open(sys.argv[1]))\n"
-                 "assert d[\"defaultAction\"]==\"SCMP_ACT_ALLOW\" and d[\"architectures\"]==[\"SCMP_ARCH_X86_64\"]\n"
-                 "for s in d[\"syscalls\"]:\n"
-                 "  for n in s[\"names\"]:\n"
-                 "    print(s.get(\"errnoRet\",0), n, *[x for a in s.get(\"args\",[]) for x in (a[\"index\"], a[\"value\"], a[\"valueTwo\"])])\n"
-                 "' %s",
-                 path);
+                "python3 -c 'import json,sys\n"
+                "d=json.load(open(sys.argv[1]))\n"
+                "assert d[\"defaultAction\"]==\"SCMP_ACT_ALLOW\" and "
+                "d[\"architectures\"]==[\"SCMP_ARCH_X86_64\"]\n"
+                "for s in d[\"syscalls\"]:\n"
+                "  for n in s[\"names\"]:\n"
+                "    print(s.get(\"errnoRet\",0), n, *[x for a in s.get(\"args\",[]) for x in "
+                "(a[\"index\"], a[\"value\"], a[\"valueTwo\"])])\n"
+                "' %s",
+                path);
         FILE *f = popen(cmd, "r");
         unsigned entries = 0, bad = 0;
         char line[512];
@@ -698,16 +722,18 @@ static void test_oci_json(void) {
                 if (sscanf(line, "%d %63s%n", &err, name, &used) < 2)
                         continue;
                 entries++;
-                struct seccomp_data d = { .nr = name_to_nr(name), .arch = AUDIT_ARCH_X86_64 };
+                struct seccomp_data d = {.nr = name_to_nr(name), .arch = AUDIT_ARCH_X86_64};
                 unsigned idx;
                 unsigned long long mask, val;
                 int k;
-                for (const char *q = line + used; sscanf(q, "%u %llu %llu%n", &idx, &mask, &val, &k) == 3; q += k)
+                for (const char *q = line + used; sscanf(q, "%u %llu %llu%n", &idx, &mask, &val, &k) == 3;
+                        q += k)
                         if (idx < 6)
                                 d.args[idx] = (d.args[idx] & ~mask) | val;
                 sbx_seccomp_match m;
                 bool good = d.nr >= 0 && sbx_seccomp_classify(NULL, &d, &m) == 0 &&
-                            (m.action == SBX_SECCOMP_VIOLATION || m.action == SBX_SECCOMP_ENOSYS) && m.errnum == err;
+                            (m.action == SBX_SECCOMP_VIOLATION || m.action == SBX_SECCOMP_ENOSYS) &&
+                            m.errnum == err;
                 if (!good && bad++ < 5)
                         diag("JSON entry not refused the same by the filter: %s", line);
         }
@@ -751,50 +777,55 @@ static void test_wrapper(void) {
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) {
-                char *argv[] = { wrap, (char *) "--enosys", (char *) "openat2", (char *) "--eperm",
-                                 (char *) "landlock_create_ruleset", (char *) "--eperm-ns", (char *) "--", self,
-                                 (char *) "--wrapped", NULL };
+                char *argv[] = {wrap, (char *) "--enosys", (char *) "openat2", (char *) "--eperm",
+                        (char *) "landlock_create_ruleset", (char *) "--eperm-ns", (char *) "--", self,
+                        (char *) "--wrapped", NULL};
                 execv(wrap, argv);
                 _exit(127);
         }
         int st;
         waitpid(pid, &st, 0);
-        ok(exited_with(st, 0), "sbx-syscall-wrap: ENOSYS/EPERM as asked, namespaces refused, clone fallback works (%s)",
-           describe(st, b, sizeof b));
+        ok(exited_with(st, 0),
+                "sbx-syscall-wrap: ENOSYS/EPERM as asked, namespaces refused, clone fallback works (%s)",
+                describe(st, b, sizeof b));
         pid = fork();
         if (pid == 0) {
                 int null = open("/dev/null", O_WRONLY);
                 dup2(null, 2);
-                char *argv[] = { wrap, (char *) "--enosys", (char *) "no_such_syscall", (char *) "--", (char *) "/bin/true",
-                                 NULL };
+                char *argv[] = {wrap, (char *) "--enosys", (char *) "no_such_syscall", (char *) "--",
+                        (char *) "/bin/true", NULL};
                 execv(wrap, argv);
                 _exit(127);
         }
         waitpid(pid, &st, 0);
-        ok(exited_with(st, 125), "sbx-syscall-wrap: an unknown name is an error (%s)", describe(st, b, sizeof b));
+        ok(exited_with(st, 125), "sbx-syscall-wrap: an unknown name is an error (%s)",
+                describe(st, b, sizeof b));
 }
 
 int main(int argc, char **argv) {
+        /* Images run under a filter: _exit, so no exit-time machinery (a sanitizer's leak
+         * check clones a tracer) runs under deny_spawn. */
         if (argc == 2 && streq(argv[1], "--second-exec"))
-                return second_exec_main();
+                _exit(second_exec_main());
         if (argc == 2 && streq(argv[1], "--wrapped"))
-                return wrapped_main();
+                _exit(wrapped_main());
         /* A pty slave at a known fd for the ioctl probes. */
         int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
         int pty = -1;
         if (m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0)
                 pty = open(ptsname(m), O_RDWR | O_NOCTTY);
         if (pty < 0 || dup2(pty, PTY_FD) < 0)
-                diag("no pty: the ioctl probes run on a bad fd (the filter refuses before the kernel looks)");
+                diag("no pty: the ioctl probes run on a bad fd (the filter refuses before the kernel "
+                     "looks)");
 
-        sbx_seccomp_opts ko = { .kill_on_violation = true };
+        sbx_seccomp_opts ko = {.kill_on_violation = true};
         _cleanup_seccomp_prog_ sbx_seccomp_prog *deny = build(NULL);
         _cleanup_seccomp_prog_ sbx_seccomp_prog *kill = build(&ko);
         if (!ok(deny && kill, "build the default and the kill filters")) {
                 return done_testing();
         }
         diag("program: %u instructions", deny->fprog.len);
-        sbx_seccomp_opts bad = { .exec = (sbx_seccomp_exec) 7 };
+        sbx_seccomp_opts bad = {.exec = (sbx_seccomp_exec) 7};
         sbx_seccomp_prog *none = NULL;
         ok(sbx_seccomp_build(&bad, &none, NULL) == -EINVAL && !none, "invalid options are refused");
 
@@ -807,8 +838,10 @@ int main(int argc, char **argv) {
         test_raw_bpf(deny);
         test_oci_json();
         test_wrapper();
-        ok(streq_ptr(sbx_seccomp_syscall_name(SYS_mount), "mount") && streq_ptr(sbx_seccomp_syscall_name(467), "open_tree_attr") &&
-           !sbx_seccomp_syscall_name(5000), "syscall names, also above libseccomp's table");
+        ok(streq_ptr(sbx_seccomp_syscall_name(SYS_mount), "mount") &&
+                        streq_ptr(sbx_seccomp_syscall_name(467), "open_tree_attr") &&
+                        !sbx_seccomp_syscall_name(5000),
+                "syscall names, also above libseccomp's table");
         return done_testing();
 }
 #endif

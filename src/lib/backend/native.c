@@ -458,31 +458,42 @@ static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_
         return 0;
 }
 
-/* The seccomp program, as raw BPF in a sealed memfd the init reads. allow_spawn: false needs
- * the supervisor to pass exactly one execve (the loader's): *ret_listener says so. */
-static int build_seccomp(const sbx_config *cfg, int *ret_fd, bool *ret_listener, sbx_error *e) {
+/* Two seccomp programs from the one rule table: the base (escape surface, sockets) loaded by
+ * the spawn child for the init and everything under it, and — only with allow_spawn: false —
+ * the command's own (no fork, exactly one execve through the supervisor), as raw BPF in a
+ * sealed memfd the init reads and loads in the command's child. */
+static int build_seccomp(const sbx_config *cfg, sbx_seccomp_prog **ret_base, int *ret_fd, bool *ret_listener,
+                         sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_seccomp_opts o = {
                 .deny_all_sockets_but_unix_pair = !pr->net_allow && !pr->loopback,
-                .deny_spawn = !pr->allow_spawn,
-                .exec = pr->allow_spawn ? SBX_SECCOMP_EXEC_ALLOW : SBX_SECCOMP_EXEC_NOTIFY,
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
         };
-        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *prog = NULL;
-        int r = sbx_seccomp_build(&o, &prog, e);
+        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *base = NULL, *prog = NULL;
+        int r = sbx_seccomp_build(&o, &base, e);
         if (r < 0)
                 return r;
-        _cleanup_close_ int fd = memfd_create("sandboxer-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0)
-                return sbx_error_set(e, errno, "seccomp", "memfd_create: %m");
-        r = sbx_seccomp_write_bpf(prog, fd);
-        if (r < 0)
-                return sbx_error_set(e, r, "seccomp", "cannot write the seccomp program: %s", strerror(-r));
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
-            lseek(fd, 0, SEEK_SET) < 0)
-                return sbx_error_set(e, errno, "seccomp", "cannot seal the seccomp program: %m");
-        *ret_listener = o.exec == SBX_SECCOMP_EXEC_NOTIFY;
-        *ret_fd = TAKE_FD(fd);
+        *ret_listener = false;
+        *ret_fd = -1;
+        if (!pr->allow_spawn) {
+                o.deny_spawn = true;
+                o.exec = SBX_SECCOMP_EXEC_NOTIFY;
+                r = sbx_seccomp_build(&o, &prog, e);
+                if (r < 0)
+                        return r;
+                _cleanup_close_ int fd = memfd_create("sandboxer-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+                if (fd < 0)
+                        return sbx_error_set(e, errno, "seccomp", "memfd_create: %m");
+                r = sbx_seccomp_write_bpf(prog, fd);
+                if (r < 0)
+                        return sbx_error_set(e, r, "seccomp", "cannot write the seccomp program: %s", strerror(-r));
+                if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+                    lseek(fd, 0, SEEK_SET) < 0)
+                        return sbx_error_set(e, errno, "seccomp", "cannot seal the seccomp program: %m");
+                *ret_listener = true;
+                *ret_fd = TAKE_FD(fd);
+        }
+        *ret_base = TAKE_PTR(base);
         return 0;
 }
 
@@ -523,6 +534,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
         _cleanup_close_ int init_fd = -EBADF, oom_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
         bool sc_listener = false;
+        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *sc_base = NULL;
         int ll_abi = 0;
         _cleanup_(cgroup_destroyp) sbx_cgroup *cg = NULL;
         sbx_rlimit_plan rl;
@@ -556,7 +568,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                         return r;
         }
         if (!bench_disabled("seccomp")) {
-                r = build_seccomp(cfg, &sc_fd, &sc_listener, e);
+                r = build_seccomp(cfg, &sc_base, &sc_fd, &sc_listener, e);
                 if (r < 0)
                         return r;
         }
@@ -609,14 +621,27 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .inside_rules = inside_rules,
                 .n_inside_rules = ELEMENTSOF(inside_rules),
                 .seccomp_fd = sc_fd,
+                .seccomp_base = sc_base ? &sc_base->fprog : NULL,
                 .drop_caps = !bench_disabled("caps"),
                 .last_cap = sbx_caps_last_cap(),
         };
         sp_params.rlimits = rl;
+        /* The child joins its v1 groups itself ("0" to their tasks files) and the cgroup2 group
+         * at clone: no pid written to a cgroup.procs, which would wait for an RCU grace period
+         * (~10-15 ms, see cgroup.h). The parent moves it by pid only when that cannot be. */
+        int cg_fds[_SBX_CG_CONTROLLER_MAX];
+        int n_cg_fds = 0;
         if (cg) {
                 sp_params.cgroup_fd = sbx_cgroup_v2_fd(cg);
-                sp_params.after_clone = attach_cgroup;
-                sp_params.userdata = cg;
+                n_cg_fds = sbx_cgroup_self_attach_fds(cg, cg_fds, ELEMENTSOF(cg_fds));
+                if (n_cg_fds >= 0) {
+                        sp_params.self_attach_fds = cg_fds;
+                        sp_params.n_self_attach_fds = (size_t) n_cg_fds;
+                } else {
+                        n_cg_fds = 0;
+                        sp_params.after_clone = attach_cgroup;
+                        sp_params.userdata = cg;
+                }
         }
 
         (void) sbx_report_set_fence(rep, "namespaces", "user, mount, pid, net, ipc, uts, cgroup");
@@ -624,7 +649,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 (void) sbx_report_set_fence(rep, "landlock", "ABI %d: filesystem rules%s%s", ll_abi,
                                             !pr->net_allow && !pr->loopback ? ", TCP bind/connect denied" : "",
                                             ll_abi >= 6 ? ", abstract unix sockets and signals scoped" : "");
-        if (sc_fd >= 0)
+        if (sc_base)
                 (void) sbx_report_set_fence(rep, "seccomp", "escape surface refused, clone3 and syscalls above %d ENOSYS, "
                                             "foreign ABIs killed%s%s", sbx_seccomp_max_known_nr(),
                                             !pr->allow_spawn ? ", no new processes, one execve" : "",
@@ -637,6 +662,8 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         sbx_spawned sv;
         uint64_t t0 = sbx_now_ns();
         r = sbx_spawn(&sp_params, &sv, e);
+        for (int i = 0; i < n_cg_fds; i++)
+                close(cg_fds[i]);
         close(outp[1]), close(errp[1]), close(sp[1]);
         outp[1] = errp[1] = sp[1] = -1;
         if (r < 0)

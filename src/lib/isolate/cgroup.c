@@ -1044,6 +1044,45 @@ int sbx_cgroup_attach(sbx_cgroup *cg, pid_t pid) {
         return 0;
 }
 
+int sbx_cgroup_self_attach_fds(sbx_cgroup *cg, int *fds, size_t max) {
+        size_t n = 0;
+        if (!cg || (!fds && max > 0))
+                return -EINVAL;
+        for (size_t i = 0; i < cg->n; i++) {
+                if (cg->g[i].version != SBX_CG_V1)
+                        continue;
+                int r = -ENOBUFS;
+                if (n < max) {
+                        _cleanup_free_ char *p = NULL;
+                        if (path_join(&p, cg->g[i].path, "tasks") < 0)
+                                r = -ENOMEM;
+                        else {
+                                fds[n] = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                                r = fds[n] < 0 ? negative_errno() : 0;
+                        }
+                }
+                if (r < 0) {
+                        for (size_t j = 0; j < n; j++)
+                                (void) close(fds[j]);
+                        return r;
+                }
+                n++;
+        }
+        return (int) n;
+}
+
+int sbx_cgroup_self_attach(const int *fds, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                ssize_t k;
+                do
+                        k = write(fds[i], "0", 1);
+                while (k < 0 && errno == EINTR);
+                if (k != 1)
+                        return k < 0 ? -errno : -EIO;
+        }
+        return 0;
+}
+
 /* SIGKILL every process listed in the group; returns how many were listed, or -errno. */
 static int kill_listed(const cg_group *g) {
         _cleanup_free_ char *t = NULL;
@@ -1385,7 +1424,8 @@ static bool owner_alive(const char *name, uint64_t our_ns) {
 }
 
 /* The distinct bases of the probed hierarchies (v1 controllers sharing a mount share one). */
-static int probe_bases(const sbx_cgroup_probe_result *probe, const sbx_cgroup_controller_probe **ret, size_t *n) {
+static int probe_bases(
+        const sbx_cgroup_probe_result *probe, const sbx_cgroup_controller_probe **ret, size_t *n) {
         *n = 0;
         for (size_t i = 0; i <= _SBX_CG_CONTROLLER_MAX; i++) {
                 const sbx_cgroup_controller_probe *c =

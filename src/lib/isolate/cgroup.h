@@ -123,6 +123,19 @@ const char *sbx_cgroup_name(const sbx_cgroup *cg);
 
 /* Put a process (the whole thread group) into every group. 0 or -errno. */
 int sbx_cgroup_attach(sbx_cgroup *cg, pid_t pid);
+/* Joining without the global lock. A write of a pid to cgroup.procs takes the kernel's
+ * cgroup_threadgroup_rwsem for writing, which waits for an RCU grace period (~10-15 ms here,
+ * per run, unless the hierarchy is mounted with favordynmods); a thread moving *itself* by
+ * writing "0" to a v1 `tasks` file does not. So: the parent opens the v1 groups' `tasks` files
+ * (sbx_cgroup_self_attach_fds(); permission is checked with the opener's credentials, so the
+ * child may already be in its own user namespace), the freshly cloned, single-threaded child
+ * writes "0" to each first thing (sbx_cgroup_self_attach(): syscalls only), and the cgroup2
+ * group is joined with CLONE_INTO_CGROUP. Fills fds[] (O_WRONLY|O_CLOEXEC, owned by the caller)
+ * and returns how many, 0 when there is no v1 group, or -errno (-ENOBUFS: max too small). */
+int sbx_cgroup_self_attach_fds(sbx_cgroup *cg, int *fds, size_t max);
+/* Child side, between clone and execve: write "0" to each fd. 0 or -errno. */
+int sbx_cgroup_self_attach(const int *fds, size_t n);
+
 /* A directory fd of the cgroup2 group for clone3(CLONE_INTO_CGROUP), owned by cg; -1 when there
  * is no cgroup2 group. The child still has to be attached to the v1 groups (hybrid hosts). */
 int sbx_cgroup_v2_fd(sbx_cgroup *cg);

@@ -42,8 +42,8 @@ enum {
 
 typedef enum rule_class {
         CLASS_VIOLATION, /* errno / kill / notify per options */
-        CLASS_ENOSYS,    /* always ERRNO(ENOSYS), never a violation */
-        CLASS_GATE,      /* always USER_NOTIF: the supervisor decides (the exec gate) */
+        CLASS_ENOSYS, /* always ERRNO(ENOSYS), never a violation */
+        CLASS_GATE, /* always USER_NOTIF: the supervisor decides (the exec gate) */
 } rule_class;
 
 /* One argument condition: (args[arg] & mask) == value, 64-bit (the kernel's seccomp_data). */
@@ -54,29 +54,37 @@ typedef struct arg_cmp {
 
 typedef struct rule {
         const char *name;
-        int nr;          /* x86_64 number, checked against libseccomp when it knows the name */
+        int nr; /* x86_64 number, checked against libseccomp when it knows the name */
         rule_class cls;
         sbx_seccomp_category cat;
-        int errnum;      /* what deny mode answers */
-        unsigned when;   /* every one of these option bits must be set (0: always) */
+        int errnum; /* what deny mode answers */
+        unsigned when; /* every one of these option bits must be set (0: always) */
         unsigned unless; /* none of these may be set */
         unsigned n_args; /* conditions, ANDed */
         arg_cmp a[2];
         const char *why;
 } rule;
 
-#define SYS(n, nr_, why_) { .name = n, .nr = nr_, .cls = CLASS_VIOLATION, .errnum = EPERM, .why = why_ }
-#define CLONE_NS(flag) \
-        { .name = "clone", .nr = 56, .errnum = EPERM, .n_args = 1, .a = { { 0, flag, flag } }, .why = "new namespace" }
-#define SOCKET(fam, why_, unless_) \
-        { .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EPERM, .unless = unless_, \
-          .n_args = 1, .a = { { 0, LOW32, fam } }, .why = why_ }
-#define SOCKET_TYPE(fam, type, why_) \
-        { .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EPERM, \
-          .unless = OPT_INET | OPT_SOCKETS, .n_args = 2, .a = { { 0, LOW32, fam }, { 1, SOCK_TYPE_MASK, type } }, \
-          .why = why_ }
-#define IOCTL(cmd, why_) \
-        { .name = "ioctl", .nr = 16, .errnum = EPERM, .n_args = 1, .a = { { 1, LOW32, cmd } }, .why = why_ }
+#define SYS(n, nr_, why_)                                                                                   \
+        { .name = n, .nr = nr_, .cls = CLASS_VIOLATION, .errnum = EPERM, .why = why_ }
+#define CLONE_NS(flag)                                                                                      \
+        {                                                                                                   \
+                .name = "clone", .nr = 56, .errnum = EPERM, .n_args = 1, .a = {{0, flag, flag}},            \
+                .why = "new namespace"                                                                      \
+        }
+#define SOCKET(fam, why_, unless_)                                                                          \
+        {                                                                                                   \
+                .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EPERM,                \
+                .unless = unless_, .n_args = 1, .a = {{0, LOW32, fam}}, .why = why_                         \
+        }
+#define SOCKET_TYPE(fam, type, why_)                                                                        \
+        {                                                                                                   \
+                .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EPERM,                \
+                .unless = OPT_INET | OPT_SOCKETS, .n_args = 2,                                              \
+                .a = {{0, LOW32, fam}, {1, SOCK_TYPE_MASK, type}}, .why = why_                              \
+        }
+#define IOCTL(cmd, why_)                                                                                    \
+        { .name = "ioctl", .nr = 16, .errnum = EPERM, .n_args = 1, .a = {{1, LOW32, cmd}}, .why = why_ }
 
 /* THE table. Numbers are x86_64's; names libseccomp 2.5.4 does not know (open_tree_attr) lie
  * above its table, where the ENOSYS ceiling answers for them — sbx_seccomp_build checks that. */
@@ -105,7 +113,7 @@ static const rule rules[] = {
         CLONE_NS(CLONE_NEWPID),
         CLONE_NS(CLONE_NEWNET),
         /* clone3 keeps its flags in memory, out of the filter's reach: ENOSYS, libc uses clone */
-        { .name = "clone3", .nr = 435, .cls = CLASS_ENOSYS, .errnum = ENOSYS, .why = "flags out of reach" },
+        {.name = "clone3", .nr = 435, .cls = CLASS_ENOSYS, .errnum = ENOSYS, .why = "flags out of reach"},
         /* other processes' memory and descriptors */
         SYS("ptrace", 101, "process inspection"),
         SYS("process_vm_readv", 310, "process inspection"),
@@ -153,38 +161,97 @@ static const rule rules[] = {
         SOCKET_TYPE(AF_INET6, SOCK_RAW, "raw socket"),
         SOCKET_TYPE(AF_INET, SOCK_PACKET, "packet socket"), /* the kernel makes it AF_PACKET */
         /* deny_inet: no network without a network namespace */
-        { .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES, .when = OPT_INET,
-          .unless = OPT_SOCKETS, .n_args = 1, .a = { { 0, LOW32, AF_INET } }, .why = "network denied" },
-        { .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES, .when = OPT_INET,
-          .unless = OPT_SOCKETS, .n_args = 1, .a = { { 0, LOW32, AF_INET6 } }, .why = "network denied" },
+        {.name = "socket",
+                .nr = 41,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_INET,
+                .unless = OPT_SOCKETS,
+                .n_args = 1,
+                .a = {{0, LOW32, AF_INET}},
+                .why = "network denied"},
+        {.name = "socket",
+                .nr = 41,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_INET,
+                .unless = OPT_SOCKETS,
+                .n_args = 1,
+                .a = {{0, LOW32, AF_INET6}},
+                .why = "network denied"},
         /* deny_all_sockets_but_unix_pair */
-        { .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES, .when = OPT_SOCKETS,
-          .why = "sockets denied" },
-        { .name = "connect", .nr = 42, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES, .when = OPT_SOCKETS,
-          .why = "sockets denied" },
-        { .name = "bind", .nr = 49, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES, .when = OPT_SOCKETS,
-          .why = "sockets denied" },
+        {.name = "socket",
+                .nr = 41,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_SOCKETS,
+                .why = "sockets denied"},
+        {.name = "connect",
+                .nr = 42,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_SOCKETS,
+                .why = "sockets denied"},
+        {.name = "bind",
+                .nr = 49,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_SOCKETS,
+                .why = "sockets denied"},
         /* deny_spawn: threads only */
-        { .name = "fork", .nr = 57, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EPERM, .when = OPT_SPAWN,
-          .why = "spawn denied" },
-        { .name = "vfork", .nr = 58, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EPERM, .when = OPT_SPAWN,
-          .why = "spawn denied" },
-        { .name = "clone", .nr = 56, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EPERM, .when = OPT_SPAWN,
-          .n_args = 1, .a = { { 0, CLONE_THREAD, 0 } }, .why = "spawn denied" },
+        {.name = "fork",
+                .nr = 57,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EPERM,
+                .when = OPT_SPAWN,
+                .why = "spawn denied"},
+        {.name = "vfork",
+                .nr = 58,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EPERM,
+                .when = OPT_SPAWN,
+                .why = "spawn denied"},
+        {.name = "clone",
+                .nr = 56,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EPERM,
+                .when = OPT_SPAWN,
+                .n_args = 1,
+                .a = {{0, CLONE_THREAD, 0}},
+                .why = "spawn denied"},
         /* exec */
-        { .name = "execve", .nr = 59, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EPERM, .when = OPT_EXEC_DENY,
-          .why = "exec denied" },
-        { .name = "execveat", .nr = 322, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EPERM, .when = OPT_EXEC_DENY,
-          .why = "exec denied" },
-        { .name = "execve", .nr = 59, .cls = CLASS_GATE, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EPERM,
-          .when = OPT_EXEC_NOTIFY, .why = "exec after the first" },
-        { .name = "execveat", .nr = 322, .cls = CLASS_GATE, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EPERM,
-          .when = OPT_EXEC_NOTIFY, .why = "exec after the first" },
+        {.name = "execve",
+                .nr = 59,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EPERM,
+                .when = OPT_EXEC_DENY,
+                .why = "exec denied"},
+        {.name = "execveat",
+                .nr = 322,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EPERM,
+                .when = OPT_EXEC_DENY,
+                .why = "exec denied"},
+        {.name = "execve",
+                .nr = 59,
+                .cls = CLASS_GATE,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EPERM,
+                .when = OPT_EXEC_NOTIFY,
+                .why = "exec after the first"},
+        {.name = "execveat",
+                .nr = 322,
+                .cls = CLASS_GATE,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EPERM,
+                .when = OPT_EXEC_NOTIFY,
+                .why = "exec after the first"},
 };
 
 /* personality(2) values allowed to be set (Docker's set); everything else but the query is a
  * violation. Done in the BPF prefix: "not in a set" is not a libseccomp rule. */
-static const uint32_t personality_ok[] = { PER_LINUX, PER_LINUX32, UNAME26, UNAME26 | PER_LINUX32, 0xffffffffU };
+static const uint32_t personality_ok[] = {
+        PER_LINUX, PER_LINUX32, UNAME26, UNAME26 | PER_LINUX32, 0xffffffffU};
 #define PERSONALITY_NR 135
 /* For the OCI export, which can only say "this bit set": every bit outside the allowed ones. */
 #define PERSONALITY_OK_BITS ((uint32_t) (PER_LINUX32 | UNAME26))
@@ -195,13 +262,25 @@ static const struct {
         int nr;
         const char *name;
 } newer_syscalls[] = {
-        { 451, "cachestat" },         { 452, "fchmodat2" },         { 453, "map_shadow_stack" },
-        { 454, "futex_wake" },        { 455, "futex_wait" },        { 456, "futex_requeue" },
-        { 457, "statmount" },         { 458, "listmount" },         { 459, "lsm_get_self_attr" },
-        { 460, "lsm_set_self_attr" }, { 461, "lsm_list_modules" },  { 462, "mseal" },
-        { 463, "setxattrat" },        { 464, "getxattrat" },        { 465, "listxattrat" },
-        { 466, "removexattrat" },     { 467, "open_tree_attr" },    { 468, "file_getattr" },
-        { 469, "file_setattr" },
+        {451, "cachestat"},
+        {452, "fchmodat2"},
+        {453, "map_shadow_stack"},
+        {454, "futex_wake"},
+        {455, "futex_wait"},
+        {456, "futex_requeue"},
+        {457, "statmount"},
+        {458, "listmount"},
+        {459, "lsm_get_self_attr"},
+        {460, "lsm_set_self_attr"},
+        {461, "lsm_list_modules"},
+        {462, "mseal"},
+        {463, "setxattrat"},
+        {464, "getxattrat"},
+        {465, "listxattrat"},
+        {466, "removexattrat"},
+        {467, "open_tree_attr"},
+        {468, "file_getattr"},
+        {469, "file_setattr"},
 };
 
 /* ---- names and the ceiling, computed once per process ---- */
@@ -316,7 +395,7 @@ int sbx_seccomp_classify(const sbx_seccomp_opts *o, const struct seccomp_data *d
         if (!d || !ret || opts_bits(o, &bits) < 0)
                 return -EINVAL;
 
-        sbx_seccomp_match m = { .action = SBX_SECCOMP_ALLOW };
+        sbx_seccomp_match m = {.action = SBX_SECCOMP_ALLOW};
         int n = sbx_seccomp_max_known_nr();
 
         if (d->arch != AUDIT_ARCH_X86_64) {
@@ -352,7 +431,7 @@ int sbx_seccomp_classify(const sbx_seccomp_opts *o, const struct seccomp_data *d
                         if (!rule_applies(r, bits) || !rule_matches(r, d))
                                 continue;
                         m.action = r->cls == CLASS_ENOSYS ? SBX_SECCOMP_ENOSYS
-                                 : r->cls == CLASS_GATE   ? SBX_SECCOMP_EXEC_GATE
+                                   : r->cls == CLASS_GATE ? SBX_SECCOMP_EXEC_GATE
                                                           : SBX_SECCOMP_VIOLATION;
                         m.category = r->cat;
                         m.errnum = r->errnum;
@@ -391,7 +470,7 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_filter **ret, size_t *ret
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
-            (size_t) st.st_size > SBX_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
+                (size_t) st.st_size > SBX_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
                 return -EINVAL;
         _cleanup_free_ struct sock_filter *insns = malloc((size_t) st.st_size);
         if (!insns)
@@ -411,8 +490,8 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_filter **ret, size_t *ret
         return 0;
 }
 
-#define STMT(c, k_) ((struct sock_filter) { .code = (uint16_t) (c), .jt = 0, .jf = 0, .k = (k_) })
-#define JUMP(c, k_, t, f) ((struct sock_filter) { .code = (uint16_t) (c), .jt = (t), .jf = (f), .k = (k_) })
+#define STMT(c, k_) ((struct sock_filter){.code = (uint16_t) (c), .jt = 0, .jf = 0, .k = (k_)})
+#define JUMP(c, k_, t, f) ((struct sock_filter){.code = (uint16_t) (c), .jt = (t), .jf = (f), .k = (k_)})
 #define ARG_LO(i) ((uint32_t) (offsetof(struct seccomp_data, args) + 8 * (i))) /* little-endian */
 
 #define PREFIX_MAX 32
@@ -429,16 +508,16 @@ static size_t build_prefix(const sbx_seccomp_opts *o, int ceiling, struct sock_f
                 I_RET_KILL,
                 I_END,
         };
-#define TO(target, from) ((uint8_t) ((target) - (from) - 1))
+#define TO(target, from) ((uint8_t) ((target) - (from) -1))
         size_t i = 0;
-        f[i] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), i++;                /* 0 */
-        f[i] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, TO(I_RET_KILL, 1)), i++;          /* 1 */
-        f[i] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)), i++;                  /* 2 */
-        f[i] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, TO(I_RET_ENOSYS, 3), 0), i++;               /* 3 */
-        f[i] = JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, TO(I_RET_KILL, 4), 0), i++;             /* 4 */
-        f[i] = JUMP(BPF_JMP | BPF_JGT | BPF_K, (uint32_t) ceiling, TO(I_RET_ENOSYS, 5), 0), i++;        /* 5 */
-        f[i] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, PERSONALITY_NR, 0, TO(I_END, 6)), i++;                   /* 6 */
-        f[i] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0)), i++;                                          /* 7 */
+        f[i] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), i++; /* 0 */
+        f[i] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, TO(I_RET_KILL, 1)), i++; /* 1 */
+        f[i] = STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)), i++; /* 2 */
+        f[i] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, TO(I_RET_ENOSYS, 3), 0), i++; /* 3 */
+        f[i] = JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, TO(I_RET_KILL, 4), 0), i++; /* 4 */
+        f[i] = JUMP(BPF_JMP | BPF_JGT | BPF_K, (uint32_t) ceiling, TO(I_RET_ENOSYS, 5), 0), i++; /* 5 */
+        f[i] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, PERSONALITY_NR, 0, TO(I_END, 6)), i++; /* 6 */
+        f[i] = STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0)), i++; /* 7 */
         for (size_t k = 0; k < N_PERS; k++, i++)
                 f[i] = JUMP(BPF_JMP | BPF_JEQ | BPF_K, personality_ok[k], TO(I_END, i), 0);
         f[i++] = STMT(BPF_RET | BPF_K, violation_ret(o, EPERM));
@@ -460,7 +539,7 @@ int sbx_seccomp_build(const sbx_seccomp_opts *o, sbx_seccomp_prog **ret, sbx_err
 #endif
         if (opts_bits(o, &bits) < 0)
                 return sbx_error_set(e, EINVAL, "seccomp: build", "invalid seccomp options (exec mode %d)",
-                                     o ? (int) o->exec : -1);
+                        o ? (int) o->exec : -1);
         int ceiling = sbx_seccomp_max_known_nr();
         if (ceiling < 0)
                 return sbx_error_set(e, ENOMEM, "seccomp: build", "libseccomp resolves no x86_64 syscall");
@@ -473,8 +552,8 @@ int sbx_seccomp_build(const sbx_seccomp_opts *o, sbx_seccomp_prog **ret, sbx_err
         /* Native arch only (seccomp_init adds it); anything else is killed by our prefix first. */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
         if (r < 0)
-                return sbx_error_set(e, r, "seccomp: build", "cannot set the bad-architecture action: %s",
-                                     strerror(-r));
+                return sbx_error_set(
+                        e, r, "seccomp: build", "cannot set the bad-architecture action: %s", strerror(-r));
 
         for (size_t i = 0; i < ELEMENTSOF(rules); i++) {
                 const rule *ru = &rules[i];
@@ -487,34 +566,40 @@ int sbx_seccomp_build(const sbx_seccomp_opts *o, sbx_seccomp_prog **ret, sbx_err
                                 continue;
                         return sbx_error_set(e, EINVAL, "seccomp: build",
                                 "libseccomp does not know syscall %s (%d), which the filter must refuse; "
-                                "update libseccomp", ru->name, ru->nr);
+                                "update libseccomp",
+                                ru->name, ru->nr);
                 }
                 if (nr != ru->nr)
                         return sbx_error_set(e, EINVAL, "seccomp: build",
-                                "syscall %s is %d for libseccomp but %d in the rule table", ru->name, nr, ru->nr);
+                                "syscall %s is %d for libseccomp but %d in the rule table", ru->name, nr,
+                                ru->nr);
                 if (nr > ceiling)
                         continue;
                 struct scmp_arg_cmp cmp[2];
                 for (unsigned k = 0; k < ru->n_args; k++)
-                        cmp[k] = (struct scmp_arg_cmp) { .arg = ru->a[k].arg, .op = SCMP_CMP_MASKED_EQ,
-                                                         .datum_a = ru->a[k].mask, .datum_b = ru->a[k].value };
+                        cmp[k] = (struct scmp_arg_cmp){.arg = ru->a[k].arg,
+                                .op = SCMP_CMP_MASKED_EQ,
+                                .datum_a = ru->a[k].mask,
+                                .datum_b = ru->a[k].value};
                 r = seccomp_rule_add_array(ctx, libseccomp_action(rule_ret(o, ru)), nr, ru->n_args, cmp);
                 if (r < 0)
                         return sbx_error_set(e, r, "seccomp: build", "cannot add the rule for %s (%s): %s",
-                                             ru->name, ru->why, strerror(-r));
+                                ru->name, ru->why, strerror(-r));
         }
 
         _cleanup_free_ struct sock_filter *body = NULL;
         size_t n_body = 0;
         r = export_bpf(ctx, &body, &n_body);
         if (r < 0)
-                return sbx_error_set(e, r, "seccomp: build", "cannot export the BPF program: %s", strerror(-r));
+                return sbx_error_set(
+                        e, r, "seccomp: build", "cannot export the BPF program: %s", strerror(-r));
 
         struct sock_filter prefix[PREFIX_MAX];
         size_t n_prefix = build_prefix(o, ceiling, prefix);
         if (n_prefix + n_body > SBX_SECCOMP_MAX_INSNS)
-                return sbx_error_set(e, E2BIG, "seccomp: build", "the program has %zu instructions (limit %d)",
-                                     n_prefix + n_body, SBX_SECCOMP_MAX_INSNS);
+                return sbx_error_set(e, E2BIG, "seccomp: build",
+                        "the program has %zu instructions (limit %d)", n_prefix + n_body,
+                        SBX_SECCOMP_MAX_INSNS);
 
         _cleanup_free_ struct sock_filter *all = malloc((n_prefix + n_body) * sizeof *all);
         _cleanup_seccomp_prog_ sbx_seccomp_prog *p = calloc(1, sizeof *p);
@@ -581,7 +666,8 @@ int sbx_seccomp_export_oci_json(const sbx_seccomp_opts *o, char **ret_json, sbx_
                 return sbx_error_set(e, EINVAL, "seccomp: export", "invalid seccomp options");
         if (o && (o->notify || o->exec == SBX_SECCOMP_EXEC_NOTIFY))
                 return sbx_error_set(e, EOPNOTSUPP, "seccomp: export",
-                        "a container engine's seccomp profile cannot hand sandboxer the notification listener "
+                        "a container engine's seccomp profile cannot hand sandboxer the notification "
+                        "listener "
                         "(needed to observe violations and to allow exactly one execve); "
                         "use the native or bwrap backend for this profile");
         int ceiling = MIN(sbx_seccomp_max_known_nr(), SBX_SECCOMP_NR_REVIEWED);
@@ -599,7 +685,7 @@ int sbx_seccomp_export_oci_json(const sbx_seccomp_opts *o, char **ret_json, sbx_
 
         /* Rules without conditions, grouped by (action, why) in table order; the others one
          * entry each. */
-        bool done[ELEMENTSOF(rules)] = { false };
+        bool done[ELEMENTSOF(rules)] = {false};
         for (size_t i = 0; i < ELEMENTSOF(rules); i++) {
                 const rule *r = &rules[i];
                 if (done[i] || !rule_applies(r, bits) || r->nr > ceiling) /* above: the ENOSYS list */
@@ -612,8 +698,8 @@ int sbx_seccomp_export_oci_json(const sbx_seccomp_opts *o, char **ret_json, sbx_
                 if (r->n_args == 0)
                         for (size_t k = i + 1; k < ELEMENTSOF(rules); k++) {
                                 const rule *q = &rules[k];
-                                if (!done[k] && q->n_args == 0 && rule_applies(q, bits) && q->nr <= ceiling && rule_ret(o, q) == ret &&
-                                    streq(q->why, r->why)) {
+                                if (!done[k] && q->n_args == 0 && rule_applies(q, bits) &&
+                                        q->nr <= ceiling && rule_ret(o, q) == ret && streq(q->why, r->why)) {
                                         jsonw_string(&w, q->name);
                                         done[k] = true;
                                 }
@@ -670,6 +756,7 @@ int sbx_seccomp_export_oci_json(const sbx_seccomp_opts *o, char **ret_json, sbx_
         jsonw_end_object(&w);
         int r = jsonw_finish(&w, true, ret_json, NULL);
         if (r < 0)
-                return sbx_error_set(e, r, "seccomp: export", "cannot write the seccomp profile: %s", strerror(-r));
+                return sbx_error_set(
+                        e, r, "seccomp: export", "cannot write the seccomp profile: %s", strerror(-r));
         return 0;
 }

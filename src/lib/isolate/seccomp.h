@@ -72,9 +72,9 @@
 #define SBX_SECCOMP_MAX_INSNS 4096
 
 typedef enum sbx_seccomp_exec {
-        SBX_SECCOMP_EXEC_ALLOW,  /* execve/execveat allowed */
-        SBX_SECCOMP_EXEC_DENY,   /* every execve/execveat a violation (EPERM): for a filter loaded
-                                  * after the exec, or a process that must never exec */
+        SBX_SECCOMP_EXEC_ALLOW, /* execve/execveat allowed */
+        SBX_SECCOMP_EXEC_DENY, /* every execve/execveat a violation (EPERM): for a filter loaded
+                                * after the exec, or a process that must never exec */
         SBX_SECCOMP_EXEC_NOTIFY, /* every execve/execveat to the supervisor (USER_NOTIF): it
                                   * continues the loader's one exec and refuses the rest */
         _SBX_SECCOMP_EXEC_MAX,
@@ -82,15 +82,15 @@ typedef enum sbx_seccomp_exec {
 } sbx_seccomp_exec;
 
 typedef struct sbx_seccomp_opts {
-        bool deny_inet;                      /* network denied without a network namespace
-                                              * (landlock backend): socket(AF_INET/AF_INET6) → EACCES */
+        bool deny_inet; /* network denied without a network namespace
+                         * (landlock backend): socket(AF_INET/AF_INET6) → EACCES */
         bool deny_all_sockets_but_unix_pair; /* profile.python: socket, connect, bind → EACCES;
                                               * socketpair (AF_UNIX) stays allowed */
-        bool deny_spawn;                     /* allow_spawn: false: fork, vfork, clone without
-                                              * CLONE_THREAD → EPERM (clone3 is ENOSYS anyway) */
-        sbx_seccomp_exec exec;               /* see above; SBX_SECCOMP_EXEC_ALLOW = 0 by default */
-        bool notify;                         /* violations → SECCOMP_RET_USER_NOTIF (issue 5) */
-        bool kill_on_violation;              /* violations → SECCOMP_RET_KILL_PROCESS (without notify) */
+        bool deny_spawn; /* allow_spawn: false: fork, vfork, clone without
+                          * CLONE_THREAD → EPERM (clone3 is ENOSYS anyway) */
+        sbx_seccomp_exec exec; /* see above; SBX_SECCOMP_EXEC_ALLOW = 0 by default */
+        bool notify; /* violations → SECCOMP_RET_USER_NOTIF (issue 5) */
+        bool kill_on_violation; /* violations → SECCOMP_RET_KILL_PROCESS (without notify) */
 } sbx_seccomp_opts;
 
 typedef struct sbx_seccomp_prog {
@@ -122,7 +122,8 @@ int sbx_seccomp_write_bpf(const sbx_seccomp_prog *p, int fd);
 int sbx_seccomp_export_oci_json(const sbx_seccomp_opts *o, char **ret_json, sbx_error *e);
 
 /* The highest x86_64 syscall number the compiled filter knows; larger ones answer ENOSYS.
- * min(highest number libseccomp resolves, SBX_SECCOMP_NR_REVIEWED); 456 with libseccomp 2.5.4. */
+ * min(highest number libseccomp resolves, SBX_SECCOMP_NR_REVIEWED): 456 (futex_requeue) with
+ * this host's libseccomp 2.5.4 (Debian's table). */
 int sbx_seccomp_max_known_nr(void);
 
 /* Name of x86_64 syscall nr for reports ("mount"), also for numbers above libseccomp's table up
@@ -132,10 +133,10 @@ const char *sbx_seccomp_syscall_name(int nr);
 /* What the filter does with one call, for the supervisor reading a notification (issue 5) and
  * for tests: the same table, evaluated in user space. */
 typedef enum sbx_seccomp_action {
-        SBX_SECCOMP_ALLOW,     /* not refused */
+        SBX_SECCOMP_ALLOW, /* not refused */
         SBX_SECCOMP_VIOLATION, /* refused by a rule: deny answers .errnum; kill or notify per opts */
-        SBX_SECCOMP_ENOSYS,    /* compatibility answer (clone3, above the ceiling): no violation */
-        SBX_SECCOMP_BADARCH,   /* foreign ABI (i386, x32): killed */
+        SBX_SECCOMP_ENOSYS, /* compatibility answer (clone3, above the ceiling): no violation */
+        SBX_SECCOMP_BADARCH, /* foreign ABI (i386, x32): killed */
         SBX_SECCOMP_EXEC_GATE, /* execve/execveat under SBX_SECCOMP_EXEC_NOTIFY: first continues */
         _SBX_SECCOMP_ACTION_MAX,
         _SBX_SECCOMP_ACTION_INVALID = -EINVAL,
@@ -144,7 +145,7 @@ typedef enum sbx_seccomp_action {
 typedef enum sbx_seccomp_category {
         SBX_SECCOMP_CAT_SYSCALL, /* SyscallViolation */
         SBX_SECCOMP_CAT_NETWORK, /* NetworkAccessViolation */
-        SBX_SECCOMP_CAT_SPAWN,   /* ProcessLimitViolation */
+        SBX_SECCOMP_CAT_SPAWN, /* ProcessLimitViolation */
         _SBX_SECCOMP_CAT_MAX,
         _SBX_SECCOMP_CAT_INVALID = -EINVAL,
 } sbx_seccomp_category;
@@ -152,9 +153,9 @@ typedef enum sbx_seccomp_category {
 typedef struct sbx_seccomp_match {
         sbx_seccomp_action action;
         sbx_seccomp_category category;
-        int errnum;          /* positive errno deny mode answers; 0 for ALLOW and BADARCH */
+        int errnum; /* positive errno deny mode answers; 0 for ALLOW and BADARCH */
         const char *syscall; /* static name, or NULL when unknown */
-        const char *why;     /* static: "mount family", "new namespace", ... ; NULL for ALLOW */
+        const char *why; /* static: "mount family", "new namespace", ... ; NULL for ALLOW */
 } sbx_seccomp_match;
 
 /* Classify one call as the program built from `o` would. 0, or -EINVAL. */
@@ -189,8 +190,8 @@ static inline int sbx_seccomp_load(const sbx_seccomp_prog *p) {
 static inline int sbx_seccomp_load_listener(const sbx_seccomp_prog *p, int *ret_listener_fd) {
         if (!p || !ret_listener_fd)
                 return -EINVAL;
-        int r = sbx_seccomp_load_fprog(&p->fprog,
-                        SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
+        int r = sbx_seccomp_load_fprog(
+                &p->fprog, SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
         if (r == -EINVAL) /* kernel before 5.19: no WAIT_KILLABLE_RECV */
                 r = sbx_seccomp_load_fprog(&p->fprog, SECCOMP_FILTER_FLAG_NEW_LISTENER);
         if (r < 0)
@@ -202,7 +203,8 @@ static inline int sbx_seccomp_load_listener(const sbx_seccomp_prog *p, int *ret_
 /* Read a raw program written by sbx_seccomp_write_bpf from fd (until EOF) into buf (n_max
  * instructions, caller's storage: the init uses a static array of SBX_SECCOMP_MAX_INSNS) and
  * point *ret at it. 0, -EINVAL (empty or not a multiple of 8 bytes), -E2BIG, or -errno. */
-static inline int sbx_seccomp_read_bpf(int fd, struct sock_filter *buf, size_t n_max, struct sock_fprog *ret) {
+static inline int sbx_seccomp_read_bpf(
+        int fd, struct sock_filter *buf, size_t n_max, struct sock_fprog *ret) {
         size_t got = 0, cap = n_max * sizeof(struct sock_filter);
         for (;;) {
                 if (got == cap) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "isolate/caps.h"
+#include "isolate/cgroup.h"
 #include "isolate/childerr.h"
 #include "isolate/landlock.h"
 #include "isolate/ns.h"
@@ -46,7 +48,16 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
                 _exit(125); /* parent gone or failed: it reports */
         close(syncfd);
 
-        /* The cgroup namespace is made now, after the parent moved us into our cgroups, so that
+        /* Into our v1 cgroups before anything else (we are still the only thread). */
+        if (p->n_self_attach_fds > 0) {
+                int r0 = sbx_cgroup_self_attach(p->self_attach_fds, p->n_self_attach_fds);
+                if (r0 < 0) {
+                        sbx_child_fail(&ce, r0, "cgroup: join the sandbox's cgroups", NULL);
+                        child_die(errfd, &ce);
+                }
+        }
+
+        /* The cgroup namespace is made now, after we joined our cgroups, so that
          * the sandbox's own cgroup is its root ("/" in /proc/self/cgroup). */
         if ((p->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
                 sbx_child_fail(&ce, errno, "unshare(CLONE_NEWCGROUP)", NULL);
@@ -152,6 +163,13 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
         }
         if (getppid() == 0 && !(p->clone_flags & CLONE_NEWPID))
                 _exit(125);
+
+        /* Last: the base filter covers the init too, so that the command cannot get an
+         * unfiltered process by taking over its init (e.g. through /proc/1/mem). */
+        if (p->seccomp_base && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, p->seccomp_base) < 0) {
+                sbx_child_fail(&ce, errno, "load the seccomp filter", NULL);
+                child_die(errfd, &ce);
+        }
 
         syscall(SYS_execveat, 6, "", p->init_argv, p->envp, AT_EMPTY_PATH);
         sbx_child_fail(&ce, errno, "execute sandboxer-init", NULL);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <linux/filter.h>
 
 #include "basic/error.h"
 #include "isolate/mount.h"
@@ -42,9 +43,16 @@ typedef struct sbx_spawn_params {
         int landlock_abi;
         const sbx_spawn_path_rule *inside_rules; /* Landlock rules for paths made in the child */
         size_t n_inside_rules;
-        int seccomp_fd;                /* BPF program for the command (fd 4 of the init), or -1 */
+        int seccomp_fd;                /* BPF program for the command only (fd 4 of the init), or -1 */
+        const struct sock_fprog *seccomp_base; /* loaded last, before the init runs: the init and
+                                                * everything under it, or NULL */
         bool drop_caps;                /* bounding/ambient/inheritable/permitted/effective all zero */
         int last_cap;
+        /* v1 cgroup `tasks` files (sbx_cgroup_self_attach_fds()) the child writes "0" to before
+         * anything else: it joins its groups itself, without the RCU wait a move by pid takes
+         * (~10-15 ms on v1). They close on exec. */
+        const int *self_attach_fds;
+        size_t n_self_attach_fds;
         /* Called in the parent after clone and before the child goes on (e.g. cgroup v1 attach). */
         int (*after_clone)(pid_t pid, void *userdata, sbx_error *e);
         void *userdata;
