@@ -38,6 +38,7 @@ enum {
         OPT_SPAWN = 1U << 2,
         OPT_EXEC_DENY = 1U << 3,
         OPT_EXEC_NOTIFY = 1U << 4,
+        OPT_METADATA = 1U << 5,
 };
 
 typedef enum rule_class {
@@ -83,6 +84,8 @@ typedef struct rule {
                 .unless = OPT_INET | OPT_SOCKETS, .n_args = 2,                                              \
                 .a = {{0, LOW32, fam}, {1, SOCK_TYPE_MASK, type}}, .why = why_                              \
         }
+#define META(n, nr_)                                                                                        \
+        { .name = n, .nr = nr_, .errnum = EPERM, .when = OPT_METADATA, .why = "metadata change (not covered by Landlock)" }
 #define IOCTL(cmd, why_)                                                                                    \
         { .name = "ioctl", .nr = 16, .errnum = EPERM, .n_args = 1, .a = {{1, LOW32, cmd}}, .why = why_ }
 
@@ -219,6 +222,25 @@ static const rule rules[] = {
                 .n_args = 1,
                 .a = {{0, CLONE_THREAD, 0}},
                 .why = "spawn denied"},
+        /* deny_metadata: Landlock does not cover chmod, chown, utimes and xattrs; without a mount
+         * namespace the caller's own files are in reach of them */
+        META("chmod", 90),
+        META("fchmod", 91),
+        META("fchmodat", 268),
+        META("chown", 92),
+        META("fchown", 93),
+        META("lchown", 94),
+        META("fchownat", 260),
+        META("utime", 132),
+        META("utimes", 235),
+        META("utimensat", 280),
+        META("futimesat", 261),
+        META("setxattr", 188),
+        META("lsetxattr", 189),
+        META("fsetxattr", 190),
+        META("removexattr", 197),
+        META("lremovexattr", 198),
+        META("fremovexattr", 199),
         /* exec */
         {.name = "execve",
                 .nr = 59,
@@ -342,6 +364,8 @@ static int opts_bits(const sbx_seccomp_opts *o, unsigned *ret) {
                 b |= OPT_SOCKETS;
         if (o->deny_spawn)
                 b |= OPT_SPAWN;
+        if (o->deny_metadata)
+                b |= OPT_METADATA;
         *ret = b;
         return 0;
 }

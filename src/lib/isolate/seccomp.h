@@ -88,6 +88,9 @@ typedef struct sbx_seccomp_opts {
                                               * socketpair (AF_UNIX) stays allowed */
         bool deny_spawn; /* allow_spawn: false: fork, vfork, clone without
                           * CLONE_THREAD → EPERM (clone3 is ENOSYS anyway) */
+        bool deny_metadata; /* chmod/chown/utimes/xattr families → EPERM: what Landlock does not
+                             * cover, for backends without a mount namespace (fchmodat2,
+                             * setxattrat lie above the ENOSYS ceiling) */
         sbx_seccomp_exec exec; /* see above; SBX_SECCOMP_EXEC_ALLOW = 0 by default */
         bool notify; /* violations → SECCOMP_RET_USER_NOTIF (issue 5) */
         bool kill_on_violation; /* violations → SECCOMP_RET_KILL_PROCESS (without notify) */

@@ -1,0 +1,63 @@
+/* common.h — what every backend that runs the sandbox's own init shares (native, landlock):
+ * finding the init, the environment, the limits plan, the seccomp programs, and the one launch
+ * path — spawn, supervise, classify into the report. Backends differ only in the spawn
+ * parameters they fill (namespaces, mounts, ids, Landlock rules). DESIGN.md principle 3. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "backend/backend.h"
+#include "isolate/cgroup.h"
+#include "isolate/rlimit.h"
+#include "isolate/seccomp.h"
+#include "supervise/spawn.h"
+
+#define SBX_SANDBOX_UID 1000
+#define SBX_SANDBOX_GID 1000
+#define SBX_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* The sandboxer-init binary, opened O_RDONLY|O_CLOEXEC (next to the program, or libexec). */
+int sbx_backend_open_init(sbx_error *e);
+
+/* True when p is one of list's paths or below one. */
+bool sbx_path_covered(char *const *list, const char *p);
+bool sbx_backend_exec_allowed(const sbx_profile *pr, const char *path);
+
+/* TMPDIR and HOME (= scratch unless the profile sets HOME), PATH, LANG, the profile's env and
+ * SANDBOXER_WORKSPACE (ws_visible, NULL when there is none). Nothing else. */
+int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret);
+
+/* The init's argv: sandboxer-init --cwd DIR [--landlock-fd 5] [--seccomp-fd 4 [--seccomp-listener]] -- ARGV */
+int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, bool listener, char *const *argv, char ***ret);
+
+typedef struct sbx_limit_context {
+        bool fresh_userns;     /* the sandbox has a uid of its own in a fresh user namespace */
+        bool scratch_tmpfs;    /* scratch is a tmpfs with size= */
+} sbx_limit_context;
+
+/* Decide what enforces each limit (cgroups, else rlimits or seccomp that mean the same for the
+ * whole sandbox, else nothing: a setup error unless enforce.best_effort lists it), create the
+ * cgroup. Mechanisms go into the report. */
+int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_limit_context *ctx, sbx_cgroup **ret_cg,
+                            sbx_rlimit_plan *rl, sbx_error *e);
+/* Kill, remove and free; NULL ok; returns NULL. */
+sbx_cgroup *sbx_backend_cgroup_destroy(sbx_cgroup *cg);
+DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_cgroup *, sbx_backend_cgroup_destroy);
+
+/* The two seccomp programs (base for the init and everything under it; the command's own, as a
+ * sealed memfd, with allow_spawn: false). `extra` adds options (deny_inet, deny_metadata). */
+int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra, sbx_seccomp_prog **ret_base,
+                              int *ret_fd, bool *ret_listener, sbx_error *e);
+
+/* Benchmark builds only (-Dbench_knobs=true): SANDBOXER_BENCH_DISABLE lists layers to skip. */
+bool sbx_backend_bench_disabled(const char *layer);
+
+/* Resolve path and add a Landlock rule for it (absent paths are skipped). */
+int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, sbx_error *e);
+
+/* Start the sandbox described by sp (the backend filled ids, namespaces, mounts, Landlock,
+ * seccomp, init), with stdio pipes, the cgroup joined, then supervise it and write the outcome
+ * into the report. Returns 0 when the command ran (whatever its outcome), -errno on a setup
+ * error. */
+int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
+                       sbx_cgroup *cg, bool exec_once, sbx_error *e);
