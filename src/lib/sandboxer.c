@@ -247,7 +247,27 @@ _public_ int sbx_run_execute(sbx_run *r) {
         if (ret >= 0) {
                 sbx_run_io io = { .in_fd = r->in_fd, .out_fd = r->out_fd, .err_fd = r->err_fd,
                                   .handle_signals = r->handle_signals };
-                ret = b->run(cfg, r->argv, &io, rep, &e);
+                unsigned tried = 0;
+                for (;;) {
+                        ret = b->run(cfg, r->argv, &io, rep, &e);
+                        /* auto: namespaces refused as inside a container → the next backend of
+                         * the policy's list (e.g. landlock), the reason recorded. */
+                        if (ret >= 0 || cfg->backend != SBX_BACKEND_AUTO || !sbx_backend_error_is_ns_refusal(&e))
+                                break;
+                        tried |= 1u << b->id;
+                        char prior[1200];
+                        snprintf(prior, sizeof prior, "%s skipped: %s", sbx_backend_to_string(b->id), e.message);
+                        _cleanup_free_ char *note = NULL;
+                        const sbx_backend *next = NULL;
+                        sbx_error e2 = { 0 };
+                        if (sbx_backend_select_excluding(cfg, tried, prior, &next, &note, &e2) < 0)
+                                break; /* nothing else: report the refusal itself */
+                        sbx_report_reset_run(rep);
+                        free(rep->backend_reason);
+                        rep->backend_reason = TAKE_PTR(note);
+                        b = next;
+                        e = (sbx_error) { 0 };
+                }
         }
         if (ret < 0) {
                 rep->status = SBX_STATUS_SETUP_ERROR;

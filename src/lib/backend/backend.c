@@ -6,6 +6,7 @@
 
 static const sbx_backend *const backends[_SBX_BACKEND_MAX] = {
         [SBX_BACKEND_NATIVE] = &sbx_backend_native,
+        [SBX_BACKEND_LANDLOCK] = &sbx_backend_landlock,
 };
 
 const sbx_backend *sbx_backend_get(sbx_backend_id id) {
@@ -37,7 +38,17 @@ static int check(const sbx_config *cfg, sbx_backend_id id, char *why, size_t siz
         return 0;
 }
 
+bool sbx_backend_error_is_ns_refusal(const sbx_error *e) {
+        return e && strcmp(e->step, "spawn: clone") == 0 &&
+               (e->errnum == EPERM || e->errnum == ENOSPC || e->errnum == EUSERS || e->errnum == EACCES);
+}
+
 int sbx_backend_select(const sbx_config *cfg, const sbx_backend **ret, char **ret_note, sbx_error *e) {
+        return sbx_backend_select_excluding(cfg, 0, NULL, ret, ret_note, e);
+}
+
+int sbx_backend_select_excluding(const sbx_config *cfg, unsigned exclude, const char *prior, const sbx_backend **ret,
+                                 char **ret_note, sbx_error *e) {
         char why[768];
         if (cfg->backend != SBX_BACKEND_AUTO) {
                 if (cfg->mode == SBX_MODE_STRICT) {
@@ -62,8 +73,12 @@ int sbx_backend_select(const sbx_config *cfg, const sbx_backend **ret, char **re
         const sbx_policy *pol = cfg->policy;
         size_t n = pol->n_mode_backends[cfg->mode];
         char skipped[2048] = "";
+        if (prior)
+                snprintf(skipped, sizeof skipped, "%s", prior);
         for (size_t i = 0; i < n; i++) {
                 sbx_backend_id id = pol->mode_backends[cfg->mode][i];
+                if (exclude & (1u << id))
+                        continue;
                 int r = check(cfg, id, why, sizeof why);
                 if (r < 0) {
                         size_t l = strlen(skipped);

@@ -32,5 +32,14 @@ const sbx_backend *sbx_backend_get(sbx_backend_id id);
  * available; "auto" walks the policy's list for the mode, skipping (and recording why) those
  * that are unavailable or below the level. *ret_note (owned) says what was chosen and why. */
 int sbx_backend_select(const sbx_config *cfg, const sbx_backend **ret, char **ret_note, sbx_error *e);
+/* The same, skipping the backends whose bit (1u << id) is in `exclude`, and naming `prior`
+ * (why earlier choices fell through, may be NULL) in the note. */
+int sbx_backend_select_excluding(const sbx_config *cfg, unsigned exclude, const char *prior, const sbx_backend **ret,
+                                 char **ret_note, sbx_error *e);
+
+/* True when a run failed because namespaces were refused at clone (EPERM inside a container's
+ * seccomp profile, ENOSPC with user.max_user_namespaces=0): `auto` then tries the next backend. */
+bool sbx_backend_error_is_ns_refusal(const sbx_error *e);
 
 extern const sbx_backend sbx_backend_native;
+extern const sbx_backend sbx_backend_landlock;

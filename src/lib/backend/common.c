@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -327,6 +329,12 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 r = sbx_error_set(e, errno, "pipes", "cannot create pipes: %m");
                 goto fail_fds;
         }
+        /* Without a pid namespace the init is no PID 1: be the subreaper its orphans come to. */
+        bool no_pidns = !(sp->clone_flags & CLONE_NEWPID);
+        if (no_pidns && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+                r = sbx_error_set(e, errno, "prctl", "cannot become a child subreaper: %m");
+                goto fail_fds;
+        }
         sp->stdin_fd = io->in_fd;
         sp->stdout_fd = outp[1];
         sp->stderr_fd = errp[1];
@@ -380,6 +388,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 .oom_fd = -1,
                 .exec_once = exec_once,
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
+                .reap_orphans = no_pidns,
         };
         if (cg) {
                 svp.kill_all = kill_cgroup;

@@ -325,6 +325,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .seccomp_fd = sc_fd,
                 .seccomp_base = sc_base ? &sc_base->fprog : NULL,
                 .drop_caps = !sbx_backend_bench_disabled("caps"),
+                .drop_bounding = !sbx_backend_bench_disabled("caps"),
                 .last_cap = sbx_caps_last_cap(),
         };
 

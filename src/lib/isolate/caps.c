@@ -27,10 +27,19 @@ int sbx_caps_last_cap(void) {
         return v;
 }
 
-int sbx_caps_drop_all(int last_cap) {
+int sbx_caps_drop_bounding(int last_cap) {
         for (int c = 0; c <= last_cap; c++)
                 if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
                         return -errno;
+        return 0;
+}
+
+int sbx_caps_drop_all(int last_cap) {
+        int r = sbx_caps_drop_bounding(last_cap);
+        return r < 0 ? r : sbx_caps_clear();
+}
+
+int sbx_caps_clear(void) {
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return -errno;
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };

@@ -543,3 +543,20 @@ int sbx_report_set_fence(sbx_report *r, const char *name, const char *fmt, ...) 
         d->str = text;
         return 0;
 }
+
+void sbx_report_reset_run(sbx_report *r) {
+        for (size_t i = 0; i < r->n_mounts; i++) {
+                free(r->mounts[i].source);
+                free(r->mounts[i].target);
+                free(r->mounts[i].kind);
+        }
+        r->n_mounts = 0;
+        for (size_t i = 0; i < r->n_fences; i++)
+                free(r->fences[i].str);
+        r->n_fences = 0;
+        for (int l = 0; l < _SBX_LIMIT_MAX; l++)
+                r->limit_mechanism[l] = SBX_MECH_NONE;
+        r->backend = NULL;
+        r->isolation = NULL;
+        r->setup_ms = 0;
+}

@@ -156,6 +156,9 @@ int sbx_report_set_backend_reason(sbx_report *r, const char *fmt, ...) _printf_(
 void sbx_report_merge_status(sbx_report *r, sbx_status s);
 /* Copies all three strings. */
 int sbx_report_add_mount(sbx_report *r, const char *source, const char *target, const char *kind);
+/* Forget what a backend attempt recorded (mounts, fences, mechanisms, backend), before the next
+ * backend runs the same request. */
+void sbx_report_reset_run(sbx_report *r);
 /* Record a fence (name → description, copied; replaces an earlier one of the same name). */
 int sbx_report_set_fence(sbx_report *r, const char *name, const char *fmt, ...) _printf_(3, 4);
 

@@ -148,8 +148,23 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
                 if (hi[i] < 0)
                         (void) close(i);
 
+        if (p->drop_bounding) {
+                int r2 = sbx_caps_drop_bounding(p->last_cap);
+                if (r2 < 0) {
+                        sbx_child_fail(&ce, r2, "drop the capability bounding set", NULL);
+                        child_die(errfd, &ce);
+                }
+        }
+        if (p->switch_ids) {
+                if ((p->allow_setgroups && setgroups(0, NULL) < 0) ||
+                    setresgid(p->gid_outside, p->gid_outside, p->gid_outside) < 0 ||
+                    setresuid(p->uid_outside, p->uid_outside, p->uid_outside) < 0) {
+                        sbx_child_fail(&ce, errno, "switch to the sandbox's uid", NULL);
+                        child_die(errfd, &ce);
+                }
+        }
         if (p->drop_caps) {
-                int r2 = sbx_caps_drop_all(p->last_cap);
+                int r2 = sbx_caps_clear();
                 if (r2 < 0) {
                         sbx_child_fail(&ce, r2, "drop capabilities", NULL);
                         child_die(errfd, &ce);

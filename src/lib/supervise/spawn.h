@@ -46,7 +46,10 @@ typedef struct sbx_spawn_params {
         int seccomp_fd;                /* BPF program for the command only (fd 4 of the init), or -1 */
         const struct sock_fprog *seccomp_base; /* loaded last, before the init runs: the init and
                                                 * everything under it, or NULL */
-        bool drop_caps;                /* bounding/ambient/inheritable/permitted/effective all zero */
+        bool drop_caps;                /* ambient/inheritable/permitted/effective all zero */
+        bool drop_bounding;            /* and the bounding set (needs CAP_SETPCAP) */
+        bool switch_ids;               /* no user namespace: setgroups/setresgid/setresuid to the
+                                        * outside ids (root dropping to run_as) */
         int last_cap;
         /* v1 cgroup `tasks` files (sbx_cgroup_self_attach_fds()) the child writes "0" to before
          * anything else: it joins its groups itself, without the RCU wait a move by pid takes

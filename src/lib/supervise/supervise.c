@@ -112,6 +112,35 @@ static bool pump(loop_state *s, int *fdp, int fwd, bool *fwd_ok, uint64_t *count
 
 static int add_fd(int ep, int fd, uint32_t tag);
 
+/* Kill and reap every child we have left (all of them the sandbox's: re-parented to us, the
+ * subreaper, when the init died before them). */
+static void reap_orphans(void) {
+        for (int round = 0; round < 10000; round++) {
+                char path[64], buf[4096];
+                snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) gettid());
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+                if (fd >= 0)
+                        close(fd);
+                if (n > 0) {
+                        buf[n] = 0;
+                        for (char *q = buf; *q;) {
+                                char *end;
+                                long pid = strtol(q, &end, 10);
+                                if (end == q)
+                                        break;
+                                if (pid > 0)
+                                        (void) kill((pid_t) pid, SIGKILL);
+                                q = end;
+                                while (*q == ' ')
+                                        q++;
+                        }
+                }
+                if (waitpid(-1, NULL, __WALL) < 0 && errno == ECHILD)
+                        return;
+        }
+}
+
 /* One notification from the seccomp listener. The answer never depends on the contents of the
  * caller's memory (DESIGN.md principle 1): only on the syscall number and a count. */
 static void handle_notify(loop_state *s) {
@@ -373,6 +402,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
         int st;
         while (wait4(p->pid, &st, 0, &res->rusage) < 0 && errno == EINTR)
                 ;
+        if (p->reap_orphans)
+                reap_orphans();
         res->reaped_ns = sbx_now_ns();
         if (res->ended_ns == 0)
                 res->ended_ns = res->reaped_ns;

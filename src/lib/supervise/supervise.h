@@ -31,6 +31,9 @@ typedef struct sbx_supervise_params {
          * with EPERM (process.allow_spawn: false). Refusals are counted in the result. */
         bool exec_once;
         bool kill_on_violation;  /* a refused call ends the sandbox (on_violation: kill) */
+        /* No pid namespace: the caller made itself a child subreaper before the spawn; once the
+         * init is gone, what is left of the sandbox was re-parented to us and is killed. */
+        bool reap_orphans;
 } sbx_supervise_params;
 
 typedef enum sbx_sv_end {

@@ -1,0 +1,265 @@
+/* landlock.c — the `landlock` backend (isolation level `policy`): no namespaces, so it works
+ * where they are refused (inside a default Docker container, hosts that restrict user
+ * namespaces). Landlock (filesystem, TCP, scopes), seccomp, no_new_privs, rlimits and cgroups
+ * where available, a fresh per-run scratch directory, and never host root. What Landlock does
+ * not cover is closed by other means or declared (docs/backends.md):
+ *   chmod/chown/utimes/xattrs  → seccomp (deny_metadata)
+ *   UDP, raw, packet sockets    → seccomp (no AF_INET/AF_INET6 sockets at all)
+ *   abstract unix sockets, signals to processes outside → Landlock scopes (ABI 6, required)
+ *   pathname unix sockets       → seccomp refuses socket() when loopback is off; else declared
+ *   host processes visible in /proc (cmdlines), host hostname → declared (no pid/uts namespace)
+ *   loopback                    → none at all (no network namespace of its own) */
+#include "backend/common.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "basic/rm-rf.h"
+#include "basic/strv.h"
+#include "isolate/caps.h"
+#include "isolate/landlock.h"
+
+#define LANDLOCK_MIN_ABI 6
+
+static int landlock_probe(char *reason, size_t size) {
+        int abi = sbx_landlock_abi();
+        if (abi < LANDLOCK_MIN_ABI) {
+                snprintf(reason, size,
+                         "Landlock ABI %d here, the landlock backend needs %d (Linux 6.12+) to keep signals and "
+                         "abstract unix sockets inside the sandbox%s",
+                         abi, LANDLOCK_MIN_ABI, abi == 0 ? "; Landlock is absent or not in the lsm= boot list" : "");
+                return -EOPNOTSUPP;
+        }
+        return 0;
+}
+
+/* The per-run directory: <runtime>/run-<id>/ holding `pid` (ours, for `sandboxer gc`) and
+ * `scratch/` (the sandbox's TMPDIR and HOME, mode 0700, owned by the sandbox's uid). */
+typedef struct run_dir {
+        char base[PATH_MAX];
+        char dir[PATH_MAX];
+        char scratch[PATH_MAX];
+        bool made, mounted;
+} run_dir;
+
+static int runtime_base(char *buf, size_t size) {
+        const char *env = secure_getenv("SANDBOXER_RUNTIME_DIR");
+        if (env && env[0] == '/')
+                snprintf(buf, size, "%s", env);
+        else if (geteuid() == 0)
+                snprintf(buf, size, "/run/sandboxer");
+        else if ((env = getenv("XDG_RUNTIME_DIR")) && env[0] == '/' && access(env, W_OK) == 0)
+                snprintf(buf, size, "%s/sandboxer", env);
+        else
+                snprintf(buf, size, "/tmp/sandboxer-%u", (unsigned) getuid());
+        return 0;
+}
+
+static void run_dir_remove(run_dir *d) {
+        if (d->mounted)
+                (void) umount2(d->scratch, MNT_DETACH);
+        if (d->made)
+                (void) sbx_rm_rf(d->dir);
+        d->made = d->mounted = false;
+}
+
+static int run_dir_make(run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid, double scratch_mb, sbx_error *e) {
+        runtime_base(d->base, sizeof d->base);
+        bool root = geteuid() == 0;
+        if (mkdir(d->base, root ? 0711 : 0700) < 0 && errno != EEXIST)
+                return sbx_error_set(e, errno, "scratch", "cannot create the runtime directory %s: %m", d->base);
+        struct stat st;
+        if (lstat(d->base, &st) < 0)
+                return sbx_error_set(e, errno, "scratch", "cannot stat %s: %m", d->base);
+        /* A directory somebody else planted (e.g. in /tmp) must not hold our scratch. */
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+                return sbx_error_set(e, EPERM, "scratch",
+                                     "refusing the runtime directory %s: not a directory owned by uid %u and writable "
+                                     "only by it; remove it or set SANDBOXER_RUNTIME_DIR",
+                                     d->base, (unsigned) geteuid());
+        if (snprintf(d->dir, sizeof d->dir, "%s/run-%s", d->base, rep->id + 4 /* skip "run_" */) >= (int) sizeof d->dir)
+                return sbx_error_set(e, ENAMETOOLONG, "scratch", "the runtime directory path %s is too long", d->base);
+        if (mkdir(d->dir, root ? 0711 : 0700) < 0)
+                return sbx_error_set(e, errno, "scratch", "cannot create %s: %m", d->dir);
+        d->made = true;
+        char pidf[PATH_MAX + 8];
+        snprintf(pidf, sizeof pidf, "%s/pid", d->dir);
+        int fd = open(pidf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd >= 0) {
+                dprintf(fd, "%d\n", (int) getpid());
+                close(fd);
+        }
+        if (snprintf(d->scratch, sizeof d->scratch, "%s/scratch", d->dir) >= (int) sizeof d->scratch)
+                return sbx_error_set(e, ENAMETOOLONG, "scratch", "the runtime directory path %s is too long", d->base);
+        if (mkdir(d->scratch, 0700) < 0)
+                return sbx_error_set(e, errno, "scratch", "cannot create %s: %m", d->scratch);
+        if (root) {
+                /* A tmpfs bounds the scratch where we may mount one (root with CAP_SYS_ADMIN). */
+                char opts[96];
+                snprintf(opts, sizeof opts, "size=%llum,mode=0700,uid=%u,gid=%u", (unsigned long long) ceil(scratch_mb),
+                         (unsigned) uid, (unsigned) gid);
+                if (mount("tmpfs", d->scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0)
+                        d->mounted = true;
+                else if (chown(d->scratch, uid, gid) < 0)
+                        return sbx_error_set(e, errno, "scratch", "cannot hand %s to uid %u: %m", d->scratch, (unsigned) uid);
+        }
+        return 0;
+}
+
+static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, int *ret_abi, sbx_error *e) {
+        const sbx_profile *pr = cfg->profile;
+        sbx_landlock_request req = { .deny_tcp = true, .scope_abstract_unix = true, .scope_signal = true,
+                                     .min_abi = LANDLOCK_MIN_ABI };
+        sbx_landlock_info info;
+        _cleanup_close_ int fd = -EBADF;
+        int r = sbx_landlock_ruleset_new(&req, &fd, &info, e);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(p, pr->fs_read)
+                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p,
+                                                 SBX_LL_READ | (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                        return r;
+        STRV_FOREACH(p, pr->fs_write)
+                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p, SBX_LL_READ | SBX_LL_WRITE |
+                                                 (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                        return r;
+        if ((r = sbx_backend_ll_add_host(fd, info.abi, d->scratch, SBX_LL_READ | SBX_LL_WRITE | SBX_LL_EXEC, e)) < 0)
+                return r;
+        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
+            (r = sbx_backend_ll_add_host(fd, info.abi, cfg->workspace,
+                                         SBX_LL_READ | (pr->ws_access == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
+                                                 (sbx_backend_exec_allowed(pr, cfg->workspace) ? SBX_LL_EXEC : 0),
+                                         e)) < 0)
+                return r;
+        static const char *const devs[] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty" };
+        for (size_t i = 0; i < ELEMENTSOF(devs); i++)
+                if ((r = sbx_backend_ll_add_host(fd, info.abi, devs[i], SBX_LL_READ | SBX_LL_WRITE, e)) < 0)
+                        return r;
+        if ((r = sbx_backend_ll_add_host(fd, info.abi, "/proc", SBX_LL_READ, e)) < 0)
+                return r;
+        *ret_abi = info.abi;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+        _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
+        _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
+        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *sc_base = NULL;
+        _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
+        const sbx_profile *pr = cfg->profile;
+        run_dir d = { 0 };
+        bool sc_listener = false;
+        int ll_abi = 0, r;
+        sbx_rlimit_plan rl;
+
+        rep->backend = "landlock";
+        rep->isolation = "policy";
+
+        char reason[512];
+        if (landlock_probe(reason, sizeof reason) < 0)
+                return sbx_error_set(e, EOPNOTSUPP, "landlock", "cannot enforce the landlock backend: %s", reason);
+        if (pr->net_allow)
+                return sbx_error_set(e, EOPNOTSUPP, "network",
+                                     "network.default: allow is not available on the landlock backend (no network "
+                                     "namespace to share or filter); use --backend native");
+        bool root = geteuid() == 0;
+        uid_t uid = root ? cfg->policy->run_as : getuid();
+        gid_t gid = root ? cfg->policy->run_as : getgid();
+        if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && root) {
+                struct stat st;
+                if (stat(cfg->workspace, &st) < 0)
+                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                if (st.st_uid != uid)
+                        return sbx_error_set(e, EPERM, "workspace",
+                                "refusing a writable workspace on the landlock backend as root: the command runs as uid %u "
+                                "and what it writes would land owned by it, not by the workspace's owner (uid %u), and "
+                                "without a mount namespace there is no idmapped mount; run sandboxer as the workspace's "
+                                "owner, or use --backend native",
+                                (unsigned) uid, (unsigned) st.st_uid);
+        }
+
+        r = run_dir_make(&d, rep, uid, gid, cfg->limits.value[SBX_LIMIT_SCRATCH_MB], e);
+        if (r < 0)
+                goto out;
+        if (d.mounted)
+                (void) sbx_report_add_mount(rep, "tmpfs", d.scratch, "tmpfs");
+        else
+                (void) sbx_report_add_mount(rep, d.scratch, d.scratch, "dir-rw");
+
+        if (sbx_backend_bench_disabled("cgroup")) {
+                sbx_rlimit_plan_init(&rl);
+        } else {
+                sbx_limit_context lc = { .fresh_userns = false, .scratch_tmpfs = d.mounted };
+                r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e);
+                if (r < 0)
+                        goto out;
+        }
+        init_fd = sbx_backend_open_init(e);
+        if (init_fd < 0) {
+                r = init_fd;
+                goto out;
+        }
+        if ((r = build_landlock(cfg, &d, &ll_fd, &ll_abi, e)) < 0)
+                goto out;
+        sbx_seccomp_opts extra = { .deny_inet = true, .deny_metadata = true };
+        if ((r = sbx_backend_build_seccomp(cfg, &extra, &sc_base, &sc_fd, &sc_listener, e)) < 0)
+                goto out;
+
+        bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
+        if ((r = sbx_backend_build_env(cfg, d.scratch, ws ? cfg->workspace : NULL, &env)) < 0 ||
+            (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd : ws ? cfg->workspace : d.scratch, true, sc_fd >= 0,
+                                       sc_listener, argv, &init_argv)) < 0) {
+                r = sbx_error_set(e, r, "environment", "out of memory");
+                goto out;
+        }
+
+        sbx_spawn_params sp = {
+                .clone_flags = 0,
+                .uid_outside = uid,
+                .gid_outside = gid,
+                .allow_setgroups = root,
+                .switch_ids = root,
+                .init_fd = init_fd,
+                .init_argv = init_argv,
+                .envp = env,
+                .rlimits = rl,
+                .landlock_fd = ll_fd,
+                .landlock_abi = ll_abi,
+                .seccomp_fd = sc_fd,
+                .seccomp_base = sc_base ? &sc_base->fprog : NULL,
+                .drop_caps = true,
+                .drop_bounding = root,
+                .last_cap = sbx_caps_last_cap(),
+        };
+        (void) sbx_report_set_fence(rep, "namespaces", "none");
+        (void) sbx_report_set_fence(rep, "landlock", "ABI %d: filesystem rules, TCP bind/connect denied, abstract unix "
+                                    "sockets and signals scoped", ll_abi);
+        (void) sbx_report_set_fence(rep, "seccomp", "escape surface refused, no inet/packet sockets, no chmod/chown/"
+                                    "utimes/xattrs, clone3 and syscalls above %d ENOSYS, foreign ABIs killed%s%s",
+                                    sbx_seccomp_max_known_nr(), !pr->allow_spawn ? ", no new processes, one execve" : "",
+                                    !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
+        (void) sbx_report_set_fence(rep, "capabilities", root ? "none (bounding, ambient, inheritable, permitted, effective)"
+                                                              : "none (bounding set left: an ordinary user cannot drop it; "
+                                                                "no_new_privs keeps it unusable)");
+        (void) sbx_report_set_fence(rep, "no_new_privs", "set");
+        (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
+
+        r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_listener, e);
+out:
+        run_dir_remove(&d);
+        return r;
+}
+
+const sbx_backend sbx_backend_landlock = {
+        .id = SBX_BACKEND_LANDLOCK,
+        .level = SBX_LEVEL_POLICY,
+        .implemented = true,
+        .probe = landlock_probe,
+        .run = landlock_run,
+};

@@ -1,0 +1,7 @@
+/* rm-rf.h — removing a directory tree we made, safely: never following symlinks, never leaving
+ * the file system, making unreadable directories readable on the way (a sandbox may chmod 000
+ * what it created). */
+#pragma once
+
+/* Remove path and everything below it. 0, or the first -errno met (removal goes on past it). */
+int sbx_rm_rf(const char *path);
