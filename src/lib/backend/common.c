@@ -229,6 +229,10 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                         for (size_t i = 0; i < ELEMENTSOF(cg_limits); i++)
                                 if ((int) cg_limits[i].limit == l && why[i][0])
                                         reason = why[i];
+                        if (l == SBX_LIMIT_SCRATCH_MB)
+                                reason = "the scratch directory cannot be a size-limited tmpfs here (no mount namespace "
+                                         "on this backend, and mounting one on the host needs root); use the native "
+                                         "backend";
                         sbx_backend_cgroup_destroy(cg);
                         /* The probe's reason names its own fix; the policy way out is added. */
                         return sbx_error_set(e, EOPNOTSUPP, "limits",

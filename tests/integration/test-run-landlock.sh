@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The landlock backend (no namespaces) and profile.python: each claim attacked from inside, the
+# Python standard library unmodified inside, auto's fallback where namespaces are refused.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/common-policy.sh"
+
+WRAP=$SBX_BUILD/tests/tools/sbx-syscall-wrap
+PY=/usr/bin/python3
+[ -x $PY ] || skip_all "python3 is not installed"
+abi=$("$SANDBOXER" doctor --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("landlock_abi", 0))' 2>/dev/null || echo 0)
+[ "${abi:-0}" -ge 6 ] || skip_all "Landlock ABI $abi here; the landlock backend needs 6"
+root=0; [ "$(id -u)" = 0 ] && root=1
+ws=$SBX_TMP/ws; mkdir -p "$ws"; cp "$(dirname "$0")/data/stdlib_workload.py" "$ws/"; chmod -R a+rX "$ws"
+L=(--policy "$POL" --backend landlock --profile profile.python --workspace "$ws")
+
+# --- the Python standard library runs unmodified: byte-identical stdout, empty stderr ---
+$PY "$ws/stdlib_workload.py" >"$SBX_TMP/outside.txt" 2>"$SBX_TMP/outside.err"
+is "$?/$(wc -c <"$SBX_TMP/outside.err")" "0/0" "outside: the stdlib workload runs clean"
+for be in landlock native; do
+        run_sbx --policy "$POL" --backend $be --profile profile.python --workspace "$ws" -- $PY stdlib_workload.py
+        is "$SBX_RC" 0 "$be + profile.python: the stdlib workload exits 0"
+        ok $(cmp -s "$SBX_TMP/outside.txt" "$SBX_OUT_FILE" && echo 0 || echo 1) "$be + profile.python: stdout byte-identical to outside"
+        is "$(wc -c <"$SBX_ERR_FILE")" 0 "$be + profile.python: stderr empty"
+done
+
+# --- scratch: fresh, private, the only writable place, gone afterwards ---
+run_sbx "${L[@]}" -- $PY -c '
+import os, stat
+t = os.environ["TMPDIR"]
+print(t == os.environ["HOME"], oct(stat.S_IMODE(os.stat(t).st_mode)), os.listdir(t))
+open(t + "/f", "w").write("x")
+print(t)'
+scratch=$(tail -1 "$SBX_OUT_FILE")
+like "$(head -1 "$SBX_OUT_FILE")" "^True 0o700 \[\]$" "scratch is TMPDIR and HOME, mode 0700, empty at start"
+ok $([ -n "$scratch" ] && [ ! -e "$scratch" ] && echo 0 || echo 1) "the scratch directory is removed after the run ($scratch)"
+for target in /tmp/sbx-ll-probe "$HOME/sbx-ll-probe" /var/tmp/sbx-ll-probe "$ws/new"; do
+        run_sbx "${L[@]}" -- $PY -c "open('$target','w')"
+        ok $([ "$SBX_RC" != 0 ] && [ ! -e "$target" ] && echo 0 || echo 1) "cannot create $target"
+done
+like "$SBX_ERR" 'PermissionError' "refused with EACCES (PermissionError)"
+
+# --- reading outside the read list ---
+secret=$SBX_TMP/secret.txt; echo TOPSECRET >"$secret"; chmod 644 "$secret"
+run_sbx "${L[@]}" -- $PY -c "print(open('$secret').read())"
+ok $([[ $SBX_OUT != *TOPSECRET* ]] && [ "$SBX_RC" != 0 ] && echo 0 || echo 1) "a world-readable host file outside the read list is refused"
+run_sbx "${L[@]}" -- $PY -c "print(open('/etc/passwd').read()[:4])"
+ok $([ "$SBX_RC" != 0 ] && echo 0 || echo 1) "/etc/passwd (not in profile.python's read list) is refused"
+
+# --- network: host loopback (TCP), UDP, abstract and pathname unix sockets ---
+port=$((20000 + RANDOM % 20000))
+$PY -c "
+import socket
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$port)); s.listen(1); s.settimeout(15)
+a=socket.socket(socket.AF_UNIX); a.bind('\0sbx-test-$$'); a.listen(1)
+try: s.accept()
+except Exception: pass
+" &
+lpid=$!
+sleep 0.3
+run_sbx "${L[@]}" -- $PY -c "
+import socket
+for fam, typ, addr in ((socket.AF_INET, socket.SOCK_STREAM, ('127.0.0.1', $port)), (socket.AF_INET, socket.SOCK_DGRAM, ('127.0.0.1', 53)),
+                       (socket.AF_UNIX, socket.SOCK_STREAM, '\0sbx-test-$$')):
+    try:
+        s = socket.socket(fam, typ); s.connect(addr); print('REACHED', addr)
+    except OSError as e:
+        print('refused', e.errno)
+a, b = socket.socketpair(); a.send(b'ok'); print('socketpair', b.recv(2).decode())
+"
+ok $([[ $SBX_OUT != *REACHED* ]] && echo 0 || echo 1) "no TCP, UDP or abstract unix socket reaches the host"
+like "$SBX_OUT" 'socketpair ok' "socketpair(AF_UNIX) still works (asyncio needs it)"
+# Without profile.python's socket ban, Landlock alone stops TCP and abstract sockets.
+cat >"$SBX_TMP/netprof.yaml" <<YAML
+id: test.lb
+version: "1.0.0"
+extends: profile.python
+network:
+  loopback: true
+YAML
+run_sbx --policy "$POL" --backend landlock --profile "$SBX_TMP/netprof.yaml" -- $PY -c "
+import socket
+try:
+    s = socket.socket(socket.AF_UNIX); s.connect('\0sbx-test-$$'); print('REACHED abstract')
+except OSError as e: print('abstract refused', e.errno)
+try:
+    s = socket.socket(); s.connect(('127.0.0.1', $port)); print('REACHED tcp')
+except OSError as e: print('tcp refused', e.errno)
+"
+ok $([[ $SBX_OUT != *REACHED* ]] && [[ $SBX_OUT == *"abstract refused"* ]] && echo 0 || echo 1) "with sockets allowed, Landlock scoping refuses the host's abstract socket ($(echo $SBX_OUT))"
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+
+# --- signals: a host process of the same uid cannot be killed ---
+sleep 30 &
+victim=$!
+run_sbx "${L[@]}" -- $PY -c "
+import os, signal
+try: os.kill($victim, signal.SIGKILL); print('KILLED')
+except OSError as e: print('refused', e.errno)"
+sleep 0.2
+ok $(kill -0 $victim 2>/dev/null && echo 0 || echo 1) "a host process ($victim) survives a kill from the sandbox ($SBX_OUT)"
+kill $victim 2>/dev/null; wait $victim 2>/dev/null
+
+# --- what Landlock does not cover: chmod, chown, utimes, xattrs ---
+mine=$SBX_TMP/mine.txt; echo x >"$mine"; chmod 644 "$mine"
+[ $root = 1 ] && chown 65534 "$mine"  # as root the sandbox runs as 65534: make it "its own" file
+run_sbx "${L[@]}" -- $PY -c "
+import os
+for name, f in (('chmod', lambda: os.chmod('$mine', 0o777)), ('utime', lambda: os.utime('$mine', (0, 0))),
+                ('chown', lambda: os.chown('$mine', -1, os.getgid())), ('setxattr', lambda: os.setxattr('$mine', 'user.x', b'1'))):
+    try: f(); print('CHANGED', name)
+    except OSError as e: print(name, 'refused', e.errno)"
+ok $([[ $SBX_OUT != *CHANGED* ]] && echo 0 || echo 1) "chmod/utime/chown/setxattr on a host file it owns are refused (seccomp)"
+is "$(stat -c %a "$mine")" 644 "the file's mode is unchanged"
+
+# --- no new processes, exactly one execve ---
+run_sbx "${L[@]}" -- $PY -c "
+import os, subprocess
+try: subprocess.run(['/bin/true']); print('SPAWNED')
+except OSError as e: print('spawn refused', e.errno)
+try: os.execv('/bin/true', ['true']); print('EXECED')
+except OSError as e: print('exec refused', e.errno)"
+is "$SBX_OUT" "spawn refused 1
+exec refused 1" "profile.python: no subprocess, no second execve (EPERM)"
+is "$(json_get "$SBX_REPORT" '[v["kind"] for v in d["violations"]]')" '["ProcessLimitViolation"]' "the refused execve is a ProcessLimitViolation"
+
+# --- never host root ---
+run_sbx "${L[@]}" -- $PY -c "import os; print(os.getuid(), os.geteuid())"
+if [ $root = 1 ]; then
+        is "$SBX_OUT" "65534 65534" "as root, the command runs as uid 65534 (run_as)"
+else
+        is "$SBX_OUT" "$(id -u) $(id -u)" "as a user, the command runs as the caller"
+fi
+is "$(json_get "$SBX_REPORT" 'd["backend"]+"/"+d["isolation"]')" landlock/policy "report: backend landlock, isolation policy"
+
+# --- auto: falls back to landlock where namespaces are refused; a native-only policy fails closed ---
+if [ -x "$WRAP" ]; then
+        "$WRAP" --eperm-ns -- "$SANDBOXER" run --policy "$POL" --profile profile.python --report "$SBX_TMP/fb.json" -- $PY -c 'print("ran")' >"$SBX_TMP/fb.out" 2>&1
+        is "$(cat "$SBX_TMP/fb.out")" ran "namespaces refused (EPERM, as in Docker): auto runs profile.python on landlock"
+        is "$(json_get "$SBX_TMP/fb.json" 'd["backend"]')" landlock "the report says landlock"
+        like "$(json_get "$SBX_TMP/fb.json" 'd["backend_reason"]')" 'native skipped: cannot create namespaces' "and why native was skipped"
+        sed 's/backends: \[native, landlock\]/backends: [native]/' "$POL" >"$SBX_TMP/native-only.yaml"
+        "$WRAP" --eperm-ns -- "$SANDBOXER" run --policy "$SBX_TMP/native-only.yaml" --profile profile.python -- $PY -c 'print("ran")' >"$SBX_TMP/no.out" 2>&1
+        rc=$?
+        is "$rc" 125 "a policy listing only native fails closed when namespaces are refused"
+        "$WRAP" --enosys landlock_create_ruleset --enosys landlock_add_rule --enosys landlock_restrict_self -- \
+                "$SANDBOXER" run "${L[@]}" -- $PY -c 'print("ran")' >"$SBX_TMP/nl.out" 2>&1
+        rc=$?
+        ok $([ $rc = 125 ] && ! grep -q '^ran' "$SBX_TMP/nl.out" && echo 0 || echo 1) "Landlock missing: the landlock backend fails closed"
+        like "$(cat "$SBX_TMP/nl.out")" 'Landlock ABI 0' "naming the missing feature"
+else
+        skip "sbx-syscall-wrap not built" 6
+fi
+# --- as an ordinary user, what nothing can enforce here fails closed with the default policy ---
+if [ $root = 0 ]; then
+        run_sbx --backend landlock --profile profile.python -- $PY -c 'print("ran")'
+        is "$SBX_RC" 125 "unprivileged, default policy: the landlock backend refuses to run unenforced"
+        like "$SBX_ERR" 'limits\.(memory_mb|cpus|scratch_mb)' "naming the limit"
+        like "$SBX_ERR" 'enforce\.best_effort' "and the policy way out"
+else
+        skip "fail-closed without best_effort: only an ordinary user lacks cgroups and mounts" 3
+fi
+assert_no_leftovers
+done_testing
