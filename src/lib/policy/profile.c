@@ -763,6 +763,7 @@ enum {
         K_OBSERVE,
         K_HIGH_RISK,
         K_CWD,
+        K_DATA,
         _K_MAX,
 };
 
@@ -786,6 +787,7 @@ static const char *const top_keys[_K_MAX] = {
         [K_OBSERVE] = "observe",
         [K_HIGH_RISK] = "high_risk",
         [K_CWD] = "cwd",
+        [K_DATA] = "data",
 };
 
 static int parse_doc(yctx *c, sbx_profile *p) {
@@ -881,6 +883,31 @@ static int parse_doc(yctx *c, sbx_profile *p) {
                 return r;
         if (v[K_OBSERVE] && (r = parse_observe(c, v[K_OBSERVE], p)) < 0)
                 return r;
+        if (v[K_DATA]) {
+                /* Data mounts (a database, a bucket, a cache) would need the network to reach
+                 * them, and sandboxer has no egress filtering yet: refuse them by name rather
+                 * than run with a hole or silently without the data. */
+                yaml_node_t *d = v[K_DATA];
+                if (d->type == YAML_SEQUENCE_NODE && d->data.sequence.items.start < d->data.sequence.items.top) {
+                        yaml_node_t *item = yaml_document_get_node(&c->doc, *d->data.sequence.items.start);
+                        const char *type = NULL;
+                        if (item && item->type == YAML_MAPPING_NODE)
+                                for (yaml_node_pair_t *kv = item->data.mapping.pairs.start; kv < item->data.mapping.pairs.top; kv++) {
+                                        yaml_node_t *k = yaml_document_get_node(&c->doc, kv->key);
+                                        yaml_node_t *val = yaml_document_get_node(&c->doc, kv->value);
+                                        if (k && val && k->type == YAML_SCALAR_NODE && val->type == YAML_SCALAR_NODE &&
+                                            streq((const char *) k->data.scalar.value, "type"))
+                                                type = (const char *) val->data.scalar.value;
+                                }
+                        return yerr(c, item ? item : d,
+                                "data: a %s data mount needs network egress to reach its service, and sandboxer has no "
+                                "egress filtering yet: refusing it (fail closed); remove the data entry and pass the "
+                                "data in the workspace instead",
+                                type ? type : "(untyped)");
+                }
+                if (d->type != YAML_SEQUENCE_NODE)
+                        return yerr(c, d, "data: expected a list of data mounts (e.g. - {type: postgres, ...})");
+        }
         if (v[K_HIGH_RISK]) {
                 r = yget_bool(c, v[K_HIGH_RISK], "high_risk", &p->high_risk);
                 if (r < 0)

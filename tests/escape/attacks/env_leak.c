@@ -6,7 +6,7 @@
 extern char **environ;
 
 int main(void) {
-        char path[64], buf[65536];
+        char path[300], buf[65536];
         for (char **e = environ; *e; e++)
                 if (strncmp(*e, "SBX_SECRET_ENV=", 15) == 0)
                         ESCAPED("own environment: %.40s", *e);
