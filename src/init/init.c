@@ -2,11 +2,12 @@
  * and when the command ends kills what it left behind at once and reports to the supervisor.
  * Static and small; it runs with the sandbox's environment and no capabilities.
  *
- * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N [--seccomp-listener]] [--landlock-fd N]
+ * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N]
  *                       -- COMMAND [ARG]...
  * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). The seccomp program (raw BPF) and the
- * Landlock ruleset were prepared by the supervisor; the init enforces both on the command only,
- * in the forked child, right before execve. */
+ * Landlock ruleset were prepared by the supervisor; the init enforces both on itself before it
+ * forks the command, so the whole sandbox is one Landlock domain under one filter, whose
+ * notification listener goes to the supervisor (fd 3, SCM_RIGHTS). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -134,30 +135,43 @@ static void kill_leftovers(void) {
         }
 }
 
-#define MAX_BPF_INSNS 4096
+#define MAX_BPF_INSNS 8192
 static struct sock_filter bpf[MAX_BPF_INSNS];
+static struct sbx_seccomp_blob_header blob;
 
-/* Read the whole BPF program from fd; returns the instruction count, or -errno. */
-static int read_bpf(int fd) {
-        size_t got = 0;
-        for (;;) {
-                ssize_t n = read(fd, (char *) bpf + got, sizeof bpf - got);
-                if (n < 0) {
-                        if (errno == EINTR)
+/* Read the seccomp programs (protocol.h: header, observed, plain) from fd. 0 or -errno. */
+static int read_blob(int fd) {
+        size_t got = 0, want = sizeof blob;
+        char *dst = (char *) &blob;
+        for (int part = 0; part < 2; part++) {
+                while (got < want) {
+                        ssize_t n = read(fd, dst + got, want - got);
+                        if (n < 0 && errno == EINTR)
                                 continue;
-                        return -errno;
+                        if (n < 0)
+                                return -errno;
+                        if (n == 0)
+                                return -EINVAL;
+                        got += (size_t) n;
                 }
-                if (n == 0)
-                        break;
-                got += (size_t) n;
-                if (got == sizeof bpf)
-                        return -E2BIG;
+                if (part == 0) {
+                        if (blob.magic != SBX_SECCOMP_BLOB_MAGIC || blob.n_observed + blob.n_plain == 0 ||
+                            blob.n_observed > 0xffff || blob.n_plain > 0xffff ||
+                            blob.n_observed + blob.n_plain > MAX_BPF_INSNS)
+                                return -EINVAL;
+                        dst = (char *) bpf;
+                        got = 0;
+                        want = (blob.n_observed + blob.n_plain) * sizeof(struct sock_filter);
+                }
         }
-        if (got == 0 || got % sizeof(struct sock_filter))
-                return -EINVAL;
         close(fd);
-        return (int) (got / sizeof(struct sock_filter));
+        return 0;
 }
+
+/* Load the filter for the init and everything it starts: the observed program with a
+ * listener handed to the supervisor, or — nested under another listener, or with observation
+ * off — the plain one. Returns 0 or -errno with *step set. */
+static int load_seccomp(const char **step);
 
 /* The listener goes to the supervisor over the status socket, before the exec it must answer. */
 static int send_listener(int fd) {
@@ -177,6 +191,40 @@ static int send_listener(int fd) {
         return sendmsg(SBX_INIT_STATUS_FD, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
 }
 
+static int load_seccomp(const char **step) {
+        if (blob.n_observed > 0) {
+                struct sock_fprog prog = { .len = (unsigned short) blob.n_observed, .filter = bpf };
+                /* WAIT_KILLABLE_RECV (5.19+): a received notification is not withdrawn and
+                 * re-sent because of an ordinary signal. */
+                long lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER | (1UL << 5), &prog);
+                if (lfd < 0 && errno == EINVAL)
+                        lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+                if (lfd >= 0) {
+                        int r = send_listener((int) lfd);
+                        int e = errno;
+                        close((int) lfd);
+                        if (r < 0) {
+                                *step = "init: hand the seccomp listener to the supervisor";
+                                return -e;
+                        }
+                        return 0;
+                }
+                if (errno != EBUSY || blob.n_plain == 0) {
+                        *step = errno == EBUSY ? "init: install a seccomp listener (already under another one; "
+                                                 "this profile needs observation)"
+                                               : "init: load the seccomp filter";
+                        return -errno;
+                }
+                send_msg(SBX_INIT_MSG_UNOBSERVED, EBUSY, 0, NULL);
+        }
+        struct sock_fprog plain = { .len = (unsigned short) blob.n_plain, .filter = bpf + blob.n_observed };
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &plain) < 0) {
+                *step = "init: load the seccomp filter";
+                return -errno;
+        }
+        return 0;
+}
+
 static int parse_fd(const char *s) {
         char *end;
         long v = strtol(s, &end, 10);
@@ -186,8 +234,8 @@ static int parse_fd(const char *s) {
 int main(int argc, char **argv) {
         extern char **environ;
         const char *cwd = NULL;
-        bool tty = false, listener = false;
-        int seccomp_fd = -1, landlock_fd = -1, n_bpf = 0;
+        bool tty = false;
+        int seccomp_fd = -1, landlock_fd = -1;
         int i = 1;
 
         for (; i < argc; i++) {
@@ -200,8 +248,6 @@ int main(int argc, char **argv) {
                         tty = true;
                 else if (strcmp(argv[i], "--seccomp-fd") == 0 && i + 1 < argc)
                         seccomp_fd = parse_fd(argv[++i]);
-                else if (strcmp(argv[i], "--seccomp-listener") == 0)
-                        listener = true;
                 else if (strcmp(argv[i], "--landlock-fd") == 0 && i + 1 < argc)
                         landlock_fd = parse_fd(argv[++i]);
                 else
@@ -227,9 +273,9 @@ int main(int argc, char **argv) {
                 sigaddset(&fwd, fwd_sigs[k]);
 
         if (seccomp_fd >= 0) {
-                n_bpf = read_bpf(seccomp_fd);
-                if (n_bpf < 0) {
-                        send_msg(SBX_INIT_MSG_SETUP_FAILED, -n_bpf, 0, "init: read the seccomp program");
+                int r = read_blob(seccomp_fd);
+                if (r < 0) {
+                        send_msg(SBX_INIT_MSG_SETUP_FAILED, -r, 0, "init: read the seccomp programs");
                         return 125;
                 }
         }
@@ -247,6 +293,16 @@ int main(int argc, char **argv) {
                         return 125;
                 }
                 close(landlock_fd);
+        }
+        /* Last of the set-up: from here on the init itself is under the filter too, so the command
+         * cannot get an unfiltered process by taking over its init. */
+        if (seccomp_fd >= 0) {
+                const char *step = NULL;
+                int r = load_seccomp(&step);
+                if (r < 0) {
+                        send_msg(SBX_INIT_MSG_SETUP_FAILED, -r, 0, step);
+                        return 125;
+                }
         }
 
         int ep[2];
@@ -276,37 +332,12 @@ int main(int argc, char **argv) {
                         m[1] = 1;
                 } else {
                         /* Nothing of ours reaches the command: only 0, 1, 2 and the exec pipe,
-                         * which is close-on-exec. The status socket (3) stays until the seccomp
-                         * listener, if any, has been handed to the supervisor. */
+                         * which is close-on-exec. */
                         int keep = ep[1];
-                        if (keep > 4)
-                                (void) syscall(SYS_close_range, 4, keep - 1, 0);
+                        if (keep > 3)
+                                (void) syscall(SYS_close_range, 3, keep - 1, 0);
                         (void) syscall(SYS_close_range, keep + 1, ~0U, 0);
-                        /* Last: the filter also covers what is left of this child's own work. */
-                        struct sock_fprog prog = { .len = (unsigned short) n_bpf, .filter = bpf };
-                        long lfd = 0;
-                        if (n_bpf > 0 && listener) {
-                                /* WAIT_KILLABLE_RECV (5.19+): a received notification — the first
-                                 * exec — is not withdrawn and re-sent by an ordinary signal. */
-                                lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                              SECCOMP_FILTER_FLAG_NEW_LISTENER | (1UL << 5), &prog);
-                                if (lfd < 0 && errno == EINVAL)
-                                        lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                                      SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-                        } else if (n_bpf > 0)
-                                lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
-                        if (lfd < 0) {
-                                m[0] = errno;
-                                m[1] = 4;
-                        } else if (listener && send_listener((int) lfd) < 0) {
-                                m[0] = errno;
-                                m[1] = 5;
-                        } else {
-                                if (listener)
-                                        close((int) lfd);
-                                close(SBX_INIT_STATUS_FD);
-                                m[0] = exec_command(argv + i, environ);
-                        }
+                        m[0] = exec_command(argv + i, environ);
                 }
                 if (write(ep[1], m, sizeof m) != (ssize_t) sizeof m)
                         _exit(126);
@@ -321,10 +352,8 @@ int main(int argc, char **argv) {
         close(ep[0]);
 
         bool exec_failed = n == (ssize_t) sizeof msg;
-        static const char *const steps[] = { NULL, "chdir to the working directory", "prctl(PR_SET_NO_NEW_PRIVS)",
-                                             "enforce the Landlock ruleset", "load the seccomp filter",
-                                             "hand the seccomp listener to the supervisor" };
-        if (exec_failed && msg[1] >= 1 && msg[1] <= 5)
+        static const char *const steps[] = { NULL, "chdir to the working directory" };
+        if (exec_failed && msg[1] == 1)
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, steps[msg[1]]);
         else if (exec_failed) {
                 int e = msg[0];

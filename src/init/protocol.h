@@ -15,8 +15,9 @@ enum {
         SBX_INIT_MSG_EXITED = 3,      /* a = exit code */
         SBX_INIT_MSG_SIGNALED = 4,    /* a = signal number */
         SBX_INIT_MSG_SETUP_FAILED = 5,/* a = errno, step in text */
-        SBX_INIT_MSG_LISTENER = 6,    /* SCM_RIGHTS: the seccomp notification listener of the
-                                       * command (sent by the command's child side before exec) */
+        SBX_INIT_MSG_LISTENER = 6,    /* SCM_RIGHTS: the seccomp notification listener */
+        SBX_INIT_MSG_UNOBSERVED = 7,  /* no listener could be installed (a = errno): the plain
+                                       * filter is in force instead */
 };
 
 struct sbx_init_msg {
@@ -26,4 +27,15 @@ struct sbx_init_msg {
         int32_t b;
         uint64_t monotonic_ns; /* CLOCK_MONOTONIC when it happened */
         char text[64];
+};
+
+/* The seccomp programs handed to the init (a sealed memfd): a header, then the observed
+ * program (violations go to a listener), then the plain one (violations answer their errno),
+ * used when no listener can be installed; n_plain 0 = none (observation required). */
+#define SBX_SECCOMP_BLOB_MAGIC 0x53425846u /* "SBXF" */
+struct sbx_seccomp_blob_header {
+        uint32_t magic;
+        uint32_t n_observed; /* instructions */
+        uint32_t n_plain;
+        uint32_t reserved;
 };

@@ -121,7 +121,8 @@ try: os.execv('/bin/true', ['true']); print('EXECED')
 except OSError as e: print('exec refused', e.errno)"
 is "$SBX_OUT" "spawn refused 1
 exec refused 1" "profile.python: no subprocess, no second execve (EPERM)"
-is "$(json_get "$SBX_REPORT" '[v["kind"] for v in d["violations"]]')" '["ProcessLimitViolation"]' "the refused execve is a ProcessLimitViolation"
+is "$(json_get "$SBX_REPORT" 'sorted(set(v["kind"] for v in d["violations"]))')" '["ProcessLimitViolation"]' "the refused spawn and execve are ProcessLimitViolations"
+is "$(json_get "$SBX_REPORT" '[v["detail"].get("path") for v in d["violations"] if v.get("syscall") == "execve"]')" '["/bin/true"]' "the refused execve names its path (evidence)"
 
 # --- never host root ---
 run_sbx "${L[@]}" -- $PY -c "import os; print(os.getuid(), os.geteuid())"

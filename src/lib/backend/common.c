@@ -18,6 +18,7 @@
 
 #include "basic/strv.h"
 #include "isolate/landlock.h"
+#include "init/protocol.h"
 #include "supervise/supervise.h"
 
 /* Where the init binary is: next to the running program (installed or build tree), else the
@@ -100,12 +101,12 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
         return 0;
 }
 
-int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, bool listener, char *const *argv, char ***ret) {
+int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, char *const *argv, char ***ret) {
         _cleanup_strv_free_ char **a = NULL;
         if (strv_extend(&a, "sandboxer-init") < 0 || strv_extend(&a, "--cwd") < 0 || strv_extend(&a, cwd) < 0 ||
             (landlock && (strv_extend(&a, "--landlock-fd") < 0 || strv_extend(&a, "5") < 0)) ||
             (seccomp && (strv_extend(&a, "--seccomp-fd") < 0 || strv_extend(&a, "4") < 0)) ||
-            (listener && strv_extend(&a, "--seccomp-listener") < 0) || strv_extend(&a, "--") < 0)
+            strv_extend(&a, "--") < 0)
                 return -ENOMEM;
         for (char *const *i = argv; *i; i++)
                 if (strv_extend(&a, *i) < 0)
@@ -263,44 +264,67 @@ int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, 
         return 0;
 }
 
-/* Two seccomp programs from the one rule table: the base (escape surface, sockets) loaded by
- * the spawn child for the init and everything under it, and — only with allow_spawn: false —
- * the command's own (no fork, exactly one execve through the supervisor), as raw BPF in a
- * sealed memfd the init reads and loads in the command's child. */
-int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra, sbx_seccomp_prog **ret_base,
-                              int *ret_fd, bool *ret_listener, sbx_error *e) {
+static int write_all_fd(int fd, const void *buf, size_t n) {
+        const char *p = buf;
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+/* The seccomp programs, both from the one rule table, in a sealed memfd the init reads (format
+ * in src/init/protocol.h): the observed one (violations go to the supervisor's listener, which
+ * records and refuses them; spawning and the one execve are decided there) and the plain one
+ * (violations answer their errno on their own) for where no listener can be installed — absent
+ * when observation is required, or when allow_spawn: false needs the listener to let exactly
+ * one execve through. The init loads it for itself and everything under it. */
+int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra, sbx_seccomp_opts *ret_opts,
+                              int *ret_fd, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_seccomp_opts o = {
                 .deny_all_sockets_but_unix_pair = !pr->net_allow && !pr->loopback,
-                .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
                 .deny_inet = extra && extra->deny_inet,
                 .deny_metadata = extra && extra->deny_metadata,
+                .deny_spawn = !pr->allow_spawn,
+                .exec = pr->allow_spawn ? SBX_SECCOMP_EXEC_ALLOW : SBX_SECCOMP_EXEC_NOTIFY,
+                .notify = true,
         };
-        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *base = NULL, *prog = NULL;
-        int r = sbx_seccomp_build(&o, &base, e);
-        if (r < 0)
+        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *observed = NULL, *plain = NULL;
+        bool want_observed = pr->observe != SBX_OBSERVE_OFF || !pr->allow_spawn;
+        bool want_plain = pr->observe != SBX_OBSERVE_REQUIRED && pr->allow_spawn;
+        int r;
+        if (want_observed && (r = sbx_seccomp_build(&o, &observed, e)) < 0)
                 return r;
-        *ret_listener = false;
-        *ret_fd = -1;
-        if (!pr->allow_spawn) {
-                o.deny_spawn = true;
-                o.exec = SBX_SECCOMP_EXEC_NOTIFY;
-                r = sbx_seccomp_build(&o, &prog, e);
-                if (r < 0)
+        if (want_plain) {
+                sbx_seccomp_opts po = o;
+                po.notify = false;
+                po.kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL;
+                if ((r = sbx_seccomp_build(&po, &plain, e)) < 0)
                         return r;
-                _cleanup_close_ int fd = memfd_create("sandboxer-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-                if (fd < 0)
-                        return sbx_error_set(e, errno, "seccomp", "memfd_create: %m");
-                r = sbx_seccomp_write_bpf(prog, fd);
-                if (r < 0)
-                        return sbx_error_set(e, r, "seccomp", "cannot write the seccomp program: %s", strerror(-r));
-                if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
-                    lseek(fd, 0, SEEK_SET) < 0)
-                        return sbx_error_set(e, errno, "seccomp", "cannot seal the seccomp program: %m");
-                *ret_listener = true;
-                *ret_fd = TAKE_FD(fd);
         }
-        *ret_base = TAKE_PTR(base);
+        _cleanup_close_ int fd = memfd_create("sandboxer-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return sbx_error_set(e, errno, "seccomp", "memfd_create: %m");
+        struct sbx_seccomp_blob_header h = {
+                .magic = SBX_SECCOMP_BLOB_MAGIC,
+                .n_observed = observed ? observed->fprog.len : 0,
+                .n_plain = plain ? plain->fprog.len : 0,
+        };
+        if ((r = write_all_fd(fd, &h, sizeof h)) < 0 ||
+            (observed && (r = write_all_fd(fd, observed->fprog.filter, observed->fprog.len * sizeof(struct sock_filter))) < 0) ||
+            (plain && (r = write_all_fd(fd, plain->fprog.filter, plain->fprog.len * sizeof(struct sock_filter))) < 0))
+                return sbx_error_set(e, r, "seccomp", "cannot write the seccomp programs: %s", strerror(-r));
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+                return sbx_error_set(e, errno, "seccomp", "cannot seal the seccomp programs: %m");
+        *ret_opts = o;
+        *ret_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -322,7 +346,7 @@ bool sbx_backend_bench_disabled(const char *layer) {
 
 
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
-                       sbx_cgroup *cg, bool exec_once, sbx_error *e) {
+                       sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         _cleanup_close_ int oom_fd = -EBADF;
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, spair[2] = { -1, -1 };
@@ -390,7 +414,8 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 .grace_s = 2.0,
                 .handle_signals = io->handle_signals,
                 .oom_fd = -1,
-                .exec_once = exec_once,
+                .seccomp = sc_opts,
+                .report = rep,
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
                 .reap_orphans = no_pidns,
         };
@@ -477,22 +502,20 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                                     { .key = "refused", .num = (int64_t) cst.pids_refused } };
                 (void) sbx_report_add_violation(rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
         }
-        if (res.exec_refused > 0) {
-                sbx_detail d[1] = { { .key = "rule", .str = (char *) "process.allow_spawn: false" } };
-                (void) sbx_report_add_violation(rep, SBX_VIOLATION_PROCESS_LIMIT, res.violation_killed ? "killed" : "denied",
-                                                res.exec_refused_first_ms, "execve", d, 1);
-                sbx_violation *v = &rep->violations[rep->n_violations - 1];
-                v->count = res.exec_refused;
-                v->last_at_ms = res.exec_refused_last_ms;
-        }
-        if (res.violation_killed)
+        if (res.violation_killed) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_VIOLATION);
+                rep->killed_by_sandbox = true;
+        }
+        rep->observation = res.listener ? "active" : res.observation_unavailable ? "unavailable" : "off";
         if (res.oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
-                sbx_detail d[3] = { { .key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB] },
+                /* Evidence from the cgroup itself: its OOM event (we end the sandbox on it, which
+                 * can beat the kernel's own OOM kill, then oom_kills stays 0) and its counters. */
+                sbx_detail d[4] = { { .key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB] },
                                     { .key = "oom_kills", .num = (int64_t) (cst.oom_kills == SBX_CG_UNKNOWN ? 0 : cst.oom_kills) },
-                                    { .key = "peak_bytes", .num = (int64_t) (cst.memory_peak_bytes == SBX_CG_UNKNOWN ? 0 : cst.memory_peak_bytes) } };
-                (void) sbx_report_add_violation(rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 3);
+                                    { .key = "peak_bytes", .num = (int64_t) (cst.memory_peak_bytes == SBX_CG_UNKNOWN ? 0 : cst.memory_peak_bytes) },
+                                    { .key = "oom_event", .num = res.oom ? 1 : 0 } };
+                (void) sbx_report_add_violation(rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 4);
                 rep->killed_by_sandbox = true;
         }
         if (res.cancel_signal) {

@@ -27,8 +27,8 @@ bool sbx_backend_exec_allowed(const sbx_profile *pr, const char *path);
  * SANDBOXER_WORKSPACE (ws_visible, NULL when there is none). Nothing else. */
 int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret);
 
-/* The init's argv: sandboxer-init --cwd DIR [--landlock-fd 5] [--seccomp-fd 4 [--seccomp-listener]] -- ARGV */
-int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, bool listener, char *const *argv, char ***ret);
+/* The init's argv: sandboxer-init --cwd DIR [--landlock-fd 5] [--seccomp-fd 4] -- ARGV */
+int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, char *const *argv, char ***ret);
 
 typedef struct sbx_limit_context {
         bool fresh_userns;     /* the sandbox has a uid of its own in a fresh user namespace */
@@ -44,10 +44,11 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
 sbx_cgroup *sbx_backend_cgroup_destroy(sbx_cgroup *cg);
 DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_cgroup *, sbx_backend_cgroup_destroy);
 
-/* The two seccomp programs (base for the init and everything under it; the command's own, as a
- * sealed memfd, with allow_spawn: false). `extra` adds options (deny_inet, deny_metadata). */
-int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra, sbx_seccomp_prog **ret_base,
-                              int *ret_fd, bool *ret_listener, sbx_error *e);
+/* The seccomp programs for the init (observed, and plain where no listener can be had), as a
+ * sealed memfd; *ret_opts are the observed program's options, for the supervisor to classify
+ * notifications with. `extra` adds options (deny_inet, deny_metadata). */
+int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra, sbx_seccomp_opts *ret_opts,
+                              int *ret_fd, sbx_error *e);
 
 /* Benchmark builds only (-Dbench_knobs=true): SANDBOXER_BENCH_DISABLE lists layers to skip. */
 bool sbx_backend_bench_disabled(const char *layer);
@@ -60,4 +61,4 @@ int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, 
  * into the report. Returns 0 when the command ran (whatever its outcome), -errno on a setup
  * error. */
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
-                       sbx_cgroup *cg, bool exec_once, sbx_error *e);
+                       sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, sbx_error *e);

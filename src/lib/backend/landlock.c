@@ -150,11 +150,10 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
 static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
         _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
-        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *sc_base = NULL;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
         run_dir d = { 0 };
-        bool sc_listener = false;
+        sbx_seccomp_opts sc_opts = { 0 };
         int ll_abi = 0, r;
         sbx_rlimit_plan rl;
 
@@ -208,13 +207,13 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         if ((r = build_landlock(cfg, &d, &ll_fd, &ll_abi, e)) < 0)
                 goto out;
         sbx_seccomp_opts extra = { .deny_inet = true, .deny_metadata = true };
-        if ((r = sbx_backend_build_seccomp(cfg, &extra, &sc_base, &sc_fd, &sc_listener, e)) < 0)
+        if ((r = sbx_backend_build_seccomp(cfg, &extra, &sc_opts, &sc_fd, e)) < 0)
                 goto out;
 
         bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
         if ((r = sbx_backend_build_env(cfg, d.scratch, ws ? cfg->workspace : NULL, &env)) < 0 ||
             (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd : ws ? cfg->workspace : d.scratch, true, sc_fd >= 0,
-                                       sc_listener, argv, &init_argv)) < 0) {
+                                       argv, &init_argv)) < 0) {
                 r = sbx_error_set(e, r, "environment", "out of memory");
                 goto out;
         }
@@ -232,7 +231,6 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
                 .landlock_fd = ll_fd,
                 .landlock_abi = ll_abi,
                 .seccomp_fd = sc_fd,
-                .seccomp_base = sc_base ? &sc_base->fprog : NULL,
                 .drop_caps = true,
                 .drop_bounding = root,
                 .last_cap = sbx_caps_last_cap(),
@@ -250,7 +248,7 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
         (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
 
-        r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_listener, e);
+        r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, e);
 out:
         run_dir_remove(&d);
         return r;

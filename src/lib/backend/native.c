@@ -256,10 +256,9 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
         _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
-        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *sc_base = NULL;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
-        bool sc_listener = false;
+        sbx_seccomp_opts sc_opts = { 0 };
         int ll_abi = 0, r;
         sbx_rlimit_plan rl;
 
@@ -289,7 +288,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                         return r;
         }
         if (!sbx_backend_bench_disabled("seccomp")) {
-                r = sbx_backend_build_seccomp(cfg, NULL, &sc_base, &sc_fd, &sc_listener, e);
+                r = sbx_backend_build_seccomp(cfg, NULL, &sc_opts, &sc_fd, e);
                 if (r < 0)
                         return r;
         }
@@ -299,7 +298,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         if (r < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
         const char *cwd = cfg->cwd ? cfg->cwd : ws ? ws_mount : SCRATCH_DIR;
-        r = sbx_backend_init_argv(cwd, ll_fd >= 0, sc_fd >= 0, sc_listener, argv, &init_argv);
+        r = sbx_backend_init_argv(cwd, ll_fd >= 0, sc_fd >= 0, argv, &init_argv);
         if (r < 0)
                 return sbx_error_set(e, r, "init argv", "out of memory");
 
@@ -323,7 +322,6 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .inside_rules = inside_rules,
                 .n_inside_rules = ELEMENTSOF(inside_rules),
                 .seccomp_fd = sc_fd,
-                .seccomp_base = sc_base ? &sc_base->fprog : NULL,
                 .drop_caps = !sbx_backend_bench_disabled("caps"),
                 .drop_bounding = !sbx_backend_bench_disabled("caps"),
                 .last_cap = sbx_caps_last_cap(),
@@ -334,7 +332,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 (void) sbx_report_set_fence(rep, "landlock", "ABI %d: filesystem rules%s%s", ll_abi,
                                             !pr->net_allow && !pr->loopback ? ", TCP bind/connect denied" : "",
                                             ll_abi >= 6 ? ", abstract unix sockets and signals scoped" : "");
-        if (sc_base)
+        if (sc_fd >= 0)
                 (void) sbx_report_set_fence(rep, "seccomp", "escape surface refused, clone3 and syscalls above %d ENOSYS, "
                                             "foreign ABIs killed%s%s", sbx_seccomp_max_known_nr(),
                                             !pr->allow_spawn ? ", no new processes, one execve" : "",
@@ -344,7 +342,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
         (void) sbx_report_set_fence(rep, "user", "uid %u inside, host uid %u", SANDBOX_UID, (unsigned) sp.uid_outside);
 
-        return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_listener, e);
+        return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, e);
 }
 
 const sbx_backend sbx_backend_native = {

@@ -141,8 +141,51 @@ static void reap_orphans(void) {
         }
 }
 
-/* One notification from the seccomp listener. The answer never depends on the contents of the
- * caller's memory (DESIGN.md principle 1): only on the syscall number and a count. */
+/* Evidence only (DESIGN.md principle 1): a string argument of the calling process, read through
+ * /proc/PID/mem, then the notification id checked still valid so the pid was not reused. What
+ * it says never decides an answer. */
+static bool read_string(loop_state *s, const struct seccomp_notif *req, uint64_t addr, char *buf, size_t size) {
+        if (!addr || size < 2)
+                return false;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%u/mem", req->pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = pread(fd, buf, size - 1, (off_t) addr);
+        close(fd);
+        if (n <= 0)
+                return false;
+        buf[n] = 0;
+        if (strnlen(buf, (size_t) n) == (size_t) n) /* no terminator within what we read */
+                buf[size - 1] = 0;
+        uint64_t id = req->id;
+        return ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+static const char *family_name(uint64_t f) {
+        switch ((int) f) {
+        case 1: return "unix";
+        case 2: return "inet";
+        case 10: return "inet6";
+        case 16: return "netlink";
+        case 17: return "packet";
+        case 40: return "vsock";
+        default: return NULL;
+        }
+}
+
+static void record(loop_state *s, sbx_violation_kind kind, bool killed, const char *syscall, const sbx_detail *d, size_t n) {
+        if (!s->p->report)
+                return;
+        int64_t at = (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000);
+        (void) sbx_report_add_violation(s->p->report, kind, killed ? "killed" : "denied", at, syscall, d, n);
+}
+
+/* One notification from the seccomp listener: classify it with the filter's own rule table,
+ * record it, answer. Answers are a refusal, or "continue" for a call the filter only routed here
+ * to be counted (the init's own fork, the command's one execve) — decided by who calls and how
+ * often, never by the contents of memory that could change under us. */
 static void handle_notify(loop_state *s) {
         struct seccomp_notif req;
         struct seccomp_notif_resp resp;
@@ -156,22 +199,83 @@ static void handle_notify(loop_state *s) {
                 }
                 return;
         }
+        s->res->notifications++;
         memset(&resp, 0, sizeof resp);
         resp.id = req.id;
-        bool is_exec = req.data.nr == __NR_execve || req.data.nr == __NR_execveat;
-        if (is_exec && !s->exec_seen) {
-                s->exec_seen = true;
+        sbx_seccomp_match m = { .action = SBX_SECCOMP_ALLOW };
+        if (!s->p->seccomp || sbx_seccomp_classify(s->p->seccomp, &req.data, &m) < 0)
+                m.action = SBX_SECCOMP_VIOLATION, m.errnum = EPERM, m.category = SBX_SECCOMP_CAT_SYSCALL;
+        const char *name = m.syscall ? m.syscall : sbx_seccomp_syscall_name(req.data.nr);
+        bool from_init = req.pid == (uint32_t) s->p->pid;
+        bool deny = false;
+        sbx_detail d[SBX_VIOLATION_MAX_DETAILS];
+        size_t nd = 0;
+        char str[256];
+
+        switch (m.action) {
+        case SBX_SECCOMP_EXEC_GATE:
+                if (!from_init && !s->exec_seen) {
+                        s->exec_seen = true;
+                        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+                        break;
+                }
+                deny = true;
+                if (read_string(s, &req, req.data.nr == __NR_execveat ? req.data.args[1] : req.data.args[0], str, sizeof str))
+                        d[nd++] = (sbx_detail) { .key = "path", .str = str };
+                d[nd++] = (sbx_detail) { .key = "rule", .str = (char *) "process.allow_spawn: false" };
+                record(s, SBX_VIOLATION_PROCESS_LIMIT, s->p->kill_on_violation, name, d, nd);
+                break;
+        case SBX_SECCOMP_VIOLATION:
+                if (m.category == SBX_SECCOMP_CAT_SPAWN && from_init) {
+                        /* The init forks the command: that is the sandbox working, not a violation. */
+                        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+                        break;
+                }
+                deny = true;
+                if (m.category == SBX_SECCOMP_CAT_SPAWN) {
+                        d[nd++] = (sbx_detail) { .key = "rule", .str = (char *) "process.allow_spawn: false" };
+                        record(s, SBX_VIOLATION_PROCESS_LIMIT, s->p->kill_on_violation, name, d, nd);
+                } else if (m.category == SBX_SECCOMP_CAT_NETWORK) {
+                        const char *fam = family_name(req.data.args[0]);
+                        if (req.data.nr == __NR_socket || req.data.nr == __NR_socketpair) {
+                                if (fam)
+                                        d[nd++] = (sbx_detail) { .key = "family", .str = (char *) fam };
+                                else
+                                        d[nd++] = (sbx_detail) { .key = "family", .num = (int64_t) req.data.args[0] };
+                                d[nd++] = (sbx_detail) { .key = "type", .num = (int64_t) (req.data.args[1] & 0xf) };
+                        }
+                        d[nd++] = (sbx_detail) { .key = "rule", .str = (char *) (m.why ? m.why : "network denied") };
+                        record(s, SBX_VIOLATION_NETWORK_ACCESS, s->p->kill_on_violation, name, d, nd);
+                } else {
+                        for (int i = 0; i < 4 && nd < SBX_VIOLATION_MAX_DETAILS - 1; i++) {
+                                static const char *const keys[] = { "arg0", "arg1", "arg2", "arg3" };
+                                d[nd] = (sbx_detail) { .num = (int64_t) req.data.args[i] };
+                                snprintf(d[nd].key, sizeof d[nd].key, "%s", keys[i]);
+                                nd++;
+                        }
+                        d[nd++] = (sbx_detail) { .key = "rule", .str = (char *) (m.why ? m.why : "refused") };
+                        record(s, SBX_VIOLATION_SYSCALL, s->p->kill_on_violation, name, d, nd);
+                }
+                break;
+        case SBX_SECCOMP_ENOSYS:
+                resp.error = -ENOSYS;
+                break;
+        case SBX_SECCOMP_BADARCH:
+                deny = true;
+                break;
+        case SBX_SECCOMP_ALLOW:
+        case _SBX_SECCOMP_ACTION_MAX:
+        case _SBX_SECCOMP_ACTION_INVALID:
+        default:
+                /* Not refused by the table: only a filter/table mismatch sends it here. */
                 resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-        } else {
-                resp.error = -EPERM;
-                int64_t at = (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000);
-                if (s->res->exec_refused++ == 0)
-                        s->res->exec_refused_first_ms = at;
-                s->res->exec_refused_last_ms = at;
+                break;
         }
+        if (deny)
+                resp.error = -(m.errnum ? m.errnum : EPERM);
         if (ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
                 return;
-        if (resp.error && s->p->kill_on_violation) {
+        if (deny && s->p->kill_on_violation) {
                 s->res->violation_killed = true;
                 kill_sandbox(s);
         }
@@ -194,7 +298,7 @@ static void handle_status(loop_state *s) {
                                     c->cmsg_len == CMSG_LEN(sizeof(int)))
                                         memcpy(&passed, CMSG_DATA(c), sizeof(int));
                 if (passed >= 0 && !(n == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC &&
-                                     m.type == SBX_INIT_MSG_LISTENER && s->p->exec_once && s->listener_fd < 0)) {
+                                     m.type == SBX_INIT_MSG_LISTENER && s->p->seccomp && s->listener_fd < 0)) {
                         close(passed); /* not asked for */
                         passed = -1;
                 }
@@ -239,6 +343,9 @@ static void handle_status(loop_state *s) {
                         r->end = SBX_SV_SIGNALED;
                         r->signal = m.a;
                         r->ended_ns = m.monotonic_ns;
+                        break;
+                case SBX_INIT_MSG_UNOBSERVED:
+                        r->observation_unavailable = true;
                         break;
                 case SBX_INIT_MSG_SETUP_FAILED:
                         r->end = SBX_SV_SETUP_FAILED;

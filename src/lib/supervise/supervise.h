@@ -9,6 +9,8 @@
 #include <sys/types.h>
 
 #include "basic/error.h"
+#include "isolate/seccomp.h"
+#include "report/report.h"
 
 typedef struct sbx_supervise_params {
         pid_t pid;
@@ -26,10 +28,14 @@ typedef struct sbx_supervise_params {
         void *userdata;
         /* Optional: an fd that becomes readable when memory was exhausted (cgroup OOM). */
         int oom_fd;
-        /* A seccomp listener will arrive from the init (SBX_INIT_MSG_LISTENER): the first
-         * execve/execveat it reports is the loader's and continues; every later one is refused
-         * with EPERM (process.allow_spawn: false). Refusals are counted in the result. */
-        bool exec_once;
+        /* The seccomp options the init's filter was built with: a listener arrives from the init
+         * (SBX_INIT_MSG_LISTENER) and each notification is classified against the same rule
+         * table, recorded in `report` as a violation with its evidence, and answered: the
+         * rule's errno, or the end of the sandbox (kill_on_violation). Spawning is decided by
+         * who asks (the init's own fork continues) and exec by count (the command's first
+         * continues): never on the contents of the caller's memory. NULL: no listener expected. */
+        const sbx_seccomp_opts *seccomp;
+        sbx_report *report;
         bool kill_on_violation;  /* a refused call ends the sandbox (on_violation: kill) */
         /* No pid namespace: the caller made itself a child subreaper before the spawn; once the
          * init is gone, what is left of the sandbox was re-parented to us and is killed. */
@@ -59,8 +65,8 @@ typedef struct sbx_supervise_result {
         struct rusage rusage;    /* of the init and everything it reaped */
         int64_t timeout_at_ms;
         bool listener;           /* a seccomp listener was received and served */
-        uint64_t exec_refused;   /* execve/execveat refused after the first */
-        int64_t exec_refused_first_ms, exec_refused_last_ms;
+        bool observation_unavailable; /* the init could not install a listener (nested) */
+        uint64_t notifications;  /* answered */
         bool violation_killed;   /* the sandbox was ended for a refused call */
 } sbx_supervise_result;
 
