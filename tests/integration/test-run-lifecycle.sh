@@ -20,7 +20,7 @@ run_sbx "${S[@]}" -- no-such-command-xyz
 is "$SBX_RC" 127 "command not found: 127"
 is "$(status)/$(json_get "$SBX_REPORT" 'd["exit"]["code"]')" exited/127 "report: exited, code 127"
 like "$(json_get "$SBX_REPORT" 'd["error"]')" 'not found.*no-such-command-xyz' "report error names the command"
-run_sbx "${S[@]}" -- /etc/hosts
+run_sbx "${S[@]}" -- /etc/passwd
 is "$SBX_RC" 126 "not executable: 126"
 like "$(json_get "$SBX_REPORT" 'd["error"]')" 'not executable' "report error says not executable"
 run_sbx "${S[@]}" -- /tmp
