@@ -295,6 +295,10 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
                 .deny_spawn = !pr->allow_spawn,
                 .exec = pr->allow_spawn ? SBX_SECCOMP_EXEC_ALLOW : SBX_SECCOMP_EXEC_NOTIFY,
                 .notify = true,
+                /* connect/bind are seen (and refused when they leave the sandbox) where the
+                 * network is denied; write-intent calls only on request (a round trip each). */
+                .observe_network = !pr->net_allow && !(extra && extra->deny_inet),
+                .observe_fs_writes = pr->observe_fs_writes,
         };
         _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *observed = NULL, *plain = NULL;
         bool want_observed = pr->observe != SBX_OBSERVE_OFF || !pr->allow_spawn;
@@ -346,7 +350,7 @@ bool sbx_backend_bench_disabled(const char *layer) {
 
 
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
-                       sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, sbx_error *e) {
+                       sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         _cleanup_close_ int oom_fd = -EBADF;
         int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, spair[2] = { -1, -1 };
@@ -416,6 +420,8 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 .oom_fd = -1,
                 .seccomp = sc_opts,
                 .report = rep,
+                .writable = writable,
+                .loopback = pr->loopback,
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
                 .reap_orphans = no_pidns,
         };

@@ -61,4 +61,4 @@ int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, 
  * into the report. Returns 0 when the command ran (whatever its outcome), -errno on a setup
  * error. */
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
-                       sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, sbx_error *e);
+                       sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e);

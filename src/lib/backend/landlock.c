@@ -248,7 +248,19 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
         (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
 
-        r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, e);
+        _cleanup_strv_free_ char **writable = NULL;
+        if (strv_extend(&writable, d.scratch) < 0 || strv_extend(&writable, "/dev") < 0 ||
+            strv_extend(&writable, "/proc/self/fd") < 0 || strv_extend(&writable, "/proc/thread-self/fd") < 0 ||
+            (ws && pr->ws_access == SBX_ACCESS_RW && strv_extend(&writable, cfg->workspace) < 0)) {
+                r = sbx_error_set(e, ENOMEM, "writable set", "out of memory");
+                goto out;
+        }
+        STRV_FOREACH(w, pr->fs_write)
+                if (strv_extend(&writable, *w) < 0) {
+                        r = sbx_error_set(e, ENOMEM, "writable set", "out of memory");
+                        goto out;
+                }
+        r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 out:
         run_dir_remove(&d);
         return r;

@@ -39,12 +39,15 @@ enum {
         OPT_EXEC_DENY = 1U << 3,
         OPT_EXEC_NOTIFY = 1U << 4,
         OPT_METADATA = 1U << 5,
+        OPT_OBSERVE_NET = 1U << 6,
+        OPT_OBSERVE_FS = 1U << 7,
 };
 
 typedef enum rule_class {
         CLASS_VIOLATION, /* errno / kill / notify per options */
         CLASS_ENOSYS, /* always ERRNO(ENOSYS), never a violation */
         CLASS_GATE, /* always USER_NOTIF: the supervisor decides (the exec gate) */
+        CLASS_OBSERVE, /* USER_NOTIF (only with notify): seen, and refused or continued */
 } rule_class;
 
 /* One argument condition: (args[arg] & mask) == value, 64-bit (the kernel's seccomp_data). */
@@ -86,6 +89,16 @@ typedef struct rule {
         }
 #define META(n, nr_)                                                                                        \
         { .name = n, .nr = nr_, .errnum = EPERM, .when = OPT_METADATA, .why = "metadata change (not covered by Landlock)" }
+#define FSW(n, nr_)                                                                                         \
+        { .name = n, .nr = nr_, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_FS, .errnum = EACCES,                  \
+          .when = OPT_OBSERVE_FS, .why = "write outside the writable set" }
+/* open/openat with write intent: O_WRONLY, O_RDWR, O_CREAT or O_TRUNC in the flags argument */
+#define FSW_ONE(n, nr_, argi, mask_, val_)                                                                  \
+        { .name = n, .nr = nr_, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_FS, .errnum = EACCES,                  \
+          .when = OPT_OBSERVE_FS, .n_args = 1, .a = {{argi, mask_, val_}}, .why = "write outside the writable set" }
+#define FSW_FLAGS(n, nr_, argi)                                                                             \
+        FSW_ONE(n, nr_, argi, 03, 01), FSW_ONE(n, nr_, argi, 03, 02), FSW_ONE(n, nr_, argi, 0100, 0100),         \
+                FSW_ONE(n, nr_, argi, 01000, 01000)
 #define IOCTL(cmd, why_)                                                                                    \
         { .name = "ioctl", .nr = 16, .errnum = EPERM, .n_args = 1, .a = {{1, LOW32, cmd}}, .why = why_ }
 
@@ -268,6 +281,18 @@ static const rule rules[] = {
                 .errnum = EPERM,
                 .when = OPT_EXEC_NOTIFY,
                 .why = "exec after the first"},
+        /* observe_network: seen by the supervisor (address as evidence) */
+        {.name = "connect", .nr = 42, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = ENETUNREACH,
+                .when = OPT_OBSERVE_NET, .unless = OPT_SOCKETS, .why = "outside the network policy"},
+        {.name = "bind", .nr = 49, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES,
+                .when = OPT_OBSERVE_NET, .unless = OPT_SOCKETS, .why = "outside the network policy"},
+        /* observe_fs_writes: write intent, seen with its path */
+        FSW_FLAGS("open", 2, 1),
+        FSW_FLAGS("openat", 257, 2),
+        FSW("creat", 85), FSW("truncate", 76), FSW("unlink", 87), FSW("unlinkat", 263), FSW("rename", 82),
+        FSW("renameat", 264), FSW("renameat2", 316), FSW("mkdir", 83), FSW("mkdirat", 258), FSW("rmdir", 84),
+        FSW("link", 86), FSW("linkat", 265), FSW("symlink", 88), FSW("symlinkat", 266), FSW("mknod", 133),
+        FSW("mknodat", 259),
 };
 
 /* personality(2) values allowed to be set (Docker's set); everything else but the query is a
@@ -366,6 +391,10 @@ static int opts_bits(const sbx_seccomp_opts *o, unsigned *ret) {
                 b |= OPT_SPAWN;
         if (o->deny_metadata)
                 b |= OPT_METADATA;
+        if (o->notify && o->observe_network)
+                b |= OPT_OBSERVE_NET;
+        if (o->notify && o->observe_fs_writes)
+                b |= OPT_OBSERVE_FS;
         *ret = b;
         return 0;
 }
@@ -388,6 +417,7 @@ static uint32_t rule_ret(const sbx_seccomp_opts *o, const rule *r) {
         case CLASS_ENOSYS:
                 return SECCOMP_RET_ERRNO | ENOSYS;
         case CLASS_GATE:
+        case CLASS_OBSERVE:
                 return SECCOMP_RET_USER_NOTIF;
         case CLASS_VIOLATION:
         default:
@@ -456,6 +486,7 @@ int sbx_seccomp_classify(const sbx_seccomp_opts *o, const struct seccomp_data *d
                                 continue;
                         m.action = r->cls == CLASS_ENOSYS ? SBX_SECCOMP_ENOSYS
                                    : r->cls == CLASS_GATE ? SBX_SECCOMP_EXEC_GATE
+                                   : r->cls == CLASS_OBSERVE ? SBX_SECCOMP_OBSERVE
                                                           : SBX_SECCOMP_VIOLATION;
                         m.category = r->cat;
                         m.errnum = r->errnum;

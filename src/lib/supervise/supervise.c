@@ -7,7 +7,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <sys/un.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -182,6 +185,156 @@ static void record(loop_state *s, sbx_violation_kind kind, bool killed, const ch
         (void) sbx_report_add_violation(s->p->report, kind, killed ? "killed" : "denied", at, syscall, d, n);
 }
 
+/* Evidence: bytes of the caller's memory. */
+static ssize_t read_mem(loop_state *s, const struct seccomp_notif *req, uint64_t addr, void *buf, size_t n) {
+        if (!addr || n == 0)
+                return -1;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%u/mem", req->pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        ssize_t k = pread(fd, buf, n, (off_t) addr);
+        close(fd);
+        uint64_t id = req->id;
+        if (k <= 0 || ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
+                return -1;
+        return k;
+}
+
+/* A path as the caller gave it, resolved against its cwd or dirfd, lexically normalised. */
+static bool resolve_path(const struct seccomp_notif *req, int dirfd_arg, const char *given, char *out, size_t size) {
+        char base[512] = "";
+        if (given[0] != '/') {
+                char link[64];
+                int dfd = dirfd_arg >= 0 ? (int) req->data.args[dirfd_arg] : AT_FDCWD;
+                if (dfd == AT_FDCWD)
+                        snprintf(link, sizeof link, "/proc/%u/cwd", req->pid);
+                else
+                        snprintf(link, sizeof link, "/proc/%u/fd/%d", req->pid, dfd);
+                ssize_t n = readlink(link, base, sizeof base - 1);
+                if (n <= 0)
+                        return false;
+                base[n] = 0;
+        }
+        char joined[1200];
+        if (snprintf(joined, sizeof joined, "%s/%s", base, given) >= (int) sizeof joined)
+                return false;
+        /* normalise: drop "." and "", resolve ".." lexically */
+        size_t o = 0;
+        out[0] = 0;
+        for (char *save = NULL, *tok = strtok_r(joined, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+                if (streq(tok, "."))
+                        continue;
+                if (streq(tok, "..")) {
+                        char *sl = strrchr(out, '/');
+                        o = sl ? (size_t) (sl - out) : 0;
+                        out[o] = 0;
+                        continue;
+                }
+                int k = snprintf(out + o, size - o, "/%s", tok);
+                if (k < 0 || (size_t) k >= size - o)
+                        return false;
+                o += (size_t) k;
+        }
+        if (o == 0)
+                snprintf(out, size, "/");
+        return true;
+}
+
+static bool under(const char *path, const char *prefix) {
+        size_t l = strlen(prefix);
+        return strncmp(path, prefix, l) == 0 && (path[l] == 0 || path[l] == '/' || (l == 1 && prefix[0] == '/'));
+}
+
+typedef struct fs_call {
+        int nr;
+        int dirfd_arg, path_arg;       /* path_arg -1: none */
+        int dirfd2_arg, path2_arg;     /* a second path (rename's target), -1: none */
+        const char *access;
+} fs_call;
+
+static const fs_call fs_calls[] = {
+        { __NR_open, -1, 0, -1, -1, "write" },          { __NR_openat, 0, 1, -1, -1, "write" },
+        { __NR_creat, -1, 0, -1, -1, "create" },        { __NR_truncate, -1, 0, -1, -1, "truncate" },
+        { __NR_unlink, -1, 0, -1, -1, "unlink" },       { __NR_unlinkat, 0, 1, -1, -1, "unlink" },
+        { __NR_rename, -1, 0, -1, 1, "rename" },        { __NR_renameat, 0, 1, 2, 3, "rename" },
+        { __NR_renameat2, 0, 1, 2, 3, "rename" },       { __NR_mkdir, -1, 0, -1, -1, "mkdir" },
+        { __NR_mkdirat, 0, 1, -1, -1, "mkdir" },        { __NR_rmdir, -1, 0, -1, -1, "rmdir" },
+        { __NR_link, -1, -1, -1, 1, "link" },           { __NR_linkat, -1, -1, 2, 3, "link" },
+        { __NR_symlink, -1, -1, -1, 1, "symlink" },     { __NR_symlinkat, -1, -1, 1, 2, "symlink" },
+        { __NR_mknod, -1, 0, -1, -1, "mknod" },         { __NR_mknodat, 0, 1, -1, -1, "mknod" },
+};
+
+/* A write-intent call: outside the writable set → refused (EACCES) and recorded with the path as
+ * given and as resolved. Inside → it continues, still under Landlock and the read-only mounts. */
+static bool observe_fs(loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char bufs[4][512]) {
+        const fs_call *c = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(fs_calls); i++)
+                if (fs_calls[i].nr == req->data.nr)
+                        c = &fs_calls[i];
+        if (!c || !s->p->writable)
+                return false;
+        for (int which = 0; which < 2; which++) {
+                int pa = which ? c->path2_arg : c->path_arg, da = which ? c->dirfd2_arg : c->dirfd_arg;
+                if (pa < 0)
+                        continue;
+                char *given = bufs[which * 2], *resolved = bufs[which * 2 + 1];
+                ssize_t n = read_mem(s, req, req->data.args[pa], given, 511);
+                if (n <= 0)
+                        continue;
+                given[n] = 0;
+                if (!resolve_path(req, da, given, resolved, 512))
+                        continue;
+                bool ok = false;
+                for (char *const *w = s->p->writable; *w && !ok; w++)
+                        ok = under(resolved, *w);
+                if (ok)
+                        continue;
+                d[(*nd)++] = (sbx_detail) { .key = "path", .str = given };
+                d[(*nd)++] = (sbx_detail) { .key = "resolved", .str = resolved };
+                d[(*nd)++] = (sbx_detail) { .key = "access", .str = (char *) c->access };
+                return true;
+        }
+        return false;
+}
+
+/* connect/bind: the address as evidence. Refused when it is not the sandbox's own loopback
+ * (inside the empty network namespace it could not leave anyway; this is what makes it seen). */
+static bool observe_net(loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char *abuf, size_t asz) {
+        struct sockaddr_storage ss;
+        memset(&ss, 0, sizeof ss);
+        size_t len = (size_t) req->data.args[2];
+        if (len > sizeof ss)
+                len = sizeof ss;
+        if (len < sizeof(sa_family_t) || read_mem(s, req, req->data.args[1], &ss, len) < (ssize_t) sizeof(sa_family_t))
+                return false;
+        bool is_bind = req->data.nr == __NR_bind;
+        if (ss.ss_family == AF_INET) {
+                struct sockaddr_in *in = (struct sockaddr_in *) &ss;
+                uint32_t a = ntohl(in->sin_addr.s_addr);
+                if ((s->p->loopback && (a >> 24) == 127) || (is_bind && a == INADDR_ANY))
+                        return false;
+                inet_ntop(AF_INET, &in->sin_addr, abuf, (socklen_t) asz);
+                d[(*nd)++] = (sbx_detail) { .key = "family", .str = (char *) "inet" };
+                d[(*nd)++] = (sbx_detail) { .key = "address", .str = abuf };
+                d[(*nd)++] = (sbx_detail) { .key = "port", .num = ntohs(in->sin_port) };
+                return true;
+        }
+        if (ss.ss_family == AF_INET6) {
+                struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &ss;
+                if ((s->p->loopback && IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) ||
+                    (is_bind && IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr)))
+                        return false;
+                inet_ntop(AF_INET6, &in6->sin6_addr, abuf, (socklen_t) asz);
+                d[(*nd)++] = (sbx_detail) { .key = "family", .str = (char *) "inet6" };
+                d[(*nd)++] = (sbx_detail) { .key = "address", .str = abuf };
+                d[(*nd)++] = (sbx_detail) { .key = "port", .num = ntohs(in6->sin6_port) };
+                return true;
+        }
+        return false; /* unix and the rest: the namespaces and Landlock decide */
+}
+
 /* One notification from the seccomp listener: classify it with the filter's own rule table,
  * record it, answer. Answers are a refusal, or "continue" for a call the filter only routed here
  * to be counted (the init's own fork, the command's one execve) — decided by who calls and how
@@ -257,6 +410,20 @@ static void handle_notify(loop_state *s) {
                         record(s, SBX_VIOLATION_SYSCALL, s->p->kill_on_violation, name, d, nd);
                 }
                 break;
+        case SBX_SECCOMP_OBSERVE: {
+                static char bufs[4][512];
+                static char abuf[INET6_ADDRSTRLEN];
+                bool refuse = m.category == SBX_SECCOMP_CAT_FS ? observe_fs(s, &req, d, &nd, bufs)
+                                                               : observe_net(s, &req, d, &nd, abuf, sizeof abuf);
+                if (!refuse) {
+                        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+                        break;
+                }
+                deny = true;
+                record(s, m.category == SBX_SECCOMP_CAT_FS ? SBX_VIOLATION_FILESYSTEM_WRITE : SBX_VIOLATION_NETWORK_ACCESS,
+                       s->p->kill_on_violation, name, d, nd);
+                break;
+        }
         case SBX_SECCOMP_ENOSYS:
                 resp.error = -ENOSYS;
                 break;

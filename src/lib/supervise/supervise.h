@@ -36,6 +36,11 @@ typedef struct sbx_supervise_params {
          * continues): never on the contents of the caller's memory. NULL: no listener expected. */
         const sbx_seccomp_opts *seccomp;
         sbx_report *report;
+        /* For observed calls (observe_network / observe_fs_writes): where writes may go (paths as
+         * the sandbox sees them; a write elsewhere is refused with EACCES and recorded), and
+         * whether loopback addresses are the sandbox's own. */
+        char *const *writable;
+        bool loopback;
         bool kill_on_violation;  /* a refused call ends the sandbox (on_violation: kill) */
         /* No pid namespace: the caller made itself a child subreaper before the spawn; once the
          * init is gone, what is left of the sandbox was re-parented to us and is killed. */
