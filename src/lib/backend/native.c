@@ -140,6 +140,21 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
                 (void) sbx_report_add_mount(rep, real, target, "bind-rw-idmapped");
                 if ((r = sbx_mount_plan_add_fd(plan, fd, target, true)) < 0)
                         return sbx_error_set(e, r, "mount plan", "out of memory");
+        } else if (cfg->workspace && pr->ws_access == SBX_ACCESS_RO) {
+                /* A read-only overlay rather than a bind: the same files, but a unix socket that
+                 * a host process listens on in the workspace cannot be connected to through it
+                 * (a bind would hand the sandbox the socket's inode; Landlock has no rule for
+                 * connect). */
+                const char *target = pr->ws_mount ? pr->ws_mount : "/workspace";
+                _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
+                if (!real)
+                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                char src[PATH_MAX + 16];
+                snprintf(src, sizeof src, SBX_OLDROOT "%s", real);
+                (void) sbx_report_add_mount(rep, real, target, "overlay-ro");
+                if ((r = sbx_mount_plan_add(plan, SBX_MOP_OVERLAY_RO, src, target, "/.sandboxer/empty",
+                                            strlen("/.sandboxer/empty"), false, true, 0)) < 0)
+                        return sbx_error_set(e, r, "mount plan", "out of memory");
         } else if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE) {
                 r = add_bind(plan, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
                              pr->ws_access == SBX_ACCESS_RW, NULL, e);
@@ -302,6 +317,15 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         if (r < 0)
                 return sbx_error_set(e, r, "init argv", "out of memory");
 
+        /* The read-only workspace is an overlay: its files are the overlay's, not the host
+         * inodes the parent's rule names, so it gets its rule inside, once mounted. */
+        sbx_spawn_path_rule rules[ELEMENTSOF(inside_rules) + 1];
+        size_t n_rules = ELEMENTSOF(inside_rules);
+        memcpy(rules, inside_rules, sizeof inside_rules);
+        if (ws && pr->ws_access == SBX_ACCESS_RO)
+                rules[n_rules++] = (sbx_spawn_path_rule) {
+                        ws_mount, SBX_LL_READ | (sbx_backend_exec_allowed(pr, ws_mount) ? SBX_LL_EXEC : 0), false };
+
         bool privileged = geteuid() == 0;
         sbx_spawn_params sp = {
                 .clone_flags = SBX_NS_ALL,
@@ -319,8 +343,8 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 .rlimits = rl,
                 .landlock_fd = ll_fd,
                 .landlock_abi = ll_abi,
-                .inside_rules = inside_rules,
-                .n_inside_rules = ELEMENTSOF(inside_rules),
+                .inside_rules = rules,
+                .n_inside_rules = n_rules,
                 .seccomp_fd = sc_fd,
                 .drop_caps = !sbx_backend_bench_disabled("caps"),
                 .drop_bounding = !sbx_backend_bench_disabled("caps"),

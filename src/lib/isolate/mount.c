@@ -328,6 +328,32 @@ static int run_op(const sbx_mount_op *op, sbx_child_error *err) {
                 if (move_mount(op->fd, "", AT_FDCWD, op->target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
                         return sbx_child_fail(err, errno, "attach idmapped mount", op->target);
                 return 0;
+        case SBX_MOP_OVERLAY_RO: {
+                char opts[4096 + 64];
+                r = sbx_mkdir_p(op->data, 0755);
+                if (r >= 0)
+                        r = make_mount_point(op->target, true);
+                if (r < 0)
+                        return sbx_child_fail(err, r, "create mount point", op->target);
+                /* lowerdir=SOURCE:EMPTY, with ':' ',' and '\' in SOURCE escaped */
+                size_t o = 0;
+                const char *pfx = "lowerdir=";
+                for (const char *c = pfx; *c && o < sizeof opts - 1; c++)
+                        opts[o++] = *c;
+                for (const char *c = op->source; *c && o < sizeof opts - 3; c++) {
+                        if (*c == ':' || *c == ',' || *c == '\\')
+                                opts[o++] = '\\';
+                        opts[o++] = *c;
+                }
+                if (o < sizeof opts - 1)
+                        opts[o++] = ':';
+                for (const char *c = op->data; *c && o < sizeof opts - 1; c++)
+                        opts[o++] = *c;
+                opts[o] = 0;
+                if (mount("overlay", op->target, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0)
+                        return sbx_child_fail(err, errno, "mount the read-only workspace as an overlay", op->source);
+                return 0;
+        }
         case SBX_MOP_REMOUNT_RO:
                 /* Used for /dev: its device binds must keep working, so no nodev here. */
                 r = make_readonly(op->target, false, false);

@@ -20,6 +20,9 @@ typedef enum sbx_mop_type {
         SBX_MOP_MKDIR,    /* mkdir -p target (mode) */
         SBX_MOP_REMOUNT_RO, /* make target (a mount point) read-only */
         SBX_MOP_MOVE_FD,  /* attach a detached mount (fd, from open_tree) at target */
+        SBX_MOP_OVERLAY_RO, /* read-only overlay of source (lower) at target; data = an empty
+                             * directory of the new root made as the second lower layer. Unlike
+                             * a bind, it does not let unix sockets in source be connected to */
         _SBX_MOP_MAX,
 } sbx_mop_type;
 
