@@ -60,7 +60,8 @@ static void help(void) {
                "seccomp and its user notification, cgroup controllers, ...) and say for each backend\n"
                "whether it can run here, or why not and how to fix it.\n\n"
                "  --json     print one JSON object {kernel, landlock_abi, cgroup, unprivileged,\n"
-               "             features: {NAME: {available, detail}}, backends: {NAME: {available, reason}}}\n"
+               "             features: {NAME: {available, detail}}, backends: {NAME: {available, reason,\n"
+               "             implemented, level, capabilities: {CAP: {yes, how}}}}}\n"
                "  -h, --help show this help\n\n"
                "Exit status: 0 when at least one backend can run on this host, 1 when none can,\n"
                "125 on bad arguments.\n");
@@ -315,6 +316,20 @@ static int print_json(const char *kernel, int landlock_abi, const sbx_probe_resu
                 jsonw_begin_object(&w);
                 jsonw_kv_bool(&w, "available", lines[i].available);
                 jsonw_kv_string(&w, "reason", lines[i].reason);
+                const sbx_backend *b = sbx_backend_get(sbx_backend_from_string(lines[i].name));
+                jsonw_kv_bool(&w, "implemented", b && b->implemented);
+                jsonw_kv_string(&w, "level", b ? sbx_level_to_string(b->level) : NULL);
+                jsonw_key(&w, "capabilities");
+                jsonw_begin_object(&w);
+                for (int c = 0; c < _SBX_CAP_MAX; c++) {
+                        const sbx_cap_decl *d = sbx_backend_cap(b, (sbx_cap) c);
+                        jsonw_key(&w, sbx_cap_to_string((sbx_cap) c));
+                        jsonw_begin_object(&w);
+                        jsonw_kv_bool(&w, "yes", d->yes);
+                        jsonw_kv_string(&w, "how", d->how);
+                        jsonw_end_object(&w);
+                }
+                jsonw_end_object(&w);
                 jsonw_end_object(&w);
         }
         jsonw_end_object(&w);
@@ -348,6 +363,30 @@ static void print_table(const char *kernel, int landlock_abi, const sbx_probe_re
         for (size_t i = 0; i < n; i++)
                 printf("%-*s  %-6s  %s\n", w, lines[i].name, lines[i].available ? "yes" : "no",
                         lines[i].reason);
+
+        /* What each backend declares it enforces, limits and observes (docs/backends.md says
+         * why for each "no"). */
+        int cw = (int) strlen("CAPABILITY");
+        for (int c = 0; c < _SBX_CAP_MAX; c++)
+                cw = MAX(cw, (int) strlen(sbx_cap_to_string((sbx_cap) c)));
+        printf("\n%-*s", cw, "CAPABILITY");
+        for (size_t i = 0; i < n; i++)
+                printf("  %-10s", lines[i].name);
+        printf("\n%-*s", cw, "level");
+        for (size_t i = 0; i < n; i++) {
+                const sbx_backend *b = sbx_backend_get(sbx_backend_from_string(lines[i].name));
+                printf("  %-10s", b && b->implemented ? sbx_level_to_string(b->level) : "-");
+        }
+        printf("\n");
+        for (int c = 0; c < _SBX_CAP_MAX; c++) {
+                printf("%-*s", cw, sbx_cap_to_string((sbx_cap) c));
+                for (size_t i = 0; i < n; i++) {
+                        const sbx_backend *b = sbx_backend_get(sbx_backend_from_string(lines[i].name));
+                        printf("  %-10s", !b || !b->implemented ? "-" : sbx_backend_cap(b, (sbx_cap) c)->yes ? "yes" : "no");
+                }
+                printf("\n");
+        }
+        printf("(- = not implemented; `sandboxer doctor --json` and docs/backends.md give each reason)\n");
 }
 
 int verb_doctor(int argc, char **argv) {

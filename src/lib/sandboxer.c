@@ -215,6 +215,39 @@ static int select_backend(const sbx_config *cfg, sbx_report *rep, const sbx_back
         return r;
 }
 
+static bool command_listed(char *const *list, const char *cmd) {
+        const char *base = strrchr(cmd, '/');
+        base = base ? base + 1 : cmd;
+        STRV_FOREACH(i, list)
+                if (strchr(*i, '/') ? streq(*i, cmd) : streq(*i, base))
+                        return true;
+        return false;
+}
+
+/* process.commands: the first token, before the sandbox starts. strict refuses (exit 125), warn
+ * records a ProcessLimitViolation and goes on. Later execs are the supervisor's to see, and, in
+ * strict mode, Landlock's to refuse. */
+static int check_commands(const sbx_config *cfg, char *const *argv, sbx_report *rep, sbx_error *e) {
+        const sbx_profile *pr = cfg->profile;
+        if (pr->cmd_mode == SBX_CMD_MODE_OFF || !argv || !argv[0])
+                return 0;
+        const char *cmd = argv[0];
+        bool denied = command_listed(pr->cmd_deny, cmd);
+        bool allowed = !denied && (strv_length(pr->cmd_allow) == 0 || command_listed(pr->cmd_allow, cmd));
+        if (allowed)
+                return 0;
+        bool strict = pr->cmd_mode == SBX_CMD_MODE_STRICT;
+        sbx_detail d[2] = { { .key = "command", .str = (char *) cmd },
+                            { .key = "rule", .str = (char *) (denied ? "process.commands.deny" : "process.commands.allow") } };
+        (void) sbx_report_add_violation(rep, SBX_VIOLATION_PROCESS_LIMIT, strict ? "refused" : "warned", 0, NULL, d, 2);
+        if (!strict)
+                return 0;
+        return sbx_error_set(e, EPERM, "commands",
+                             "'%s' is %s by the profile's process.commands (mode strict); run an allowed command, or "
+                             "change the profile",
+                             cmd, denied ? "denied" : "not allowed");
+}
+
 static int finish(sbx_run *r, sbx_report *rep) {
         free(r->report_json);
         r->report_json = NULL;
@@ -242,6 +275,8 @@ _public_ int sbx_run_execute(sbx_run *r) {
                 if (!r->argv)
                         ret = sbx_error_set(&e, EINVAL, "arguments", "no command given");
         }
+        if (ret >= 0)
+                ret = check_commands(cfg, r->argv, rep, &e);
         if (ret >= 0)
                 ret = select_backend(cfg, rep, &b, &e);
         if (ret >= 0) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "basic/error.h"
 #include "policy/policy.h"
@@ -14,10 +15,62 @@ typedef struct sbx_run_io {
         bool handle_signals;
 } sbx_run_io;
 
+/* What a backend declares it enforces, limits and observes (docs/backends.md has the table with
+ * the reasons; tests/conformance/capabilities.tsv is the checked-in copy the conformance suite
+ * holds each backend to). A declared "yes" is a claim the suite attacks; a "no" carries the
+ * reason, and a profile that needs it is refused on that backend (exit 125, naming it). */
+typedef enum sbx_cap {
+        SBX_CAP_FS_READONLY,        /* /, /etc, /usr and every read path read-only */
+        SBX_CAP_FS_PRIVATE_VIEW,    /* only the profile's read paths can be read */
+        SBX_CAP_FS_WRITE_PATHS,     /* filesystem.write: host paths made writable */
+        SBX_CAP_FS_EXEC_RULES,      /* filesystem.exec: only the listed paths may be executed */
+        SBX_CAP_WORKSPACE_RO,
+        SBX_CAP_WORKSPACE_RW,
+        SBX_CAP_SCRATCH,            /* a fresh private TMPDIR/HOME, gone after the run */
+        SBX_CAP_NET_DENY,           /* no route out of the sandbox */
+        SBX_CAP_NET_LOOPBACK,       /* a loopback of the sandbox's own */
+        SBX_CAP_NET_HOST,           /* network.default: allow (the host network shared) */
+        SBX_CAP_PID_ISOLATION,      /* host processes invisible and unsignalable */
+        SBX_CAP_IPC_ISOLATION,
+        SBX_CAP_HOSTNAME,           /* a hostname of its own */
+        SBX_CAP_IDENTITY,           /* uid 1000 "sandbox" with a generated /etc/passwd and group */
+        SBX_CAP_SECCOMP,            /* the rule table (DESIGN: escape surface refused) */
+        SBX_CAP_LANDLOCK,           /* a Landlock domain as a second filesystem fence */
+        SBX_CAP_CAPS_DROPPED,       /* no capabilities in the sandbox */
+        SBX_CAP_NO_NEW_PRIVS,
+        SBX_CAP_NOT_HOST_ROOT,      /* the command is never host root */
+        SBX_CAP_SPAWN_FENCE,        /* process.allow_spawn: false (exactly one execve) */
+        SBX_CAP_LIMIT_TIMEOUT,
+        SBX_CAP_LIMIT_OUTPUT,
+        SBX_CAP_LIMIT_MEMORY,
+        SBX_CAP_LIMIT_PIDS,
+        SBX_CAP_LIMIT_CPUS,
+        SBX_CAP_LIMIT_SCRATCH,
+        SBX_CAP_OBSERVE_NETWORK,    /* NetworkAccessViolation recorded */
+        SBX_CAP_OBSERVE_FS_WRITE,   /* FilesystemWriteViolation recorded (observe.fs_writes) */
+        SBX_CAP_OBSERVE_SYSCALL,    /* SyscallViolation recorded */
+        SBX_CAP_OBSERVE_PROCESS,    /* ProcessLimitViolation recorded */
+        SBX_CAP_OBSERVE_MEMORY,     /* MemoryLimitViolation recorded */
+        SBX_CAP_OBSERVE_TIMEOUT,    /* TimeoutViolation recorded */
+        SBX_CAP_OBSERVE_OUTPUT,     /* OutputLimitViolation recorded */
+        _SBX_CAP_MAX,
+        _SBX_CAP_INVALID = -EINVAL,
+} sbx_cap;
+
+/* "fs.readonly", "limit.memory_mb", "observe.SyscallViolation", ... */
+const char *sbx_cap_to_string(sbx_cap c);
+sbx_cap sbx_cap_from_string(const char *s);
+
+typedef struct sbx_cap_decl {
+        bool yes;
+        const char *how;            /* yes: the mechanism; no: why not (and what to use instead) */
+} sbx_cap_decl;
+
 typedef struct sbx_backend {
         sbx_backend_id id;
         sbx_level level;            /* the isolation level it provides */
         bool implemented;
+        const sbx_cap_decl *caps;   /* _SBX_CAP_MAX entries; NULL when not implemented (all no) */
         /* 0 if usable here; else -errno and a reason (what is missing and the fix). */
         int (*probe)(char *reason, size_t size);
         /* Run argv under cfg; fills the report (status, exit, usage, timings, mechanisms);
@@ -27,6 +80,15 @@ typedef struct sbx_backend {
 } sbx_backend;
 
 const sbx_backend *sbx_backend_get(sbx_backend_id id);
+
+/* The declaration of c by b (never NULL: "not implemented" for a backend without a table). */
+const sbx_cap_decl *sbx_backend_cap(const sbx_backend *b, sbx_cap c);
+/* The first capability cfg needs that b lacks (a "no" the policy's enforce.best_effort does not
+ * excuse), or _SBX_CAP_INVALID when b covers cfg. */
+sbx_cap sbx_backend_caps_missing(const sbx_backend *b, const sbx_config *cfg);
+/* The capabilities every backend of level l must declare "yes" to offer it (a bitmask of
+ * 1ull << sbx_cap). */
+uint64_t sbx_level_min_caps(sbx_level l);
 
 /* Pick the backend for cfg: an explicit one must meet the profile's isolation level and be
  * available; "auto" walks the policy's list for the mode, skipping (and recording why) those
@@ -43,3 +105,5 @@ bool sbx_backend_error_is_ns_refusal(const sbx_error *e);
 
 extern const sbx_backend sbx_backend_native;
 extern const sbx_backend sbx_backend_landlock;
+extern const sbx_backend sbx_backend_bwrap;
+extern const sbx_backend sbx_backend_firejail;

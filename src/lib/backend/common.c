@@ -249,9 +249,99 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
 }
 
 bool sbx_backend_exec_allowed(const sbx_profile *pr, const char *path) {
+        /* process.commands strict: nothing is executable but the allowed commands and what
+         * loading them needs (sbx_backend_ll_add_commands). */
+        if (pr->cmd_mode == SBX_CMD_MODE_STRICT)
+                return false;
         if (!pr->fs_exec_set)
                 return true;
         return sbx_path_covered(pr->fs_exec, path);
+}
+
+/* The ELF interpreter (PT_INTERP) of a binary, or a script's #! interpreter, into buf. */
+static bool exec_interpreter(const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        unsigned char h[64];
+        ssize_t n = pread(fd, h, sizeof h, 0);
+        if (n >= 2 && h[0] == '#' && h[1] == '!') {
+                char line[256];
+                ssize_t k = pread(fd, line, sizeof line - 1, 2);
+                if (k <= 0)
+                        return false;
+                line[k] = 0;
+                char *p = line + strspn(line, " \t");
+                p[strcspn(p, " \t\n")] = 0;
+                snprintf(buf, size, "%s", p);
+                return p[0] == '/';
+        }
+        if (n < 64 || memcmp(h, "\177ELF", 4) != 0 || h[4] != 2 /* ELFCLASS64 */)
+                return false;
+        uint64_t phoff;
+        uint16_t phentsize, phnum;
+        memcpy(&phoff, h + 32, 8);
+        memcpy(&phentsize, h + 54, 2);
+        memcpy(&phnum, h + 56, 2);
+        for (unsigned i = 0; i < phnum && i < 64; i++) {
+                unsigned char ph[56];
+                if (phentsize < 56 || pread(fd, ph, sizeof ph, (off_t) (phoff + (uint64_t) i * phentsize)) != (ssize_t) sizeof ph)
+                        return false;
+                uint32_t type;
+                uint64_t off, filesz;
+                memcpy(&type, ph, 4);
+                memcpy(&off, ph + 8, 8);
+                memcpy(&filesz, ph + 32, 8);
+                if (type != 3 /* PT_INTERP */)
+                        continue;
+                if (filesz == 0 || filesz >= size)
+                        return false;
+                if (pread(fd, buf, filesz, (off_t) off) != (ssize_t) filesz)
+                        return false;
+                buf[filesz] = 0;
+                return buf[0] == '/';
+        }
+        return false;
+}
+
+/* Where a command of the allowlist is: a path as given, or the first match on the sandbox's
+ * PATH (the host's /usr is the sandbox's). */
+static bool command_path(const char *cmd, char *buf, size_t size) {
+        if (strchr(cmd, '/')) {
+                snprintf(buf, size, "%s", cmd);
+                return access(buf, X_OK) == 0;
+        }
+        const char *path = SBX_DEFAULT_PATH;
+        for (const char *p = path;;) {
+                const char *colon = strchrnul(p, ':');
+                snprintf(buf, size, "%.*s/%s", (int) (colon - p), p, cmd);
+                if (access(buf, X_OK) == 0)
+                        return true;
+                if (!*colon)
+                        return false;
+                p = colon + 1;
+        }
+}
+
+int sbx_backend_ll_add_commands(int fd, int abi, const sbx_profile *pr, sbx_error *e) {
+        if (pr->cmd_mode != SBX_CMD_MODE_STRICT)
+                return 0;
+        STRV_FOREACH(c, pr->cmd_allow) {
+                char path[PATH_MAX], interp[PATH_MAX];
+                if (!command_path(*c, path, sizeof path))
+                        continue; /* not there: nothing to allow */
+                int r = sbx_backend_ll_add_host(fd, abi, path, SBX_LL_READ | SBX_LL_EXEC, e);
+                if (r < 0)
+                        return r;
+                /* what loading it needs: its ELF interpreter, or its script interpreter and that
+                 * one's ELF interpreter */
+                for (int depth = 0; depth < 2 && exec_interpreter(path, interp, sizeof interp); depth++) {
+                        if ((r = sbx_backend_ll_add_host(fd, abi, interp, SBX_LL_READ | SBX_LL_EXEC, e)) < 0)
+                                return r;
+                        snprintf(path, sizeof path, "%s", interp);
+                }
+        }
+        return 0;
 }
 
 int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, sbx_error *e) {
@@ -299,6 +389,7 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
                  * network is denied; write-intent calls only on request (a round trip each). */
                 .observe_network = !pr->net_allow && !(extra && extra->deny_inet),
                 .observe_fs_writes = pr->observe_fs_writes,
+                .observe_exec = pr->cmd_mode != SBX_CMD_MODE_OFF,
         };
         _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *observed = NULL, *plain = NULL;
         bool want_observed = pr->observe != SBX_OBSERVE_OFF || !pr->allow_spawn;
@@ -361,6 +452,9 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 r = sbx_error_set(e, errno, "pipes", "cannot create pipes: %m");
                 goto fail_fds;
         }
+        /* The init's credentials come with its messages: the supervisor tells the init's own
+         * calls apart by pid, also where a sandbox tool runs between us and it (bwrap). */
+        (void) setsockopt(spair[0], SOL_SOCKET, SO_PASSCRED, &(int) { 1 }, sizeof(int));
         /* Without a pid namespace the init is no PID 1: be the subreaper its orphans come to. */
         bool no_pidns = !(sp->clone_flags & CLONE_NEWPID);
         if (no_pidns && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
@@ -422,6 +516,9 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 .report = rep,
                 .writable = writable,
                 .loopback = pr->loopback,
+                .cmd_allow = pr->cmd_mode != SBX_CMD_MODE_OFF ? pr->cmd_allow : NULL,
+                .cmd_deny = pr->cmd_mode != SBX_CMD_MODE_OFF ? pr->cmd_deny : NULL,
+                .cmd_strict = pr->cmd_mode == SBX_CMD_MODE_STRICT,
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
                 .reap_orphans = no_pidns,
         };

@@ -53,6 +53,9 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
 /* Benchmark builds only (-Dbench_knobs=true): SANDBOXER_BENCH_DISABLE lists layers to skip. */
 bool sbx_backend_bench_disabled(const char *layer);
 
+/* process.commands strict: execute rights for the allowed commands and their interpreters. */
+int sbx_backend_ll_add_commands(int fd, int abi, const sbx_profile *pr, sbx_error *e);
+
 /* Resolve path and add a Landlock rule for it (absent paths are skipped). */
 int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, sbx_error *e);
 

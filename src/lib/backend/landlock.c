@@ -128,7 +128,8 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
                 if ((r = sbx_backend_ll_add_host(fd, info.abi, *p, SBX_LL_READ | SBX_LL_WRITE |
                                                  (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
                         return r;
-        if ((r = sbx_backend_ll_add_host(fd, info.abi, d->scratch, SBX_LL_READ | SBX_LL_WRITE | SBX_LL_EXEC, e)) < 0)
+        if ((r = sbx_backend_ll_add_host(fd, info.abi, d->scratch,
+                                         SBX_LL_READ | SBX_LL_WRITE | (pr->cmd_mode == SBX_CMD_MODE_STRICT ? 0 : SBX_LL_EXEC), e)) < 0)
                 return r;
         if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
             (r = sbx_backend_ll_add_host(fd, info.abi, cfg->workspace,
@@ -141,6 +142,8 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
                 if ((r = sbx_backend_ll_add_host(fd, info.abi, devs[i], SBX_LL_READ | SBX_LL_WRITE, e)) < 0)
                         return r;
         if ((r = sbx_backend_ll_add_host(fd, info.abi, "/proc", SBX_LL_READ, e)) < 0)
+                return r;
+        if ((r = sbx_backend_ll_add_commands(fd, info.abi, pr, e)) < 0)
                 return r;
         *ret_abi = info.abi;
         *ret_fd = TAKE_FD(fd);
@@ -266,10 +269,51 @@ out:
         return r;
 }
 
+static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
+        [SBX_CAP_FS_READONLY] = { true, "Landlock: no write right outside scratch, a rw workspace and filesystem.write" },
+        [SBX_CAP_FS_PRIVATE_VIEW] = { true, "Landlock: paths outside the read list are refused (not hidden)" },
+        [SBX_CAP_FS_WRITE_PATHS] = { true, "Landlock write rights" },
+        [SBX_CAP_FS_EXEC_RULES] = { true, "Landlock execute right only on filesystem.exec" },
+        [SBX_CAP_WORKSPACE_RO] = { true, "Landlock read rights, at the workspace's host path" },
+        [SBX_CAP_WORKSPACE_RW] = { true, "Landlock write rights; as root only a workspace owned by run_as (no mount "
+                                         "namespace, no idmapped mount)" },
+        [SBX_CAP_SCRATCH] = { true, "a per-run directory under the runtime dir (a tmpfs as root)" },
+        [SBX_CAP_NET_DENY] = { true, "seccomp: no inet/packet sockets; Landlock: TCP bind/connect denied" },
+        [SBX_CAP_NET_LOOPBACK] = { false, "no network namespace of its own: the host's loopback is refused with the rest" },
+        [SBX_CAP_NET_HOST] = { false, "no network namespace to share or filter; use --backend bwrap" },
+        [SBX_CAP_PID_ISOLATION] = { false, "no pid namespace: host processes are visible in /proc (signals to them are "
+                                           "scoped away by Landlock)" },
+        [SBX_CAP_IPC_ISOLATION] = { false, "no ipc namespace: host SysV IPC and POSIX queues (abstract unix sockets are "
+                                           "scoped by Landlock)" },
+        [SBX_CAP_HOSTNAME] = { false, "no uts namespace: the host's hostname" },
+        [SBX_CAP_IDENTITY] = { false, "runs as the caller's uid (run_as as root) with the host's /etc/passwd" },
+        [SBX_CAP_SECCOMP] = { true, "the rule table plus no inet sockets and no chmod/chown/utimes/xattrs" },
+        [SBX_CAP_LANDLOCK] = { true, "ABI 6+: filesystem, TCP, abstract unix sockets and signals scoped" },
+        [SBX_CAP_CAPS_DROPPED] = { true, "all sets as root; unprivileged the bounding set stays, unusable under "
+                                         "no_new_privs" },
+        [SBX_CAP_NO_NEW_PRIVS] = { true, "set before the init runs" },
+        [SBX_CAP_NOT_HOST_ROOT] = { true, "the caller's uid, run_as as root" },
+        [SBX_CAP_SPAWN_FENCE] = { true, "seccomp: fork/clone refused, the listener lets exactly one execve through" },
+        [SBX_CAP_LIMIT_TIMEOUT] = { true, "supervisor" },
+        [SBX_CAP_LIMIT_OUTPUT] = { true, "supervisor" },
+        [SBX_CAP_LIMIT_MEMORY] = { true, "cgroup (RLIMIT_AS when spawning is off)" },
+        [SBX_CAP_LIMIT_PIDS] = { true, "cgroup (seccomp when spawning is off)" },
+        [SBX_CAP_LIMIT_CPUS] = { true, "cgroup" },
+        [SBX_CAP_LIMIT_SCRATCH] = { true, "tmpfs size= as root; unprivileged none (best_effort)" },
+        [SBX_CAP_OBSERVE_NETWORK] = { true, "seccomp listener: refused inet sockets" },
+        [SBX_CAP_OBSERVE_FS_WRITE] = { true, "seccomp listener: write-intent calls (observe.fs_writes)" },
+        [SBX_CAP_OBSERVE_SYSCALL] = { true, "seccomp listener" },
+        [SBX_CAP_OBSERVE_PROCESS] = { true, "pids cgroup events; spawn and exec refusals at the listener" },
+        [SBX_CAP_OBSERVE_MEMORY] = { true, "memory cgroup OOM events" },
+        [SBX_CAP_OBSERVE_TIMEOUT] = { true, "supervisor" },
+        [SBX_CAP_OBSERVE_OUTPUT] = { true, "supervisor" },
+};
+
 const sbx_backend sbx_backend_landlock = {
         .id = SBX_BACKEND_LANDLOCK,
         .level = SBX_LEVEL_POLICY,
         .implemented = true,
+        .caps = landlock_caps,
         .probe = landlock_probe,
         .run = landlock_run,
 };

@@ -246,6 +246,8 @@ static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_
                                      (sbx_backend_exec_allowed(pr, pr->ws_mount ? pr->ws_mount : "/workspace") ? SBX_LL_EXEC : 0),
                              e)) < 0)
                 return r;
+        if ((r = sbx_backend_ll_add_commands(fd, info.abi, pr, e)) < 0)
+                return r;
         *ret_abi = info.abi;
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -322,6 +324,10 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         sbx_spawn_path_rule rules[ELEMENTSOF(inside_rules) + 1];
         size_t n_rules = ELEMENTSOF(inside_rules);
         memcpy(rules, inside_rules, sizeof inside_rules);
+        /* process.commands strict: nothing written in scratch may run either */
+        for (size_t i = 0; i < n_rules; i++)
+                if (pr->cmd_mode == SBX_CMD_MODE_STRICT)
+                        rules[i].access &= ~(unsigned) SBX_LL_EXEC;
         if (ws && pr->ws_access == SBX_ACCESS_RO)
                 rules[n_rules++] = (sbx_spawn_path_rule) {
                         ws_mount, SBX_LL_READ | (sbx_backend_exec_allowed(pr, ws_mount) ? SBX_LL_EXEC : 0), false };
@@ -378,10 +384,48 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }
 
+static const sbx_cap_decl native_caps[_SBX_CAP_MAX] = {
+        [SBX_CAP_FS_READONLY] = { true, "read-only binds in a mount namespace, and Landlock" },
+        [SBX_CAP_FS_PRIVATE_VIEW] = { true, "a root of only the read paths (pivot_root), and Landlock rules" },
+        [SBX_CAP_FS_WRITE_PATHS] = { true, "read-write binds, Landlock write rights" },
+        [SBX_CAP_FS_EXEC_RULES] = { true, "Landlock execute right only on filesystem.exec" },
+        [SBX_CAP_WORKSPACE_RO] = { true, "read-only bind at workspace.mount" },
+        [SBX_CAP_WORKSPACE_RW] = { true, "bind at workspace.mount (idmapped as root: writes land as the owner's)" },
+        [SBX_CAP_SCRATCH] = { true, "tmpfs at /tmp" },
+        [SBX_CAP_NET_DENY] = { true, "an empty network namespace; Landlock TCP rules and seccomp when loopback is off" },
+        [SBX_CAP_NET_LOOPBACK] = { true, "lo up in the sandbox's own network namespace" },
+        [SBX_CAP_NET_HOST] = { false, "not implemented: the sandbox always gets its own empty network namespace; use "
+                                      "--backend bwrap" },
+        [SBX_CAP_PID_ISOLATION] = { true, "pid namespace, the init as PID 1" },
+        [SBX_CAP_IPC_ISOLATION] = { true, "ipc namespace" },
+        [SBX_CAP_HOSTNAME] = { true, "uts namespace, hostname sandbox" },
+        [SBX_CAP_IDENTITY] = { true, "uid 1000 sandbox, generated /etc/passwd and /etc/group" },
+        [SBX_CAP_SECCOMP] = { true, "the rule table, loaded by the init with the listener" },
+        [SBX_CAP_LANDLOCK] = { true, "the same filesystem rules as the mount view, a second fence" },
+        [SBX_CAP_CAPS_DROPPED] = { true, "all sets, the bounding set included" },
+        [SBX_CAP_NO_NEW_PRIVS] = { true, "set before the init runs" },
+        [SBX_CAP_NOT_HOST_ROOT] = { true, "uid 1000 inside, the caller (run_as as root) outside" },
+        [SBX_CAP_SPAWN_FENCE] = { true, "seccomp: fork/clone refused, the listener lets exactly one execve through" },
+        [SBX_CAP_LIMIT_TIMEOUT] = { true, "supervisor" },
+        [SBX_CAP_LIMIT_OUTPUT] = { true, "supervisor" },
+        [SBX_CAP_LIMIT_MEMORY] = { true, "cgroup (RLIMIT_AS when spawning is off)" },
+        [SBX_CAP_LIMIT_PIDS] = { true, "cgroup (RLIMIT_NPROC in the fresh user namespace)" },
+        [SBX_CAP_LIMIT_CPUS] = { true, "cgroup" },
+        [SBX_CAP_LIMIT_SCRATCH] = { true, "tmpfs size=" },
+        [SBX_CAP_OBSERVE_NETWORK] = { true, "seccomp listener: connect/bind and refused sockets, with the address" },
+        [SBX_CAP_OBSERVE_FS_WRITE] = { true, "seccomp listener: write-intent calls (observe.fs_writes)" },
+        [SBX_CAP_OBSERVE_SYSCALL] = { true, "seccomp listener" },
+        [SBX_CAP_OBSERVE_PROCESS] = { true, "pids cgroup events; spawn and exec refusals at the listener" },
+        [SBX_CAP_OBSERVE_MEMORY] = { true, "memory cgroup OOM events" },
+        [SBX_CAP_OBSERVE_TIMEOUT] = { true, "supervisor" },
+        [SBX_CAP_OBSERVE_OUTPUT] = { true, "supervisor" },
+};
+
 const sbx_backend sbx_backend_native = {
         .id = SBX_BACKEND_NATIVE,
         .level = SBX_LEVEL_CONTAINER,
         .implemented = true,
+        .caps = native_caps,
         .probe = native_probe,
         .run = native_run,
 };

@@ -41,6 +41,7 @@ enum {
         OPT_METADATA = 1U << 5,
         OPT_OBSERVE_NET = 1U << 6,
         OPT_OBSERVE_FS = 1U << 7,
+        OPT_OBSERVE_EXEC = 1U << 8,
 };
 
 typedef enum rule_class {
@@ -286,6 +287,11 @@ static const rule rules[] = {
                 .when = OPT_OBSERVE_NET, .unless = OPT_SOCKETS, .why = "outside the network policy"},
         {.name = "bind", .nr = 49, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES,
                 .when = OPT_OBSERVE_NET, .unless = OPT_SOCKETS, .why = "outside the network policy"},
+        /* observe_exec: every execve seen with its path (process.commands) */
+        {.name = "execve", .nr = 59, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EACCES,
+                .when = OPT_OBSERVE_EXEC, .unless = OPT_EXEC_NOTIFY | OPT_EXEC_DENY, .why = "process.commands"},
+        {.name = "execveat", .nr = 322, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EACCES,
+                .when = OPT_OBSERVE_EXEC, .unless = OPT_EXEC_NOTIFY | OPT_EXEC_DENY, .why = "process.commands"},
         /* observe_fs_writes: write intent, seen with its path */
         FSW_FLAGS("open", 2, 1),
         FSW_FLAGS("openat", 257, 2),
@@ -395,6 +401,8 @@ static int opts_bits(const sbx_seccomp_opts *o, unsigned *ret) {
                 b |= OPT_OBSERVE_NET;
         if (o->notify && o->observe_fs_writes)
                 b |= OPT_OBSERVE_FS;
+        if (o->notify && o->observe_exec)
+                b |= OPT_OBSERVE_EXEC;
         *ret = b;
         return 0;
 }

@@ -98,6 +98,7 @@ typedef struct sbx_seccomp_opts {
          * supervisor too, which reads their arguments as evidence and may refuse them (never
          * allow what a kernel fence refuses: the call continues under Landlock and namespaces). */
         bool observe_network;   /* connect, bind, sendto with an address */
+        bool observe_exec;      /* execve/execveat (process.commands warn|strict: the evidence) */
         bool observe_fs_writes; /* write-intent open/openat/creat, unlink, rename, mkdir, rmdir,
                                  * link, symlink, mknod, truncate (opt-in: costs a round trip) */
 } sbx_seccomp_opts;

@@ -172,7 +172,7 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
         }
 
         /* Credentials changed: the parent-death signal was reset; arm it again. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || (!p->setuid_helper && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)) {
                 sbx_child_fail(&ce, errno, "prctl", NULL);
                 child_die(errfd, &ce);
         }

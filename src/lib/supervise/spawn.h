@@ -51,6 +51,8 @@ typedef struct sbx_spawn_params {
         bool switch_ids;               /* no user namespace: setgroups/setresgid/setresuid to the
                                         * outside ids (root dropping to run_as) */
         int last_cap;
+        bool setuid_helper;            /* the program is a setuid-root sandbox tool (firejail):
+                                        * no_new_privs is left to it and to the init, which set it */
         /* v1 cgroup `tasks` files (sbx_cgroup_self_attach_fds()) the child writes "0" to before
          * anything else: it joins its groups itself, without the RCU wait a move by pid takes
          * (~10-15 ms on v1). They close on exec. */

@@ -29,6 +29,10 @@ typedef struct loop_state {
         sbx_supervise_result *res;
         int ep;
         int out_fd, err_fd, status_fd;
+        /* The init's pid as we see it: the spawned process, or — where a sandbox tool (bwrap,
+         * firejail) runs between us and the init — the sender of the listener message
+         * (SCM_CREDENTIALS; the launch sets SO_PASSCRED on our end before the spawn). */
+        pid_t init_pid;
         bool fwd_out_ok, fwd_err_ok;
         int timer_fd;
         bool grace_armed;
@@ -335,6 +339,33 @@ static bool observe_net(loop_state *s, const struct seccomp_notif *req, sbx_deta
         return false; /* unix and the rest: the namespaces and Landlock decide */
 }
 
+static bool cmd_listed(char *const *list, const char *path) {
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        for (char *const *i = list; i && *i; i++)
+                if (strchr(*i, '/') ? streq(*i, path) : streq(*i, base))
+                        return true;
+        return false;
+}
+
+/* An exec seen for process.commands: returns 1 to refuse, 0 to let through, with *warned when
+ * it goes through outside the lists. */
+static int observe_exec(loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char *buf,
+                        size_t size, bool *warned) {
+        ssize_t n = read_mem(s, req, req->data.nr == __NR_execveat ? req->data.args[1] : req->data.args[0], buf, size - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        buf[strnlen(buf, (size_t) n)] = 0;
+        bool bad = cmd_listed(s->p->cmd_deny, buf) || (s->p->cmd_allow && s->p->cmd_allow[0] && !cmd_listed(s->p->cmd_allow, buf));
+        if (!bad)
+                return 0;
+        d[(*nd)++] = (sbx_detail) { .key = "path", .str = buf };
+        d[(*nd)++] = (sbx_detail) { .key = "rule", .str = (char *) "process.commands" };
+        *warned = !s->p->cmd_strict;
+        return s->p->cmd_strict ? 1 : 0;
+}
+
 /* One notification from the seccomp listener: classify it with the filter's own rule table,
  * record it, answer. Answers are a refusal, or "continue" for a call the filter only routed here
  * to be counted (the init's own fork, the command's one execve) — decided by who calls and how
@@ -359,7 +390,7 @@ static void handle_notify(loop_state *s) {
         if (!s->p->seccomp || sbx_seccomp_classify(s->p->seccomp, &req.data, &m) < 0)
                 m.action = SBX_SECCOMP_VIOLATION, m.errnum = EPERM, m.category = SBX_SECCOMP_CAT_SYSCALL;
         const char *name = m.syscall ? m.syscall : sbx_seccomp_syscall_name(req.data.nr);
-        bool from_init = req.pid == (uint32_t) s->p->pid;
+        bool from_init = req.pid == (uint32_t) s->init_pid;
         bool deny = false;
         sbx_detail d[SBX_VIOLATION_MAX_DETAILS];
         size_t nd = 0;
@@ -413,14 +444,21 @@ static void handle_notify(loop_state *s) {
         case SBX_SECCOMP_OBSERVE: {
                 static char bufs[4][512];
                 static char abuf[INET6_ADDRSTRLEN];
-                bool refuse = m.category == SBX_SECCOMP_CAT_FS ? observe_fs(s, &req, d, &nd, bufs)
-                                                               : observe_net(s, &req, d, &nd, abuf, sizeof abuf);
+                bool warned = false;
+                bool refuse = m.category == SBX_SECCOMP_CAT_FS      ? observe_fs(s, &req, d, &nd, bufs)
+                              : m.category == SBX_SECCOMP_CAT_SPAWN ? observe_exec(s, &req, d, &nd, bufs[0], sizeof bufs[0], &warned) > 0
+                                                                    : observe_net(s, &req, d, &nd, abuf, sizeof abuf);
+                if (warned && s->p->report)
+                        (void) sbx_report_add_violation(s->p->report, SBX_VIOLATION_PROCESS_LIMIT, "warned",
+                                                        (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000), name, d, nd);
                 if (!refuse) {
                         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
                         break;
                 }
                 deny = true;
-                record(s, m.category == SBX_SECCOMP_CAT_FS ? SBX_VIOLATION_FILESYSTEM_WRITE : SBX_VIOLATION_NETWORK_ACCESS,
+                record(s, m.category == SBX_SECCOMP_CAT_FS      ? SBX_VIOLATION_FILESYSTEM_WRITE
+                          : m.category == SBX_SECCOMP_CAT_SPAWN ? SBX_VIOLATION_PROCESS_LIMIT
+                                                                : SBX_VIOLATION_NETWORK_ACCESS,
                        s->p->kill_on_violation, name, d, nd);
                 break;
         }
@@ -453,23 +491,30 @@ static void handle_status(loop_state *s) {
                 struct sbx_init_msg m;
                 union {
                         struct cmsghdr h;
-                        char buf[CMSG_SPACE(sizeof(int))];
+                        char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
                 } cbuf;
+                struct ucred cred = { .pid = 0 };
                 struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
                 struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf };
                 ssize_t n = recvmsg(s->status_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
                 int passed = -1;
                 if (n > 0)
-                        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
                                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
                                     c->cmsg_len == CMSG_LEN(sizeof(int)))
                                         memcpy(&passed, CMSG_DATA(c), sizeof(int));
+                                else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+                                         c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
+                                        memcpy(&cred, CMSG_DATA(c), sizeof cred);
+                        }
                 if (passed >= 0 && !(n == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC &&
                                      m.type == SBX_INIT_MSG_LISTENER && s->p->seccomp && s->listener_fd < 0)) {
                         close(passed); /* not asked for */
                         passed = -1;
                 }
                 if (passed >= 0) {
+                        if (cred.pid > 0)
+                                s->init_pid = cred.pid;
                         s->listener_fd = passed;
                         s->res->listener = true;
                         (void) fcntl(passed, F_SETFL, O_NONBLOCK);
@@ -536,7 +581,7 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
         memset(res, 0, sizeof *res);
         res->end = SBX_SV_SETUP_FAILED; /* until the init tells us otherwise */
         snprintf(res->text, sizeof res->text, "the sandbox init ended without reporting");
-        loop_state s = { .p = p, .res = res, .out_fd = p->out_fd, .err_fd = p->err_fd, .status_fd = p->status_fd,
+        loop_state s = { .p = p, .res = res, .out_fd = p->out_fd, .err_fd = p->err_fd, .status_fd = p->status_fd, .init_pid = p->pid,
                          .fwd_out_ok = p->fwd_out >= 0, .fwd_err_ok = p->fwd_err >= 0, .timer_fd = -1,
                          .listener_fd = -1 };
         int sfd = -1, r = 0;

@@ -41,6 +41,11 @@ typedef struct sbx_supervise_params {
          * whether loopback addresses are the sandbox's own. */
         char *const *writable;
         bool loopback;
+        /* process.commands: execs seen (observe_exec) are checked against these (a name matches
+         * the path's basename, a path the path); outside them: refused (strict) or recorded
+         * as "warned" and let through (warn). */
+        char *const *cmd_allow, *const *cmd_deny;
+        bool cmd_strict;
         bool kill_on_violation;  /* a refused call ends the sandbox (on_violation: kill) */
         /* No pid namespace: the caller made itself a child subreaper before the spawn; once the
          * init is gone, what is left of the sandbox was re-parented to us and is killed. */

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# backends.sh — sandboxer's own overhead per backend: `/bin/true` and `python3 -c pass` through
+# `sandboxer run --backend B` against the same sandbox run by hand. For bwrap and firejail "by
+# hand" is the exact command line sandboxer generated (SANDBOXER_DEBUG_ARGV=1 prints it), with the
+# sandboxer-init part (`-- INIT --cwd ... --seccomp-fd 4 --`) taken out, and bwrap's `--seccomp 5`
+# (a descriptor only sandboxer holds) too; for native and landlock, which are sandboxer's own,
+# it is the command run bare. The difference is what sandboxer adds: policy and profile loading,
+# the seccomp compile, cgroups (as root), the init, the supervisor, the report. Target: <= 2 ms
+# median per backend. Prints a table; not a test (it never fails on a slow result).
+#
+#   bash bench/backends.sh [--runs N]
+#
+# Environment: SANDBOXER (default build/src/cli/sandboxer). As root the tools run as the policy's
+# run_as uid, as sandboxer runs them (setpriv); firejail needs an ordinary uid: sbxtest if present.
+# Unprivileged (no cgroup delegation here) the cgroup limits are best_effort in the bench policy.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+RUNS=50
+while [ $# -gt 0 ]; do
+        case $1 in
+        --runs) RUNS=${2:?}; shift ;;
+        -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "backends.sh: unknown option '$1'" >&2; exit 2 ;;
+        esac
+        shift
+done
+SBX=${SANDBOXER:-$PWD/build/src/cli/sandboxer}
+[ -x "$SBX" ] || { echo "backends.sh: no sandboxer at $SBX (build first, or set SANDBOXER)" >&2; exit 1; }
+TMP=$(mktemp -d); chmod 755 "$TMP"; trap 'rm -rf "$TMP"' EXIT
+uid=$(id -u sbxtest 2>/dev/null || echo 65534)
+POL=$TMP/policy.yaml
+sed -e "s/^run_as: .*/run_as: $uid/" -e "s/^enforce: .*/enforce: { best_effort: [scratch_mb$( [ "$(id -u)" = 0 ] || echo ', memory_mb, cpus, pids') ] }/" policy/default.yaml >"$POL"
+PROF=$TMP/bench.yaml
+printf 'id: bench\nversion: "1.0.0"\nextends: profile.default\nisolation:\n  level: policy\nfilesystem:\n  read: [/usr, /lib, /lib64, /bin, /etc/ssl/certs, /etc/localtime, /etc/python3, /etc/python3.11]\n' >"$PROF"
+chmod 644 "$POL" "$PROF"
+AS=(); [ "$(id -u)" = 0 ] && AS=(setpriv --reuid "$uid" --regid "$uid" --clear-groups)
+
+# median_ms RUNS CMD... — median wall time of CMD in ms (python's clock, no shell in between).
+median_ms() {
+        python3 - "$@" <<'EOF'
+import statistics, subprocess, sys, time
+runs, cmd = int(sys.argv[1]), sys.argv[2:]
+for _ in range(3):
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+t = []
+for _ in range(runs):
+    t0 = time.perf_counter()
+    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    t.append((time.perf_counter() - t0) * 1000)
+    if rc != 0:
+        print("nan"); sys.exit(0)
+print("%.2f" % statistics.median(t))
+EOF
+}
+
+# direct_argv BACKEND CMD... — the tool's command line sandboxer generated, without the init.
+direct_argv() {
+        local be=$1; shift
+        SANDBOXER_DEBUG_ARGV=1 "$SBX" run --policy "$POL" --backend "$be" --profile "$PROF" -- /bin/true 2>&1 >/dev/null |
+                sed -n "s/^sandboxer: $be argv: //p" | head -1 >"$TMP/argv.$be"
+        python3 - "$TMP/argv.$be" "$@" <<'EOF'
+import shlex, sys
+a = shlex.split(open(sys.argv[1]).read())
+cmd = sys.argv[2:]
+i = a.index("--")                      # the tool's own options end here; the init follows
+a = a[:i]
+if "--seccomp" in a:                   # bwrap's program arrives on fd 5, which only sandboxer holds
+    j = a.index("--seccomp"); del a[j:j + 2]
+print("\0".join(a + ["--"] + cmd), end="")
+EOF
+}
+
+printf '%-9s %-22s %10s %10s %10s\n' BACKEND COMMAND "SBX ms" "DIRECT ms" "OVERHEAD"
+for be in native landlock bwrap firejail; do
+        if ! "$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- /bin/true >/dev/null 2>&1; then
+                printf '%-9s unavailable here: %s\n' $be "$("$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- /bin/true 2>&1 | head -1 | cut -c1-100)"
+                continue
+        fi
+        for c in "/bin/true" "python3 -c pass"; do
+                read -r -a cmd <<<"$c"
+                s=$(median_ms "$RUNS" "$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- "${cmd[@]}")
+                case $be in
+                native | landlock) d=$(median_ms "$RUNS" "${AS[@]}" "${cmd[@]}") ;;
+                *)
+                        mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
+                        [ "$c" = /bin/true ] && echo "# $be by hand: ${AS[*]} ${direct[*]}" >&2
+                        d=$(median_ms "$RUNS" "${AS[@]}" "${direct[@]}")
+                        ;;
+                esac
+                printf '%-9s %-22s %10s %10s %10s\n' $be "$c" "$s" "$d" "$(python3 -c "print('%.2f' % ($s - $d))" 2>/dev/null)"
+        done
+done
+rm -f /run/sandboxer/firejail-*.profile "${XDG_RUNTIME_DIR:-/nonexistent}"/sandboxer/firejail-*.profile /tmp/sandboxer-"$(id -u)"/firejail-*.profile 2>/dev/null

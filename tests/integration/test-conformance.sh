@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Conformance: the same cases (limits, isolation claims, violation kinds, exit codes, report
+# fields) against every available backend. A case runs where the backend declares the
+# capability and must then pass; it is skipped only where tests/conformance/capabilities.tsv
+# (the checked-in table, which `sandboxer doctor --json` must match exactly) says "no" — a
+# backend cannot pass by claiming nothing: each isolation level has a minimum set it must claim.
+# A limit case is also skipped (as a host condition, not a backend's) when the report itself says
+# nothing enforced it here (mechanism none under the test policy's enforce.best_effort).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/common-policy.sh"
+
+# Unprivileged there is no cgroup here: every cgroup limit may go unenforced, the report says so.
+sed -i 's/^enforce: .*/enforce: { best_effort: [memory_mb, cpus, scratch_mb, pids] }/' "$POL"
+TSV=$SBX_SRC/tests/conformance/capabilities.tsv
+PY=/usr/bin/python3
+[ -r "$TSV" ] || skip_all "no $TSV"
+[ -x $PY ] || skip_all "python3 is not installed"
+root=0; [ "$(id -u)" = 0 ] && root=1
+
+decl() { awk -F'\t' -v b="$1" -v c="$2" '$1 == b && $2 == c { print $3 }' "$TSV"; }
+why() { awk -F'\t' -v b="$1" -v c="$2" '$1 == b && $2 == c { print $4 }' "$TSV"; }
+# claim BE CAP [N] — 0 when BE declares CAP; else N skips naming the table's reason (a skip the
+# table does not back is a failure).
+claim() {
+        case $(decl "$1" "$2") in
+        yes) return 0 ;;
+        no) skip "$1 does not claim $2 (capabilities.tsv: $(why "$1" "$2"))" "${3:-1}" ;;
+        *) ok 1 "$1: $2 is not in capabilities.tsv (a skip the table does not back)" ;;
+        esac
+        return 1
+}
+r() { json_get "$SBX_REPORT" "$1" 2>/dev/null; }
+kinds() { r 'sorted(set(v["kind"] for v in d["violations"]))'; }
+mech() { r "d['config']['limits']['$1']['mechanism']"; }
+
+# --- the declared table is the checked-in one, and each level's minimum is claimed ---
+"$SANDBOXER" doctor --json >"$SBX_TMP/doctor.json" 2>/dev/null
+python3 "$SBX_SRC/tests/conformance/table.py" <"$SBX_TMP/doctor.json" >"$SBX_TMP/caps.tsv"
+diff -u "$TSV" "$SBX_TMP/caps.tsv" >"$SBX_TMP/caps.diff"
+ok $? "sandboxer doctor --json declares exactly tests/conformance/capabilities.tsv" || diag "$(head -40 "$SBX_TMP/caps.diff")"
+MIN_POLICY="fs.readonly fs.private_view scratch net.deny seccomp no_new_privs not_host_root limit.timeout_s limit.output_mb observe.TimeoutViolation observe.OutputLimitViolation"
+MIN_CONTAINER="$MIN_POLICY pid_isolation ipc_isolation hostname net.loopback caps_dropped"
+for be in native landlock bwrap firejail podman docker microvm; do
+        lvl=$(decl $be level)
+        case $lvl in
+        policy) need=$MIN_POLICY ;; container | microvm) need=$MIN_CONTAINER ;;
+        -) ok 0 "$be: not implemented, claims nothing"; continue ;;
+        *) ok 1 "$be: no level in capabilities.tsv"; continue ;;
+        esac
+        missing=""
+        for c in $need; do [ "$(decl $be "$c")" = yes ] || missing="$missing $c"; done
+        is "$missing" "" "$be: claims the minimum of isolation level $lvl"
+done
+
+# --- the profiles: one for every level (policy), one that forbids spawning ---
+P=$SBX_TMP/conf.yaml P_NOSPAWN=$SBX_TMP/conf-nospawn.yaml
+printf 'id: conf\nversion: "1.0.0"\nextends: profile.default\nisolation:\n  level: policy\nfilesystem:\n  read: [/usr, /lib, /lib64, /bin, /etc/ssl/certs, /etc/localtime, /etc/python3, /etc/python3.11]\n' >"$P"
+printf 'id: conf-nospawn\nversion: "1.0.0"\nextends: profile.default\nisolation:\n  level: policy\nnetwork:\n  loopback: false\nprocess:\n  allow_spawn: false\n' >"$P_NOSPAWN"
+# firejail refuses system accounts (run_as 65534): as root it runs as an ordinary user.
+POL_FJ=$SBX_TMP/policy-firejail.yaml
+fj_uid=$(id -u sbxtest 2>/dev/null || echo "")
+sed "s/^run_as: .*/run_as: ${fj_uid:-65534}/" "$POL" >"$POL_FJ"; chmod 644 "$P" "$P_NOSPAWN" "$POL_FJ"
+secret=$SBX_TMP/secret.txt; echo TOPSECRET >"$secret"; chmod 644 "$secret"
+# Not under /tmp or /var/tmp: firejail shows host paths at their place, and those are its own
+# private tmpfs. The build directory is reachable by whoever runs the suite.
+ws=$(mktemp -d "$SBX_BUILD/conf-ws.XXXXXX" 2>/dev/null || mktemp -d "$HOME/.sbx-conf-ws.XXXXXX"); echo hello >"$ws/in.txt"; chmod -R a+rX "$ws"
+trap 'rm -rf "$ws"; sbx_cleanup' EXIT
+port=$((20000 + RANDOM % 20000))
+
+for be in native landlock bwrap firejail; do
+        pol=$POL; [ $be = firejail ] && [ $root = 1 ] && pol=$POL_FJ
+        B=(--policy "$pol" --backend $be --profile "$P")
+        run_sbx "${B[@]}" -- true
+        if [ "$SBX_RC" != 0 ]; then
+                diag "$be is not available here: $(head -c 400 <<<"$SBX_ERR")"
+                skip "$be unavailable on this host" 1
+                continue
+        fi
+        diag "--- $be"
+        # report fields and exit codes
+        is "$(r 'd["backend"]')/$(r 'd["schema"]')/$(r 'd["status"]')" "$be/sandboxer.report/v1/exited" "$be: report names the backend, schema, status"
+        lvl=$(decl $be level); [ "$lvl" = policy ] && iso=policy || iso=container
+        is "$(r 'd["isolation"]')" "$iso" "$be: report isolation is its level"
+        run_sbx "${B[@]}" -- sh -c 'exit 7'
+        is "$SBX_RC/$(r 'd["exit"]["code"]')" "7/7" "$be: the command's exit code passes through"
+        run_sbx "${B[@]}" -- sh -c 'kill -9 $$'
+        is "$SBX_RC/$(r 'd["status"]')/$(r 'd["exit"]["signal"]')" "137/signaled/9" "$be: death by signal is 128+N, status signaled"
+        run_sbx "${B[@]}" -- /nonexistent-sbx-cmd
+        is "$SBX_RC/$(r 'd["exit"]["code"]')" "127/127" "$be: command not found is 127"
+        run_sbx "${B[@]}" -- /usr/lib/os-release
+        is "$SBX_RC" 126 "$be: a non-executable file is 126"
+
+        # filesystem
+        if claim $be fs.readonly; then
+                run_sbx "${B[@]}" -- sh -c 'touch /usr/sbx-conf-probe || touch /usr/lib/sbx-conf-probe; echo $?'
+                ok $([ "$SBX_OUT" != 0 ] && [ ! -e /usr/sbx-conf-probe ] && echo 0 || echo 1) "$be: fs.readonly: /usr cannot be written"
+                run_sbx "${B[@]}" -- touch "$HOME/sbx-conf-probe"
+                ok $([ "$SBX_RC" != 0 ] && [ ! -e "$HOME/sbx-conf-probe" ] && echo 0 || echo 1) "$be: fs.readonly: the caller's home ($HOME) cannot be written"
+                rm -f "$HOME/sbx-conf-probe"
+        fi
+        if claim $be fs.private_view; then
+                run_sbx "${B[@]}" -- cat "$secret"
+                ok $([[ $SBX_OUT != *TOPSECRET* ]] && [ "$SBX_RC" != 0 ] && echo 0 || echo 1) "$be: fs.private_view: a world-readable host file outside the read list is refused"
+        fi
+        if claim $be scratch; then
+                run_sbx "${B[@]}" -- sh -c 'echo x >"$TMPDIR/f" && [ "$TMPDIR" = "$HOME" ] && cat "$TMPDIR/f"'
+                is "$SBX_RC/$SBX_OUT" "0/x" "$be: scratch: TMPDIR (= HOME) is writable"
+        fi
+        if claim $be workspace.ro; then
+                run_sbx "${B[@]}" --workspace "$ws" -- sh -c 'cat "$SANDBOXER_WORKSPACE/in.txt"; echo y >"$SANDBOXER_WORKSPACE/new" 2>/dev/null; echo $?'
+                ok $([ "$(head -1 <<<"$SBX_OUT")" = hello ] && [ "$(tail -1 <<<"$SBX_OUT")" != 0 ] && [ ! -e "$ws/new" ] && echo 0 || echo 1) "$be: workspace.ro: readable, not writable"
+        fi
+
+        # network
+        if claim $be net.deny; then
+                run_sbx "${B[@]}" -- $PY -c '
+import socket
+try:
+    s = socket.socket(); s.settimeout(3); s.connect(("10.0.0.1", 443)); print("connected")
+except OSError as e: print("refused", e.errno)'
+                like "$SBX_OUT" "^refused" "$be: net.deny: a connect out is refused"
+                if claim $be observe.NetworkAccessViolation; then
+                        like "$(kinds)" NetworkAccessViolation "$be: observe.NetworkAccessViolation: recorded"
+                fi
+        else
+                claim $be observe.NetworkAccessViolation >/dev/null || true
+        fi
+        if claim $be net.loopback; then
+                run_sbx "${B[@]}" -- $PY -c "
+import socket
+a = socket.socket(); a.bind(('127.0.0.1', $port)); a.listen(1)
+c = socket.create_connection(('127.0.0.1', $port), timeout=3); print('loopback ok')"
+                is "$SBX_OUT" "loopback ok" "$be: net.loopback: its own loopback works"
+        fi
+
+        # namespaces and identity
+        if claim $be pid_isolation; then
+                run_sbx "${B[@]}" -- sh -c "test -e /proc/$$ && echo visible || echo hidden"
+                is "$SBX_OUT" hidden "$be: pid_isolation: the host's processes are not visible"
+        fi
+        if claim $be ipc_isolation; then
+                run_sbx "${B[@]}" -- readlink /proc/self/ns/ipc
+                ok $([ -n "$SBX_OUT" ] && [ "$SBX_OUT" != "$(readlink /proc/self/ns/ipc)" ] && echo 0 || echo 1) "$be: ipc_isolation: an IPC namespace of its own"
+        fi
+        if claim $be hostname; then
+                run_sbx "${B[@]}" -- cat /proc/sys/kernel/hostname
+                is "$SBX_OUT" sandbox "$be: hostname: sandbox"
+        fi
+        if claim $be identity; then
+                run_sbx "${B[@]}" -- sh -c 'id -un; id -u'
+                is "$(tr '\n' ' ' <<<"$SBX_OUT")" "sandbox 1000 " "$be: identity: uid 1000 named sandbox"
+        fi
+        if claim $be not_host_root; then
+                run_sbx "${B[@]}" -- sh -c 'id -u; awk -v u=$(id -u) "\$1 == u { print \$2 }" /proc/self/uid_map'
+                host_uid=$(tail -1 <<<"$SBX_OUT")
+                ok $([ "$(head -1 <<<"$SBX_OUT")" != 0 ] && [ -n "$host_uid" ] && [ "$host_uid" != 0 ] && echo 0 || echo 1) "$be: not_host_root: uid $(head -1 <<<"$SBX_OUT") inside, host uid $host_uid"
+        fi
+        if claim $be caps_dropped; then
+                run_sbx "${B[@]}" -- sh -c 'grep CapEff /proc/self/status'
+                like "$SBX_OUT" "CapEff:.0000000000000000" "$be: caps_dropped: no effective capabilities"
+        fi
+        if claim $be no_new_privs; then
+                run_sbx "${B[@]}" -- sh -c 'grep NoNewPrivs /proc/self/status'
+                like "$SBX_OUT" "NoNewPrivs:.1" "$be: no_new_privs: set"
+        fi
+        if claim $be landlock; then
+                run_sbx "${B[@]}" -- true
+                like "$(r 'd["config"]["fences"]["landlock"]')" "^ABI" "$be: landlock: a Landlock domain in force"
+        fi
+
+        # seccomp and syscall violations
+        if claim $be seccomp; then
+                run_sbx "${B[@]}" -- $PY -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.unshare(0x10000000)  # CLONE_NEWUSER
+print("refused" if r != 0 else "unshared", ctypes.get_errno())'
+                like "$SBX_OUT" "^refused" "$be: seccomp: unshare(CLONE_NEWUSER) is refused"
+                if claim $be observe.SyscallViolation; then
+                        like "$(kinds)" SyscallViolation "$be: observe.SyscallViolation: recorded"
+                fi
+        fi
+        if claim $be spawn_fence; then
+                run_sbx --policy "$pol" --backend $be --profile "$P_NOSPAWN" -- $PY -c '
+import os
+try: os.fork(); print("forked")
+except OSError as e: print("refused", e.errno)'
+                like "$SBX_OUT" "^refused" "$be: spawn_fence: fork is refused under allow_spawn: false"
+                if claim $be observe.ProcessLimitViolation; then
+                        like "$(kinds)" ProcessLimitViolation "$be: observe.ProcessLimitViolation: the refused spawn is recorded"
+                fi
+        fi
+
+        # limits
+        if claim $be limit.timeout_s; then
+                run_sbx "${B[@]}" --timeout 1 -- sleep 5
+                is "$SBX_RC/$(r 'd["status"]')" "124/timeout" "$be: limit.timeout_s: 124, status timeout"
+                claim $be observe.TimeoutViolation && like "$(kinds)" TimeoutViolation "$be: observe.TimeoutViolation: recorded"
+        fi
+        if claim $be limit.output_mb; then
+                run_sbx "${B[@]}" --output 1 -- sh -c 'head -c 3000000 /dev/zero'
+                is "$(r 'd["status"]')/$(r 'd["usage"]["output_truncated"]')" "output_limit/true" "$be: limit.output_mb: status output_limit"
+                claim $be observe.OutputLimitViolation && like "$(kinds)" OutputLimitViolation "$be: observe.OutputLimitViolation: recorded"
+        fi
+        if claim $be limit.memory_mb 2; then
+                run_sbx "${B[@]}" --memory 32 --timeout 30 -- $PY -c 'a = b"x" * (200 << 20); print(len(a))'
+                if [ "$(mech memory_mb)" = none ]; then
+                        skip "host: nothing can enforce memory_mb here (best_effort in the test policy; report says none)" 2
+                else
+                        ok $([ "$SBX_RC" != 0 ] && [ "$SBX_OUT" != 209715200 ] && echo 0 || echo 1) "$be: limit.memory_mb: 200 MiB under 32 MiB fails ($(mech memory_mb))"
+                        if claim $be observe.MemoryLimitViolation && [ "$(mech memory_mb)" != rlimit ]; then
+                                like "$(kinds)" MemoryLimitViolation "$be: observe.MemoryLimitViolation: recorded"
+                        elif [ "$(mech memory_mb)" = rlimit ]; then skip "host: memory by rlimit here, no OOM evidence"; fi
+                fi
+        fi
+        if claim $be limit.pids 2; then
+                run_sbx "${B[@]}" --pids 16 --timeout 30 -- $PY -c '
+import os, time
+n = 0
+for i in range(40):
+    try:
+        if os.fork() == 0:
+            time.sleep(3); os._exit(0)
+        n += 1
+    except OSError: pass
+print(n)'
+                if [ "$(mech pids)" = none ]; then
+                        skip "host: nothing can enforce pids here (report says none)" 2
+                else
+                        ok $([ "${SBX_OUT:-99}" -le 16 ] && echo 0 || echo 1) "$be: limit.pids: $SBX_OUT forks under 16 ($(mech pids))"
+                        if [ "$(mech pids)" = rlimit ]; then skip "host: pids by RLIMIT_NPROC here, which counts no refusals"
+                        elif claim $be observe.ProcessLimitViolation; then
+                                like "$(kinds)" ProcessLimitViolation "$be: observe.ProcessLimitViolation: the pids refusals are recorded"
+                        fi
+                fi
+        fi
+        if claim $be limit.cpus; then
+                run_sbx "${B[@]}" --cpus 1 -- true
+                if [ "$(mech cpus)" = none ]; then skip "host: nothing can enforce cpus here (report says none)"
+                else like "$(mech cpus)" "^cgroup" "$be: limit.cpus: enforced by a cgroup"; fi
+        fi
+        if claim $be limit.scratch_mb; then
+                run_sbx "${B[@]}" --scratch 2 -- sh -c 'head -c 8000000 /dev/zero >"$TMPDIR/big"; echo $?'
+                if [ "$(mech scratch_mb)" = none ]; then skip "host: scratch is not size-limited here (report says none)"
+                else ok $([ "$(tail -1 <<<"$SBX_OUT")" != 0 ] && echo 0 || echo 1) "$be: limit.scratch_mb: 8 MB do not fit in 2 MiB ($(mech scratch_mb))"; fi
+        fi
+
+        # what the backend does not claim is refused, naming it (exit 125)
+        for c in fs.exec_rules workspace.rw limit.scratch_mb; do
+                [ "$(decl $be $c)" = no ] || continue
+                case $c in
+                fs.exec_rules) printf 'id: c-exec\nversion: "1.0.0"\nextends: %s\nfilesystem:\n  exec: [/usr/bin]\n' "$P" >"$SBX_TMP/c.yaml"; extra=() ;;
+                workspace.rw) printf 'id: c-rw\nversion: "1.0.0"\nextends: %s\nworkspace:\n  access: rw\n' "$P" >"$SBX_TMP/c.yaml"; extra=(--workspace "$ws") ;;
+                limit.scratch_mb) cp "$P" "$SBX_TMP/c.yaml"; sed 's/best_effort: \[.*\]/best_effort: []/' "$pol" >"$SBX_TMP/c-pol.yaml"; extra=() ;;
+                esac
+                p2=$pol; [ $c = limit.scratch_mb ] && p2=$SBX_TMP/c-pol.yaml
+                run_sbx --policy "$p2" --backend $be --profile "$SBX_TMP/c.yaml" "${extra[@]}" -- true
+                ok $([ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *"lacks $c"* ]] && echo 0 || echo 1) "$be: a profile needing $c is refused (125, naming it)" || diag "$SBX_RC: $SBX_ERR"
+        done
+        assert_no_leftovers "$be: nothing left"
+done
+
+# --- SANDBOXER_BACKEND is the default for --backend ---
+SANDBOXER_BACKEND=bwrap run_sbx --policy "$POL" --profile "$P" -- true
+if [ "$SBX_RC" = 0 ]; then is "$(r 'd["backend"]')" bwrap "SANDBOXER_BACKEND=bwrap selects bwrap"
+else skip "bwrap unavailable"; fi
+SANDBOXER_BACKEND=landlock run_sbx --policy "$POL" --profile "$P" --backend native -- true
+is "$SBX_RC/$(r 'd["backend"]')" "0/native" "--backend wins over SANDBOXER_BACKEND"
+SANDBOXER_BACKEND=nonesuch run_sbx --policy "$POL" --profile "$P" -- true
+is "$SBX_RC" 125 "an unknown SANDBOXER_BACKEND is refused (125)"
+
+done_testing
