@@ -108,7 +108,12 @@ for be in native landlock bwrap firejail; do
         fi
         if claim $be workspace.ro; then
                 run_sbx "${B[@]}" --workspace "$ws" -- sh -c 'cat "$SANDBOXER_WORKSPACE/in.txt"; echo y >"$SANDBOXER_WORKSPACE/new" 2>/dev/null; echo $?'
-                ok $([ "$(head -1 <<<"$SBX_OUT")" = hello ] && [ "$(tail -1 <<<"$SBX_OUT")" != 0 ] && [ ! -e "$ws/new" ] && echo 0 || echo 1) "$be: workspace.ro: readable, not writable"
+                if [ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *"cannot be read by uid"* ]]; then
+                        # the checkout lives under a directory run_as cannot enter (e.g. a 0700 /tmp/x)
+                        skip "host: the workspace $ws is out of run_as's reach here, and $be has no mount namespace (said with the fix: $SBX_ERR)"
+                else
+                        ok $([ "$(head -1 <<<"$SBX_OUT")" = hello ] && [ "$(tail -1 <<<"$SBX_OUT")" != 0 ] && [ ! -e "$ws/new" ] && echo 0 || echo 1) "$be: workspace.ro: readable, not writable"
+                fi
         fi
 
         # network

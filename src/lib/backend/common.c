@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
 
 #include "basic/strv.h"
 #include "isolate/landlock.h"
@@ -302,6 +303,30 @@ static bool exec_interpreter(const char *path, char *buf, size_t size) {
                 return buf[0] == '/';
         }
         return false;
+}
+
+int sbx_backend_check_reachable(const char *path, uid_t uid, gid_t gid, bool write, sbx_error *e) {
+        if (geteuid() != 0 || uid == 0)
+                return 0; /* the command runs as the caller: what the caller reaches, it does */
+        pid_t pid = fork();
+        if (pid < 0)
+                return sbx_error_set(e, errno, "workspace", "fork: %m");
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+                        _exit(2);
+                _exit(access(path, R_OK | X_OK | (write ? W_OK : 0)) == 0 ? 0 : 1);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return sbx_error_set(e, errno, "workspace", "waitpid: %m");
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+                return 0;
+        return sbx_error_set(e, EACCES, "workspace",
+                "the workspace %s cannot be %s by uid %u (the policy's run_as), and this backend has no mount "
+                "namespace to bring it in: make it and its parent directories accessible to that uid (chmod o+rx), "
+                "or use --backend native",
+                path, write ? "written" : "read", (unsigned) uid);
 }
 
 /* Where a command of the allowlist is: a path as given, or the first match on the sandbox's

@@ -53,6 +53,10 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
 /* Benchmark builds only (-Dbench_knobs=true): SANDBOXER_BENCH_DISABLE lists layers to skip. */
 bool sbx_backend_bench_disabled(const char *layer);
 
+/* Backends without a mount namespace run the command as run_as when we are root: it must be
+ * able to reach the workspace itself. 0, or -EACCES with the path, the uid and the fix. */
+int sbx_backend_check_reachable(const char *path, uid_t uid, gid_t gid, bool write, sbx_error *e);
+
 /* process.commands strict: execute rights for the allowed commands and their interpreters. */
 int sbx_backend_ll_add_commands(int fd, int abi, const sbx_profile *pr, sbx_error *e);
 

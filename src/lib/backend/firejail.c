@@ -260,6 +260,9 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
                                             "or use --backend native"
                                           : "run sandboxer as an ordinary user, or use --backend native");
 
+        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
+            (r = sbx_backend_check_reachable(cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
+                return r;
         sbx_limit_context lc = { .fresh_userns = false, .scratch_tmpfs = false };
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;

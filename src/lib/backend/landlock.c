@@ -186,6 +186,9 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
                                 (unsigned) uid, (unsigned) st.st_uid);
         }
 
+        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
+            (r = sbx_backend_check_reachable(cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
+                return r;
         r = run_dir_make(&d, rep, uid, gid, cfg->limits.value[SBX_LIMIT_SCRATCH_MB], e);
         if (r < 0)
                 goto out;

@@ -140,6 +140,21 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
                 (void) sbx_report_add_mount(rep, real, target, "bind-rw-idmapped");
                 if ((r = sbx_mount_plan_add_fd(plan, fd, target, true)) < 0)
                         return sbx_error_set(e, r, "mount plan", "out of memory");
+        } else if (cfg->workspace && pr->ws_access == SBX_ACCESS_RO && geteuid() == 0) {
+                /* As root the sandbox's uid (run_as) may not be able to reach the workspace
+                 * (e.g. under /root): the tree is cloned here, with our credentials, and only
+                 * attached inside. A unix socket in it is then reachable only if run_as may write
+                 * to it (a world-writable socket). */
+                const char *target = pr->ws_mount ? pr->ws_mount : "/workspace";
+                _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
+                if (!real)
+                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                int fd = sbx_mount_ro_tree(real, e);
+                if (fd < 0)
+                        return fd;
+                (void) sbx_report_add_mount(rep, real, target, "bind-ro");
+                if ((r = sbx_mount_plan_add_fd(plan, fd, target, true)) < 0)
+                        return sbx_error_set(e, r, "mount plan", "out of memory");
         } else if (cfg->workspace && pr->ws_access == SBX_ACCESS_RO) {
                 /* A read-only overlay rather than a bind: the same files, but a unix socket that
                  * a host process listens on in the workspace cannot be connected to through it
@@ -319,6 +334,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         if (r < 0)
                 return sbx_error_set(e, r, "init argv", "out of memory");
 
+        bool privileged = geteuid() == 0;
         /* The read-only workspace is an overlay: its files are the overlay's, not the host
          * inodes the parent's rule names, so it gets its rule inside, once mounted. */
         sbx_spawn_path_rule rules[ELEMENTSOF(inside_rules) + 1];
@@ -328,11 +344,10 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         for (size_t i = 0; i < n_rules; i++)
                 if (pr->cmd_mode == SBX_CMD_MODE_STRICT)
                         rules[i].access &= ~(unsigned) SBX_LL_EXEC;
-        if (ws && pr->ws_access == SBX_ACCESS_RO)
+        if (ws && pr->ws_access == SBX_ACCESS_RO && !privileged)
                 rules[n_rules++] = (sbx_spawn_path_rule) {
                         ws_mount, SBX_LL_READ | (sbx_backend_exec_allowed(pr, ws_mount) ? SBX_LL_EXEC : 0), false };
 
-        bool privileged = geteuid() == 0;
         sbx_spawn_params sp = {
                 .clone_flags = SBX_NS_ALL,
                 .uid_inside = SANDBOX_UID,

@@ -162,6 +162,19 @@ int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gi
         return tree;
 }
 
+int sbx_mount_ro_tree(const char *host_path, sbx_error *e) {
+        int tree = open_tree(AT_FDCWD, host_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0)
+                return sbx_error_set(e, errno, "workspace", "cannot clone the mount tree of %s: %m", host_path);
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+                int r = sbx_error_set(e, errno, "workspace", "cannot make the workspace %s read-only: %m", host_path);
+                close(tree);
+                return r;
+        }
+        return tree;
+}
+
 int sbx_mkdir_p(const char *path, mode_t mode) {
         char buf[4096];
         size_t n = strlen(path);

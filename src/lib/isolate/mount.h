@@ -60,6 +60,9 @@ int sbx_mount_plan_add(sbx_mount_plan *p, sbx_mop_type type, const char *source,
  * Needs CAP_SYS_ADMIN. Returns the tree fd, or -errno with the story in *e. */
 int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gid, uid_t kuid, gid_t kgid,
                             bool readonly, sbx_error *e);
+/* Parent side: a detached read-only copy of the tree at host_path (open_tree + mount_setattr),
+ * resolved with the caller's credentials: the sandbox's uid need not reach host_path. */
+int sbx_mount_ro_tree(const char *host_path, sbx_error *e);
 /* Add a MOVE_FD op; takes ownership of fd. */
 int sbx_mount_plan_add_fd(sbx_mount_plan *p, int fd, const char *target, bool is_dir);
 
