@@ -37,28 +37,9 @@
 #define INIT_INSIDE "/.sandboxer-init"
 #define BWRAP_SECCOMP_FD "5"
 
-/* The first executable `name` on $PATH (or the standard directories), opened for execveat. */
-static int open_tool(const char *name, char *path, size_t size) {
-        const char *env = getenv("PATH");
-        const char *dirs = env && *env ? env : "/usr/local/bin:/usr/bin:/bin";
-        for (const char *p = dirs; *p;) {
-                size_t l = strcspn(p, ":");
-                if (l > 0 && (size_t) snprintf(path, size, "%.*s/%s", (int) l, p, name) < size &&
-                    access(path, X_OK) == 0) {
-                        int fd = open(path, O_RDONLY | O_CLOEXEC);
-                        if (fd >= 0)
-                                return fd;
-                }
-                p += l;
-                if (*p == ':')
-                        p++;
-        }
-        return -ENOENT;
-}
-
 static int bwrap_probe(char *reason, size_t size) {
         char path[PATH_MAX];
-        int fd = open_tool("bwrap", path, sizeof path);
+        int fd = sbx_backend_open_tool("bwrap", path, sizeof path);
         if (fd < 0) {
                 snprintf(reason, size, "bwrap (bubblewrap) not found in PATH; install bubblewrap (apt install bubblewrap)");
                 return -ENOENT;
@@ -76,31 +57,6 @@ static int bwrap_probe(char *reason, size_t size) {
                 }
         }
         return 0;
-}
-
-/* SANDBOXER_DEBUG_ARGV=1: the generated command line on stderr, shell-quoted, so that it can be
- * run by hand (bench/backends.sh compares the two). Debugging aid; the library is otherwise
- * silent. */
-static void debug_argv(const char *tool, char *const *argv) {
-        const char *v = getenv("SANDBOXER_DEBUG_ARGV");
-        if (!v || !streq(v, "1"))
-                return;
-        fprintf(stderr, "sandboxer: %s argv:", tool);
-        STRV_FOREACH(a, argv) {
-                fputc(' ', stderr);
-                if (**a && strspn(*a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == strlen(*a))
-                        fputs(*a, stderr);
-                else {
-                        fputc('\'', stderr);
-                        for (const char *c = *a; *c; c++)
-                                if (*c == '\'')
-                                        fputs("'\\''", stderr);
-                                else
-                                        fputc(*c, stderr);
-                        fputc('\'', stderr);
-                }
-        }
-        fputc('\n', stderr);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -245,7 +201,7 @@ static int bwrap_run(const sbx_config *cfg, char *const *argv, const sbx_run_io 
         sbx_limit_context lc = { .fresh_userns = false, .scratch_tmpfs = true };
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;
-        tool_fd = open_tool("bwrap", tool, sizeof tool);
+        tool_fd = sbx_backend_open_tool("bwrap", tool, sizeof tool);
         if (tool_fd < 0)
                 return sbx_error_set(e, -tool_fd, "bwrap", "bwrap (bubblewrap) not found in PATH");
         init_fd = sbx_backend_open_init(e);
@@ -270,7 +226,7 @@ static int bwrap_run(const sbx_config *cfg, char *const *argv, const sbx_run_io 
                 return sbx_error_set(e, -r, "environment", "out of memory");
         if ((r = build_argv(cfg, rep, init_path, init_argv, &bw_argv, e)) < 0)
                 return r;
-        debug_argv("bwrap", bw_argv);
+        sbx_backend_debug_argv("bwrap", bw_argv);
 
         sbx_spawn_params sp = {
                 .clone_flags = 0,
@@ -302,13 +258,8 @@ static int bwrap_run(const sbx_config *cfg, char *const *argv, const sbx_run_io 
         (void) sbx_report_set_fence(rep, "user", "uid %d inside, host uid %u", SBX_SANDBOX_UID, (unsigned) uid);
         (void) sbx_report_set_fence(rep, "bwrap", "%s", tool);
 
-        if (strv_extend(&writable, SCRATCH_DIR) < 0 || strv_extend(&writable, "/proc/self/fd") < 0 ||
-            strv_extend(&writable, "/proc/thread-self/fd") < 0 || strv_extend(&writable, "/dev") < 0 ||
-            (ws && pr->ws_access == SBX_ACCESS_RW && strv_extend(&writable, ws_mount) < 0))
+        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
-        STRV_FOREACH(w, pr->fs_write)
-                if (strv_extend(&writable, *w) < 0)
-                        return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }
 

@@ -305,6 +305,18 @@ static bool exec_interpreter(const char *path, char *buf, size_t size) {
         return false;
 }
 
+int sbx_backend_writable_set(const sbx_config *cfg, const char *scratch, const char *ws_rw, char ***ret) {
+        _cleanup_strv_free_ char **w = NULL;
+        if (strv_extend(&w, scratch) < 0 || strv_extend(&w, "/dev") < 0 || strv_extend(&w, "/proc/self/fd") < 0 ||
+            strv_extend(&w, "/proc/thread-self/fd") < 0 || (ws_rw && strv_extend(&w, ws_rw) < 0))
+                return -ENOMEM;
+        STRV_FOREACH(i, cfg->profile->fs_write)
+                if (strv_extend(&w, *i) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
 int sbx_backend_check_reachable(const char *path, uid_t uid, gid_t gid, bool write, sbx_error *e) {
         if (geteuid() != 0 || uid == 0)
                 return 0; /* the command runs as the caller: what the caller reaches, it does */
@@ -666,4 +678,69 @@ fail_fds:
                 safe_close(spair[i]);
         }
         return r;
+}
+
+/* The first executable `name` on $PATH (or the standard directories), opened for execveat. */
+int sbx_backend_open_tool(const char *name, char *path, size_t size) {
+        const char *env = getenv("PATH");
+        const char *dirs = env && *env ? env : "/usr/local/bin:/usr/bin:/bin";
+        for (const char *p = dirs; *p;) {
+                size_t l = strcspn(p, ":");
+                if (l > 0 && (size_t) snprintf(path, size, "%.*s/%s", (int) l, p, name) < size &&
+                    access(path, X_OK) == 0) {
+                        int fd = open(path, O_RDONLY | O_CLOEXEC);
+                        if (fd >= 0)
+                                return fd;
+                }
+                p += l;
+                if (*p == ':')
+                        p++;
+        }
+        return -ENOENT;
+}
+
+/* SANDBOXER_DEBUG_ARGV=1: the generated command line on stderr, shell-quoted, so that it can be
+ * run by hand (bench/backends.sh compares the two). Debugging aid; the library is otherwise
+ * silent. */
+void sbx_backend_debug_argv(const char *tool, char *const *argv) {
+        const char *v = getenv("SANDBOXER_DEBUG_ARGV");
+        if (!v || !streq(v, "1"))
+                return;
+        fprintf(stderr, "sandboxer: %s argv:", tool);
+        STRV_FOREACH(a, argv) {
+                fputc(' ', stderr);
+                if (**a && strspn(*a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == strlen(*a))
+                        fputs(*a, stderr);
+                else {
+                        fputc('\'', stderr);
+                        for (const char *c = *a; *c; c++)
+                                if (*c == '\'')
+                                        fputs("'\\''", stderr);
+                                else
+                                        fputc(*c, stderr);
+                        fputc('\'', stderr);
+                }
+        }
+        fputc('\n', stderr);
+}
+
+int sbx_backend_runtime_dir(char *buf, size_t size) {
+        const char *env = secure_getenv("SANDBOXER_RUNTIME_DIR");
+        if (env && env[0] == '/')
+                snprintf(buf, size, "%s", env);
+        else if (geteuid() == 0)
+                snprintf(buf, size, "/run/sandboxer");
+        else if ((env = getenv("XDG_RUNTIME_DIR")) && env[0] == '/' && access(env, W_OK) == 0)
+                snprintf(buf, size, "%s/sandboxer", env);
+        else
+                snprintf(buf, size, "/tmp/sandboxer-%u", (unsigned) getuid());
+        bool root = geteuid() == 0;
+        if (mkdir(buf, root ? 0711 : 0700) < 0 && errno != EEXIST)
+                return -errno;
+        struct stat st;
+        if (lstat(buf, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+                return -EPERM;
+        return 0;
 }

@@ -53,6 +53,10 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
 /* Benchmark builds only (-Dbench_knobs=true): SANDBOXER_BENCH_DISABLE lists layers to skip. */
 bool sbx_backend_bench_disabled(const char *layer);
 
+/* Where the sandbox may write, as it sees paths (for observed write-intent calls): scratch,
+ * /dev, its own fds, the workspace when writable (ws_rw, NULL otherwise), filesystem.write. */
+int sbx_backend_writable_set(const sbx_config *cfg, const char *scratch, const char *ws_rw, char ***ret);
+
 /* Backends without a mount namespace run the command as run_as when we are root: it must be
  * able to reach the workspace itself. 0, or -EACCES with the path, the uid and the fix. */
 int sbx_backend_check_reachable(const char *path, uid_t uid, gid_t gid, bool write, sbx_error *e);
@@ -69,3 +73,16 @@ int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, 
  * error. */
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
                        sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e);
+
+/* The first executable `name` on $PATH (or the standard directories), opened for execveat;
+ * its path in path. -ENOENT when there is none. */
+int sbx_backend_open_tool(const char *name, char *path, size_t size);
+
+/* SANDBOXER_DEBUG_ARGV=1: a generated command line on stderr, shell-quoted, so that it can be
+ * rerun by hand (bench/backends.sh). */
+void sbx_backend_debug_argv(const char *tool, char *const *argv);
+
+/* The runtime directory ($SANDBOXER_RUNTIME_DIR, /run/sandboxer as root, $XDG_RUNTIME_DIR/
+ * sandboxer, else /tmp/sandboxer-UID) into buf, created if needed; -EPERM when what is there is
+ * not a directory of ours writable only by us. */
+int sbx_backend_runtime_dir(char *buf, size_t size);

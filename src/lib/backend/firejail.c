@@ -40,27 +40,9 @@
 #define SANDBOX_HOSTNAME "sandbox"
 #define SCRATCH_DIR "/tmp"
 
-static int open_tool(const char *name, char *path, size_t size) {
-        const char *env = getenv("PATH");
-        const char *dirs = env && *env ? env : "/usr/local/bin:/usr/bin:/bin";
-        for (const char *p = dirs; *p;) {
-                size_t l = strcspn(p, ":");
-                if (l > 0 && (size_t) snprintf(path, size, "%.*s/%s", (int) l, p, name) < size &&
-                    access(path, X_OK) == 0) {
-                        int fd = open(path, O_RDONLY | O_CLOEXEC);
-                        if (fd >= 0)
-                                return fd;
-                }
-                p += l;
-                if (*p == ':')
-                        p++;
-        }
-        return -ENOENT;
-}
-
 static int firejail_probe(char *reason, size_t size) {
         char path[PATH_MAX];
-        int fd = open_tool("firejail", path, sizeof path);
+        int fd = sbx_backend_open_tool("firejail", path, sizeof path);
         if (fd < 0) {
                 snprintf(reason, size, "firejail not found in PATH; install firejail (apt install firejail)");
                 return -ENOENT;
@@ -73,28 +55,6 @@ static int firejail_probe(char *reason, size_t size) {
                 return -EPERM;
         }
         return 0;
-}
-
-static void debug_argv(const char *tool, char *const *argv) {
-        const char *v = getenv("SANDBOXER_DEBUG_ARGV");
-        if (!v || !streq(v, "1"))
-                return;
-        fprintf(stderr, "sandboxer: %s argv:", tool);
-        STRV_FOREACH(a, argv) {
-                fputc(' ', stderr);
-                if (**a && strspn(*a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == strlen(*a))
-                        fputs(*a, stderr);
-                else {
-                        fputc('\'', stderr);
-                        for (const char *c = *a; *c; c++)
-                                if (*c == '\'')
-                                        fputs("'\\''", stderr);
-                                else
-                                        fputc(*c, stderr);
-                        fputc('\'', stderr);
-                }
-        }
-        fputc('\n', stderr);
 }
 
 /* True when some path of keep lies strictly below p. */
@@ -137,29 +97,6 @@ static int add_blacklist(FILE *a, char *const *keep, const char *dir, int depth,
         }
         closedir(d);
         return r;
-}
-
-/* The per-run firejail profile (the blacklist: more lines than firejail takes arguments) lives
- * in the runtime directory, readable by the uid firejail runs as. */
-static int runtime_base(char *buf, size_t size) {
-        const char *env = secure_getenv("SANDBOXER_RUNTIME_DIR");
-        if (env && env[0] == '/')
-                snprintf(buf, size, "%s", env);
-        else if (geteuid() == 0)
-                snprintf(buf, size, "/run/sandboxer");
-        else if ((env = getenv("XDG_RUNTIME_DIR")) && env[0] == '/' && access(env, W_OK) == 0)
-                snprintf(buf, size, "%s/sandboxer", env);
-        else
-                snprintf(buf, size, "/tmp/sandboxer-%u", (unsigned) getuid());
-        bool root = geteuid() == 0;
-        if (mkdir(buf, root ? 0711 : 0700) < 0 && errno != EEXIST)
-                return -errno;
-        struct stat st;
-        if (lstat(buf, &st) < 0)
-                return -errno;
-        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-                return -EPERM;
-        return 0;
 }
 
 static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *const *init_argv,
@@ -266,7 +203,7 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         sbx_limit_context lc = { .fresh_userns = false, .scratch_tmpfs = false };
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;
-        tool_fd = open_tool("firejail", tool, sizeof tool);
+        tool_fd = sbx_backend_open_tool("firejail", tool, sizeof tool);
         if (tool_fd < 0)
                 return sbx_error_set(e, -tool_fd, "firejail", "firejail not found in PATH");
         init_fd = sbx_backend_open_init(e);
@@ -280,7 +217,7 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
                                        &init_argv)) < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
         char base[PATH_MAX - 64], profile_path[PATH_MAX];
-        if ((r = runtime_base(base, sizeof base)) < 0)
+        if ((r = sbx_backend_runtime_dir(base, sizeof base)) < 0)
                 return sbx_error_set(e, r, "firejail", "cannot use the runtime directory %s: %s; set SANDBOXER_RUNTIME_DIR",
                                      base, strerror(-r));
         snprintf(profile_path, sizeof profile_path, "%s/firejail-%s.profile", base, rep->id + 4);
@@ -301,7 +238,7 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
                 (void) unlink(profile_path);
                 return r;
         }
-        debug_argv("firejail", fj_argv);
+        sbx_backend_debug_argv("firejail", fj_argv);
 
         sbx_spawn_params sp = {
                 .clone_flags = 0,
@@ -334,8 +271,8 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
         (void) sbx_report_set_fence(rep, "firejail", "%s", tool);
 
-        if (strv_extend(&writable, SCRATCH_DIR) < 0 || strv_extend(&writable, "/proc/self/fd") < 0 ||
-            strv_extend(&writable, "/proc/thread-self/fd") < 0 || strv_extend(&writable, "/dev") < 0) {
+        /* firejail declares no writable workspace nor write paths: scratch and /dev only */
+        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, NULL, &writable) < 0) {
                 (void) unlink(profile_path);
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         }

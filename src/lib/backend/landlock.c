@@ -47,19 +47,6 @@ typedef struct run_dir {
         bool made, mounted;
 } run_dir;
 
-static int runtime_base(char *buf, size_t size) {
-        const char *env = secure_getenv("SANDBOXER_RUNTIME_DIR");
-        if (env && env[0] == '/')
-                snprintf(buf, size, "%s", env);
-        else if (geteuid() == 0)
-                snprintf(buf, size, "/run/sandboxer");
-        else if ((env = getenv("XDG_RUNTIME_DIR")) && env[0] == '/' && access(env, W_OK) == 0)
-                snprintf(buf, size, "%s/sandboxer", env);
-        else
-                snprintf(buf, size, "/tmp/sandboxer-%u", (unsigned) getuid());
-        return 0;
-}
-
 static void run_dir_remove(run_dir *d) {
         if (d->mounted)
                 (void) umount2(d->scratch, MNT_DETACH);
@@ -69,19 +56,16 @@ static void run_dir_remove(run_dir *d) {
 }
 
 static int run_dir_make(run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid, double scratch_mb, sbx_error *e) {
-        runtime_base(d->base, sizeof d->base);
         bool root = geteuid() == 0;
-        if (mkdir(d->base, root ? 0711 : 0700) < 0 && errno != EEXIST)
-                return sbx_error_set(e, errno, "scratch", "cannot create the runtime directory %s: %m", d->base);
-        struct stat st;
-        if (lstat(d->base, &st) < 0)
-                return sbx_error_set(e, errno, "scratch", "cannot stat %s: %m", d->base);
-        /* A directory somebody else planted (e.g. in /tmp) must not hold our scratch. */
-        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+        int r = sbx_backend_runtime_dir(d->base, sizeof d->base);
+        if (r == -EPERM)
+                /* A directory somebody else planted (e.g. in /tmp) must not hold our scratch. */
                 return sbx_error_set(e, EPERM, "scratch",
                                      "refusing the runtime directory %s: not a directory owned by uid %u and writable "
                                      "only by it; remove it or set SANDBOXER_RUNTIME_DIR",
                                      d->base, (unsigned) geteuid());
+        if (r < 0)
+                return sbx_error_set(e, r, "scratch", "cannot create the runtime directory %s: %s", d->base, strerror(-r));
         if (snprintf(d->dir, sizeof d->dir, "%s/run-%s", d->base, rep->id + 4 /* skip "run_" */) >= (int) sizeof d->dir)
                 return sbx_error_set(e, ENAMETOOLONG, "scratch", "the runtime directory path %s is too long", d->base);
         if (mkdir(d->dir, root ? 0711 : 0700) < 0)
@@ -255,17 +239,10 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
 
         _cleanup_strv_free_ char **writable = NULL;
-        if (strv_extend(&writable, d.scratch) < 0 || strv_extend(&writable, "/dev") < 0 ||
-            strv_extend(&writable, "/proc/self/fd") < 0 || strv_extend(&writable, "/proc/thread-self/fd") < 0 ||
-            (ws && pr->ws_access == SBX_ACCESS_RW && strv_extend(&writable, cfg->workspace) < 0)) {
+        if (sbx_backend_writable_set(cfg, d.scratch, ws && pr->ws_access == SBX_ACCESS_RW ? cfg->workspace : NULL, &writable) < 0) {
                 r = sbx_error_set(e, ENOMEM, "writable set", "out of memory");
                 goto out;
         }
-        STRV_FOREACH(w, pr->fs_write)
-                if (strv_extend(&writable, *w) < 0) {
-                        r = sbx_error_set(e, ENOMEM, "writable set", "out of memory");
-                        goto out;
-                }
         r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 out:
         run_dir_remove(&d);

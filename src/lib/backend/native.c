@@ -387,15 +387,9 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
         (void) sbx_report_set_fence(rep, "user", "uid %u inside, host uid %u", SANDBOX_UID, (unsigned) sp.uid_outside);
 
-        /* Where writes may go, as the sandbox sees it (for observed write-intent calls). */
         _cleanup_strv_free_ char **writable = NULL;
-        if (strv_extend(&writable, SCRATCH_DIR) < 0 || strv_extend(&writable, "/dev") < 0 ||
-            strv_extend(&writable, "/proc/self/fd") < 0 || strv_extend(&writable, "/proc/thread-self/fd") < 0 ||
-            (ws && pr->ws_access == SBX_ACCESS_RW && strv_extend(&writable, ws_mount) < 0))
+        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
-        STRV_FOREACH(w, pr->fs_write)
-                if (strv_extend(&writable, *w) < 0)
-                        return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }
 
