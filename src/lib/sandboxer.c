@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "basic/macro.h"
+#include "basic/debug.h"
 #include "basic/strv.h"
 #include "policy/policy.h"
 #include "report/report.h"
@@ -261,6 +262,7 @@ _public_ int sbx_run_execute(sbx_run *r) {
         sbx_error e = { 0 };
         const sbx_backend *b = NULL;
         uint64_t t0 = sbx_now_ns();
+        sbx_debug_mark("execute");
 
         free(r->error);
         r->error = NULL;
@@ -269,6 +271,7 @@ _public_ int sbx_run_execute(sbx_run *r) {
                 return 125;
         }
         int ret = resolve(r, &cfg, &e);
+        sbx_debug_mark("configuration resolved");
         if (ret >= 0) {
                 rep->config = cfg;
                 rep->mode = cfg->mode;
@@ -316,6 +319,7 @@ _public_ int sbx_run_execute(sbx_run *r) {
                 r->error = strdup(rep->error);
         if (rep->wall_ms == 0)
                 rep->wall_ms = (int64_t) ((sbx_now_ns() - t0) / 1000000);
+        sbx_debug_mark("report written");
         return finish(r, rep);
 }
 

@@ -18,6 +18,7 @@
 #include <grp.h>
 
 #include "basic/strv.h"
+#include "basic/debug.h"
 #include "isolate/landlock.h"
 #include "init/protocol.h"
 #include "supervise/supervise.h"
@@ -406,6 +407,16 @@ static int write_all_fd(int fd, const void *buf, size_t n) {
         return 0;
 }
 
+/* Whether this process already runs under a seccomp filter ("Seccomp: 2" in /proc/self/status). */
+static bool under_seccomp(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[128];
+        while (f && fgets(line, sizeof line, f))
+                if (strncmp(line, "Seccomp:", 8) == 0)
+                        return atoi(line + 8) != 0;
+        return true; /* unknown: keep the fallback */
+}
+
 /* The seccomp programs, both from the one rule table, in a sealed memfd the init reads (format
  * in src/init/protocol.h): the observed one (violations go to the supervisor's listener, which
  * records and refuses them; spawning and the one execve are decided there) and the plain one
@@ -430,7 +441,10 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
         };
         _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *observed = NULL, *plain = NULL;
         bool want_observed = pr->observe != SBX_OBSERVE_OFF || !pr->allow_spawn;
-        bool want_plain = pr->observe != SBX_OBSERVE_REQUIRED && pr->allow_spawn;
+        /* The plain program is the fallback for a listener that cannot be installed, which only
+         * happens when we already run under a seccomp filter (EBUSY: one listener per chain). */
+        bool want_plain = pr->observe != SBX_OBSERVE_REQUIRED && pr->allow_spawn &&
+                          (pr->observe == SBX_OBSERVE_OFF || under_seccomp());
         int r;
         if (want_observed && (r = sbx_seccomp_build(&o, &observed, e)) < 0)
                 return r;
@@ -524,7 +538,9 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
 
         sbx_spawned sv;
         uint64_t t0 = sbx_now_ns();
+        sbx_debug_mark("spawning");
         r = sbx_spawn(sp, &sv, e);
+        sbx_debug_mark("init running");
         for (int i = 0; i < n_cg_fds; i++)
                 close(cg_fds[i]);
         close(outp[1]), close(errp[1]), close(spair[1]);
@@ -567,6 +583,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         }
         sbx_supervise_result res;
         r = sbx_supervise(&svp, &res, e);
+        sbx_debug_mark("sandbox gone (supervised)");
         close(sv.pidfd);
         if (r < 0)
                 return r;

@@ -2,6 +2,7 @@
  * root of read-only binds, a tmpfs scratch, the sandbox's own init as PID 1. Translates the
  * configuration into a spawn plan; the supervisor and the report are shared. */
 #include "backend/common.h"
+#include "basic/debug.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -308,22 +309,26 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                         return r;
         }
 
+        sbx_debug_mark("limits planned (cgroup created)");
         init_fd = sbx_backend_open_init(e);
         if (init_fd < 0)
                 return init_fd;
         r = build_mounts(cfg, rep, &plan, e);
         if (r < 0)
                 return r;
+        sbx_debug_mark("mount plan built");
         if (!sbx_backend_bench_disabled("landlock")) {
                 r = build_landlock(cfg, &ll_fd, &ll_abi, e);
                 if (r < 0)
                         return r;
         }
+        sbx_debug_mark("landlock ruleset built");
         if (!sbx_backend_bench_disabled("seccomp")) {
                 r = sbx_backend_build_seccomp(cfg, NULL, &sc_opts, &sc_fd, e);
                 if (r < 0)
                         return r;
         }
+        sbx_debug_mark("seccomp programs built");
         bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
         const char *ws_mount = pr->ws_mount ? pr->ws_mount : "/workspace";
         r = sbx_backend_build_env(cfg, SCRATCH_DIR, ws ? ws_mount : NULL, &env);
