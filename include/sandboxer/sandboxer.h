@@ -69,6 +69,9 @@ SBX_PUBLIC const char *sbx_run_report_json(sbx_run *run);
 SBX_PUBLIC const char *sbx_run_error(sbx_run *run);
 
 SBX_PUBLIC const char *sbx_version(void);
+/* False in a build for a platform without Linux sandboxing: there `sbx_run_execute` refuses to
+ * run anything unless SANDBOXER_ALLOW_UNSANDBOXED=1 is set, and then runs it without a sandbox. */
+SBX_PUBLIC bool sbx_platform_sandboxes(void);
 
 #ifdef __cplusplus
 }

@@ -208,6 +208,12 @@ int verb_run(int argc, char **argv) {
         if (failure[0])
                 (void) sbx_run_set_failure(run, failure);
 
+        if (!sbx_platform_sandboxes() && !dry_run) {
+                const char *allow = getenv("SANDBOXER_ALLOW_UNSANDBOXED");
+                if (allow && strcmp(allow, "1") == 0)
+                        cli_error("WARNING: SANDBOXER_ALLOW_UNSANDBOXED=1 and this build cannot sandbox: the command "
+                                  "runs WITHOUT a sandbox (report: backend none)");
+        }
         int status = sbx_run_execute(run);
         if (status == SBX_EXIT_FAILURE && sbx_run_error(run))
                 cli_error("%s", sbx_run_error(run));

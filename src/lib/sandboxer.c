@@ -12,7 +12,7 @@
 #include "basic/strv.h"
 #include "policy/policy.h"
 #include "report/report.h"
-#include "supervise/spawn.h"
+#include "basic/time-util.h"
 
 struct sbx_run {
         char *profile, *policy_file, *workspace, *cwd;
@@ -33,6 +33,10 @@ struct sbx_run {
         char *report_json;
         char *error;
 };
+
+_public_ bool sbx_platform_sandboxes(void) {
+        return HAVE_LINUX;
+}
 
 _public_ const char *sbx_version(void) {
         return SBX_VERSION;
@@ -280,9 +284,28 @@ _public_ int sbx_run_execute(sbx_run *r) {
         }
         if (ret >= 0)
                 ret = check_commands(cfg, r->argv, rep, &e);
+#if !HAVE_LINUX
+        /* No sandbox on this platform: refuse, unless explicitly told to run unsandboxed. */
+        if (ret >= 0) {
+                const char *allow = getenv("SANDBOXER_ALLOW_UNSANDBOXED");
+                if (!allow || !streq(allow, "1"))
+                        ret = sbx_error_set(&e, EOPNOTSUPP, "platform",
+                                            "this build of sandboxer cannot sandbox (no Linux namespaces, Landlock or "
+                                            "seccomp here); set SANDBOXER_ALLOW_UNSANDBOXED=1 to run the command WITHOUT "
+                                            "a sandbox (the report then says backend: none)");
+                else {
+                        sbx_run_io io = { .in_fd = r->in_fd, .out_fd = r->out_fd, .err_fd = r->err_fd,
+                                          .handle_signals = r->handle_signals };
+                        (void) b;
+                        ret = sbx_backend_none_run(cfg, r->argv, &io, rep, &e);
+                }
+        }
+        if (false) {
+#else
         if (ret >= 0)
                 ret = select_backend(cfg, rep, &b, &e);
         if (ret >= 0) {
+#endif
                 sbx_run_io io = { .in_fd = r->in_fd, .out_fd = r->out_fd, .err_fd = r->err_fd,
                                   .handle_signals = r->handle_signals };
                 unsigned tried = 0;

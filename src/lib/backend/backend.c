@@ -12,10 +12,12 @@ static const sbx_backend backend_docker = { .id = SBX_BACKEND_DOCKER, .level = S
 static const sbx_backend backend_microvm = { .id = SBX_BACKEND_MICROVM, .level = SBX_LEVEL_MICROVM };
 
 static const sbx_backend *const backends[_SBX_BACKEND_MAX] = {
+#if HAVE_LINUX
         [SBX_BACKEND_NATIVE] = &sbx_backend_native,
         [SBX_BACKEND_LANDLOCK] = &sbx_backend_landlock,
         [SBX_BACKEND_BWRAP] = &sbx_backend_bwrap,
         [SBX_BACKEND_FIREJAIL] = &sbx_backend_firejail,
+#endif
         [SBX_BACKEND_PODMAN] = &backend_podman,
         [SBX_BACKEND_DOCKER] = &backend_docker,
         [SBX_BACKEND_MICROVM] = &backend_microvm,

@@ -103,6 +103,11 @@ int sbx_backend_select_excluding(const sbx_config *cfg, unsigned exclude, const 
  * seccomp profile, ENOSPC with user.max_user_namespaces=0): `auto` then tries the next backend. */
 bool sbx_backend_error_is_ns_refusal(const sbx_error *e);
 
+/* Platforms without Linux sandboxing (the build guards the Linux backends out): run the command
+ * with no sandbox at all, only a timeout, recorded as backend "none". Used only on the explicit
+ * request SANDBOXER_ALLOW_UNSANDBOXED=1. */
+int sbx_backend_none_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e);
+
 extern const sbx_backend sbx_backend_native;
 extern const sbx_backend sbx_backend_landlock;
 extern const sbx_backend sbx_backend_bwrap;

@@ -1,13 +1,15 @@
 /* host.c — host facts shared by the report (host{}) and `sandboxer doctor`. */
 #include "host.h"
 
-#include <linux/landlock.h>
-#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
+#if HAVE_LINUX
+#include <linux/landlock.h>
+#include <linux/magic.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
+#endif
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -57,6 +59,7 @@ unsigned sbx_host_kernel_version(void) {
         return major * 1000 + minor;
 }
 
+#if HAVE_LINUX
 int sbx_host_landlock_abi(void) {
         long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
         if (abi >= 0)
@@ -91,6 +94,16 @@ sbx_cgroup_layout sbx_host_cgroup_layout(void) {
                 return SBX_CGROUP_HYBRID;
         return SBX_CGROUP_V1;
 }
+#else
+/* Without Linux there is neither Landlock nor cgroups. */
+int sbx_host_landlock_abi(void) {
+        return 0;
+}
+
+sbx_cgroup_layout sbx_host_cgroup_layout(void) {
+        return SBX_CGROUP_NONE;
+}
+#endif
 
 bool sbx_host_unprivileged(void) {
         return geteuid() != 0;

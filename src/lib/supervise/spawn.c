@@ -19,12 +19,6 @@
 #include "isolate/landlock.h"
 #include "isolate/ns.h"
 
-uint64_t sbx_now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
 static _noreturn_ void child_die(int errfd, const sbx_child_error *ce) {
         ssize_t n = write(errfd, ce, sizeof *ce);
         _exit(n == (ssize_t) sizeof *ce ? 125 : 126);

@@ -10,6 +10,7 @@
 #include <linux/filter.h>
 
 #include "basic/error.h"
+#include "basic/time-util.h"
 #include "isolate/mount.h"
 #include "isolate/rlimit.h"
 
@@ -73,4 +74,3 @@ typedef struct sbx_spawned {
  * exec); on any failure the child is reaped and -errno returned with the story in *e. */
 int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e);
 
-uint64_t sbx_now_ns(void);
