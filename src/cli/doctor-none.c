@@ -8,12 +8,15 @@
 int verb_doctor(int argc, char **argv) {
         bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
         if (json)
-                printf("{\"platform_sandboxing\": false, \"backends\": {}, \"reason\": \"built without Linux namespaces, "
+                printf("{\"platform_sandboxing\": false, \"backends\": {}, \"reason\": \"built without "
+                       "Linux namespaces, "
                        "Landlock and seccomp\"}\n");
         else
-                printf("This build of sandboxer has no sandbox backend: it was built for a platform without Linux\n"
+                printf("This build of sandboxer has no sandbox backend: it was built for a platform without "
+                       "Linux\n"
                        "namespaces, Landlock and seccomp. `sandboxer run` refuses to run anything unless\n"
-                       "SANDBOXER_ALLOW_UNSANDBOXED=1 is set, and then runs the command WITHOUT a sandbox.\n");
+                       "SANDBOXER_ALLOW_UNSANDBOXED=1 is set, and then runs the command WITHOUT a "
+                       "sandbox.\n");
         return 1;
 }
 

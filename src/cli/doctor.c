@@ -382,7 +382,9 @@ static void print_table(const char *kernel, int landlock_abi, const sbx_probe_re
                 printf("%-*s", cw, sbx_cap_to_string((sbx_cap) c));
                 for (size_t i = 0; i < n; i++) {
                         const sbx_backend *b = sbx_backend_get(sbx_backend_from_string(lines[i].name));
-                        printf("  %-10s", !b || !b->implemented ? "-" : sbx_backend_cap(b, (sbx_cap) c)->yes ? "yes" : "no");
+                        printf("  %-10s", !b || !b->implemented                  ? "-"
+                                          : sbx_backend_cap(b, (sbx_cap) c)->yes ? "yes"
+                                                                                 : "no");
                 }
                 printf("\n");
         }

@@ -249,7 +249,7 @@ int verb_gc(int argc, char **argv) {
                 for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                         jsonw_key(&w, keys[i]);
                         jsonw_begin_array(&w);
-                        STRV_FOREACH (s, lists[i])
+                        STRV_FOREACH(s, lists[i])
                                 jsonw_string(&w, *s);
                         jsonw_end_array(&w);
                 }
@@ -261,11 +261,11 @@ int verb_gc(int argc, char **argv) {
                 fputs(out, stdout);
         } else {
                 const char *verb = dry_run ? "would remove" : "removed";
-                STRV_FOREACH (s, cgroups)
+                STRV_FOREACH(s, cgroups)
                         printf("%s cgroup %s\n", verb, *s);
-                STRV_FOREACH (s, scratch)
+                STRV_FOREACH(s, scratch)
                         printf("%s scratch %s\n", verb, *s);
-                STRV_FOREACH (s, errors)
+                STRV_FOREACH(s, errors)
                         cli_error("gc: %s", *s);
                 printf("%s %zu leftover(s)\n", verb, strv_length(cgroups) + strv_length(scratch));
         }

@@ -242,7 +242,7 @@ static int verb_list(int argc, char **argv) {
                 printf("%-24s %-9s %s\n", "ID", "VERSION", "SOURCE");
 
         /* installed profiles first: they win over built-ins of the same id */
-        STRV_FOREACH (d, dirs) {
+        STRV_FOREACH(d, dirs) {
                 struct dirent **names = NULL;
                 int n = scandir(*d, &names, NULL, alphasort);
                 for (int i = 0; i < n; i++) {

@@ -36,7 +36,8 @@ static uint64_t now_ns(void) {
 }
 
 static void send_msg(uint32_t type, int32_t a, int32_t b, const char *text) {
-        struct sbx_init_msg m = { .magic = SBX_INIT_MAGIC, .type = type, .a = a, .b = b, .monotonic_ns = now_ns() };
+        struct sbx_init_msg m = {
+                .magic = SBX_INIT_MAGIC, .type = type, .a = a, .b = b, .monotonic_ns = now_ns()};
         if (text)
                 strncpy(m.text, text, sizeof m.text - 1);
         (void) send(SBX_INIT_STATUS_FD, &m, sizeof m, MSG_NOSIGNAL);
@@ -156,8 +157,8 @@ static int read_blob(int fd) {
                 }
                 if (part == 0) {
                         if (blob.magic != SBX_SECCOMP_BLOB_MAGIC || blob.n_observed + blob.n_plain == 0 ||
-                            blob.n_observed > 0xffff || blob.n_plain > 0xffff ||
-                            blob.n_observed + blob.n_plain > MAX_BPF_INSNS)
+                                blob.n_observed > 0xffff || blob.n_plain > 0xffff ||
+                                blob.n_observed + blob.n_plain > MAX_BPF_INSNS)
                                 return -EINVAL;
                         dst = (char *) bpf;
                         got = 0;
@@ -175,14 +176,18 @@ static int load_seccomp(const char **step);
 
 /* The listener goes to the supervisor over the status socket, before the exec it must answer. */
 static int send_listener(int fd) {
-        struct sbx_init_msg m = { .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_LISTENER, .a = fd, .monotonic_ns = now_ns() };
+        struct sbx_init_msg m = {
+                .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_LISTENER, .a = fd, .monotonic_ns = now_ns()};
         union {
                 struct cmsghdr h;
                 char buf[CMSG_SPACE(sizeof(int))];
         } cbuf;
         memset(&cbuf, 0, sizeof cbuf);
-        struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf, .msg_controllen = sizeof cbuf.buf };
+        struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+        struct msghdr mh = {.msg_iov = &iov,
+                .msg_iovlen = 1,
+                .msg_control = cbuf.buf,
+                .msg_controllen = sizeof cbuf.buf};
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
@@ -193,12 +198,14 @@ static int send_listener(int fd) {
 
 static int load_seccomp(const char **step) {
         if (blob.n_observed > 0) {
-                struct sock_fprog prog = { .len = (unsigned short) blob.n_observed, .filter = bpf };
+                struct sock_fprog prog = {.len = (unsigned short) blob.n_observed, .filter = bpf};
                 /* WAIT_KILLABLE_RECV (5.19+): a received notification is not withdrawn and
                  * re-sent because of an ordinary signal. */
-                long lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER | (1UL << 5), &prog);
+                long lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                        SECCOMP_FILTER_FLAG_NEW_LISTENER | (1UL << 5), &prog);
                 if (lfd < 0 && errno == EINVAL)
-                        lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+                        lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                                &prog);
                 if (lfd >= 0) {
                         int r = send_listener((int) lfd);
                         int e = errno;
@@ -210,14 +217,15 @@ static int load_seccomp(const char **step) {
                         return 0;
                 }
                 if (errno != EBUSY || blob.n_plain == 0) {
-                        *step = errno == EBUSY ? "init: install a seccomp listener (already under another one; "
-                                                 "this profile needs observation)"
-                                               : "init: load the seccomp filter";
+                        *step = errno == EBUSY
+                                        ? "init: install a seccomp listener (already under another one; "
+                                          "this profile needs observation)"
+                                        : "init: load the seccomp filter";
                         return -errno;
                 }
                 send_msg(SBX_INIT_MSG_UNOBSERVED, EBUSY, 0, NULL);
         }
-        struct sock_fprog plain = { .len = (unsigned short) blob.n_plain, .filter = bpf + blob.n_observed };
+        struct sock_fprog plain = {.len = (unsigned short) blob.n_plain, .filter = bpf + blob.n_observed};
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &plain) < 0) {
                 *step = "init: load the seccomp filter";
                 return -errno;
@@ -268,7 +276,8 @@ int main(int argc, char **argv) {
         sigfillset(&all);
         sigprocmask(SIG_BLOCK, &all, NULL);
         sigemptyset(&fwd);
-        int fwd_sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM };
+        int fwd_sigs[] = {
+                SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
         for (size_t k = 0; k < sizeof fwd_sigs / sizeof fwd_sigs[0]; k++)
                 sigaddset(&fwd, fwd_sigs[k]);
 
@@ -317,7 +326,7 @@ int main(int argc, char **argv) {
                 return 125;
         }
         if (child == 0) {
-                struct sigaction sa = { .sa_handler = SIG_DFL };
+                struct sigaction sa = {.sa_handler = SIG_DFL};
                 for (int s = 1; s < NSIG; s++)
                         (void) sigaction(s, &sa, NULL);
                 sigset_t none;
@@ -326,7 +335,7 @@ int main(int argc, char **argv) {
                 (void) setsid();
                 if (tty)
                         (void) ioctl(0, TIOCSCTTY, 0);
-                int32_t m[2] = { 0, 0 };
+                int32_t m[2] = {0, 0};
                 if (cwd && chdir(cwd) < 0) {
                         m[0] = errno;
                         m[1] = 1;
@@ -352,7 +361,7 @@ int main(int argc, char **argv) {
         close(ep[0]);
 
         bool exec_failed = n == (ssize_t) sizeof msg;
-        static const char *const steps[] = { NULL, "chdir to the working directory" };
+        static const char *const steps[] = {NULL, "chdir to the working directory"};
         if (exec_failed && msg[1] == 1)
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, steps[msg[1]]);
         else if (exec_failed) {

@@ -10,14 +10,14 @@
 #define SBX_INIT_STATUS_FD 3
 
 enum {
-        SBX_INIT_MSG_STARTED = 1,     /* a = pid of the command (inside), exec succeeded */
+        SBX_INIT_MSG_STARTED = 1, /* a = pid of the command (inside), exec succeeded */
         SBX_INIT_MSG_EXEC_FAILED = 2, /* a = errno of execve, b = 126|127 */
-        SBX_INIT_MSG_EXITED = 3,      /* a = exit code */
-        SBX_INIT_MSG_SIGNALED = 4,    /* a = signal number */
-        SBX_INIT_MSG_SETUP_FAILED = 5,/* a = errno, step in text */
-        SBX_INIT_MSG_LISTENER = 6,    /* SCM_RIGHTS: the seccomp notification listener */
-        SBX_INIT_MSG_UNOBSERVED = 7,  /* no listener could be installed (a = errno): the plain
-                                       * filter is in force instead */
+        SBX_INIT_MSG_EXITED = 3, /* a = exit code */
+        SBX_INIT_MSG_SIGNALED = 4, /* a = signal number */
+        SBX_INIT_MSG_SETUP_FAILED = 5, /* a = errno, step in text */
+        SBX_INIT_MSG_LISTENER = 6, /* SCM_RIGHTS: the seccomp notification listener */
+        SBX_INIT_MSG_UNOBSERVED = 7, /* no listener could be installed (a = errno): the plain
+                                      * filter is in force instead */
 };
 
 struct sbx_init_msg {

@@ -173,10 +173,12 @@ static int resolve(sbx_run *r, sbx_config **ret, sbx_error *e) {
                 return sbx_error_set(e, EINVAL, "arguments", "%s", r->failure);
         if (r->bad_backend)
                 return sbx_error_set(e, EINVAL, "arguments",
-                                     "unknown backend '%s' (expected auto, native, landlock, bwrap, firejail, podman, docker or microvm)",
-                                     r->bad_value);
+                        "unknown backend '%s' (expected auto, native, landlock, bwrap, firejail, podman, "
+                        "docker or microvm)",
+                        r->bad_value);
         if (r->bad_mode)
-                return sbx_error_set(e, EINVAL, "arguments", "unknown mode '%s' (expected balanced or strict)", r->bad_value);
+                return sbx_error_set(e, EINVAL, "arguments",
+                        "unknown mode '%s' (expected balanced or strict)", r->bad_value);
         if (r->bad_limit)
                 return sbx_error_set(e, EINVAL, "arguments", "bad limit '%s'", r->bad_limit);
         sbx_request req = {
@@ -202,16 +204,17 @@ static int select_backend(const sbx_config *cfg, sbx_report *rep, const sbx_back
         if (r < 0 && cfg->mode == SBX_MODE_STRICT) {
                 bool required = cfg->strict_required && cfg->mode_source != SBX_SRC_FLAG &&
                                 cfg->profile->mode != SBX_MODE_STRICT;
-                sbx_violation_kind k = required ? SBX_VIOLATION_STRICT_MODE_REQUIRED : SBX_VIOLATION_STRICT_MODE_UNAVAILABLE;
+                sbx_violation_kind k = required ? SBX_VIOLATION_STRICT_MODE_REQUIRED
+                                                : SBX_VIOLATION_STRICT_MODE_UNAVAILABLE;
                 char msg[900];
                 snprintf(msg, sizeof msg, "%s", e ? e->message : "");
-                sbx_detail d[1] = { { .key = "reason", .str = (char *) (required && cfg->strict_reason ? cfg->strict_reason : msg) } };
+                sbx_detail d[1] = {{.key = "reason",
+                        .str = (char *) (required && cfg->strict_reason ? cfg->strict_reason : msg)}};
                 (void) sbx_report_add_violation(rep, k, "refused", 0, NULL, d, 1);
                 return sbx_error_set(e, r, "mode",
-                                     "%s: %s mode %s but no strict backend is available here (%s)",
-                                     sbx_violation_kind_to_string(k),
-                                     required ? "the policy requires strict" : "strict",
-                                     required ? (cfg->strict_reason ? cfg->strict_reason : "") : "was requested", msg);
+                        "%s: %s mode %s but no strict backend is available here (%s)",
+                        sbx_violation_kind_to_string(k), required ? "the policy requires strict" : "strict",
+                        required ? (cfg->strict_reason ? cfg->strict_reason : "") : "was requested", msg);
         }
         if (r >= 0) {
                 free(rep->backend_reason);
@@ -242,15 +245,17 @@ static int check_commands(const sbx_config *cfg, char *const *argv, sbx_report *
         if (allowed)
                 return 0;
         bool strict = pr->cmd_mode == SBX_CMD_MODE_STRICT;
-        sbx_detail d[2] = { { .key = "command", .str = (char *) cmd },
-                            { .key = "rule", .str = (char *) (denied ? "process.commands.deny" : "process.commands.allow") } };
-        (void) sbx_report_add_violation(rep, SBX_VIOLATION_PROCESS_LIMIT, strict ? "refused" : "warned", 0, NULL, d, 2);
+        sbx_detail d[2] = {{.key = "command", .str = (char *) cmd},
+                {.key = "rule",
+                        .str = (char *) (denied ? "process.commands.deny" : "process.commands.allow")}};
+        (void) sbx_report_add_violation(
+                rep, SBX_VIOLATION_PROCESS_LIMIT, strict ? "refused" : "warned", 0, NULL, d, 2);
         if (!strict)
                 return 0;
         return sbx_error_set(e, EPERM, "commands",
-                             "'%s' is %s by the profile's process.commands (mode strict); run an allowed command, or "
-                             "change the profile",
-                             cmd, denied ? "denied" : "not allowed");
+                "'%s' is %s by the profile's process.commands (mode strict); run an allowed command, or "
+                "change the profile",
+                cmd, denied ? "denied" : "not allowed");
 }
 
 static int finish(sbx_run *r, sbx_report *rep) {
@@ -263,7 +268,7 @@ static int finish(sbx_run *r, sbx_report *rep) {
 _public_ int sbx_run_execute(sbx_run *r) {
         _cleanup_(sbx_report_freep) sbx_report *rep = NULL;
         _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
-        sbx_error e = { 0 };
+        sbx_error e = {0};
         const sbx_backend *b = NULL;
         uint64_t t0 = sbx_now_ns();
         sbx_debug_mark("execute");
@@ -290,12 +295,15 @@ _public_ int sbx_run_execute(sbx_run *r) {
                 const char *allow = getenv("SANDBOXER_ALLOW_UNSANDBOXED");
                 if (!allow || !streq(allow, "1"))
                         ret = sbx_error_set(&e, EOPNOTSUPP, "platform",
-                                            "this build of sandboxer cannot sandbox (no Linux namespaces, Landlock or "
-                                            "seccomp here); set SANDBOXER_ALLOW_UNSANDBOXED=1 to run the command WITHOUT "
-                                            "a sandbox (the report then says backend: none)");
+                                "this build of sandboxer cannot sandbox (no Linux namespaces, Landlock or "
+                                "seccomp here); set SANDBOXER_ALLOW_UNSANDBOXED=1 to run the command "
+                                "WITHOUT "
+                                "a sandbox (the report then says backend: none)");
                 else {
-                        sbx_run_io io = { .in_fd = r->in_fd, .out_fd = r->out_fd, .err_fd = r->err_fd,
-                                          .handle_signals = r->handle_signals };
+                        sbx_run_io io = {.in_fd = r->in_fd,
+                                .out_fd = r->out_fd,
+                                .err_fd = r->err_fd,
+                                .handle_signals = r->handle_signals};
                         (void) b;
                         ret = sbx_backend_none_run(cfg, r->argv, &io, rep, &e);
                 }
@@ -306,28 +314,32 @@ _public_ int sbx_run_execute(sbx_run *r) {
                 ret = select_backend(cfg, rep, &b, &e);
         if (ret >= 0) {
 #endif
-                sbx_run_io io = { .in_fd = r->in_fd, .out_fd = r->out_fd, .err_fd = r->err_fd,
-                                  .handle_signals = r->handle_signals };
+                sbx_run_io io = {.in_fd = r->in_fd,
+                        .out_fd = r->out_fd,
+                        .err_fd = r->err_fd,
+                        .handle_signals = r->handle_signals};
                 unsigned tried = 0;
                 for (;;) {
                         ret = b->run(cfg, r->argv, &io, rep, &e);
                         /* auto: namespaces refused as inside a container → the next backend of
                          * the policy's list (e.g. landlock), the reason recorded. */
-                        if (ret >= 0 || cfg->backend != SBX_BACKEND_AUTO || !sbx_backend_error_is_ns_refusal(&e))
+                        if (ret >= 0 || cfg->backend != SBX_BACKEND_AUTO ||
+                                !sbx_backend_error_is_ns_refusal(&e))
                                 break;
                         tried |= 1u << b->id;
                         char prior[1200];
-                        snprintf(prior, sizeof prior, "%s skipped: %s", sbx_backend_to_string(b->id), e.message);
+                        snprintf(prior, sizeof prior, "%s skipped: %s", sbx_backend_to_string(b->id),
+                                e.message);
                         _cleanup_free_ char *note = NULL;
                         const sbx_backend *next = NULL;
-                        sbx_error e2 = { 0 };
+                        sbx_error e2 = {0};
                         if (sbx_backend_select_excluding(cfg, tried, prior, &next, &note, &e2) < 0)
                                 break; /* nothing else: report the refusal itself */
                         sbx_report_reset_run(rep);
                         free(rep->backend_reason);
                         rep->backend_reason = TAKE_PTR(note);
                         b = next;
-                        e = (sbx_error) { 0 };
+                        e = (sbx_error){0};
                 }
         }
         if (ret < 0) {
@@ -349,7 +361,7 @@ _public_ int sbx_run_execute(sbx_run *r) {
 _public_ int sbx_run_dry_run(sbx_run *r, FILE *f, bool json) {
         _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
         _cleanup_(sbx_report_freep) sbx_report *rep = NULL;
-        sbx_error e = { 0 };
+        sbx_error e = {0};
         const sbx_backend *b = NULL;
         int ret = resolve(r, &cfg, &e);
         if (ret >= 0)
@@ -362,6 +374,7 @@ _public_ int sbx_run_dry_run(sbx_run *r, FILE *f, bool json) {
         }
         ret = sbx_config_describe(cfg, json, f);
         if (!json)
-                fprintf(f, "backend: %s (%s)\n", sbx_backend_to_string(b->id), rep->backend_reason ? rep->backend_reason : "");
+                fprintf(f, "backend: %s (%s)\n", sbx_backend_to_string(b->id),
+                        rep->backend_reason ? rep->backend_reason : "");
         return ret;
 }

@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
         }
         setvbuf(stdout, NULL, _IONBF, 0);
         if (strcmp(argv[1], "nr") == 0 && argc >= 3) {
-                long a[6] = { 0 };
+                long a[6] = {0};
                 for (int i = 3; i < argc && i < 9; i++)
                         a[i - 3] = strtol(argv[i], NULL, 0);
                 return report(syscall(strtol(argv[2], NULL, 0), a[0], a[1], a[2], a[3], a[4], a[5]));

@@ -546,7 +546,7 @@ static int child_stopped_tree(void *arg) {
 }
 
 static bool groups_gone(char **paths) {
-        STRV_FOREACH (p, paths)
+        STRV_FOREACH(p, paths)
                 if (exists(*p))
                         return false;
         return true;

@@ -7,9 +7,9 @@
 #include "basic/macro.h"
 
 /* Named in the registry so that doctor and selection can say so; no capability table. */
-static const sbx_backend backend_podman = { .id = SBX_BACKEND_PODMAN, .level = SBX_LEVEL_CONTAINER };
-static const sbx_backend backend_docker = { .id = SBX_BACKEND_DOCKER, .level = SBX_LEVEL_CONTAINER };
-static const sbx_backend backend_microvm = { .id = SBX_BACKEND_MICROVM, .level = SBX_LEVEL_MICROVM };
+static const sbx_backend backend_podman = {.id = SBX_BACKEND_PODMAN, .level = SBX_LEVEL_CONTAINER};
+static const sbx_backend backend_docker = {.id = SBX_BACKEND_DOCKER, .level = SBX_LEVEL_CONTAINER};
+static const sbx_backend backend_microvm = {.id = SBX_BACKEND_MICROVM, .level = SBX_LEVEL_MICROVM};
 
 static const sbx_backend *const backends[_SBX_BACKEND_MAX] = {
 #if HAVE_LINUX
@@ -71,7 +71,7 @@ sbx_cap sbx_cap_from_string(const char *s) {
 }
 
 const sbx_cap_decl *sbx_backend_cap(const sbx_backend *b, sbx_cap c) {
-        static const sbx_cap_decl none = { false, "not implemented in this build of sandboxer" };
+        static const sbx_cap_decl none = {false, "not implemented in this build of sandboxer"};
         if (!b || !b->implemented || !b->caps || c < 0 || c >= _SBX_CAP_MAX)
                 return &none;
         return &b->caps[c];
@@ -85,12 +85,13 @@ uint64_t sbx_level_min_caps(sbx_level l) {
          * per-exec limits with their evidence. */
         uint64_t policy = CAP(SBX_CAP_FS_READONLY) | CAP(SBX_CAP_FS_PRIVATE_VIEW) | CAP(SBX_CAP_SCRATCH) |
                           CAP(SBX_CAP_NET_DENY) | CAP(SBX_CAP_SECCOMP) | CAP(SBX_CAP_NO_NEW_PRIVS) |
-                          CAP(SBX_CAP_NOT_HOST_ROOT) | CAP(SBX_CAP_LIMIT_TIMEOUT) | CAP(SBX_CAP_LIMIT_OUTPUT) |
-                          CAP(SBX_CAP_OBSERVE_TIMEOUT) | CAP(SBX_CAP_OBSERVE_OUTPUT);
+                          CAP(SBX_CAP_NOT_HOST_ROOT) | CAP(SBX_CAP_LIMIT_TIMEOUT) |
+                          CAP(SBX_CAP_LIMIT_OUTPUT) | CAP(SBX_CAP_OBSERVE_TIMEOUT) |
+                          CAP(SBX_CAP_OBSERVE_OUTPUT);
         /* A container adds namespaces: its own processes, IPC, hostname and loopback, and no
          * capabilities at all. */
-        uint64_t container = policy | CAP(SBX_CAP_PID_ISOLATION) | CAP(SBX_CAP_IPC_ISOLATION) | CAP(SBX_CAP_HOSTNAME) |
-                             CAP(SBX_CAP_NET_LOOPBACK) | CAP(SBX_CAP_CAPS_DROPPED);
+        uint64_t container = policy | CAP(SBX_CAP_PID_ISOLATION) | CAP(SBX_CAP_IPC_ISOLATION) |
+                             CAP(SBX_CAP_HOSTNAME) | CAP(SBX_CAP_NET_LOOPBACK) | CAP(SBX_CAP_CAPS_DROPPED);
         switch (l) {
         case SBX_LEVEL_POLICY:
                 return policy;
@@ -128,8 +129,9 @@ static bool limit_excused(const sbx_config *cfg, sbx_cap c) {
 
 sbx_cap sbx_backend_caps_missing(const sbx_backend *b, const sbx_config *cfg) {
         const sbx_profile *pr = cfg->profile;
-        uint64_t need = sbx_level_min_caps(SBX_LEVEL_POLICY) | sbx_level_min_caps(pr->level) | CAP(SBX_CAP_LIMIT_MEMORY) |
-                        CAP(SBX_CAP_LIMIT_PIDS) | CAP(SBX_CAP_LIMIT_CPUS) | CAP(SBX_CAP_LIMIT_SCRATCH);
+        uint64_t need = sbx_level_min_caps(SBX_LEVEL_POLICY) | sbx_level_min_caps(pr->level) |
+                        CAP(SBX_CAP_LIMIT_MEMORY) | CAP(SBX_CAP_LIMIT_PIDS) | CAP(SBX_CAP_LIMIT_CPUS) |
+                        CAP(SBX_CAP_LIMIT_SCRATCH);
         if (pr->net_allow)
                 need = (need & ~CAP(SBX_CAP_NET_DENY)) | CAP(SBX_CAP_NET_HOST);
         if (pr->fs_write && pr->fs_write[0])
@@ -148,7 +150,8 @@ sbx_cap sbx_backend_caps_missing(const sbx_backend *b, const sbx_config *cfg) {
         if (pr->observe_fs_writes)
                 need |= CAP(SBX_CAP_OBSERVE_FS_WRITE);
         for (int c = 0; c < _SBX_CAP_MAX; c++)
-                if ((need & CAP(c)) && !sbx_backend_cap(b, (sbx_cap) c)->yes && !limit_excused(cfg, (sbx_cap) c))
+                if ((need & CAP(c)) && !sbx_backend_cap(b, (sbx_cap) c)->yes &&
+                        !limit_excused(cfg, (sbx_cap) c))
                         return (sbx_cap) c;
         return _SBX_CAP_INVALID;
 }
@@ -163,28 +166,33 @@ const sbx_backend *sbx_backend_get(sbx_backend_id id) {
 static int check(const sbx_config *cfg, sbx_backend_id id, char *why, size_t size) {
         const sbx_backend *b = sbx_backend_get(id);
         if (!b || !b->implemented) {
-                snprintf(why, size, "backend %s is not implemented in this build of sandboxer", sbx_backend_to_string(id));
+                snprintf(why, size, "backend %s is not implemented in this build of sandboxer",
+                        sbx_backend_to_string(id));
                 return -EOPNOTSUPP;
         }
         if (b->level < cfg->profile->level) {
-                snprintf(why, size, "backend %s provides isolation level %s, below the profile's isolation.level %s",
-                         sbx_backend_to_string(id), sbx_level_to_string(b->level), sbx_level_to_string(cfg->profile->level));
+                snprintf(why, size,
+                        "backend %s provides isolation level %s, below the profile's isolation.level %s",
+                        sbx_backend_to_string(id), sbx_level_to_string(b->level),
+                        sbx_level_to_string(cfg->profile->level));
                 return -EPERM;
         }
         sbx_cap missing = sbx_backend_caps_missing(b, cfg);
         if (missing >= 0) {
                 bool limit = missing >= SBX_CAP_LIMIT_TIMEOUT && missing <= SBX_CAP_LIMIT_SCRATCH;
                 snprintf(why, size, "backend %s cannot run this profile: it lacks %s (%s)%s%s",
-                         sbx_backend_to_string(id), sbx_cap_to_string(missing), sbx_backend_cap(b, missing)->how,
-                         limit ? "; or list it under enforce.best_effort in the policy file: " : "",
-                         limit ? sbx_cap_to_string(missing) + strlen("limit.") : "");
+                        sbx_backend_to_string(id), sbx_cap_to_string(missing),
+                        sbx_backend_cap(b, missing)->how,
+                        limit ? "; or list it under enforce.best_effort in the policy file: " : "",
+                        limit ? sbx_cap_to_string(missing) + strlen("limit.") : "");
                 return -EOPNOTSUPP;
         }
         if (b->probe) {
                 char reason[512] = "";
                 int r = b->probe(reason, sizeof reason);
                 if (r < 0) {
-                        snprintf(why, size, "backend %s is unavailable: %s", sbx_backend_to_string(id), reason);
+                        snprintf(why, size, "backend %s is unavailable: %s", sbx_backend_to_string(id),
+                                reason);
                         return r;
                 }
         }
@@ -200,25 +208,27 @@ int sbx_backend_select(const sbx_config *cfg, const sbx_backend **ret, char **re
         return sbx_backend_select_excluding(cfg, 0, NULL, ret, ret_note, e);
 }
 
-int sbx_backend_select_excluding(const sbx_config *cfg, unsigned exclude, const char *prior, const sbx_backend **ret,
-                                 char **ret_note, sbx_error *e) {
+int sbx_backend_select_excluding(const sbx_config *cfg, unsigned exclude, const char *prior,
+        const sbx_backend **ret, char **ret_note, sbx_error *e) {
         char why[768];
         if (cfg->backend != SBX_BACKEND_AUTO) {
                 if (cfg->mode == SBX_MODE_STRICT) {
                         bool listed = false;
                         for (size_t i = 0; i < cfg->policy->n_mode_backends[SBX_MODE_STRICT]; i++)
-                                listed = listed || cfg->policy->mode_backends[SBX_MODE_STRICT][i] == cfg->backend;
+                                listed = listed ||
+                                         cfg->policy->mode_backends[SBX_MODE_STRICT][i] == cfg->backend;
                         if (!listed)
                                 return sbx_error_set(e, EPERM, "backend",
-                                                     "backend %s is not a strict backend (policy modes.strict.backends)",
-                                                     sbx_backend_to_string(cfg->backend));
+                                        "backend %s is not a strict backend (policy modes.strict.backends)",
+                                        sbx_backend_to_string(cfg->backend));
                 }
                 int r = check(cfg, cfg->backend, why, sizeof why);
                 if (r < 0)
                         return sbx_error_set(e, r, "backend", "%s", why);
                 *ret = sbx_backend_get(cfg->backend);
-                if (ret_note && asprintf(ret_note, "backend %s requested (%s)", sbx_backend_to_string(cfg->backend),
-                                         sbx_source_to_string(cfg->backend_source)) < 0)
+                if (ret_note &&
+                        asprintf(ret_note, "backend %s requested (%s)", sbx_backend_to_string(cfg->backend),
+                                sbx_source_to_string(cfg->backend_source)) < 0)
                         *ret_note = NULL;
                 return 0;
         }
@@ -239,13 +249,15 @@ int sbx_backend_select_excluding(const sbx_config *cfg, unsigned exclude, const 
                         continue;
                 }
                 *ret = sbx_backend_get(id);
-                if (ret_note && asprintf(ret_note, "auto: %s is the first usable backend of modes.%s.backends%s%s",
-                                         sbx_backend_to_string(id), sbx_mode_to_string(cfg->mode),
-                                         skipped[0] ? "; skipped: " : "", skipped) < 0)
+                if (ret_note &&
+                        asprintf(ret_note, "auto: %s is the first usable backend of modes.%s.backends%s%s",
+                                sbx_backend_to_string(id), sbx_mode_to_string(cfg->mode),
+                                skipped[0] ? "; skipped: " : "", skipped) < 0)
                         *ret_note = NULL;
                 return 0;
         }
         return sbx_error_set(e, EOPNOTSUPP, "backend",
-                             "no usable backend for mode %s (policy modes.%s.backends): %s", sbx_mode_to_string(cfg->mode),
-                             sbx_mode_to_string(cfg->mode), skipped[0] ? skipped : "the list is empty");
+                "no usable backend for mode %s (policy modes.%s.backends): %s",
+                sbx_mode_to_string(cfg->mode), sbx_mode_to_string(cfg->mode),
+                skipped[0] ? skipped : "the list is empty");
 }

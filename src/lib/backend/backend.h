@@ -11,7 +11,7 @@
 #include "report/report.h"
 
 typedef struct sbx_run_io {
-        int in_fd, out_fd, err_fd;  /* the caller's stdio for the command */
+        int in_fd, out_fd, err_fd; /* the caller's stdio for the command */
         bool handle_signals;
 } sbx_run_io;
 
@@ -20,39 +20,39 @@ typedef struct sbx_run_io {
  * holds each backend to). A declared "yes" is a claim the suite attacks; a "no" carries the
  * reason, and a profile that needs it is refused on that backend (exit 125, naming it). */
 typedef enum sbx_cap {
-        SBX_CAP_FS_READONLY,        /* /, /etc, /usr and every read path read-only */
-        SBX_CAP_FS_PRIVATE_VIEW,    /* only the profile's read paths can be read */
-        SBX_CAP_FS_WRITE_PATHS,     /* filesystem.write: host paths made writable */
-        SBX_CAP_FS_EXEC_RULES,      /* filesystem.exec: only the listed paths may be executed */
+        SBX_CAP_FS_READONLY, /* /, /etc, /usr and every read path read-only */
+        SBX_CAP_FS_PRIVATE_VIEW, /* only the profile's read paths can be read */
+        SBX_CAP_FS_WRITE_PATHS, /* filesystem.write: host paths made writable */
+        SBX_CAP_FS_EXEC_RULES, /* filesystem.exec: only the listed paths may be executed */
         SBX_CAP_WORKSPACE_RO,
         SBX_CAP_WORKSPACE_RW,
-        SBX_CAP_SCRATCH,            /* a fresh private TMPDIR/HOME, gone after the run */
-        SBX_CAP_NET_DENY,           /* no route out of the sandbox */
-        SBX_CAP_NET_LOOPBACK,       /* a loopback of the sandbox's own */
-        SBX_CAP_NET_HOST,           /* network.default: allow (the host network shared) */
-        SBX_CAP_PID_ISOLATION,      /* host processes invisible and unsignalable */
+        SBX_CAP_SCRATCH, /* a fresh private TMPDIR/HOME, gone after the run */
+        SBX_CAP_NET_DENY, /* no route out of the sandbox */
+        SBX_CAP_NET_LOOPBACK, /* a loopback of the sandbox's own */
+        SBX_CAP_NET_HOST, /* network.default: allow (the host network shared) */
+        SBX_CAP_PID_ISOLATION, /* host processes invisible and unsignalable */
         SBX_CAP_IPC_ISOLATION,
-        SBX_CAP_HOSTNAME,           /* a hostname of its own */
-        SBX_CAP_IDENTITY,           /* uid 1000 "sandbox" with a generated /etc/passwd and group */
-        SBX_CAP_SECCOMP,            /* the rule table (DESIGN: escape surface refused) */
-        SBX_CAP_LANDLOCK,           /* a Landlock domain as a second filesystem fence */
-        SBX_CAP_CAPS_DROPPED,       /* no capabilities in the sandbox */
+        SBX_CAP_HOSTNAME, /* a hostname of its own */
+        SBX_CAP_IDENTITY, /* uid 1000 "sandbox" with a generated /etc/passwd and group */
+        SBX_CAP_SECCOMP, /* the rule table (DESIGN: escape surface refused) */
+        SBX_CAP_LANDLOCK, /* a Landlock domain as a second filesystem fence */
+        SBX_CAP_CAPS_DROPPED, /* no capabilities in the sandbox */
         SBX_CAP_NO_NEW_PRIVS,
-        SBX_CAP_NOT_HOST_ROOT,      /* the command is never host root */
-        SBX_CAP_SPAWN_FENCE,        /* process.allow_spawn: false (exactly one execve) */
+        SBX_CAP_NOT_HOST_ROOT, /* the command is never host root */
+        SBX_CAP_SPAWN_FENCE, /* process.allow_spawn: false (exactly one execve) */
         SBX_CAP_LIMIT_TIMEOUT,
         SBX_CAP_LIMIT_OUTPUT,
         SBX_CAP_LIMIT_MEMORY,
         SBX_CAP_LIMIT_PIDS,
         SBX_CAP_LIMIT_CPUS,
         SBX_CAP_LIMIT_SCRATCH,
-        SBX_CAP_OBSERVE_NETWORK,    /* NetworkAccessViolation recorded */
-        SBX_CAP_OBSERVE_FS_WRITE,   /* FilesystemWriteViolation recorded (observe.fs_writes) */
-        SBX_CAP_OBSERVE_SYSCALL,    /* SyscallViolation recorded */
-        SBX_CAP_OBSERVE_PROCESS,    /* ProcessLimitViolation recorded */
-        SBX_CAP_OBSERVE_MEMORY,     /* MemoryLimitViolation recorded */
-        SBX_CAP_OBSERVE_TIMEOUT,    /* TimeoutViolation recorded */
-        SBX_CAP_OBSERVE_OUTPUT,     /* OutputLimitViolation recorded */
+        SBX_CAP_OBSERVE_NETWORK, /* NetworkAccessViolation recorded */
+        SBX_CAP_OBSERVE_FS_WRITE, /* FilesystemWriteViolation recorded (observe.fs_writes) */
+        SBX_CAP_OBSERVE_SYSCALL, /* SyscallViolation recorded */
+        SBX_CAP_OBSERVE_PROCESS, /* ProcessLimitViolation recorded */
+        SBX_CAP_OBSERVE_MEMORY, /* MemoryLimitViolation recorded */
+        SBX_CAP_OBSERVE_TIMEOUT, /* TimeoutViolation recorded */
+        SBX_CAP_OBSERVE_OUTPUT, /* OutputLimitViolation recorded */
         _SBX_CAP_MAX,
         _SBX_CAP_INVALID = -EINVAL,
 } sbx_cap;
@@ -63,20 +63,21 @@ sbx_cap sbx_cap_from_string(const char *s);
 
 typedef struct sbx_cap_decl {
         bool yes;
-        const char *how;            /* yes: the mechanism; no: why not (and what to use instead) */
+        const char *how; /* yes: the mechanism; no: why not (and what to use instead) */
 } sbx_cap_decl;
 
 typedef struct sbx_backend {
         sbx_backend_id id;
-        sbx_level level;            /* the isolation level it provides */
+        sbx_level level; /* the isolation level it provides */
         bool implemented;
-        const sbx_cap_decl *caps;   /* _SBX_CAP_MAX entries; NULL when not implemented (all no) */
+        const sbx_cap_decl *caps; /* _SBX_CAP_MAX entries; NULL when not implemented (all no) */
         /* 0 if usable here; else -errno and a reason (what is missing and the fix). */
         int (*probe)(char *reason, size_t size);
         /* Run argv under cfg; fills the report (status, exit, usage, timings, mechanisms);
          * returns 0 when the command ran (whatever its outcome), -errno on a setup error
          * (report->status is then setup_error and *e says why). */
-        int (*run)(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e);
+        int (*run)(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep,
+                sbx_error *e);
 } sbx_backend;
 
 const sbx_backend *sbx_backend_get(sbx_backend_id id);
@@ -96,8 +97,8 @@ uint64_t sbx_level_min_caps(sbx_level l);
 int sbx_backend_select(const sbx_config *cfg, const sbx_backend **ret, char **ret_note, sbx_error *e);
 /* The same, skipping the backends whose bit (1u << id) is in `exclude`, and naming `prior`
  * (why earlier choices fell through, may be NULL) in the note. */
-int sbx_backend_select_excluding(const sbx_config *cfg, unsigned exclude, const char *prior, const sbx_backend **ret,
-                                 char **ret_note, sbx_error *e);
+int sbx_backend_select_excluding(const sbx_config *cfg, unsigned exclude, const char *prior,
+        const sbx_backend **ret, char **ret_note, sbx_error *e);
 
 /* True when a run failed because namespaces were refused at clone (EPERM inside a container's
  * seccomp profile, ENOSPC with user.max_user_namespaces=0): `auto` then tries the next backend. */
@@ -106,7 +107,8 @@ bool sbx_backend_error_is_ns_refusal(const sbx_error *e);
 /* Platforms without Linux sandboxing (the build guards the Linux backends out): run the command
  * with no sandbox at all, only a timeout, recorded as backend "none". Used only on the explicit
  * request SANDBOXER_ALLOW_UNSANDBOXED=1. */
-int sbx_backend_none_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e);
+int sbx_backend_none_run(
+        const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e);
 
 extern const sbx_backend sbx_backend_native;
 extern const sbx_backend sbx_backend_landlock;

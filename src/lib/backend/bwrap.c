@@ -41,18 +41,20 @@ static int bwrap_probe(char *reason, size_t size) {
         char path[PATH_MAX];
         int fd = sbx_backend_open_tool("bwrap", path, sizeof path);
         if (fd < 0) {
-                snprintf(reason, size, "bwrap (bubblewrap) not found in PATH; install bubblewrap (apt install bubblewrap)");
+                snprintf(reason, size,
+                        "bwrap (bubblewrap) not found in PATH; install bubblewrap (apt install bubblewrap)");
                 return -ENOENT;
         }
         close(fd);
         fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
-                char b[32] = { 0 };
+                char b[32] = {0};
                 ssize_t n = read(fd, b, sizeof b - 1);
                 close(fd);
                 if (n > 0 && atol(b) == 0) {
-                        snprintf(reason, size, "user namespaces are disabled (user.max_user_namespaces = 0) and "
-                                               "bubblewrap is not setuid; raise it with sysctl, or use --backend landlock");
+                        snprintf(reason, size,
+                                "user namespaces are disabled (user.max_user_namespaces = 0) and "
+                                "bubblewrap is not setuid; raise it with sysctl, or use --backend landlock");
                         return -ENOSPC;
                 }
         }
@@ -71,8 +73,8 @@ static int push(char ***a, const char *s1, const char *s2, const char *s3) {
 
 /* One host path into the view (absent ones are skipped and reported "missing"); a symlink
  * whose target is bound anyway stays a symlink, as on the host (/bin -> usr/bin). */
-static int add_bind(char ***a, sbx_report *rep, const char *host, const char *target, bool rw, char *const *reads,
-                    sbx_error *e) {
+static int add_bind(char ***a, sbx_report *rep, const char *host, const char *target, bool rw,
+        char *const *reads, sbx_error *e) {
         struct stat st;
         if (lstat(host, &st) < 0) {
                 if (errno == ENOENT) {
@@ -96,17 +98,20 @@ static int add_bind(char ***a, sbx_report *rep, const char *host, const char *ta
                         return sbx_error_set(e, errno, "mount plan", "cannot read link %s: %m", host);
                 link[n] = 0;
                 (void) sbx_report_add_mount(rep, link, target, "symlink");
-                return push(a, "--symlink", link, target) < 0 ? sbx_error_set(e, ENOMEM, "mount plan", "out of memory") : 0;
+                return push(a, "--symlink", link, target) < 0
+                               ? sbx_error_set(e, ENOMEM, "mount plan", "out of memory")
+                               : 0;
         }
         (void) sbx_report_add_mount(rep, real, target, rw ? "bind-rw" : "bind-ro");
-        return push(a, rw ? "--bind" : "--ro-bind", real, target) < 0 ? sbx_error_set(e, ENOMEM, "mount plan", "out of memory")
-                                                                      : 0;
+        return push(a, rw ? "--bind" : "--ro-bind", real, target) < 0
+                       ? sbx_error_set(e, ENOMEM, "mount plan", "out of memory")
+                       : 0;
 }
 
 /* bubblewrap's own filter: the rule table without the profile's socket, spawn and exec rules
  * (those are the init's, observed), in a memfd bubblewrap reads at fd 5. */
 static int build_bwrap_seccomp(const sbx_config *cfg, int *ret_fd, sbx_error *e) {
-        sbx_seccomp_opts o = { .kill_on_violation = cfg->profile->on_violation == SBX_ON_VIOLATION_KILL };
+        sbx_seccomp_opts o = {.kill_on_violation = cfg->profile->on_violation == SBX_ON_VIOLATION_KILL};
         _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *prog = NULL;
         int r = sbx_seccomp_build(&o, &prog, e);
         if (r < 0)
@@ -115,13 +120,14 @@ static int build_bwrap_seccomp(const sbx_config *cfg, int *ret_fd, sbx_error *e)
         if (fd < 0)
                 return sbx_error_set(e, errno, "seccomp", "memfd_create: %m");
         if ((r = sbx_seccomp_write_bpf(prog, fd)) < 0 || lseek(fd, 0, SEEK_SET) < 0)
-                return sbx_error_set(e, r < 0 ? -r : errno, "seccomp", "cannot write bubblewrap's seccomp program");
+                return sbx_error_set(
+                        e, r < 0 ? -r : errno, "seccomp", "cannot write bubblewrap's seccomp program");
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
 
-static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_path, char *const *init_argv, char ***ret,
-                      sbx_error *e) {
+static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_path, char *const *init_argv,
+        char ***ret, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         _cleanup_strv_free_ char **a = NULL, **reads = strv_copy(pr->fs_read);
         char uid[16], gid[16], size[32];
@@ -130,10 +136,13 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_p
                 return sbx_error_set(e, ENOMEM, "bwrap", "out of memory");
         snprintf(uid, sizeof uid, "%d", SBX_SANDBOX_UID);
         snprintf(gid, sizeof gid, "%d", SBX_SANDBOX_GID);
-        snprintf(size, sizeof size, "%" PRIu64, (uint64_t) ceil(cfg->limits.value[SBX_LIMIT_SCRATCH_MB]) * 1048576u);
-        if (push(&a, "bwrap", "--unshare-all", NULL) < 0 || (pr->net_allow && push(&a, "--share-net", NULL, NULL) < 0) ||
-            push(&a, "--die-with-parent", "--new-session", "--as-pid-1") < 0 || push(&a, "--uid", uid, NULL) < 0 ||
-            push(&a, "--gid", gid, NULL) < 0 || push(&a, "--hostname", SANDBOX_HOSTNAME, NULL) < 0)
+        snprintf(size, sizeof size, "%" PRIu64,
+                (uint64_t) ceil(cfg->limits.value[SBX_LIMIT_SCRATCH_MB]) * 1048576u);
+        if (push(&a, "bwrap", "--unshare-all", NULL) < 0 ||
+                (pr->net_allow && push(&a, "--share-net", NULL, NULL) < 0) ||
+                push(&a, "--die-with-parent", "--new-session", "--as-pid-1") < 0 ||
+                push(&a, "--uid", uid, NULL) < 0 || push(&a, "--gid", gid, NULL) < 0 ||
+                push(&a, "--hostname", SANDBOX_HOSTNAME, NULL) < 0)
                 return sbx_error_set(e, ENOMEM, "bwrap", "out of memory");
 
         qsort(reads, strv_length(reads), sizeof(char *), cmp_str); /* parents before children */
@@ -144,8 +153,8 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_p
                 if ((r = add_bind(&a, rep, *p, *p, true, NULL, e)) < 0)
                         return r;
         if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-            (r = add_bind(&a, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
-                          pr->ws_access == SBX_ACCESS_RW, NULL, e)) < 0)
+                (r = add_bind(&a, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
+                         pr->ws_access == SBX_ACCESS_RW, NULL, e)) < 0)
                 return r;
         (void) sbx_report_add_mount(rep, "proc", "/proc", "proc");
         (void) sbx_report_add_mount(rep, "tmpfs", "/dev", "dev");
@@ -154,10 +163,11 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_p
         /* /dev read-only after bubblewrap filled it (its /dev/shm included); / (bubblewrap's
          * root tmpfs) read-only last. */
         if (push(&a, "--proc", "/proc", NULL) < 0 || push(&a, "--dev", "/dev", NULL) < 0 ||
-            push(&a, "--remount-ro", "/dev", NULL) < 0 || push(&a, "--perms", "1777", NULL) < 0 ||
-            push(&a, "--size", size, NULL) < 0 || push(&a, "--tmpfs", SCRATCH_DIR, NULL) < 0 ||
-            push(&a, "--ro-bind", init_path, INIT_INSIDE) < 0 || push(&a, "--remount-ro", "/", NULL) < 0 ||
-            push(&a, "--seccomp", BWRAP_SECCOMP_FD, NULL) < 0 || push(&a, "--", INIT_INSIDE, NULL) < 0)
+                push(&a, "--remount-ro", "/dev", NULL) < 0 || push(&a, "--perms", "1777", NULL) < 0 ||
+                push(&a, "--size", size, NULL) < 0 || push(&a, "--tmpfs", SCRATCH_DIR, NULL) < 0 ||
+                push(&a, "--ro-bind", init_path, INIT_INSIDE) < 0 ||
+                push(&a, "--remount-ro", "/", NULL) < 0 ||
+                push(&a, "--seccomp", BWRAP_SECCOMP_FD, NULL) < 0 || push(&a, "--", INIT_INSIDE, NULL) < 0)
                 return sbx_error_set(e, ENOMEM, "bwrap", "out of memory");
         for (char *const *i = init_argv + 1; *i; i++) /* init_argv[0] is the init's name */
                 if (strv_extend(&a, *i) < 0)
@@ -166,12 +176,13 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_p
         return 0;
 }
 
-static int bwrap_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+static int bwrap_run(
+        const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL, **bw_argv = NULL, **writable = NULL;
         _cleanup_close_ int tool_fd = -EBADF, init_fd = -EBADF, sc_fd = -EBADF, bw_sc_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
-        sbx_seccomp_opts sc_opts = { 0 };
+        sbx_seccomp_opts sc_opts = {0};
         sbx_rlimit_plan rl;
         char tool[PATH_MAX], reason[512];
         int r;
@@ -187,18 +198,21 @@ static int bwrap_run(const sbx_config *cfg, char *const *argv, const sbx_run_io 
         if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && root) {
                 struct stat st;
                 if (stat(cfg->workspace, &st) < 0)
-                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                        return sbx_error_set(
+                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
                 if (st.st_uid != uid)
                         return sbx_error_set(e, EPERM, "workspace",
-                                "refusing a writable workspace on the bwrap backend as root: bubblewrap runs as uid %u "
-                                "and what the command writes would land owned by it, not by the workspace's owner "
+                                "refusing a writable workspace on the bwrap backend as root: bubblewrap "
+                                "runs as uid %u "
+                                "and what the command writes would land owned by it, not by the workspace's "
+                                "owner "
                                 "(uid %u); bubblewrap has no idmapped mounts; use --backend native",
                                 (unsigned) uid, (unsigned) st.st_uid);
         }
 
         /* Limits around bubblewrap: the child joins the cgroup before it execs bwrap. Not
          * RLIMIT_NPROC: bubblewrap's outer process still counts the host uid's tasks. */
-        sbx_limit_context lc = { .fresh_userns = false, .scratch_tmpfs = true };
+        sbx_limit_context lc = {.fresh_userns = false, .scratch_tmpfs = true};
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;
         tool_fd = sbx_backend_open_tool("bwrap", tool, sizeof tool);
@@ -216,13 +230,15 @@ static int bwrap_run(const sbx_config *cfg, char *const *argv, const sbx_run_io 
         init_path[n] = 0;
 
         if ((r = sbx_backend_build_seccomp(cfg, NULL, &sc_opts, &sc_fd, e)) < 0 ||
-            (r = build_bwrap_seccomp(cfg, &bw_sc_fd, e)) < 0)
+                (r = build_bwrap_seccomp(cfg, &bw_sc_fd, e)) < 0)
                 return r;
         bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
         const char *ws_mount = pr->ws_mount ? pr->ws_mount : "/workspace";
         if ((r = sbx_backend_build_env(cfg, SCRATCH_DIR, ws ? ws_mount : NULL, &env)) < 0 ||
-            (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd : ws ? ws_mount : SCRATCH_DIR, false, sc_fd >= 0, argv,
-                                       &init_argv)) < 0)
+                (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
+                                           : ws     ? ws_mount
+                                                    : SCRATCH_DIR,
+                         false, sc_fd >= 0, argv, &init_argv)) < 0)
                 return sbx_error_set(e, -r, "environment", "out of memory");
         if ((r = build_argv(cfg, rep, init_path, init_argv, &bw_argv, e)) < 0)
                 return r;
@@ -244,64 +260,80 @@ static int bwrap_run(const sbx_config *cfg, char *const *argv, const sbx_run_io 
                 .drop_bounding = root,
                 .last_cap = sbx_caps_last_cap(),
         };
-        (void) sbx_report_set_fence(rep, "namespaces", "user, mount, pid, net%s, ipc, uts, cgroup (bubblewrap --unshare-all)",
-                                    pr->net_allow ? " (shared with the host: network.default allow)" : "");
-        (void) sbx_report_set_fence(rep, "seccomp", "bubblewrap: escape surface refused, clone3 and syscalls above %d "
-                                    "ENOSYS, foreign ABIs killed; sandboxer-init: the profile's program%s%s%s",
-                                    sbx_seccomp_max_known_nr(), sc_fd >= 0 ? " with the listener" : "",
-                                    !pr->allow_spawn ? ", no new processes, one execve" : "",
-                                    !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
-        (void) sbx_report_set_fence(rep, "landlock", "none (bubblewrap's mount namespace is the filesystem fence)");
-        (void) sbx_report_set_fence(rep, "capabilities", "none (bubblewrap drops all in its user namespace%s)",
-                                    root ? "; bounding set dropped before it runs" : "");
+        (void) sbx_report_set_fence(rep, "namespaces",
+                "user, mount, pid, net%s, ipc, uts, cgroup (bubblewrap --unshare-all)",
+                pr->net_allow ? " (shared with the host: network.default allow)" : "");
+        (void) sbx_report_set_fence(rep, "seccomp",
+                "bubblewrap: escape surface refused, clone3 and syscalls above %d "
+                "ENOSYS, foreign ABIs killed; sandboxer-init: the profile's program%s%s%s",
+                sbx_seccomp_max_known_nr(), sc_fd >= 0 ? " with the listener" : "",
+                !pr->allow_spawn ? ", no new processes, one execve" : "",
+                !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
+        (void) sbx_report_set_fence(
+                rep, "landlock", "none (bubblewrap's mount namespace is the filesystem fence)");
+        (void) sbx_report_set_fence(rep, "capabilities",
+                "none (bubblewrap drops all in its user namespace%s)",
+                root ? "; bounding set dropped before it runs" : "");
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
-        (void) sbx_report_set_fence(rep, "user", "uid %d inside, host uid %u", SBX_SANDBOX_UID, (unsigned) uid);
+        (void) sbx_report_set_fence(
+                rep, "user", "uid %d inside, host uid %u", SBX_SANDBOX_UID, (unsigned) uid);
         (void) sbx_report_set_fence(rep, "bwrap", "%s", tool);
 
-        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
+        if (sbx_backend_writable_set(
+                    cfg, SCRATCH_DIR, ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }
 
 static const sbx_cap_decl bwrap_caps[_SBX_CAP_MAX] = {
-        [SBX_CAP_FS_READONLY] = { true, "--ro-bind of each read path; bubblewrap's root tmpfs and /dev remounted read-only" },
-        [SBX_CAP_FS_PRIVATE_VIEW] = { true, "only the read paths are bound into bubblewrap's root" },
-        [SBX_CAP_FS_WRITE_PATHS] = { true, "--bind" },
-        [SBX_CAP_FS_EXEC_RULES] = { false, "needs Landlock, which this backend cannot apply (bubblewrap makes /tmp, "
-                                           "/proc and /dev after the ruleset is built); use --backend native or landlock" },
-        [SBX_CAP_WORKSPACE_RO] = { true, "--ro-bind at workspace.mount" },
-        [SBX_CAP_WORKSPACE_RW] = { true, "--bind at workspace.mount; as root only a workspace owned by run_as (no idmapped "
-                                         "mounts in bubblewrap)" },
-        [SBX_CAP_SCRATCH] = { true, "bubblewrap tmpfs at /tmp" },
-        [SBX_CAP_NET_DENY] = { true, "--unshare-net: an empty network namespace" },
-        [SBX_CAP_NET_LOOPBACK] = { true, "bubblewrap brings up lo in the new network namespace" },
-        [SBX_CAP_NET_HOST] = { true, "--share-net when the policy allows host network" },
-        [SBX_CAP_PID_ISOLATION] = { true, "--unshare-pid, the init as PID 1 (--as-pid-1)" },
-        [SBX_CAP_IPC_ISOLATION] = { true, "--unshare-ipc" },
-        [SBX_CAP_HOSTNAME] = { true, "--unshare-uts --hostname sandbox" },
-        [SBX_CAP_IDENTITY] = { false, "uid 1000 inside (--uid), but no generated /etc/passwd: bubblewrap would need "
-                                      "another inherited descriptor for it" },
-        [SBX_CAP_SECCOMP] = { true, "bubblewrap --seccomp (the plain table) and sandboxer-init's own program" },
-        [SBX_CAP_LANDLOCK] = { false, "bubblewrap makes /tmp, /proc and /dev after any ruleset built outside; its mount "
-                                      "namespace is the filesystem fence" },
-        [SBX_CAP_CAPS_DROPPED] = { true, "none in bubblewrap's user namespace; sandboxer drops its own before exec" },
-        [SBX_CAP_NO_NEW_PRIVS] = { true, "set before bubblewrap runs, and by bubblewrap and the init" },
-        [SBX_CAP_NOT_HOST_ROOT] = { true, "bubblewrap runs as the caller (run_as as root), unprivileged" },
-        [SBX_CAP_SPAWN_FENCE] = { true, "sandboxer-init's filter with the listener (bubblewrap's lets spawning through)" },
-        [SBX_CAP_LIMIT_TIMEOUT] = { true, "supervisor" },
-        [SBX_CAP_LIMIT_OUTPUT] = { true, "supervisor" },
-        [SBX_CAP_LIMIT_MEMORY] = { true, "cgroup around bubblewrap (RLIMIT_AS when spawning is off)" },
-        [SBX_CAP_LIMIT_PIDS] = { true, "cgroup around bubblewrap (seccomp when spawning is off)" },
-        [SBX_CAP_LIMIT_CPUS] = { true, "cgroup around bubblewrap" },
-        [SBX_CAP_LIMIT_SCRATCH] = { true, "tmpfs size (--size)" },
-        [SBX_CAP_OBSERVE_NETWORK] = { true, "connect/bind and refused sockets reach the init's listener" },
-        [SBX_CAP_OBSERVE_FS_WRITE] = { true, "write-intent calls reach the init's listener (observe.fs_writes)" },
-        [SBX_CAP_OBSERVE_SYSCALL] = { false, "bubblewrap's filter refuses the escape surface first (SECCOMP_RET_ERRNO "
-                                             "outranks the listener's SECCOMP_RET_USER_NOTIF): refused, not recorded" },
-        [SBX_CAP_OBSERVE_PROCESS] = { true, "pids cgroup events; spawn and exec refusals at the listener" },
-        [SBX_CAP_OBSERVE_MEMORY] = { true, "memory cgroup OOM events" },
-        [SBX_CAP_OBSERVE_TIMEOUT] = { true, "supervisor" },
-        [SBX_CAP_OBSERVE_OUTPUT] = { true, "supervisor" },
+        [SBX_CAP_FS_READONLY] = {true,
+                "--ro-bind of each read path; bubblewrap's root tmpfs and /dev remounted read-only"},
+        [SBX_CAP_FS_PRIVATE_VIEW] = {true, "only the read paths are bound into bubblewrap's root"},
+        [SBX_CAP_FS_WRITE_PATHS] = {true, "--bind"},
+        [SBX_CAP_FS_EXEC_RULES] = {false,
+                "needs Landlock, which this backend cannot apply (bubblewrap makes /tmp, "
+                "/proc and /dev after the ruleset is built); use --backend native or landlock"},
+        [SBX_CAP_WORKSPACE_RO] = {true, "--ro-bind at workspace.mount"},
+        [SBX_CAP_WORKSPACE_RW] = {true,
+                "--bind at workspace.mount; as root only a workspace owned by run_as (no idmapped "
+                "mounts in bubblewrap)"},
+        [SBX_CAP_SCRATCH] = {true, "bubblewrap tmpfs at /tmp"},
+        [SBX_CAP_NET_DENY] = {true, "--unshare-net: an empty network namespace"},
+        [SBX_CAP_NET_LOOPBACK] = {true, "bubblewrap brings up lo in the new network namespace"},
+        [SBX_CAP_NET_HOST] = {true, "--share-net when the policy allows host network"},
+        [SBX_CAP_PID_ISOLATION] = {true, "--unshare-pid, the init as PID 1 (--as-pid-1)"},
+        [SBX_CAP_IPC_ISOLATION] = {true, "--unshare-ipc"},
+        [SBX_CAP_HOSTNAME] = {true, "--unshare-uts --hostname sandbox"},
+        [SBX_CAP_IDENTITY] = {false,
+                "uid 1000 inside (--uid), but no generated /etc/passwd: bubblewrap would need "
+                "another inherited descriptor for it"},
+        [SBX_CAP_SECCOMP] = {true,
+                "bubblewrap --seccomp (the plain table) and sandboxer-init's own program"},
+        [SBX_CAP_LANDLOCK] = {false,
+                "bubblewrap makes /tmp, /proc and /dev after any ruleset built outside; its mount "
+                "namespace is the filesystem fence"},
+        [SBX_CAP_CAPS_DROPPED] = {true,
+                "none in bubblewrap's user namespace; sandboxer drops its own before exec"},
+        [SBX_CAP_NO_NEW_PRIVS] = {true, "set before bubblewrap runs, and by bubblewrap and the init"},
+        [SBX_CAP_NOT_HOST_ROOT] = {true, "bubblewrap runs as the caller (run_as as root), unprivileged"},
+        [SBX_CAP_SPAWN_FENCE] = {true,
+                "sandboxer-init's filter with the listener (bubblewrap's lets spawning through)"},
+        [SBX_CAP_LIMIT_TIMEOUT] = {true, "supervisor"},
+        [SBX_CAP_LIMIT_OUTPUT] = {true, "supervisor"},
+        [SBX_CAP_LIMIT_MEMORY] = {true, "cgroup around bubblewrap (RLIMIT_AS when spawning is off)"},
+        [SBX_CAP_LIMIT_PIDS] = {true, "cgroup around bubblewrap (seccomp when spawning is off)"},
+        [SBX_CAP_LIMIT_CPUS] = {true, "cgroup around bubblewrap"},
+        [SBX_CAP_LIMIT_SCRATCH] = {true, "tmpfs size (--size)"},
+        [SBX_CAP_OBSERVE_NETWORK] = {true, "connect/bind and refused sockets reach the init's listener"},
+        [SBX_CAP_OBSERVE_FS_WRITE] = {true,
+                "write-intent calls reach the init's listener (observe.fs_writes)"},
+        [SBX_CAP_OBSERVE_SYSCALL] = {false,
+                "bubblewrap's filter refuses the escape surface first (SECCOMP_RET_ERRNO "
+                "outranks the listener's SECCOMP_RET_USER_NOTIF): refused, not recorded"},
+        [SBX_CAP_OBSERVE_PROCESS] = {true, "pids cgroup events; spawn and exec refusals at the listener"},
+        [SBX_CAP_OBSERVE_MEMORY] = {true, "memory cgroup OOM events"},
+        [SBX_CAP_OBSERVE_TIMEOUT] = {true, "supervisor"},
+        [SBX_CAP_OBSERVE_OUTPUT] = {true, "supervisor"},
 };
 
 const sbx_backend sbx_backend_bwrap = {

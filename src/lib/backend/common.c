@@ -31,7 +31,8 @@ int sbx_backend_open_init(sbx_error *e) {
         if (env && *env) {
                 int fd = open(env, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
-                        return sbx_error_set(e, errno, "init: open", "cannot open the sandbox init %s (from $SANDBOXER_INIT): %m", env);
+                        return sbx_error_set(e, errno, "init: open",
+                                "cannot open the sandbox init %s (from $SANDBOXER_INIT): %m", env);
                 return fd;
         }
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
@@ -39,8 +40,8 @@ int sbx_backend_open_init(sbx_error *e) {
                 exe[n] = 0;
                 char *slash = strrchr(exe, '/');
                 if (slash) {
-                        static const char *const rel[] = { "/sandboxer-init", "/../init/sandboxer-init",
-                                                           "/../libexec/sandboxer/sandboxer-init" };
+                        static const char *const rel[] = {"/sandboxer-init", "/../init/sandboxer-init",
+                                "/../libexec/sandboxer/sandboxer-init"};
                         for (size_t i = 0; i < ELEMENTSOF(rel); i++) {
                                 char path[PATH_MAX];
                                 snprintf(path, sizeof path, "%.*s%s", (int) (slash - exe), exe, rel[i]);
@@ -53,7 +54,8 @@ int sbx_backend_open_init(sbx_error *e) {
         int fd = open(SBX_LIBEXECDIR "/sandboxer-init", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return sbx_error_set(e, errno, "init: open",
-                        "cannot find the sandbox init (sandboxer-init) next to %s or in %s: %m; reinstall sandboxer",
+                        "cannot find the sandbox init (sandboxer-init) next to %s or in %s: %m; reinstall "
+                        "sandboxer",
                         n > 0 ? exe : "the program", SBX_LIBEXECDIR);
         return fd;
 }
@@ -95,8 +97,7 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
                         return -ENOMEM;
         }
         if (ws_visible) {
-                if (asprintf(&s, "SANDBOXER_WORKSPACE=%s", ws_visible) < 0 ||
-                    strv_consume(&env, s) < 0)
+                if (asprintf(&s, "SANDBOXER_WORKSPACE=%s", ws_visible) < 0 || strv_consume(&env, s) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(env);
@@ -105,10 +106,11 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
 
 int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, char *const *argv, char ***ret) {
         _cleanup_strv_free_ char **a = NULL;
-        if (strv_extend(&a, "sandboxer-init") < 0 || strv_extend(&a, "--cwd") < 0 || strv_extend(&a, cwd) < 0 ||
-            (landlock && (strv_extend(&a, "--landlock-fd") < 0 || strv_extend(&a, "5") < 0)) ||
-            (seccomp && (strv_extend(&a, "--seccomp-fd") < 0 || strv_extend(&a, "4") < 0)) ||
-            strv_extend(&a, "--") < 0)
+        if (strv_extend(&a, "sandboxer-init") < 0 || strv_extend(&a, "--cwd") < 0 ||
+                strv_extend(&a, cwd) < 0 ||
+                (landlock && (strv_extend(&a, "--landlock-fd") < 0 || strv_extend(&a, "5") < 0)) ||
+                (seccomp && (strv_extend(&a, "--seccomp-fd") < 0 || strv_extend(&a, "4") < 0)) ||
+                strv_extend(&a, "--") < 0)
                 return -ENOMEM;
         for (char *const *i = argv; *i; i++)
                 if (strv_extend(&a, *i) < 0)
@@ -128,7 +130,8 @@ sbx_cgroup *sbx_backend_cgroup_destroy(sbx_cgroup *cg) {
 static int attach_cgroup(pid_t pid, void *userdata, sbx_error *e) {
         int r = sbx_cgroup_attach(userdata, pid);
         if (r < 0)
-                return sbx_error_set(e, r, "cgroup: attach", "cannot move the sandbox into its cgroup: %s", strerror(-r));
+                return sbx_error_set(
+                        e, r, "cgroup: attach", "cannot move the sandbox into its cgroup: %s", strerror(-r));
         return 0;
 }
 
@@ -153,27 +156,27 @@ static void gc_leftovers_at_start(const sbx_cgroup_probe_result *probe) {
 /* Decide what enforces each limit: cgroups where this process may use them, else the rlimit
  * that means the same for the whole sandbox, else nothing — which is a setup error unless the
  * policy lists the limit under enforce.best_effort. */
-int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_limit_context *ctx, sbx_cgroup **ret_cg,
-                            sbx_rlimit_plan *rl, sbx_error *e) {
+int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_limit_context *ctx,
+        sbx_cgroup **ret_cg, sbx_rlimit_plan *rl, sbx_error *e) {
         static const struct {
                 sbx_limit_id limit;
                 sbx_cg_limit cg;
                 sbx_cg_controller ctl;
         } cg_limits[] = {
-                { SBX_LIMIT_MEMORY_MB, SBX_CG_LIMIT_MEMORY, SBX_CG_MEMORY },
-                { SBX_LIMIT_PIDS, SBX_CG_LIMIT_PIDS, SBX_CG_PIDS },
-                { SBX_LIMIT_CPUS, SBX_CG_LIMIT_CPUS, SBX_CG_CPU },
+                {SBX_LIMIT_MEMORY_MB, SBX_CG_LIMIT_MEMORY, SBX_CG_MEMORY},
+                {SBX_LIMIT_PIDS, SBX_CG_LIMIT_PIDS, SBX_CG_PIDS},
+                {SBX_LIMIT_CPUS, SBX_CG_LIMIT_CPUS, SBX_CG_CPU},
         };
         const sbx_policy *pol = cfg->policy;
         const sbx_limits *lim = &cfg->limits;
-        char why[ELEMENTSOF(cg_limits)][sizeof ((sbx_error *) NULL)->message] = { { 0 } };
+        char why[ELEMENTSOF(cg_limits)][sizeof((sbx_error *) NULL)->message] = {{0}};
         sbx_rlimit_plan_init(rl);
         rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_SCRATCH_MB] = ctx->scratch_tmpfs ? SBX_MECH_TMPFS : SBX_MECH_NONE;
 
-        sbx_cgroup_probe_result probe = { 0 };
+        sbx_cgroup_probe_result probe = {0};
         sbx_cgroup *cg = NULL;
         int r = sbx_cgroup_probe("/sys/fs/cgroup", NULL, &probe);
         if (r >= 0) {
@@ -188,7 +191,7 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                                SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_CPUS);
                 /* Named for its owner, so that the next run can tell a leftover (above). */
                 char name[64];
-                sbx_error ce = { 0 };
+                sbx_error ce = {0};
                 r = sbx_cgroup_owned_name(rep->id, name, sizeof name);
                 if (r < 0)
                         snprintf(name, sizeof name, "%s", rep->id);
@@ -210,20 +213,22 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
         sbx_cgroup_probe_result_done(&probe);
 
         for (size_t i = 0; i < ELEMENTSOF(cg_limits); i++)
-                rep->limit_mechanism[cg_limits[i].limit] = cg ? mech_of(sbx_cgroup_mechanism(cg, cg_limits[i].cg)) : SBX_MECH_NONE;
+                rep->limit_mechanism[cg_limits[i].limit] =
+                        cg ? mech_of(sbx_cgroup_mechanism(cg, cg_limits[i].cg)) : SBX_MECH_NONE;
 
         /* In a fresh user namespace under its own uid, RLIMIT_NPROC counts the sandbox's tasks
          * only (per-namespace ucounts). Not under a pids cgroup: the rlimit would refuse first
          * and the cgroup's count of refusals, our evidence, would stay 0. Without spawning
          * (seccomp refuses fork and clone) the command is one process: pids is then seccomp's. */
         if (rep->limit_mechanism[SBX_LIMIT_PIDS] == SBX_MECH_NONE &&
-            sbx_rlimit_plan_pids(rl, (uint64_t) lim->value[SBX_LIMIT_PIDS], ctx->fresh_userns) >= 0)
+                sbx_rlimit_plan_pids(rl, (uint64_t) lim->value[SBX_LIMIT_PIDS], ctx->fresh_userns) >= 0)
                 rep->limit_mechanism[SBX_LIMIT_PIDS] = SBX_MECH_RLIMIT;
         if (rep->limit_mechanism[SBX_LIMIT_PIDS] == SBX_MECH_NONE && !cfg->profile->allow_spawn &&
-            !sbx_backend_bench_disabled("seccomp"))
+                !sbx_backend_bench_disabled("seccomp"))
                 rep->limit_mechanism[SBX_LIMIT_PIDS] = SBX_MECH_SECCOMP;
         if (rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] == SBX_MECH_NONE &&
-            sbx_rlimit_plan_memory(rl, (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0), !cfg->profile->allow_spawn) >= 0)
+                sbx_rlimit_plan_memory(rl, (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
+                        !cfg->profile->allow_spawn) >= 0)
                 rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = SBX_MECH_RLIMIT;
 
         for (int l = 0; l < _SBX_LIMIT_MAX; l++)
@@ -233,16 +238,20 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                                 if ((int) cg_limits[i].limit == l && why[i][0])
                                         reason = why[i];
                         if (l == SBX_LIMIT_SCRATCH_MB)
-                                reason = "the scratch directory cannot be a size-limited tmpfs here (no mount namespace "
-                                         "on this backend, and mounting one on the host needs root); use the native "
+                                reason = "the scratch directory cannot be a size-limited tmpfs here (no "
+                                         "mount namespace "
+                                         "on this backend, and mounting one on the host needs root); use "
+                                         "the native "
                                          "backend";
                         sbx_backend_cgroup_destroy(cg);
                         /* The probe's reason names its own fix; the policy way out is added. */
                         return sbx_error_set(e, EOPNOTSUPP, "limits",
-                                "cannot enforce limits.%s here: %s; or list %s under enforce.best_effort in the policy file",
+                                "cannot enforce limits.%s here: %s; or list %s under enforce.best_effort in "
+                                "the policy file",
                                 sbx_limit_to_string(l),
                                 reason ? reason
-                                       : "no usable cgroup controller for it; run as root, or under a delegated cgroup "
+                                       : "no usable cgroup controller for it; run as root, or under a "
+                                         "delegated cgroup "
                                          "(systemd-run --user --scope -p Delegate=yes ...)",
                                 sbx_limit_to_string(l));
                 }
@@ -287,7 +296,8 @@ static bool exec_interpreter(const char *path, char *buf, size_t size) {
         memcpy(&phnum, h + 56, 2);
         for (unsigned i = 0; i < phnum && i < 64; i++) {
                 unsigned char ph[56];
-                if (phentsize < 56 || pread(fd, ph, sizeof ph, (off_t) (phoff + (uint64_t) i * phentsize)) != (ssize_t) sizeof ph)
+                if (phentsize < 56 || pread(fd, ph, sizeof ph, (off_t) (phoff + (uint64_t) i * phentsize)) !=
+                                              (ssize_t) sizeof ph)
                         return false;
                 uint32_t type;
                 uint64_t off, filesz;
@@ -308,8 +318,9 @@ static bool exec_interpreter(const char *path, char *buf, size_t size) {
 
 int sbx_backend_writable_set(const sbx_config *cfg, const char *scratch, const char *ws_rw, char ***ret) {
         _cleanup_strv_free_ char **w = NULL;
-        if (strv_extend(&w, scratch) < 0 || strv_extend(&w, "/dev") < 0 || strv_extend(&w, "/proc/self/fd") < 0 ||
-            strv_extend(&w, "/proc/thread-self/fd") < 0 || (ws_rw && strv_extend(&w, ws_rw) < 0))
+        if (strv_extend(&w, scratch) < 0 || strv_extend(&w, "/dev") < 0 ||
+                strv_extend(&w, "/proc/self/fd") < 0 || strv_extend(&w, "/proc/thread-self/fd") < 0 ||
+                (ws_rw && strv_extend(&w, ws_rw) < 0))
                 return -ENOMEM;
         STRV_FOREACH(i, cfg->profile->fs_write)
                 if (strv_extend(&w, *i) < 0)
@@ -336,8 +347,10 @@ int sbx_backend_check_reachable(const char *path, uid_t uid, gid_t gid, bool wri
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
                 return 0;
         return sbx_error_set(e, EACCES, "workspace",
-                "the workspace %s cannot be %s by uid %u (the policy's run_as), and this backend has no mount "
-                "namespace to bring it in: make it and its parent directories accessible to that uid (chmod o+rx), "
+                "the workspace %s cannot be %s by uid %u (the policy's run_as), and this backend has no "
+                "mount "
+                "namespace to bring it in: make it and its parent directories accessible to that uid (chmod "
+                "o+rx), "
                 "or use --backend native",
                 path, write ? "written" : "read", (unsigned) uid);
 }
@@ -385,10 +398,12 @@ int sbx_backend_ll_add_commands(int fd, int abi, const sbx_profile *pr, sbx_erro
 int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, sbx_error *e) {
         _cleanup_free_ char *real = realpath(path, NULL);
         if (!real)
-                return errno == ENOENT ? 0 : sbx_error_set(e, errno, "landlock", "cannot resolve %s: %m", path);
+                return errno == ENOENT ? 0
+                                       : sbx_error_set(e, errno, "landlock", "cannot resolve %s: %m", path);
         int r = sbx_landlock_add_path(fd, abi, real, access);
         if (r < 0)
-                return sbx_error_set(e, r, "landlock: add rule", "cannot add a Landlock rule for %s: %s", real, strerror(-r));
+                return sbx_error_set(e, r, "landlock: add rule", "cannot add a Landlock rule for %s: %s",
+                        real, strerror(-r));
         return 0;
 }
 
@@ -423,8 +438,8 @@ static bool under_seccomp(void) {
  * (violations answer their errno on their own) for where no listener can be installed — absent
  * when observation is required, or when allow_spawn: false needs the listener to let exactly
  * one execve through. The init loads it for itself and everything under it. */
-int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra, sbx_seccomp_opts *ret_opts,
-                              int *ret_fd, sbx_error *e) {
+int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra,
+        sbx_seccomp_opts *ret_opts, int *ret_fd, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_seccomp_opts o = {
                 .deny_all_sockets_but_unix_pair = !pr->net_allow && !pr->loopback,
@@ -464,10 +479,13 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
                 .n_plain = plain ? plain->fprog.len : 0,
         };
         if ((r = write_all_fd(fd, &h, sizeof h)) < 0 ||
-            (observed && (r = write_all_fd(fd, observed->fprog.filter, observed->fprog.len * sizeof(struct sock_filter))) < 0) ||
-            (plain && (r = write_all_fd(fd, plain->fprog.filter, plain->fprog.len * sizeof(struct sock_filter))) < 0))
+                (observed && (r = write_all_fd(fd, observed->fprog.filter,
+                                      observed->fprog.len * sizeof(struct sock_filter))) < 0) ||
+                (plain && (r = write_all_fd(fd, plain->fprog.filter,
+                                   plain->fprog.len * sizeof(struct sock_filter))) < 0))
                 return sbx_error_set(e, r, "seccomp", "cannot write the seccomp programs: %s", strerror(-r));
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+                lseek(fd, 0, SEEK_SET) < 0)
                 return sbx_error_set(e, errno, "seccomp", "cannot seal the seccomp programs: %m");
         *ret_opts = o;
         *ret_fd = TAKE_FD(fd);
@@ -490,22 +508,21 @@ bool sbx_backend_bench_disabled(const char *layer) {
         return false;
 }
 
-
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
-                       sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e) {
+        sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         _cleanup_close_ int oom_fd = -EBADF;
-        int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, spair[2] = { -1, -1 };
+        int outp[2] = {-1, -1}, errp[2] = {-1, -1}, spair[2] = {-1, -1};
         int r;
 
         if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, spair) < 0) {
+                socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, spair) < 0) {
                 r = sbx_error_set(e, errno, "pipes", "cannot create pipes: %m");
                 goto fail_fds;
         }
         /* The init's credentials come with its messages: the supervisor tells the init's own
          * calls apart by pid, also where a sandbox tool runs between us and it (bwrap). */
-        (void) setsockopt(spair[0], SOL_SOCKET, SO_PASSCRED, &(int) { 1 }, sizeof(int));
+        (void) setsockopt(spair[0], SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int));
         /* Without a pid namespace the init is no PID 1: be the subreaper its orphans come to. */
         bool no_pidns = !(sp->clone_flags & CLONE_NEWPID);
         if (no_pidns && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
@@ -595,7 +612,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         rep->cpu_sys_ms = res.rusage.ru_stime.tv_sec * 1000 + res.rusage.ru_stime.tv_usec / 1000;
         rep->max_rss_kb = res.rusage.ru_maxrss;
         rep->stdout_bytes = res.stdout_bytes;
-        sbx_cgroup_stats cst = { 0 };
+        sbx_cgroup_stats cst = {0};
         bool have_stats = cg && sbx_cgroup_stats_read(cg, &cst) >= 0;
         if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
                 rep->pids_peak = (int64_t) cst.pids_peak;
@@ -620,8 +637,9 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 rep->has_exit_code = true;
                 rep->exit_code = res.code;
                 rep->cli_exit = res.code;
-                (void) sbx_report_set_error(rep, "%s: %s: %s", res.code == 127 ? "command not found" : "command not executable",
-                                            res.text, strerror(res.exec_errno));
+                (void) sbx_report_set_error(rep, "%s: %s: %s",
+                        res.code == 127 ? "command not found" : "command not executable", res.text,
+                        strerror(res.exec_errno));
                 break;
         case SBX_SV_SETUP_FAILED:
         default:
@@ -629,8 +647,8 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                         rep->status = SBX_STATUS_SETUP_ERROR;
                         rep->cli_exit = 125;
                         return sbx_error_set(e, res.exec_errno ? res.exec_errno : EIO, "sandbox init",
-                                             "sandbox setup failed inside the sandbox: %s%s%s", res.text,
-                                             res.exec_errno ? ": " : "", res.exec_errno ? strerror(res.exec_errno) : "");
+                                "sandbox setup failed inside the sandbox: %s%s%s", res.text,
+                                res.exec_errno ? ": " : "", res.exec_errno ? strerror(res.exec_errno) : "");
                 }
                 /* Killed by us before the command ended: the cause below says which. */
                 rep->status = SBX_STATUS_SIGNALED;
@@ -646,18 +664,19 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         }
         if (res.output_limited) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_OUTPUT_LIMIT);
-                sbx_detail d[2] = { { .key = "limit_bytes", .num = (int64_t) svp.output_cap },
-                                    { .key = "mechanism", .str = (char *) "supervisor" } };
+                sbx_detail d[2] = {{.key = "limit_bytes", .num = (int64_t) svp.output_cap},
+                        {.key = "mechanism", .str = (char *) "supervisor"}};
                 (void) sbx_report_add_violation(rep, SBX_VIOLATION_OUTPUT_LIMIT, "killed",
-                                                (int64_t) ((res.ended_ns - sv.ready_ns) / 1000000), NULL, d, 2);
+                        (int64_t) ((res.ended_ns - sv.ready_ns) / 1000000), NULL, d, 2);
                 if (rep->cli_exit < 128)
                         rep->cli_exit = 128 + SIGKILL;
         }
         if (have_stats && cst.pids_refused != SBX_CG_UNKNOWN && cst.pids_refused > 0) {
                 /* A refusal the command survives: recorded, status left to how it ended. */
-                sbx_detail d[2] = { { .key = "limit", .num = (int64_t) cfg->limits.value[SBX_LIMIT_PIDS] },
-                                    { .key = "refused", .num = (int64_t) cst.pids_refused } };
-                (void) sbx_report_add_violation(rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
+                sbx_detail d[2] = {{.key = "limit", .num = (int64_t) cfg->limits.value[SBX_LIMIT_PIDS]},
+                        {.key = "refused", .num = (int64_t) cst.pids_refused}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
         }
         if (res.violation_killed) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_VIOLATION);
@@ -668,11 +687,17 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
                 /* Evidence from the cgroup itself: its OOM event (we end the sandbox on it, which
                  * can beat the kernel's own OOM kill, then oom_kills stays 0) and its counters. */
-                sbx_detail d[4] = { { .key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB] },
-                                    { .key = "oom_kills", .num = (int64_t) (cst.oom_kills == SBX_CG_UNKNOWN ? 0 : cst.oom_kills) },
-                                    { .key = "peak_bytes", .num = (int64_t) (cst.memory_peak_bytes == SBX_CG_UNKNOWN ? 0 : cst.memory_peak_bytes) },
-                                    { .key = "oom_event", .num = res.oom ? 1 : 0 } };
-                (void) sbx_report_add_violation(rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 4);
+                sbx_detail d[4] = {
+                        {.key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB]},
+                        {.key = "oom_kills",
+                                .num = (int64_t) (cst.oom_kills == SBX_CG_UNKNOWN ? 0 : cst.oom_kills)},
+                        {.key = "peak_bytes",
+                                .num = (int64_t) (cst.memory_peak_bytes == SBX_CG_UNKNOWN
+                                                          ? 0
+                                                          : cst.memory_peak_bytes)},
+                        {.key = "oom_event", .num = res.oom ? 1 : 0}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 4);
                 rep->killed_by_sandbox = true;
         }
         if (res.cancel_signal) {
@@ -681,9 +706,12 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         }
         if (res.timed_out) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_TIMEOUT);
-                sbx_detail d[2] = { { .key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000) },
-                                    { .key = "limit", .str = (char *) (budget > 0 && budget < timeout ? "budget_s" : "timeout_s") } };
-                (void) sbx_report_add_violation(rep, SBX_VIOLATION_TIMEOUT, "killed", res.timeout_at_ms, NULL, d, 2);
+                sbx_detail d[2] = {{.key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000)},
+                        {.key = "limit",
+                                .str = (char *) (budget > 0 && budget < timeout ? "budget_s"
+                                                                                : "timeout_s")}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_TIMEOUT, "killed", res.timeout_at_ms, NULL, d, 2);
                 rep->cli_exit = 124;
         }
         return 0;
@@ -704,7 +732,7 @@ int sbx_backend_open_tool(const char *name, char *path, size_t size) {
         for (const char *p = dirs; *p;) {
                 size_t l = strcspn(p, ":");
                 if (l > 0 && (size_t) snprintf(path, size, "%.*s/%s", (int) l, p, name) < size &&
-                    access(path, X_OK) == 0) {
+                        access(path, X_OK) == 0) {
                         int fd = open(path, O_RDONLY | O_CLOEXEC);
                         if (fd >= 0)
                                 return fd;
@@ -726,7 +754,8 @@ void sbx_backend_debug_argv(const char *tool, char *const *argv) {
         fprintf(stderr, "sandboxer: %s argv:", tool);
         STRV_FOREACH(a, argv) {
                 fputc(' ', stderr);
-                if (**a && strspn(*a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == strlen(*a))
+                if (**a && strspn(*a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/"
+                                      ".,:@%") == strlen(*a))
                         fputs(*a, stderr);
                 else {
                         fputc('\'', stderr);

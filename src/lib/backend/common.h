@@ -31,15 +31,15 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
 int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, char *const *argv, char ***ret);
 
 typedef struct sbx_limit_context {
-        bool fresh_userns;     /* the sandbox has a uid of its own in a fresh user namespace */
-        bool scratch_tmpfs;    /* scratch is a tmpfs with size= */
+        bool fresh_userns; /* the sandbox has a uid of its own in a fresh user namespace */
+        bool scratch_tmpfs; /* scratch is a tmpfs with size= */
 } sbx_limit_context;
 
 /* Decide what enforces each limit (cgroups, else rlimits or seccomp that mean the same for the
  * whole sandbox, else nothing: a setup error unless enforce.best_effort lists it), create the
  * cgroup. Mechanisms go into the report. */
-int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_limit_context *ctx, sbx_cgroup **ret_cg,
-                            sbx_rlimit_plan *rl, sbx_error *e);
+int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_limit_context *ctx,
+        sbx_cgroup **ret_cg, sbx_rlimit_plan *rl, sbx_error *e);
 /* Kill, remove and free; NULL ok; returns NULL. */
 sbx_cgroup *sbx_backend_cgroup_destroy(sbx_cgroup *cg);
 DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_cgroup *, sbx_backend_cgroup_destroy);
@@ -47,8 +47,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_cgroup *, sbx_backend_cgroup_destroy);
 /* The seccomp programs for the init (observed, and plain where no listener can be had), as a
  * sealed memfd; *ret_opts are the observed program's options, for the supervisor to classify
  * notifications with. `extra` adds options (deny_inet, deny_metadata). */
-int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra, sbx_seccomp_opts *ret_opts,
-                              int *ret_fd, sbx_error *e);
+int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra,
+        sbx_seccomp_opts *ret_opts, int *ret_fd, sbx_error *e);
 
 /* Benchmark builds only (-Dbench_knobs=true): SANDBOXER_BENCH_DISABLE lists layers to skip. */
 bool sbx_backend_bench_disabled(const char *layer);
@@ -72,7 +72,7 @@ int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, 
  * into the report. Returns 0 when the command ran (whatever its outcome), -errno on a setup
  * error. */
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
-                       sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e);
+        sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e);
 
 /* The first executable `name` on $PATH (or the standard directories), opened for execveat;
  * its path in path. -ENOENT when there is none. */

@@ -10,9 +10,10 @@
  *
  * firejail shows the host's own root, read-only (--read-only=/): the profile's read list is
  * expressed by blacklisting every host path outside it (computed from the host's tree at run
- * time, written to a per-run firejail profile: more entries than firejail takes arguments), /tmp is firejail's private tmpfs, /dev its minimal one. seccomp is sandboxer's program,
- * loaded by the init with the listener; firejail's --seccomp is not used: its list is not ours,
- * and its SECCOMP_RET_ERRNO answers would outrank the listener and hide violations.
+ * time, written to a per-run firejail profile: more entries than firejail takes arguments), /tmp is
+ * firejail's private tmpfs, /dev its minimal one. seccomp is sandboxer's program, loaded by the init with
+ * the listener; firejail's --seccomp is not used: its list is not ours, and its SECCOMP_RET_ERRNO answers
+ * would outrank the listener and hide violations.
  *
  * What firejail cannot express is declared (docs/backends.md) and refused when a profile needs
  * it: a size for its tmpfs (limits.scratch_mb), writable host paths for an ordinary user
@@ -44,14 +45,16 @@ static int firejail_probe(char *reason, size_t size) {
         char path[PATH_MAX];
         int fd = sbx_backend_open_tool("firejail", path, sizeof path);
         if (fd < 0) {
-                snprintf(reason, size, "firejail not found in PATH; install firejail (apt install firejail)");
+                snprintf(
+                        reason, size, "firejail not found in PATH; install firejail (apt install firejail)");
                 return -ENOENT;
         }
         struct stat st;
         int r = fstat(fd, &st);
         close(fd);
         if (r < 0 || !(st.st_mode & S_ISUID) || st.st_uid != 0) {
-                snprintf(reason, size, "%s is not setuid root (firejail needs it to build its sandbox)", path);
+                snprintf(reason, size, "%s is not setuid root (firejail needs it to build its sandbox)",
+                        path);
                 return -EPERM;
         }
         return 0;
@@ -66,8 +69,8 @@ static bool is_ancestor(char *const *keep, const char *p) {
         return false;
 }
 
-/* "blacklist P" (a firejail profile line) for every host path that is neither kept nor above a kept one, walking down from
- * dir only along the kept paths' ancestors. Symlinks are never blacklisted (firejail would
+/* "blacklist P" (a firejail profile line) for every host path that is neither kept nor above a kept one,
+ * walking down from dir only along the kept paths' ancestors. Symlinks are never blacklisted (firejail would
  * blacklist their target): what they point to is decided at its own place in the tree. */
 static int add_blacklist(FILE *a, char *const *keep, const char *dir, int depth, sbx_error *e) {
         if (depth > 32)
@@ -100,28 +103,36 @@ static int add_blacklist(FILE *a, char *const *keep, const char *dir, int depth,
 }
 
 static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *const *init_argv,
-                      const char *profile_path, FILE *profile, char ***ret, sbx_error *e) {
+        const char *profile_path, FILE *profile, char ***ret, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         _cleanup_strv_free_ char **a = NULL, **keep = NULL;
         int r;
         _cleanup_free_ char *prof_arg = NULL;
         if (asprintf(&prof_arg, "--profile=%s", profile_path) < 0 || strv_extend(&a, "firejail") < 0 ||
-            strv_extend(&a, prof_arg) < 0)
+                strv_extend(&a, prof_arg) < 0)
                 return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
-        static const char *const fixed[] = { "--quiet", "--keep-fd=3,4,5", "--ipc-namespace",
-                                             "--hostname=" SANDBOX_HOSTNAME, "--private-tmp", "--private-dev",
-                                             "--read-only=/", "--nonewprivs", "--caps.drop=all", "--nogroups",
-                                             /* firejail drops TMPDIR from what it passes on */
-                                             "--env=TMPDIR=" SCRATCH_DIR,
-                                           };
+        static const char *const fixed[] = {
+                "--quiet",
+                "--keep-fd=3,4,5",
+                "--ipc-namespace",
+                "--hostname=" SANDBOX_HOSTNAME,
+                "--private-tmp",
+                "--private-dev",
+                "--read-only=/",
+                "--nonewprivs",
+                "--caps.drop=all",
+                "--nogroups",
+                /* firejail drops TMPDIR from what it passes on */
+                "--env=TMPDIR=" SCRATCH_DIR,
+        };
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
                 if (strv_extend(&a, fixed[i]) < 0)
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
         /* firejail keeps the invoking user's home writable under --read-only=/: say it again. */
         struct passwd pw, *pwp = NULL;
         char pwbuf[4096];
-        if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) == 0 && pwp && pw.pw_dir && pw.pw_dir[0] == '/' &&
-            !streq(pw.pw_dir, "/")) {
+        if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) == 0 && pwp && pw.pw_dir &&
+                pw.pw_dir[0] == '/' && !streq(pw.pw_dir, "/")) {
                 _cleanup_free_ char *ro = NULL;
                 if (asprintf(&ro, "--read-only=%s", pw.pw_dir) < 0 || strv_consume(&a, TAKE_PTR(ro)) < 0)
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
@@ -140,17 +151,19 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *c
         if (ws) {
                 _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
                 if (!real)
-                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
-                if (sbx_path_covered((char *[]) { (char *) SCRATCH_DIR, (char *) "/var/tmp", NULL }, real))
+                        return sbx_error_set(
+                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                if (sbx_path_covered((char *[]){(char *) SCRATCH_DIR, (char *) "/var/tmp", NULL}, real))
                         return sbx_error_set(e, EOPNOTSUPP, "workspace",
-                                             "the workspace %s is under /tmp or /var/tmp, which firejail replaces with "
-                                             "private tmpfs; use a workspace elsewhere, or --backend native or bwrap", real);
+                                "the workspace %s is under /tmp or /var/tmp, which firejail replaces with "
+                                "private tmpfs; use a workspace elsewhere, or --backend native or bwrap",
+                                real);
                 if (strv_extend(&keep, real) < 0)
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
                 (void) sbx_report_add_mount(rep, real, real, "host-ro");
         }
         /* /run/firejail: firejail's own state, which it needs inside (blacklisting /run breaks it). */
-        static const char *const own[] = { "/proc", "/dev", SCRATCH_DIR, "/run/firejail" };
+        static const char *const own[] = {"/proc", "/dev", SCRATCH_DIR, "/run/firejail"};
         for (size_t i = 0; i < ELEMENTSOF(own); i++)
                 if (strv_extend(&keep, own[i]) < 0)
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
@@ -160,7 +173,8 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *c
         if ((r = add_blacklist(profile, keep, "/", 0, e)) < 0)
                 return r;
         if (fflush(profile) != 0)
-                return sbx_error_set(e, errno, "firejail", "cannot write the firejail profile %s: %m", profile_path);
+                return sbx_error_set(
+                        e, errno, "firejail", "cannot write the firejail profile %s: %m", profile_path);
 
         if (strv_extend(&a, "--") < 0 || strv_extend(&a, "/proc/self/fd/5") < 0)
                 return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
@@ -171,12 +185,13 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *c
         return 0;
 }
 
-static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+static int firejail_run(
+        const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL, **fj_argv = NULL, **writable = NULL;
         _cleanup_close_ int tool_fd = -EBADF, init_fd = -EBADF, sc_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
-        sbx_seccomp_opts sc_opts = { 0 };
+        sbx_seccomp_opts sc_opts = {0};
         sbx_rlimit_plan rl;
         char tool[PATH_MAX], reason[512];
         int r;
@@ -185,22 +200,24 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         rep->isolation = "container";
 
         if (firejail_probe(reason, sizeof reason) < 0)
-                return sbx_error_set(e, EOPNOTSUPP, "firejail", "cannot use the firejail backend: %s", reason);
+                return sbx_error_set(
+                        e, EOPNOTSUPP, "firejail", "cannot use the firejail backend: %s", reason);
         bool root = geteuid() == 0;
         uid_t uid = root ? cfg->policy->run_as : getuid();
         gid_t gid = root ? cfg->policy->run_as : getgid();
         if (uid < 1000 || uid == 65534)
                 return sbx_error_set(e, EPERM, "firejail",
-                                     "firejail refuses to sandbox uid %u (a system account%s); %s", (unsigned) uid,
-                                     uid == 65534 ? ": nobody" : "",
-                                     root ? "set run_as in the policy file to an ordinary user's uid (1000 or above), "
-                                            "or use --backend native"
-                                          : "run sandboxer as an ordinary user, or use --backend native");
+                        "firejail refuses to sandbox uid %u (a system account%s); %s", (unsigned) uid,
+                        uid == 65534 ? ": nobody" : "",
+                        root ? "set run_as in the policy file to an ordinary user's uid (1000 or above), "
+                               "or use --backend native"
+                             : "run sandboxer as an ordinary user, or use --backend native");
 
         if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-            (r = sbx_backend_check_reachable(cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
+                (r = sbx_backend_check_reachable(
+                         cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
                 return r;
-        sbx_limit_context lc = { .fresh_userns = false, .scratch_tmpfs = false };
+        sbx_limit_context lc = {.fresh_userns = false, .scratch_tmpfs = false};
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;
         tool_fd = sbx_backend_open_tool("firejail", tool, sizeof tool);
@@ -213,20 +230,26 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
                 return r;
         bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
         if ((r = sbx_backend_build_env(cfg, SCRATCH_DIR, ws ? cfg->workspace : NULL, &env)) < 0 ||
-            (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd : ws ? cfg->workspace : SCRATCH_DIR, false, sc_fd >= 0, argv,
-                                       &init_argv)) < 0)
+                (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
+                                           : ws     ? cfg->workspace
+                                                    : SCRATCH_DIR,
+                         false, sc_fd >= 0, argv, &init_argv)) < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
         char base[PATH_MAX - 64], profile_path[PATH_MAX];
         if ((r = sbx_backend_runtime_dir(base, sizeof base)) < 0)
-                return sbx_error_set(e, r, "firejail", "cannot use the runtime directory %s: %s; set SANDBOXER_RUNTIME_DIR",
-                                     base, strerror(-r));
+                return sbx_error_set(e, r, "firejail",
+                        "cannot use the runtime directory %s: %s; set SANDBOXER_RUNTIME_DIR", base,
+                        strerror(-r));
         snprintf(profile_path, sizeof profile_path, "%s/firejail-%s.profile", base, rep->id + 4);
-        _cleanup_close_ int pfd = open(profile_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        _cleanup_close_ int pfd =
+                open(profile_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (pfd < 0)
-                return sbx_error_set(e, errno, "firejail", "cannot create the firejail profile %s: %m", profile_path);
+                return sbx_error_set(
+                        e, errno, "firejail", "cannot create the firejail profile %s: %m", profile_path);
         FILE *profile = fdopen(TAKE_FD(pfd), "w");
         if (!profile) {
-                r = sbx_error_set(e, errno, "firejail", "cannot write the firejail profile %s: %m", profile_path);
+                r = sbx_error_set(
+                        e, errno, "firejail", "cannot write the firejail profile %s: %m", profile_path);
                 (void) unlink(profile_path);
                 return r;
         }
@@ -258,13 +281,15 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
                 .setuid_helper = true,
         };
         (void) sbx_report_set_fence(rep, "namespaces", "mount, pid, %s, ipc, uts (firejail)",
-                                    pr->net_allow ? "host network (network.default allow)" : "net (--net=none)");
-        (void) sbx_report_set_fence(rep, "filesystem", "host root read-only, paths outside the read list blacklisted, "
-                                    "private /tmp and /dev (firejail)");
-        (void) sbx_report_set_fence(rep, "seccomp", "sandboxer-init: escape surface refused, clone3 and syscalls above %d "
-                                    "ENOSYS, foreign ABIs killed%s%s", sbx_seccomp_max_known_nr(),
-                                    !pr->allow_spawn ? ", no new processes, one execve" : "",
-                                    !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
+                pr->net_allow ? "host network (network.default allow)" : "net (--net=none)");
+        (void) sbx_report_set_fence(rep, "filesystem",
+                "host root read-only, paths outside the read list blacklisted, "
+                "private /tmp and /dev (firejail)");
+        (void) sbx_report_set_fence(rep, "seccomp",
+                "sandboxer-init: escape surface refused, clone3 and syscalls above %d "
+                "ENOSYS, foreign ABIs killed%s%s",
+                sbx_seccomp_max_known_nr(), !pr->allow_spawn ? ", no new processes, one execve" : "",
+                !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
         (void) sbx_report_set_fence(rep, "landlock", "none (firejail's mounts are the filesystem fence)");
         (void) sbx_report_set_fence(rep, "capabilities", "none (firejail --caps.drop=all)");
         (void) sbx_report_set_fence(rep, "no_new_privs", "set (firejail --nonewprivs, and the init)");
@@ -283,43 +308,49 @@ static int firejail_run(const sbx_config *cfg, char *const *argv, const sbx_run_
 }
 
 static const sbx_cap_decl firejail_caps[_SBX_CAP_MAX] = {
-        [SBX_CAP_FS_READONLY] = { true, "--read-only=/" },
-        [SBX_CAP_FS_PRIVATE_VIEW] = { true, "--blacklist of every host path outside the read list" },
-        [SBX_CAP_FS_WRITE_PATHS] = { false, "firejail's --read-write is root-only outside the user's home; use --backend "
-                                            "native or bwrap" },
-        [SBX_CAP_FS_EXEC_RULES] = { false, "firejail has --noexec=PATH but no allowlist of what may run; use --backend "
-                                           "native or landlock" },
-        [SBX_CAP_WORKSPACE_RO] = { true, "visible read-only at its host path (not under /tmp or /var/tmp: firejail's private tmpfs hide them)" },
-        [SBX_CAP_WORKSPACE_RW] = { false, "under --read-only=/ only root may make a path writable again; use --backend "
-                                          "native or bwrap" },
-        [SBX_CAP_SCRATCH] = { true, "--private-tmp (a tmpfs at /tmp)" },
-        [SBX_CAP_NET_DENY] = { true, "--net=none" },
-        [SBX_CAP_NET_LOOPBACK] = { true, "lo in firejail's network namespace" },
-        [SBX_CAP_NET_HOST] = { true, "no --net option when the policy allows host network" },
-        [SBX_CAP_PID_ISOLATION] = { true, "firejail's pid namespace" },
-        [SBX_CAP_IPC_ISOLATION] = { true, "--ipc-namespace" },
-        [SBX_CAP_HOSTNAME] = { true, "--hostname=sandbox" },
-        [SBX_CAP_IDENTITY] = { false, "the command runs as the invoking host uid; /etc/passwd is the host's" },
-        [SBX_CAP_SECCOMP] = { true, "sandboxer-init's program (firejail's own --seccomp list is not used)" },
-        [SBX_CAP_LANDLOCK] = { false, "firejail mounts its own /proc, /dev and /tmp after any ruleset built outside" },
-        [SBX_CAP_CAPS_DROPPED] = { true, "--caps.drop=all" },
-        [SBX_CAP_NO_NEW_PRIVS] = { true, "--nonewprivs, and the init" },
-        [SBX_CAP_NOT_HOST_ROOT] = { true, "the invoking uid: the caller, or run_as as root (an ordinary uid: firejail "
-                                          "refuses system accounts)" },
-        [SBX_CAP_SPAWN_FENCE] = { true, "sandboxer-init's filter with the listener" },
-        [SBX_CAP_LIMIT_TIMEOUT] = { true, "supervisor" },
-        [SBX_CAP_LIMIT_OUTPUT] = { true, "supervisor" },
-        [SBX_CAP_LIMIT_MEMORY] = { true, "cgroup around firejail (RLIMIT_AS when spawning is off)" },
-        [SBX_CAP_LIMIT_PIDS] = { true, "cgroup around firejail (seccomp when spawning is off)" },
-        [SBX_CAP_LIMIT_CPUS] = { true, "cgroup around firejail" },
-        [SBX_CAP_LIMIT_SCRATCH] = { false, "firejail's --private-tmp has no size option" },
-        [SBX_CAP_OBSERVE_NETWORK] = { true, "seccomp listener: connect/bind and refused sockets" },
-        [SBX_CAP_OBSERVE_FS_WRITE] = { true, "seccomp listener: write-intent calls (observe.fs_writes)" },
-        [SBX_CAP_OBSERVE_SYSCALL] = { true, "seccomp listener" },
-        [SBX_CAP_OBSERVE_PROCESS] = { true, "pids cgroup events; spawn and exec refusals at the listener" },
-        [SBX_CAP_OBSERVE_MEMORY] = { true, "memory cgroup OOM events" },
-        [SBX_CAP_OBSERVE_TIMEOUT] = { true, "supervisor" },
-        [SBX_CAP_OBSERVE_OUTPUT] = { true, "supervisor" },
+        [SBX_CAP_FS_READONLY] = {true, "--read-only=/"},
+        [SBX_CAP_FS_PRIVATE_VIEW] = {true, "--blacklist of every host path outside the read list"},
+        [SBX_CAP_FS_WRITE_PATHS] = {false,
+                "firejail's --read-write is root-only outside the user's home; use --backend "
+                "native or bwrap"},
+        [SBX_CAP_FS_EXEC_RULES] = {false,
+                "firejail has --noexec=PATH but no allowlist of what may run; use --backend "
+                "native or landlock"},
+        [SBX_CAP_WORKSPACE_RO] = {true, "visible read-only at its host path (not under /tmp or /var/tmp: "
+                                        "firejail's private tmpfs hide them)"},
+        [SBX_CAP_WORKSPACE_RW] = {false,
+                "under --read-only=/ only root may make a path writable again; use --backend "
+                "native or bwrap"},
+        [SBX_CAP_SCRATCH] = {true, "--private-tmp (a tmpfs at /tmp)"},
+        [SBX_CAP_NET_DENY] = {true, "--net=none"},
+        [SBX_CAP_NET_LOOPBACK] = {true, "lo in firejail's network namespace"},
+        [SBX_CAP_NET_HOST] = {true, "no --net option when the policy allows host network"},
+        [SBX_CAP_PID_ISOLATION] = {true, "firejail's pid namespace"},
+        [SBX_CAP_IPC_ISOLATION] = {true, "--ipc-namespace"},
+        [SBX_CAP_HOSTNAME] = {true, "--hostname=sandbox"},
+        [SBX_CAP_IDENTITY] = {false, "the command runs as the invoking host uid; /etc/passwd is the host's"},
+        [SBX_CAP_SECCOMP] = {true, "sandboxer-init's program (firejail's own --seccomp list is not used)"},
+        [SBX_CAP_LANDLOCK] = {false,
+                "firejail mounts its own /proc, /dev and /tmp after any ruleset built outside"},
+        [SBX_CAP_CAPS_DROPPED] = {true, "--caps.drop=all"},
+        [SBX_CAP_NO_NEW_PRIVS] = {true, "--nonewprivs, and the init"},
+        [SBX_CAP_NOT_HOST_ROOT] = {true,
+                "the invoking uid: the caller, or run_as as root (an ordinary uid: firejail "
+                "refuses system accounts)"},
+        [SBX_CAP_SPAWN_FENCE] = {true, "sandboxer-init's filter with the listener"},
+        [SBX_CAP_LIMIT_TIMEOUT] = {true, "supervisor"},
+        [SBX_CAP_LIMIT_OUTPUT] = {true, "supervisor"},
+        [SBX_CAP_LIMIT_MEMORY] = {true, "cgroup around firejail (RLIMIT_AS when spawning is off)"},
+        [SBX_CAP_LIMIT_PIDS] = {true, "cgroup around firejail (seccomp when spawning is off)"},
+        [SBX_CAP_LIMIT_CPUS] = {true, "cgroup around firejail"},
+        [SBX_CAP_LIMIT_SCRATCH] = {false, "firejail's --private-tmp has no size option"},
+        [SBX_CAP_OBSERVE_NETWORK] = {true, "seccomp listener: connect/bind and refused sockets"},
+        [SBX_CAP_OBSERVE_FS_WRITE] = {true, "seccomp listener: write-intent calls (observe.fs_writes)"},
+        [SBX_CAP_OBSERVE_SYSCALL] = {true, "seccomp listener"},
+        [SBX_CAP_OBSERVE_PROCESS] = {true, "pids cgroup events; spawn and exec refusals at the listener"},
+        [SBX_CAP_OBSERVE_MEMORY] = {true, "memory cgroup OOM events"},
+        [SBX_CAP_OBSERVE_TIMEOUT] = {true, "supervisor"},
+        [SBX_CAP_OBSERVE_OUTPUT] = {true, "supervisor"},
 };
 
 const sbx_backend sbx_backend_firejail = {

@@ -30,9 +30,11 @@ static int landlock_probe(char *reason, size_t size) {
         int abi = sbx_landlock_abi();
         if (abi < LANDLOCK_MIN_ABI) {
                 snprintf(reason, size,
-                         "Landlock ABI %d here, the landlock backend needs %d (Linux 6.12+) to keep signals and "
-                         "abstract unix sockets inside the sandbox%s",
-                         abi, LANDLOCK_MIN_ABI, abi == 0 ? "; Landlock is absent or not in the lsm= boot list" : "");
+                        "Landlock ABI %d here, the landlock backend needs %d (Linux 6.12+) to keep signals "
+                        "and "
+                        "abstract unix sockets inside the sandbox%s",
+                        abi, LANDLOCK_MIN_ABI,
+                        abi == 0 ? "; Landlock is absent or not in the lsm= boot list" : "");
                 return -EOPNOTSUPP;
         }
         return 0;
@@ -55,19 +57,23 @@ static void run_dir_remove(run_dir *d) {
         d->made = d->mounted = false;
 }
 
-static int run_dir_make(run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid, double scratch_mb, sbx_error *e) {
+static int run_dir_make(
+        run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid, double scratch_mb, sbx_error *e) {
         bool root = geteuid() == 0;
         int r = sbx_backend_runtime_dir(d->base, sizeof d->base);
         if (r == -EPERM)
                 /* A directory somebody else planted (e.g. in /tmp) must not hold our scratch. */
                 return sbx_error_set(e, EPERM, "scratch",
-                                     "refusing the runtime directory %s: not a directory owned by uid %u and writable "
-                                     "only by it; remove it or set SANDBOXER_RUNTIME_DIR",
-                                     d->base, (unsigned) geteuid());
+                        "refusing the runtime directory %s: not a directory owned by uid %u and writable "
+                        "only by it; remove it or set SANDBOXER_RUNTIME_DIR",
+                        d->base, (unsigned) geteuid());
         if (r < 0)
-                return sbx_error_set(e, r, "scratch", "cannot create the runtime directory %s: %s", d->base, strerror(-r));
-        if (snprintf(d->dir, sizeof d->dir, "%s/run-%s", d->base, rep->id + 4 /* skip "run_" */) >= (int) sizeof d->dir)
-                return sbx_error_set(e, ENAMETOOLONG, "scratch", "the runtime directory path %s is too long", d->base);
+                return sbx_error_set(e, r, "scratch", "cannot create the runtime directory %s: %s", d->base,
+                        strerror(-r));
+        if (snprintf(d->dir, sizeof d->dir, "%s/run-%s", d->base, rep->id + 4 /* skip "run_" */) >=
+                (int) sizeof d->dir)
+                return sbx_error_set(
+                        e, ENAMETOOLONG, "scratch", "the runtime directory path %s is too long", d->base);
         if (mkdir(d->dir, root ? 0711 : 0700) < 0)
                 return sbx_error_set(e, errno, "scratch", "cannot create %s: %m", d->dir);
         d->made = true;
@@ -79,26 +85,30 @@ static int run_dir_make(run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid,
                 close(fd);
         }
         if (snprintf(d->scratch, sizeof d->scratch, "%s/scratch", d->dir) >= (int) sizeof d->scratch)
-                return sbx_error_set(e, ENAMETOOLONG, "scratch", "the runtime directory path %s is too long", d->base);
+                return sbx_error_set(
+                        e, ENAMETOOLONG, "scratch", "the runtime directory path %s is too long", d->base);
         if (mkdir(d->scratch, 0700) < 0)
                 return sbx_error_set(e, errno, "scratch", "cannot create %s: %m", d->scratch);
         if (root) {
                 /* A tmpfs bounds the scratch where we may mount one (root with CAP_SYS_ADMIN). */
                 char opts[96];
-                snprintf(opts, sizeof opts, "size=%llum,mode=0700,uid=%u,gid=%u", (unsigned long long) ceil(scratch_mb),
-                         (unsigned) uid, (unsigned) gid);
+                snprintf(opts, sizeof opts, "size=%llum,mode=0700,uid=%u,gid=%u",
+                        (unsigned long long) ceil(scratch_mb), (unsigned) uid, (unsigned) gid);
                 if (mount("tmpfs", d->scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0)
                         d->mounted = true;
                 else if (chown(d->scratch, uid, gid) < 0)
-                        return sbx_error_set(e, errno, "scratch", "cannot hand %s to uid %u: %m", d->scratch, (unsigned) uid);
+                        return sbx_error_set(e, errno, "scratch", "cannot hand %s to uid %u: %m", d->scratch,
+                                (unsigned) uid);
         }
         return 0;
 }
 
 static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, int *ret_abi, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
-        sbx_landlock_request req = { .deny_tcp = true, .scope_abstract_unix = true, .scope_signal = true,
-                                     .min_abi = LANDLOCK_MIN_ABI };
+        sbx_landlock_request req = {.deny_tcp = true,
+                .scope_abstract_unix = true,
+                .scope_signal = true,
+                .min_abi = LANDLOCK_MIN_ABI};
         sbx_landlock_info info;
         _cleanup_close_ int fd = -EBADF;
         int r = sbx_landlock_ruleset_new(&req, &fd, &info, e);
@@ -106,22 +116,26 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
                 return r;
         STRV_FOREACH(p, pr->fs_read)
                 if ((r = sbx_backend_ll_add_host(fd, info.abi, *p,
-                                                 SBX_LL_READ | (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                             SBX_LL_READ | (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
                         return r;
         STRV_FOREACH(p, pr->fs_write)
-                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p, SBX_LL_READ | SBX_LL_WRITE |
-                                                 (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p,
+                             SBX_LL_READ | SBX_LL_WRITE |
+                                     (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0),
+                             e)) < 0)
                         return r;
         if ((r = sbx_backend_ll_add_host(fd, info.abi, d->scratch,
-                                         SBX_LL_READ | SBX_LL_WRITE | (pr->cmd_mode == SBX_CMD_MODE_STRICT ? 0 : SBX_LL_EXEC), e)) < 0)
+                     SBX_LL_READ | SBX_LL_WRITE | (pr->cmd_mode == SBX_CMD_MODE_STRICT ? 0 : SBX_LL_EXEC),
+                     e)) < 0)
                 return r;
         if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-            (r = sbx_backend_ll_add_host(fd, info.abi, cfg->workspace,
-                                         SBX_LL_READ | (pr->ws_access == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
-                                                 (sbx_backend_exec_allowed(pr, cfg->workspace) ? SBX_LL_EXEC : 0),
-                                         e)) < 0)
+                (r = sbx_backend_ll_add_host(fd, info.abi, cfg->workspace,
+                         SBX_LL_READ | (pr->ws_access == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
+                                 (sbx_backend_exec_allowed(pr, cfg->workspace) ? SBX_LL_EXEC : 0),
+                         e)) < 0)
                 return r;
-        static const char *const devs[] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty" };
+        static const char *const devs[] = {
+                "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};
         for (size_t i = 0; i < ELEMENTSOF(devs); i++)
                 if ((r = sbx_backend_ll_add_host(fd, info.abi, devs[i], SBX_LL_READ | SBX_LL_WRITE, e)) < 0)
                         return r;
@@ -134,13 +148,14 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
         return 0;
 }
 
-static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+static int landlock_run(
+        const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
         _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
-        run_dir d = { 0 };
-        sbx_seccomp_opts sc_opts = { 0 };
+        run_dir d = {0};
+        sbx_seccomp_opts sc_opts = {0};
         int ll_abi = 0, r;
         sbx_rlimit_plan rl;
 
@@ -149,29 +164,35 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
 
         char reason[512];
         if (landlock_probe(reason, sizeof reason) < 0)
-                return sbx_error_set(e, EOPNOTSUPP, "landlock", "cannot enforce the landlock backend: %s", reason);
+                return sbx_error_set(
+                        e, EOPNOTSUPP, "landlock", "cannot enforce the landlock backend: %s", reason);
         if (pr->net_allow)
                 return sbx_error_set(e, EOPNOTSUPP, "network",
-                                     "network.default: allow is not available on the landlock backend (no network "
-                                     "namespace to share or filter); use --backend native");
+                        "network.default: allow is not available on the landlock backend (no network "
+                        "namespace to share or filter); use --backend native");
         bool root = geteuid() == 0;
         uid_t uid = root ? cfg->policy->run_as : getuid();
         gid_t gid = root ? cfg->policy->run_as : getgid();
         if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && root) {
                 struct stat st;
                 if (stat(cfg->workspace, &st) < 0)
-                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                        return sbx_error_set(
+                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
                 if (st.st_uid != uid)
                         return sbx_error_set(e, EPERM, "workspace",
-                                "refusing a writable workspace on the landlock backend as root: the command runs as uid %u "
-                                "and what it writes would land owned by it, not by the workspace's owner (uid %u), and "
-                                "without a mount namespace there is no idmapped mount; run sandboxer as the workspace's "
+                                "refusing a writable workspace on the landlock backend as root: the command "
+                                "runs as uid %u "
+                                "and what it writes would land owned by it, not by the workspace's owner "
+                                "(uid %u), and "
+                                "without a mount namespace there is no idmapped mount; run sandboxer as the "
+                                "workspace's "
                                 "owner, or use --backend native",
                                 (unsigned) uid, (unsigned) st.st_uid);
         }
 
         if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-            (r = sbx_backend_check_reachable(cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
+                (r = sbx_backend_check_reachable(
+                         cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
                 return r;
         r = run_dir_make(&d, rep, uid, gid, cfg->limits.value[SBX_LIMIT_SCRATCH_MB], e);
         if (r < 0)
@@ -184,7 +205,7 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         if (sbx_backend_bench_disabled("cgroup")) {
                 sbx_rlimit_plan_init(&rl);
         } else {
-                sbx_limit_context lc = { .fresh_userns = false, .scratch_tmpfs = d.mounted };
+                sbx_limit_context lc = {.fresh_userns = false, .scratch_tmpfs = d.mounted};
                 r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e);
                 if (r < 0)
                         goto out;
@@ -196,14 +217,16 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
         }
         if ((r = build_landlock(cfg, &d, &ll_fd, &ll_abi, e)) < 0)
                 goto out;
-        sbx_seccomp_opts extra = { .deny_inet = true, .deny_metadata = true };
+        sbx_seccomp_opts extra = {.deny_inet = true, .deny_metadata = true};
         if ((r = sbx_backend_build_seccomp(cfg, &extra, &sc_opts, &sc_fd, e)) < 0)
                 goto out;
 
         bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
         if ((r = sbx_backend_build_env(cfg, d.scratch, ws ? cfg->workspace : NULL, &env)) < 0 ||
-            (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd : ws ? cfg->workspace : d.scratch, true, sc_fd >= 0,
-                                       argv, &init_argv)) < 0) {
+                (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
+                                           : ws     ? cfg->workspace
+                                                    : d.scratch,
+                         true, sc_fd >= 0, argv, &init_argv)) < 0) {
                 r = sbx_error_set(e, r, "environment", "out of memory");
                 goto out;
         }
@@ -226,20 +249,25 @@ static int landlock_run(const sbx_config *cfg, char *const *argv, const sbx_run_
                 .last_cap = sbx_caps_last_cap(),
         };
         (void) sbx_report_set_fence(rep, "namespaces", "none");
-        (void) sbx_report_set_fence(rep, "landlock", "ABI %d: filesystem rules, TCP bind/connect denied, abstract unix "
-                                    "sockets and signals scoped", ll_abi);
-        (void) sbx_report_set_fence(rep, "seccomp", "escape surface refused, no inet/packet sockets, no chmod/chown/"
-                                    "utimes/xattrs, clone3 and syscalls above %d ENOSYS, foreign ABIs killed%s%s",
-                                    sbx_seccomp_max_known_nr(), !pr->allow_spawn ? ", no new processes, one execve" : "",
-                                    !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
-        (void) sbx_report_set_fence(rep, "capabilities", root ? "none (bounding, ambient, inheritable, permitted, effective)"
-                                                              : "none (bounding set left: an ordinary user cannot drop it; "
-                                                                "no_new_privs keeps it unusable)");
+        (void) sbx_report_set_fence(rep, "landlock",
+                "ABI %d: filesystem rules, TCP bind/connect denied, abstract unix "
+                "sockets and signals scoped",
+                ll_abi);
+        (void) sbx_report_set_fence(rep, "seccomp",
+                "escape surface refused, no inet/packet sockets, no chmod/chown/"
+                "utimes/xattrs, clone3 and syscalls above %d ENOSYS, foreign ABIs killed%s%s",
+                sbx_seccomp_max_known_nr(), !pr->allow_spawn ? ", no new processes, one execve" : "",
+                !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
+        (void) sbx_report_set_fence(rep, "capabilities",
+                root ? "none (bounding, ambient, inheritable, permitted, effective)"
+                     : "none (bounding set left: an ordinary user cannot drop it; "
+                       "no_new_privs keeps it unusable)");
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
         (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
 
         _cleanup_strv_free_ char **writable = NULL;
-        if (sbx_backend_writable_set(cfg, d.scratch, ws && pr->ws_access == SBX_ACCESS_RW ? cfg->workspace : NULL, &writable) < 0) {
+        if (sbx_backend_writable_set(cfg, d.scratch,
+                    ws && pr->ws_access == SBX_ACCESS_RW ? cfg->workspace : NULL, &writable) < 0) {
                 r = sbx_error_set(e, ENOMEM, "writable set", "out of memory");
                 goto out;
         }
@@ -250,43 +278,51 @@ out:
 }
 
 static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
-        [SBX_CAP_FS_READONLY] = { true, "Landlock: no write right outside scratch, a rw workspace and filesystem.write" },
-        [SBX_CAP_FS_PRIVATE_VIEW] = { true, "Landlock: paths outside the read list are refused (not hidden)" },
-        [SBX_CAP_FS_WRITE_PATHS] = { true, "Landlock write rights" },
-        [SBX_CAP_FS_EXEC_RULES] = { true, "Landlock execute right only on filesystem.exec" },
-        [SBX_CAP_WORKSPACE_RO] = { true, "Landlock read rights, at the workspace's host path" },
-        [SBX_CAP_WORKSPACE_RW] = { true, "Landlock write rights; as root only a workspace owned by run_as (no mount "
-                                         "namespace, no idmapped mount)" },
-        [SBX_CAP_SCRATCH] = { true, "a per-run directory under the runtime dir (a tmpfs as root)" },
-        [SBX_CAP_NET_DENY] = { true, "seccomp: no inet/packet sockets; Landlock: TCP bind/connect denied" },
-        [SBX_CAP_NET_LOOPBACK] = { false, "no network namespace of its own: the host's loopback is refused with the rest" },
-        [SBX_CAP_NET_HOST] = { false, "no network namespace to share or filter; use --backend bwrap" },
-        [SBX_CAP_PID_ISOLATION] = { false, "no pid namespace: host processes are visible in /proc (signals to them are "
-                                           "scoped away by Landlock)" },
-        [SBX_CAP_IPC_ISOLATION] = { false, "no ipc namespace: host SysV IPC and POSIX queues (abstract unix sockets are "
-                                           "scoped by Landlock)" },
-        [SBX_CAP_HOSTNAME] = { false, "no uts namespace: the host's hostname" },
-        [SBX_CAP_IDENTITY] = { false, "runs as the caller's uid (run_as as root) with the host's /etc/passwd" },
-        [SBX_CAP_SECCOMP] = { true, "the rule table plus no inet sockets and no chmod/chown/utimes/xattrs" },
-        [SBX_CAP_LANDLOCK] = { true, "ABI 6+: filesystem, TCP, abstract unix sockets and signals scoped" },
-        [SBX_CAP_CAPS_DROPPED] = { true, "all sets as root; unprivileged the bounding set stays, unusable under "
-                                         "no_new_privs" },
-        [SBX_CAP_NO_NEW_PRIVS] = { true, "set before the init runs" },
-        [SBX_CAP_NOT_HOST_ROOT] = { true, "the caller's uid, run_as as root" },
-        [SBX_CAP_SPAWN_FENCE] = { true, "seccomp: fork/clone refused, the listener lets exactly one execve through" },
-        [SBX_CAP_LIMIT_TIMEOUT] = { true, "supervisor" },
-        [SBX_CAP_LIMIT_OUTPUT] = { true, "supervisor" },
-        [SBX_CAP_LIMIT_MEMORY] = { true, "cgroup (RLIMIT_AS when spawning is off)" },
-        [SBX_CAP_LIMIT_PIDS] = { true, "cgroup (seccomp when spawning is off)" },
-        [SBX_CAP_LIMIT_CPUS] = { true, "cgroup" },
-        [SBX_CAP_LIMIT_SCRATCH] = { true, "tmpfs size= as root; unprivileged none (best_effort)" },
-        [SBX_CAP_OBSERVE_NETWORK] = { true, "seccomp listener: refused inet sockets" },
-        [SBX_CAP_OBSERVE_FS_WRITE] = { true, "seccomp listener: write-intent calls (observe.fs_writes)" },
-        [SBX_CAP_OBSERVE_SYSCALL] = { true, "seccomp listener" },
-        [SBX_CAP_OBSERVE_PROCESS] = { true, "pids cgroup events; spawn and exec refusals at the listener" },
-        [SBX_CAP_OBSERVE_MEMORY] = { true, "memory cgroup OOM events" },
-        [SBX_CAP_OBSERVE_TIMEOUT] = { true, "supervisor" },
-        [SBX_CAP_OBSERVE_OUTPUT] = { true, "supervisor" },
+        [SBX_CAP_FS_READONLY] = {true,
+                "Landlock: no write right outside scratch, a rw workspace and filesystem.write"},
+        [SBX_CAP_FS_PRIVATE_VIEW] = {true, "Landlock: paths outside the read list are refused (not hidden)"},
+        [SBX_CAP_FS_WRITE_PATHS] = {true, "Landlock write rights"},
+        [SBX_CAP_FS_EXEC_RULES] = {true, "Landlock execute right only on filesystem.exec"},
+        [SBX_CAP_WORKSPACE_RO] = {true, "Landlock read rights, at the workspace's host path"},
+        [SBX_CAP_WORKSPACE_RW] = {true,
+                "Landlock write rights; as root only a workspace owned by run_as (no mount "
+                "namespace, no idmapped mount)"},
+        [SBX_CAP_SCRATCH] = {true, "a per-run directory under the runtime dir (a tmpfs as root)"},
+        [SBX_CAP_NET_DENY] = {true, "seccomp: no inet/packet sockets; Landlock: TCP bind/connect denied"},
+        [SBX_CAP_NET_LOOPBACK] = {false,
+                "no network namespace of its own: the host's loopback is refused with the rest"},
+        [SBX_CAP_NET_HOST] = {false, "no network namespace to share or filter; use --backend bwrap"},
+        [SBX_CAP_PID_ISOLATION] = {false,
+                "no pid namespace: host processes are visible in /proc (signals to them are "
+                "scoped away by Landlock)"},
+        [SBX_CAP_IPC_ISOLATION] = {false,
+                "no ipc namespace: host SysV IPC and POSIX queues (abstract unix sockets are "
+                "scoped by Landlock)"},
+        [SBX_CAP_HOSTNAME] = {false, "no uts namespace: the host's hostname"},
+        [SBX_CAP_IDENTITY] = {false,
+                "runs as the caller's uid (run_as as root) with the host's /etc/passwd"},
+        [SBX_CAP_SECCOMP] = {true, "the rule table plus no inet sockets and no chmod/chown/utimes/xattrs"},
+        [SBX_CAP_LANDLOCK] = {true, "ABI 6+: filesystem, TCP, abstract unix sockets and signals scoped"},
+        [SBX_CAP_CAPS_DROPPED] = {true,
+                "all sets as root; unprivileged the bounding set stays, unusable under "
+                "no_new_privs"},
+        [SBX_CAP_NO_NEW_PRIVS] = {true, "set before the init runs"},
+        [SBX_CAP_NOT_HOST_ROOT] = {true, "the caller's uid, run_as as root"},
+        [SBX_CAP_SPAWN_FENCE] = {true,
+                "seccomp: fork/clone refused, the listener lets exactly one execve through"},
+        [SBX_CAP_LIMIT_TIMEOUT] = {true, "supervisor"},
+        [SBX_CAP_LIMIT_OUTPUT] = {true, "supervisor"},
+        [SBX_CAP_LIMIT_MEMORY] = {true, "cgroup (RLIMIT_AS when spawning is off)"},
+        [SBX_CAP_LIMIT_PIDS] = {true, "cgroup (seccomp when spawning is off)"},
+        [SBX_CAP_LIMIT_CPUS] = {true, "cgroup"},
+        [SBX_CAP_LIMIT_SCRATCH] = {true, "tmpfs size= as root; unprivileged none (best_effort)"},
+        [SBX_CAP_OBSERVE_NETWORK] = {true, "seccomp listener: refused inet sockets"},
+        [SBX_CAP_OBSERVE_FS_WRITE] = {true, "seccomp listener: write-intent calls (observe.fs_writes)"},
+        [SBX_CAP_OBSERVE_SYSCALL] = {true, "seccomp listener"},
+        [SBX_CAP_OBSERVE_PROCESS] = {true, "pids cgroup events; spawn and exec refusals at the listener"},
+        [SBX_CAP_OBSERVE_MEMORY] = {true, "memory cgroup OOM events"},
+        [SBX_CAP_OBSERVE_TIMEOUT] = {true, "supervisor"},
+        [SBX_CAP_OBSERVE_OUTPUT] = {true, "supervisor"},
 };
 
 const sbx_backend sbx_backend_landlock = {

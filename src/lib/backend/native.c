@@ -38,7 +38,7 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 static int add_bind(sbx_mount_plan *plan, sbx_report *rep, const char *host, const char *target, bool rw,
-                    char *const *all_reads, sbx_error *e) {
+        char *const *all_reads, sbx_error *e) {
         struct stat st;
         if (lstat(host, &st) < 0) {
                 if (errno == ENOENT) {
@@ -63,7 +63,8 @@ static int add_bind(sbx_mount_plan *plan, sbx_report *rep, const char *host, con
                         return sbx_error_set(e, errno, "mount plan", "cannot read link %s: %m", host);
                 link[n] = 0;
                 (void) sbx_report_add_mount(rep, link, target, "symlink");
-                return sbx_mount_plan_add(plan, SBX_MOP_SYMLINK, NULL, target, link, (size_t) n, false, false, 0);
+                return sbx_mount_plan_add(
+                        plan, SBX_MOP_SYMLINK, NULL, target, link, (size_t) n, false, false, 0);
         }
         struct stat rst;
         if (stat(real, &rst) < 0)
@@ -78,7 +79,8 @@ static int add_bind(sbx_mount_plan *plan, sbx_report *rep, const char *host, con
  * private directory and bound over the host's file. */
 static int add_generated(sbx_mount_plan *plan, const char *target, const char *text, bool etc_bound) {
         if (!etc_bound)
-                return sbx_mount_plan_add(plan, SBX_MOP_FILE, NULL, target, text, strlen(text), false, false, 0644);
+                return sbx_mount_plan_add(
+                        plan, SBX_MOP_FILE, NULL, target, text, strlen(text), false, false, 0644);
         char priv[PATH_MAX];
         snprintf(priv, sizeof priv, "/.sandboxer%s", target);
         int r = sbx_mount_plan_add(plan, SBX_MOP_FILE, NULL, priv, text, strlen(text), false, false, 0644);
@@ -117,9 +119,11 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
 
         char opts[128];
         uint64_t scratch_mb = (uint64_t) ceil(cfg->limits.value[SBX_LIMIT_SCRATCH_MB]);
-        snprintf(opts, sizeof opts, "mode=1777,size=%" PRIu64 "m,uid=%d,gid=%d", scratch_mb, SANDBOX_UID, SANDBOX_GID);
+        snprintf(opts, sizeof opts, "mode=1777,size=%" PRIu64 "m,uid=%d,gid=%d", scratch_mb, SANDBOX_UID,
+                SANDBOX_GID);
         (void) sbx_report_add_mount(rep, "tmpfs", SCRATCH_DIR, "tmpfs");
-        if ((r = sbx_mount_plan_add(plan, SBX_MOP_TMPFS, "tmpfs", SCRATCH_DIR, opts, strlen(opts), true, true, 0)) < 0)
+        if ((r = sbx_mount_plan_add(
+                     plan, SBX_MOP_TMPFS, "tmpfs", SCRATCH_DIR, opts, strlen(opts), true, true, 0)) < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
 
         if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && geteuid() == 0) {
@@ -129,13 +133,16 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
                 _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
                 struct stat st;
                 if (!real || stat(real, &st) < 0)
-                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                        return sbx_error_set(
+                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
                 if (st.st_uid == 0)
                         return sbx_error_set(e, EPERM, "workspace",
-                                "refusing a writable workspace owned by root (%s): the sandbox's files would land on the "
-                                "host as root's; chown it to an ordinary user, or use workspace.access: ro", real);
-                int fd = sbx_mount_idmapped_tree(real, st.st_uid, st.st_gid, cfg->policy->run_as, cfg->policy->run_as,
-                                                 false, e);
+                                "refusing a writable workspace owned by root (%s): the sandbox's files "
+                                "would land on the "
+                                "host as root's; chown it to an ordinary user, or use workspace.access: ro",
+                                real);
+                int fd = sbx_mount_idmapped_tree(
+                        real, st.st_uid, st.st_gid, cfg->policy->run_as, cfg->policy->run_as, false, e);
                 if (fd < 0)
                         return fd;
                 (void) sbx_report_add_mount(rep, real, target, "bind-rw-idmapped");
@@ -149,7 +156,8 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
                 const char *target = pr->ws_mount ? pr->ws_mount : "/workspace";
                 _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
                 if (!real)
-                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                        return sbx_error_set(
+                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
                 int fd = sbx_mount_ro_tree(real, e);
                 if (fd < 0)
                         return fd;
@@ -164,16 +172,17 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
                 const char *target = pr->ws_mount ? pr->ws_mount : "/workspace";
                 _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
                 if (!real)
-                        return sbx_error_set(e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+                        return sbx_error_set(
+                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
                 char src[PATH_MAX + 16];
                 snprintf(src, sizeof src, SBX_OLDROOT "%s", real);
                 (void) sbx_report_add_mount(rep, real, target, "overlay-ro");
                 if ((r = sbx_mount_plan_add(plan, SBX_MOP_OVERLAY_RO, src, target, "/.sandboxer/empty",
-                                            strlen("/.sandboxer/empty"), false, true, 0)) < 0)
+                             strlen("/.sandboxer/empty"), false, true, 0)) < 0)
                         return sbx_error_set(e, r, "mount plan", "out of memory");
         } else if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE) {
                 r = add_bind(plan, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
-                             pr->ws_access == SBX_ACCESS_RW, NULL, e);
+                        pr->ws_access == SBX_ACCESS_RW, NULL, e);
                 if (r < 0)
                         return r;
         }
@@ -184,10 +193,11 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
 
         (void) sbx_report_add_mount(rep, "tmpfs", "/dev", "dev");
         const char *devopts = "mode=0755,size=64k,nr_inodes=64";
-        r = sbx_mount_plan_add(plan, SBX_MOP_TMPFS, "tmpfs", "/dev", devopts, strlen(devopts), false, true, 0);
+        r = sbx_mount_plan_add(
+                plan, SBX_MOP_TMPFS, "tmpfs", "/dev", devopts, strlen(devopts), false, true, 0);
         if (r >= 0)
                 plan->ops[plan->n_ops - 1].noexec = true;
-        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+        static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(nodes); i++) {
                 char src[64], dst[64];
                 snprintf(src, sizeof src, SBX_OLDROOT "/dev/%s", nodes[i]);
@@ -195,13 +205,15 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
                 r = sbx_mount_plan_add(plan, SBX_MOP_DEV, src, dst, NULL, 0, true, false, 0);
         }
         static const char *const links[][2] = {
-                { "/dev/fd", "/proc/self/fd" },     { "/dev/stdin", "/proc/self/fd/0" },
-                { "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
-                { "/dev/ptmx", "pts/ptmx" },
+                {"/dev/fd", "/proc/self/fd"},
+                {"/dev/stdin", "/proc/self/fd/0"},
+                {"/dev/stdout", "/proc/self/fd/1"},
+                {"/dev/stderr", "/proc/self/fd/2"},
+                {"/dev/ptmx", "pts/ptmx"},
         };
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(links); i++)
-                r = sbx_mount_plan_add(plan, SBX_MOP_SYMLINK, NULL, links[i][0], links[i][1], strlen(links[i][1]),
-                                       false, false, 0);
+                r = sbx_mount_plan_add(plan, SBX_MOP_SYMLINK, NULL, links[i][0], links[i][1],
+                        strlen(links[i][1]), false, false, 0);
         if (r >= 0)
                 r = sbx_mount_plan_add(plan, SBX_MOP_MKDIR, NULL, "/dev/pts", NULL, 0, false, true, 0755);
         if (r >= 0)
@@ -216,8 +228,8 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
                                      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
         static const char group[] = "sandbox:x:1000:\nnogroup:x:65534:\n";
         if ((r = add_generated(plan, "/etc/passwd", passwd, etc_bound)) < 0 ||
-            (r = add_generated(plan, "/etc/group", group, etc_bound)) < 0 ||
-            (r = add_generated(plan, "/etc/hostname", SANDBOX_HOSTNAME "\n", etc_bound)) < 0)
+                (r = add_generated(plan, "/etc/group", group, etc_bound)) < 0 ||
+                (r = add_generated(plan, "/etc/hostname", SANDBOX_HOSTNAME "\n", etc_bound)) < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
 
         *ret = TAKE_PTR(plan);
@@ -226,13 +238,13 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
 
 /* What exists only inside the sandbox gets its rules there, after pivot_root. */
 static const sbx_spawn_path_rule inside_rules[] = {
-        { "/", SBX_LL_LIST, false },
-        { SCRATCH_DIR, SBX_LL_READ | SBX_LL_WRITE | SBX_LL_EXEC, false },
-        { "/dev", SBX_LL_READ | SBX_LL_WRITE | SBX_LL_DEV, false },
-        { "/proc", SBX_LL_READ, false },
-        { "/etc/passwd", SBX_LL_READ, false },
-        { "/etc/group", SBX_LL_READ, false },
-        { "/etc/hostname", SBX_LL_READ, false },
+        {"/", SBX_LL_LIST, false},
+        {SCRATCH_DIR, SBX_LL_READ | SBX_LL_WRITE | SBX_LL_EXEC, false},
+        {"/dev", SBX_LL_READ | SBX_LL_WRITE | SBX_LL_DEV, false},
+        {"/proc", SBX_LL_READ, false},
+        {"/etc/passwd", SBX_LL_READ, false},
+        {"/etc/group", SBX_LL_READ, false},
+        {"/etc/hostname", SBX_LL_READ, false},
 };
 
 /* The Landlock ruleset: the same filesystem rules as the mount view, a second, independent
@@ -242,7 +254,7 @@ static const sbx_spawn_path_rule inside_rules[] = {
  * already). */
 static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
-        sbx_landlock_request req = { .deny_tcp = !pr->net_allow && !pr->loopback, .min_abi = 1 };
+        sbx_landlock_request req = {.deny_tcp = !pr->net_allow && !pr->loopback, .min_abi = 1};
         if (sbx_landlock_abi() >= 6)
                 req.scope_abstract_unix = req.scope_signal = true;
         sbx_landlock_info info;
@@ -251,16 +263,22 @@ static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_
         if (r < 0)
                 return r;
         STRV_FOREACH(p, pr->fs_read)
-                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p, SBX_LL_READ | (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p,
+                             SBX_LL_READ | (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
                         return r;
         STRV_FOREACH(p, pr->fs_write)
-                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p, SBX_LL_READ | SBX_LL_WRITE | (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p,
+                             SBX_LL_READ | SBX_LL_WRITE |
+                                     (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0),
+                             e)) < 0)
                         return r;
         if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-            (r = sbx_backend_ll_add_host(fd, info.abi, cfg->workspace,
-                             SBX_LL_READ | (pr->ws_access == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
-                                     (sbx_backend_exec_allowed(pr, pr->ws_mount ? pr->ws_mount : "/workspace") ? SBX_LL_EXEC : 0),
-                             e)) < 0)
+                (r = sbx_backend_ll_add_host(fd, info.abi, cfg->workspace,
+                         SBX_LL_READ | (pr->ws_access == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
+                                 (sbx_backend_exec_allowed(pr, pr->ws_mount ? pr->ws_mount : "/workspace")
+                                                 ? SBX_LL_EXEC
+                                                 : 0),
+                         e)) < 0)
                 return r;
         if ((r = sbx_backend_ll_add_commands(fd, info.abi, pr, e)) < 0)
                 return r;
@@ -273,25 +291,27 @@ static int native_probe(char *reason, size_t size) {
         /* A cheap check; `sandboxer doctor` runs the full trial child. */
         int fd = open("/proc/sys/user/max_user_namespaces", O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
-                char b[32] = { 0 };
+                char b[32] = {0};
                 ssize_t n = read(fd, b, sizeof b - 1);
                 close(fd);
                 if (n > 0 && atol(b) == 0) {
-                        snprintf(reason, size, "user namespaces are disabled (user.max_user_namespaces = 0); "
-                                               "raise it with sysctl, or use --backend landlock");
+                        snprintf(reason, size,
+                                "user namespaces are disabled (user.max_user_namespaces = 0); "
+                                "raise it with sysctl, or use --backend landlock");
                         return -ENOSPC;
                 }
         }
         return 0;
 }
 
-static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+static int native_run(
+        const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
         _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
-        sbx_seccomp_opts sc_opts = { 0 };
+        sbx_seccomp_opts sc_opts = {0};
         int ll_abi = 0, r;
         sbx_rlimit_plan rl;
 
@@ -303,7 +323,7 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 for (int l = 0; l < _SBX_LIMIT_MAX; l++)
                         rep->limit_mechanism[l] = SBX_MECH_NONE;
         } else {
-                sbx_limit_context lc = { .fresh_userns = true, .scratch_tmpfs = true };
+                sbx_limit_context lc = {.fresh_userns = true, .scratch_tmpfs = true};
                 r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e);
                 if (r < 0)
                         return r;
@@ -350,8 +370,8 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
                 if (pr->cmd_mode == SBX_CMD_MODE_STRICT)
                         rules[i].access &= ~(unsigned) SBX_LL_EXEC;
         if (ws && pr->ws_access == SBX_ACCESS_RO && !privileged)
-                rules[n_rules++] = (sbx_spawn_path_rule) {
-                        ws_mount, SBX_LL_READ | (sbx_backend_exec_allowed(pr, ws_mount) ? SBX_LL_EXEC : 0), false };
+                rules[n_rules++] = (sbx_spawn_path_rule){ws_mount,
+                        SBX_LL_READ | (sbx_backend_exec_allowed(pr, ws_mount) ? SBX_LL_EXEC : 0), false};
 
         sbx_spawn_params sp = {
                 .clone_flags = SBX_NS_ALL,
@@ -380,59 +400,68 @@ static int native_run(const sbx_config *cfg, char *const *argv, const sbx_run_io
         (void) sbx_report_set_fence(rep, "namespaces", "user, mount, pid, net, ipc, uts, cgroup");
         if (ll_fd >= 0)
                 (void) sbx_report_set_fence(rep, "landlock", "ABI %d: filesystem rules%s%s", ll_abi,
-                                            !pr->net_allow && !pr->loopback ? ", TCP bind/connect denied" : "",
-                                            ll_abi >= 6 ? ", abstract unix sockets and signals scoped" : "");
+                        !pr->net_allow && !pr->loopback ? ", TCP bind/connect denied" : "",
+                        ll_abi >= 6 ? ", abstract unix sockets and signals scoped" : "");
         if (sc_fd >= 0)
-                (void) sbx_report_set_fence(rep, "seccomp", "escape surface refused, clone3 and syscalls above %d ENOSYS, "
-                                            "foreign ABIs killed%s%s", sbx_seccomp_max_known_nr(),
-                                            !pr->allow_spawn ? ", no new processes, one execve" : "",
-                                            !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
+                (void) sbx_report_set_fence(rep, "seccomp",
+                        "escape surface refused, clone3 and syscalls above %d ENOSYS, "
+                        "foreign ABIs killed%s%s",
+                        sbx_seccomp_max_known_nr(), !pr->allow_spawn ? ", no new processes, one execve" : "",
+                        !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
         if (sp.drop_caps)
-                (void) sbx_report_set_fence(rep, "capabilities", "none (bounding, ambient, inheritable, permitted, effective)");
+                (void) sbx_report_set_fence(
+                        rep, "capabilities", "none (bounding, ambient, inheritable, permitted, effective)");
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
-        (void) sbx_report_set_fence(rep, "user", "uid %u inside, host uid %u", SANDBOX_UID, (unsigned) sp.uid_outside);
+        (void) sbx_report_set_fence(
+                rep, "user", "uid %u inside, host uid %u", SANDBOX_UID, (unsigned) sp.uid_outside);
 
         _cleanup_strv_free_ char **writable = NULL;
-        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
+        if (sbx_backend_writable_set(
+                    cfg, SCRATCH_DIR, ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }
 
 static const sbx_cap_decl native_caps[_SBX_CAP_MAX] = {
-        [SBX_CAP_FS_READONLY] = { true, "read-only binds in a mount namespace, and Landlock" },
-        [SBX_CAP_FS_PRIVATE_VIEW] = { true, "a root of only the read paths (pivot_root), and Landlock rules" },
-        [SBX_CAP_FS_WRITE_PATHS] = { true, "read-write binds, Landlock write rights" },
-        [SBX_CAP_FS_EXEC_RULES] = { true, "Landlock execute right only on filesystem.exec" },
-        [SBX_CAP_WORKSPACE_RO] = { true, "read-only bind at workspace.mount" },
-        [SBX_CAP_WORKSPACE_RW] = { true, "bind at workspace.mount (idmapped as root: writes land as the owner's)" },
-        [SBX_CAP_SCRATCH] = { true, "tmpfs at /tmp" },
-        [SBX_CAP_NET_DENY] = { true, "an empty network namespace; Landlock TCP rules and seccomp when loopback is off" },
-        [SBX_CAP_NET_LOOPBACK] = { true, "lo up in the sandbox's own network namespace" },
-        [SBX_CAP_NET_HOST] = { false, "not implemented: the sandbox always gets its own empty network namespace; use "
-                                      "--backend bwrap" },
-        [SBX_CAP_PID_ISOLATION] = { true, "pid namespace, the init as PID 1" },
-        [SBX_CAP_IPC_ISOLATION] = { true, "ipc namespace" },
-        [SBX_CAP_HOSTNAME] = { true, "uts namespace, hostname sandbox" },
-        [SBX_CAP_IDENTITY] = { true, "uid 1000 sandbox, generated /etc/passwd and /etc/group" },
-        [SBX_CAP_SECCOMP] = { true, "the rule table, loaded by the init with the listener" },
-        [SBX_CAP_LANDLOCK] = { true, "the same filesystem rules as the mount view, a second fence" },
-        [SBX_CAP_CAPS_DROPPED] = { true, "all sets, the bounding set included" },
-        [SBX_CAP_NO_NEW_PRIVS] = { true, "set before the init runs" },
-        [SBX_CAP_NOT_HOST_ROOT] = { true, "uid 1000 inside, the caller (run_as as root) outside" },
-        [SBX_CAP_SPAWN_FENCE] = { true, "seccomp: fork/clone refused, the listener lets exactly one execve through" },
-        [SBX_CAP_LIMIT_TIMEOUT] = { true, "supervisor" },
-        [SBX_CAP_LIMIT_OUTPUT] = { true, "supervisor" },
-        [SBX_CAP_LIMIT_MEMORY] = { true, "cgroup (RLIMIT_AS when spawning is off)" },
-        [SBX_CAP_LIMIT_PIDS] = { true, "cgroup (RLIMIT_NPROC in the fresh user namespace)" },
-        [SBX_CAP_LIMIT_CPUS] = { true, "cgroup" },
-        [SBX_CAP_LIMIT_SCRATCH] = { true, "tmpfs size=" },
-        [SBX_CAP_OBSERVE_NETWORK] = { true, "seccomp listener: connect/bind and refused sockets, with the address" },
-        [SBX_CAP_OBSERVE_FS_WRITE] = { true, "seccomp listener: write-intent calls (observe.fs_writes)" },
-        [SBX_CAP_OBSERVE_SYSCALL] = { true, "seccomp listener" },
-        [SBX_CAP_OBSERVE_PROCESS] = { true, "pids cgroup events; spawn and exec refusals at the listener" },
-        [SBX_CAP_OBSERVE_MEMORY] = { true, "memory cgroup OOM events" },
-        [SBX_CAP_OBSERVE_TIMEOUT] = { true, "supervisor" },
-        [SBX_CAP_OBSERVE_OUTPUT] = { true, "supervisor" },
+        [SBX_CAP_FS_READONLY] = {true, "read-only binds in a mount namespace, and Landlock"},
+        [SBX_CAP_FS_PRIVATE_VIEW] = {true, "a root of only the read paths (pivot_root), and Landlock rules"},
+        [SBX_CAP_FS_WRITE_PATHS] = {true, "read-write binds, Landlock write rights"},
+        [SBX_CAP_FS_EXEC_RULES] = {true, "Landlock execute right only on filesystem.exec"},
+        [SBX_CAP_WORKSPACE_RO] = {true, "read-only bind at workspace.mount"},
+        [SBX_CAP_WORKSPACE_RW] = {true,
+                "bind at workspace.mount (idmapped as root: writes land as the owner's)"},
+        [SBX_CAP_SCRATCH] = {true, "tmpfs at /tmp"},
+        [SBX_CAP_NET_DENY] = {true,
+                "an empty network namespace; Landlock TCP rules and seccomp when loopback is off"},
+        [SBX_CAP_NET_LOOPBACK] = {true, "lo up in the sandbox's own network namespace"},
+        [SBX_CAP_NET_HOST] = {false,
+                "not implemented: the sandbox always gets its own empty network namespace; use "
+                "--backend bwrap"},
+        [SBX_CAP_PID_ISOLATION] = {true, "pid namespace, the init as PID 1"},
+        [SBX_CAP_IPC_ISOLATION] = {true, "ipc namespace"},
+        [SBX_CAP_HOSTNAME] = {true, "uts namespace, hostname sandbox"},
+        [SBX_CAP_IDENTITY] = {true, "uid 1000 sandbox, generated /etc/passwd and /etc/group"},
+        [SBX_CAP_SECCOMP] = {true, "the rule table, loaded by the init with the listener"},
+        [SBX_CAP_LANDLOCK] = {true, "the same filesystem rules as the mount view, a second fence"},
+        [SBX_CAP_CAPS_DROPPED] = {true, "all sets, the bounding set included"},
+        [SBX_CAP_NO_NEW_PRIVS] = {true, "set before the init runs"},
+        [SBX_CAP_NOT_HOST_ROOT] = {true, "uid 1000 inside, the caller (run_as as root) outside"},
+        [SBX_CAP_SPAWN_FENCE] = {true,
+                "seccomp: fork/clone refused, the listener lets exactly one execve through"},
+        [SBX_CAP_LIMIT_TIMEOUT] = {true, "supervisor"},
+        [SBX_CAP_LIMIT_OUTPUT] = {true, "supervisor"},
+        [SBX_CAP_LIMIT_MEMORY] = {true, "cgroup (RLIMIT_AS when spawning is off)"},
+        [SBX_CAP_LIMIT_PIDS] = {true, "cgroup (RLIMIT_NPROC in the fresh user namespace)"},
+        [SBX_CAP_LIMIT_CPUS] = {true, "cgroup"},
+        [SBX_CAP_LIMIT_SCRATCH] = {true, "tmpfs size="},
+        [SBX_CAP_OBSERVE_NETWORK] = {true,
+                "seccomp listener: connect/bind and refused sockets, with the address"},
+        [SBX_CAP_OBSERVE_FS_WRITE] = {true, "seccomp listener: write-intent calls (observe.fs_writes)"},
+        [SBX_CAP_OBSERVE_SYSCALL] = {true, "seccomp listener"},
+        [SBX_CAP_OBSERVE_PROCESS] = {true, "pids cgroup events; spawn and exec refusals at the listener"},
+        [SBX_CAP_OBSERVE_MEMORY] = {true, "memory cgroup OOM events"},
+        [SBX_CAP_OBSERVE_TIMEOUT] = {true, "supervisor"},
+        [SBX_CAP_OBSERVE_OUTPUT] = {true, "supervisor"},
 };
 
 const sbx_backend sbx_backend_native = {

@@ -13,14 +13,16 @@
 
 #include "basic/time-util.h"
 
-int sbx_backend_none_run(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+int sbx_backend_none_run(
+        const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         rep->backend = "none";
         rep->isolation = "none";
         for (int l = 0; l < _SBX_LIMIT_MAX; l++)
                 rep->limit_mechanism[l] = SBX_MECH_NONE;
         rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
-        (void) sbx_report_set_fence(rep, "none", "SANDBOXER_ALLOW_UNSANDBOXED=1: the command ran without a sandbox");
+        (void) sbx_report_set_fence(
+                rep, "none", "SANDBOXER_ALLOW_UNSANDBOXED=1: the command ran without a sandbox");
 
         int ep[2];
         if (pipe(ep) < 0)
@@ -35,8 +37,9 @@ int sbx_backend_none_run(const sbx_config *cfg, char *const *argv, const sbx_run
                 return sbx_error_set(e, err, "none", "fork: %s", strerror(err));
         }
         if (pid == 0) {
-                if ((io->in_fd != 0 && dup2(io->in_fd, 0) < 0) || (io->out_fd != 1 && dup2(io->out_fd, 1) < 0) ||
-                    (io->err_fd != 2 && dup2(io->err_fd, 2) < 0))
+                if ((io->in_fd != 0 && dup2(io->in_fd, 0) < 0) ||
+                        (io->out_fd != 1 && dup2(io->out_fd, 1) < 0) ||
+                        (io->err_fd != 2 && dup2(io->err_fd, 2) < 0))
                         _exit(125);
                 (void) setsid();
                 execvp(argv[0], argv);
@@ -50,7 +53,8 @@ int sbx_backend_none_run(const sbx_config *cfg, char *const *argv, const sbx_run
         bool exec_failed = read(ep[0], &err, sizeof err) == (ssize_t) sizeof err;
         close(ep[0]);
 
-        double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S], budget = cfg->limits.value[SBX_LIMIT_BUDGET_S];
+        double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S],
+               budget = cfg->limits.value[SBX_LIMIT_BUDGET_S];
         double limit = budget > 0 && budget < timeout ? budget : timeout;
         bool timed_out = false;
         int st = 0;
@@ -65,7 +69,7 @@ int sbx_backend_none_run(const sbx_config *cfg, char *const *argv, const sbx_run
                         (void) kill(-pid, SIGKILL);
                         (void) kill(pid, SIGKILL);
                 }
-                struct timespec ts = { 0, 2000000 }; /* 2 ms */
+                struct timespec ts = {0, 2000000}; /* 2 ms */
                 nanosleep(&ts, NULL);
         }
         rep->wall_ms = (int64_t) ((sbx_now_ns() - t0) / 1000000);
@@ -73,8 +77,9 @@ int sbx_backend_none_run(const sbx_config *cfg, char *const *argv, const sbx_run
                 rep->status = SBX_STATUS_EXITED;
                 rep->has_exit_code = true;
                 rep->exit_code = rep->cli_exit = (err == ENOENT || err == ENOTDIR) ? 127 : 126;
-                (void) sbx_report_set_error(rep, "%s: %s: %s", rep->exit_code == 127 ? "command not found" : "command not executable",
-                                            argv[0], strerror(err));
+                (void) sbx_report_set_error(rep, "%s: %s: %s",
+                        rep->exit_code == 127 ? "command not found" : "command not executable", argv[0],
+                        strerror(err));
         } else if (WIFSIGNALED(st)) {
                 rep->status = SBX_STATUS_SIGNALED;
                 rep->exit_signal = WTERMSIG(st);

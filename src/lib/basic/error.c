@@ -27,8 +27,8 @@ int sbx_error_set(sbx_error *e, int errnum, const char *step, const char *fmt, .
         return r;
 }
 
-int sbx_error_set_at(sbx_error *e, int errnum, const char *file, unsigned line, unsigned column,
-                     const char *fmt, ...) {
+int sbx_error_set_at(
+        sbx_error *e, int errnum, const char *file, unsigned line, unsigned column, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         int r = sbx_error_setv(e, errnum, "parse", fmt, ap);

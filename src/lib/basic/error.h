@@ -7,10 +7,10 @@
 #include "macro.h"
 
 typedef struct sbx_error {
-        int errnum;          /* positive errno, 0 when unset */
-        char step[96];       /* machine-ish step name: "mount: bind /usr", "profile: parse" */
-        char message[768];   /* human sentence: what, why, and the fix */
-        char file[256];      /* for parse errors: the file, "" otherwise */
+        int errnum; /* positive errno, 0 when unset */
+        char step[96]; /* machine-ish step name: "mount: bind /usr", "profile: parse" */
+        char message[768]; /* human sentence: what, why, and the fix */
+        char file[256]; /* for parse errors: the file, "" otherwise */
         unsigned line, column;
 } sbx_error;
 
@@ -19,6 +19,6 @@ int sbx_error_set(sbx_error *e, int errnum, const char *step, const char *fmt, .
 int sbx_error_setv(sbx_error *e, int errnum, const char *step, const char *fmt, va_list ap);
 /* Same, with a file position (line/column 1-based). */
 int sbx_error_set_at(sbx_error *e, int errnum, const char *file, unsigned line, unsigned column,
-                     const char *fmt, ...) _printf_(6, 7);
+        const char *fmt, ...) _printf_(6, 7);
 /* "file:line:col: message" or "step: message" into buf. */
 const char *sbx_error_format(const sbx_error *e, char *buf, size_t size);

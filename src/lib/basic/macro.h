@@ -22,17 +22,17 @@
 #define STRLEN(x) (sizeof(x) - 1)
 
 /* Hand over ownership of a pointer / fd: returns the value and clears the variable. */
-#define TAKE_PTR(p)                          \
-        ({                                   \
-                __typeof__(p) _tp_ = (p);    \
-                (p) = NULL;                  \
-                _tp_;                        \
+#define TAKE_PTR(p)                                                                                         \
+        ({                                                                                                  \
+                __typeof__(p) _tp_ = (p);                                                                   \
+                (p) = NULL;                                                                                 \
+                _tp_;                                                                                       \
         })
-#define TAKE_FD(fd)                          \
-        ({                                   \
-                int _tf_ = (fd);             \
-                (fd) = -EBADF;               \
-                _tf_;                        \
+#define TAKE_FD(fd)                                                                                         \
+        ({                                                                                                  \
+                int _tf_ = (fd);                                                                            \
+                (fd) = -EBADF;                                                                              \
+                _tf_;                                                                                       \
         })
 
 static inline void freep(void *p) {
@@ -61,10 +61,10 @@ static inline void fclosep(FILE **f) {
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)  \
-        static inline void func##p(type *p) {    \
-                if (*p)                          \
-                        *p = func(*p);           \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                             \
+        static inline void func##p(type *p) {                                                               \
+                if (*p)                                                                                     \
+                        *p = func(*p);                                                                      \
         }
 
 /* Negative errno from the current errno, never 0 (guards against a libc that forgot to set it). */

@@ -31,9 +31,11 @@ static int rm_children(int dfd, dev_t dev, unsigned depth) {
                                 ret = ret ?: -EXDEV;
                                 continue;
                         }
-                        int cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        int cfd = openat(
+                                dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (cfd < 0 && errno == EACCES && fchmodat(dirfd(d), de->d_name, 0700, 0) == 0)
-                                cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                cfd = openat(dirfd(d), de->d_name,
+                                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (cfd >= 0) {
                                 (void) fchmod(cfd, 0700);
                                 int r = rm_children(cfd, dev, depth + 1);

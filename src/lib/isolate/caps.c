@@ -16,7 +16,7 @@ int sbx_caps_last_cap(void) {
         int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
         int v = CAP_LAST_CAP;
         if (fd >= 0) {
-                char b[16] = { 0 };
+                char b[16] = {0};
                 if (read(fd, b, sizeof b - 1) > 0)
                         v = atoi(b);
                 close(fd);
@@ -42,8 +42,8 @@ int sbx_caps_drop_all(int last_cap) {
 int sbx_caps_clear(void) {
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return -errno;
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-        struct __user_cap_data_struct d[2] = { 0 };
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+        struct __user_cap_data_struct d[2] = {0};
         if (syscall(SYS_capset, &h, d) < 0)
                 return -errno;
         return 0;

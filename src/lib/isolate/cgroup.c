@@ -1482,7 +1482,7 @@ int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_
                 return 0;
 
         _cleanup_strv_free_ char **names = NULL;
-        STRV_FOREACH (d, dead) {
+        STRV_FOREACH(d, dead) {
                 bool gone = true;
                 for (size_t b = 0; b < nb; b++) {
                         _cleanup_free_ char *path = NULL;

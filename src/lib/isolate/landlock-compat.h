@@ -36,7 +36,7 @@
 struct sbx_landlock_ruleset_attr {
         uint64_t handled_access_fs;
         uint64_t handled_access_net; /* ABI 4+ */
-        uint64_t scoped;             /* ABI 6+ */
+        uint64_t scoped; /* ABI 6+ */
 };
 
 #define SBX_LANDLOCK_RULE_NET_PORT 2

@@ -53,7 +53,7 @@ static char *memdup_str(const char *s, size_t n) {
 }
 
 int sbx_mount_plan_add(sbx_mount_plan *p, sbx_mop_type type, const char *source, const char *target,
-                       const char *data, size_t data_len, bool rw, bool is_dir, mode_t mode) {
+        const char *data, size_t data_len, bool rw, bool is_dir, mode_t mode) {
         if (p->n_ops == p->n_alloc) {
                 size_t na = p->n_alloc ? p->n_alloc * 2 : 32;
                 sbx_mount_op *o = realloc(p->ops, na * sizeof *o);
@@ -62,7 +62,8 @@ int sbx_mount_plan_add(sbx_mount_plan *p, sbx_mop_type type, const char *source,
                 p->ops = o;
                 p->n_alloc = na;
         }
-        sbx_mount_op op = { .type = type, .rw = rw, .is_dir = is_dir, .mode = mode, .data_len = data_len, .fd = -1 };
+        sbx_mount_op op = {
+                .type = type, .rw = rw, .is_dir = is_dir, .mode = mode, .data_len = data_len, .fd = -1};
         if (source && !(op.source = strdup(source)))
                 goto oom;
         if (target && !(op.target = strdup(target)))
@@ -94,7 +95,8 @@ static int idmap_userns(uid_t disk_uid, gid_t disk_gid, uid_t kuid, gid_t kgid, 
                 return sbx_error_set(e, errno, "idmap", "pipe: %m");
         pid_t pid = (pid_t) syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
         if (pid < 0) {
-                int r = sbx_error_set(e, errno, "idmap", "cannot create a user namespace for the idmapped workspace: %m");
+                int r = sbx_error_set(
+                        e, errno, "idmap", "cannot create a user namespace for the idmapped workspace: %m");
                 close(pfd[0]), close(pfd[1]);
                 return r;
         }
@@ -106,7 +108,7 @@ static int idmap_userns(uid_t disk_uid, gid_t disk_gid, uid_t kuid, gid_t kgid, 
         close(pfd[0]);
         char path[64], buf[64];
         int r = 0, nsfd = -1;
-        static const char *const files[] = { "uid_map", "setgroups", "gid_map" };
+        static const char *const files[] = {"uid_map", "setgroups", "gid_map"};
         for (int i = 0; i < 3 && r >= 0; i++) {
                 snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, files[i]);
                 if (i == 0)
@@ -134,7 +136,7 @@ static int idmap_userns(uid_t disk_uid, gid_t disk_gid, uid_t kuid, gid_t kgid, 
 }
 
 int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gid, uid_t kuid, gid_t kgid,
-                            bool readonly, sbx_error *e) {
+        bool readonly, sbx_error *e) {
         int tree = open_tree(AT_FDCWD, host_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree < 0)
                 return sbx_error_set(e, errno, "idmap", "cannot clone the mount tree of %s: %m", host_path);
@@ -143,8 +145,8 @@ int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gi
                 close(tree);
                 return ns;
         }
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                                   .userns_fd = (uint64_t) ns };
+        struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                .userns_fd = (uint64_t) ns};
         if (readonly)
                 attr.attr_set |= MOUNT_ATTR_RDONLY;
         int r = (int) syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr);
@@ -153,9 +155,12 @@ int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gi
         if (r < 0) {
                 close(tree);
                 return sbx_error_set(e, err, "idmap",
-                        "cannot make an idmapped mount of the workspace %s (%s): the kernel or its filesystem does not "
-                        "support idmapped mounts, and without one, writes from the sandbox would land owned by uid %u; "
-                        "run sandboxer as the workspace's owner instead of root, or use a filesystem that supports "
+                        "cannot make an idmapped mount of the workspace %s (%s): the kernel or its "
+                        "filesystem does not "
+                        "support idmapped mounts, and without one, writes from the sandbox would land owned "
+                        "by uid %u; "
+                        "run sandboxer as the workspace's owner instead of root, or use a filesystem that "
+                        "supports "
                         "idmapped mounts (ext4, xfs, btrfs, tmpfs on Linux 6.3+)",
                         host_path, strerror(err), (unsigned) kuid);
         }
@@ -165,10 +170,12 @@ int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gi
 int sbx_mount_ro_tree(const char *host_path, sbx_error *e) {
         int tree = open_tree(AT_FDCWD, host_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree < 0)
-                return sbx_error_set(e, errno, "workspace", "cannot clone the mount tree of %s: %m", host_path);
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+                return sbx_error_set(
+                        e, errno, "workspace", "cannot clone the mount tree of %s: %m", host_path);
+        struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
         if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
-                int r = sbx_error_set(e, errno, "workspace", "cannot make the workspace %s read-only: %m", host_path);
+                int r = sbx_error_set(
+                        e, errno, "workspace", "cannot make the workspace %s read-only: %m", host_path);
                 close(tree);
                 return r;
         }
@@ -230,19 +237,21 @@ static int make_mount_point(const char *path, bool dir) {
  * cannot trip over the locked flags of mounts inherited from a more privileged namespace;
  * the fallback remount must repeat those flags or the kernel refuses with EPERM. */
 static int make_readonly(const char *path, bool noexec, bool nodev) {
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID };
+        struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID};
         if (nodev)
                 attr.attr_set |= MOUNT_ATTR_NODEV;
         if (noexec)
                 attr.attr_set |= MOUNT_ATTR_NOEXEC;
-        if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr, sizeof attr) == 0)
+        if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr,
+                    sizeof attr) == 0)
                 return 0;
         if (errno != ENOSYS)
                 return -errno;
         struct statvfs sv;
         if (statvfs(path, &sv) < 0)
                 return -errno;
-        unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | (nodev || (sv.f_flag & ST_NODEV) ? MS_NODEV : 0);
+        unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+                           (nodev || (sv.f_flag & ST_NODEV) ? MS_NODEV : 0);
         if (sv.f_flag & ST_NOEXEC || noexec)
                 fl |= MS_NOEXEC;
         if (sv.f_flag & ST_NOATIME)
@@ -301,7 +310,8 @@ static int run_op(const sbx_mount_op *op, sbx_child_error *err) {
                 r = sbx_mkdir_p(op->target, 0755);
                 if (r < 0)
                         return sbx_child_fail(err, r, "create mount point", op->target);
-                if (mount("tmpfs", op->target, "tmpfs", MS_NOSUID | MS_NODEV | (op->noexec ? MS_NOEXEC : 0), op->data) < 0)
+                if (mount("tmpfs", op->target, "tmpfs", MS_NOSUID | MS_NODEV | (op->noexec ? MS_NOEXEC : 0),
+                            op->data) < 0)
                         return sbx_child_fail(err, errno, "mount tmpfs", op->target);
                 return 0;
         case SBX_MOP_PROC:
@@ -315,7 +325,8 @@ static int run_op(const sbx_mount_op *op, sbx_child_error *err) {
                 r = sbx_mkdir_p(op->target, 0755);
                 if (r < 0)
                         return sbx_child_fail(err, r, "create mount point", op->target);
-                if (mount("devpts", op->target, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") < 0)
+                if (mount("devpts", op->target, "devpts", MS_NOSUID | MS_NOEXEC,
+                            "newinstance,ptmxmode=0666,mode=620") < 0)
                         return sbx_child_fail(err, errno, "mount devpts", op->target);
                 return 0;
         case SBX_MOP_SYMLINK:
@@ -364,7 +375,8 @@ static int run_op(const sbx_mount_op *op, sbx_child_error *err) {
                         opts[o++] = *c;
                 opts[o] = 0;
                 if (mount("overlay", op->target, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) < 0)
-                        return sbx_child_fail(err, errno, "mount the read-only workspace as an overlay", op->source);
+                        return sbx_child_fail(
+                                err, errno, "mount the read-only workspace as an overlay", op->source);
                 return 0;
         }
         case SBX_MOP_REMOUNT_RO:
@@ -383,7 +395,8 @@ int sbx_mount_plan_execute(const sbx_mount_plan *p, sbx_child_error *err) {
         /* Nothing we mount may propagate back to the host. */
         if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
                 return sbx_child_fail(err, errno, "make mounts private", "/");
-        if (mount("tmpfs", p->staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=4096") < 0)
+        if (mount("tmpfs", p->staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m,nr_inodes=4096") <
+                0)
                 return sbx_child_fail(err, errno, "mount root tmpfs", p->staging);
         if (chdir(p->staging) < 0)
                 return sbx_child_fail(err, errno, "chdir", p->staging);

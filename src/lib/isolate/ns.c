@@ -18,14 +18,13 @@ static int write_proc(pid_t pid, const char *file, const char *text, sbx_error *
         int r = n < 0 ? -errno : 0;
         close(fd);
         if (r < 0)
-                return sbx_error_set(e, r, "userns: write map",
-                                     "cannot write '%.*s' to %s: %s", (int) strcspn(text, "\n"), text, path,
-                                     strerror(-r));
+                return sbx_error_set(e, r, "userns: write map", "cannot write '%.*s' to %s: %s",
+                        (int) strcspn(text, "\n"), text, path, strerror(-r));
         return 0;
 }
 
 int sbx_ns_write_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid, gid_t outside_gid,
-                      bool allow_setgroups, sbx_error *e) {
+        bool allow_setgroups, sbx_error *e) {
         char buf[64];
         int r;
 
@@ -44,7 +43,7 @@ int sbx_ns_loopback_up(void) {
         int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        struct ifreq ifr = { 0 };
+        struct ifreq ifr = {0};
         memcpy(ifr.ifr_name, "lo", 3);
         int r = 0;
         if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)

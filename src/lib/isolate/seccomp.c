@@ -89,16 +89,24 @@ typedef struct rule {
                 .a = {{0, LOW32, fam}, {1, SOCK_TYPE_MASK, type}}, .why = why_                              \
         }
 #define META(n, nr_)                                                                                        \
-        { .name = n, .nr = nr_, .errnum = EPERM, .when = OPT_METADATA, .why = "metadata change (not covered by Landlock)" }
+        {                                                                                                   \
+                .name = n, .nr = nr_, .errnum = EPERM, .when = OPT_METADATA,                                \
+                .why = "metadata change (not covered by Landlock)"                                          \
+        }
 #define FSW(n, nr_)                                                                                         \
-        { .name = n, .nr = nr_, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_FS, .errnum = EACCES,                  \
-          .when = OPT_OBSERVE_FS, .why = "write outside the writable set" }
+        {                                                                                                   \
+                .name = n, .nr = nr_, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_FS, .errnum = EACCES,    \
+                .when = OPT_OBSERVE_FS, .why = "write outside the writable set"                             \
+        }
 /* open/openat with write intent: O_WRONLY, O_RDWR, O_CREAT or O_TRUNC in the flags argument */
 #define FSW_ONE(n, nr_, argi, mask_, val_)                                                                  \
-        { .name = n, .nr = nr_, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_FS, .errnum = EACCES,                  \
-          .when = OPT_OBSERVE_FS, .n_args = 1, .a = {{argi, mask_, val_}}, .why = "write outside the writable set" }
+        {                                                                                                   \
+                .name = n, .nr = nr_, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_FS, .errnum = EACCES,    \
+                .when = OPT_OBSERVE_FS, .n_args = 1, .a = {{argi, mask_, val_}},                            \
+                .why = "write outside the writable set"                                                     \
+        }
 #define FSW_FLAGS(n, nr_, argi)                                                                             \
-        FSW_ONE(n, nr_, argi, 03, 01), FSW_ONE(n, nr_, argi, 03, 02), FSW_ONE(n, nr_, argi, 0100, 0100),         \
+        FSW_ONE(n, nr_, argi, 03, 01), FSW_ONE(n, nr_, argi, 03, 02), FSW_ONE(n, nr_, argi, 0100, 0100),    \
                 FSW_ONE(n, nr_, argi, 01000, 01000)
 #define IOCTL(cmd, why_)                                                                                    \
         { .name = "ioctl", .nr = 16, .errnum = EPERM, .n_args = 1, .a = {{1, LOW32, cmd}}, .why = why_ }
@@ -283,21 +291,57 @@ static const rule rules[] = {
                 .when = OPT_EXEC_NOTIFY,
                 .why = "exec after the first"},
         /* observe_network: seen by the supervisor (address as evidence) */
-        {.name = "connect", .nr = 42, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = ENETUNREACH,
-                .when = OPT_OBSERVE_NET, .unless = OPT_SOCKETS, .why = "outside the network policy"},
-        {.name = "bind", .nr = 49, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES,
-                .when = OPT_OBSERVE_NET, .unless = OPT_SOCKETS, .why = "outside the network policy"},
+        {.name = "connect",
+                .nr = 42,
+                .cls = CLASS_OBSERVE,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = ENETUNREACH,
+                .when = OPT_OBSERVE_NET,
+                .unless = OPT_SOCKETS,
+                .why = "outside the network policy"},
+        {.name = "bind",
+                .nr = 49,
+                .cls = CLASS_OBSERVE,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_OBSERVE_NET,
+                .unless = OPT_SOCKETS,
+                .why = "outside the network policy"},
         /* observe_exec: every execve seen with its path (process.commands) */
-        {.name = "execve", .nr = 59, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EACCES,
-                .when = OPT_OBSERVE_EXEC, .unless = OPT_EXEC_NOTIFY | OPT_EXEC_DENY, .why = "process.commands"},
-        {.name = "execveat", .nr = 322, .cls = CLASS_OBSERVE, .cat = SBX_SECCOMP_CAT_SPAWN, .errnum = EACCES,
-                .when = OPT_OBSERVE_EXEC, .unless = OPT_EXEC_NOTIFY | OPT_EXEC_DENY, .why = "process.commands"},
+        {.name = "execve",
+                .nr = 59,
+                .cls = CLASS_OBSERVE,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EACCES,
+                .when = OPT_OBSERVE_EXEC,
+                .unless = OPT_EXEC_NOTIFY | OPT_EXEC_DENY,
+                .why = "process.commands"},
+        {.name = "execveat",
+                .nr = 322,
+                .cls = CLASS_OBSERVE,
+                .cat = SBX_SECCOMP_CAT_SPAWN,
+                .errnum = EACCES,
+                .when = OPT_OBSERVE_EXEC,
+                .unless = OPT_EXEC_NOTIFY | OPT_EXEC_DENY,
+                .why = "process.commands"},
         /* observe_fs_writes: write intent, seen with its path */
         FSW_FLAGS("open", 2, 1),
         FSW_FLAGS("openat", 257, 2),
-        FSW("creat", 85), FSW("truncate", 76), FSW("unlink", 87), FSW("unlinkat", 263), FSW("rename", 82),
-        FSW("renameat", 264), FSW("renameat2", 316), FSW("mkdir", 83), FSW("mkdirat", 258), FSW("rmdir", 84),
-        FSW("link", 86), FSW("linkat", 265), FSW("symlink", 88), FSW("symlinkat", 266), FSW("mknod", 133),
+        FSW("creat", 85),
+        FSW("truncate", 76),
+        FSW("unlink", 87),
+        FSW("unlinkat", 263),
+        FSW("rename", 82),
+        FSW("renameat", 264),
+        FSW("renameat2", 316),
+        FSW("mkdir", 83),
+        FSW("mkdirat", 258),
+        FSW("rmdir", 84),
+        FSW("link", 86),
+        FSW("linkat", 265),
+        FSW("symlink", 88),
+        FSW("symlinkat", 266),
+        FSW("mknod", 133),
         FSW("mknodat", 259),
 };
 
@@ -492,10 +536,10 @@ int sbx_seccomp_classify(const sbx_seccomp_opts *o, const struct seccomp_data *d
                         const rule *r = &rules[i];
                         if (!rule_applies(r, bits) || !rule_matches(r, d))
                                 continue;
-                        m.action = r->cls == CLASS_ENOSYS ? SBX_SECCOMP_ENOSYS
-                                   : r->cls == CLASS_GATE ? SBX_SECCOMP_EXEC_GATE
+                        m.action = r->cls == CLASS_ENOSYS    ? SBX_SECCOMP_ENOSYS
+                                   : r->cls == CLASS_GATE    ? SBX_SECCOMP_EXEC_GATE
                                    : r->cls == CLASS_OBSERVE ? SBX_SECCOMP_OBSERVE
-                                                          : SBX_SECCOMP_VIOLATION;
+                                                             : SBX_SECCOMP_VIOLATION;
                         m.category = r->cat;
                         m.errnum = r->errnum;
                         m.why = r->why;

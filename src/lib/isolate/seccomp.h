@@ -97,8 +97,8 @@ typedef struct sbx_seccomp_opts {
         /* With notify: calls that are not refused by the table but worth seeing go to the
          * supervisor too, which reads their arguments as evidence and may refuse them (never
          * allow what a kernel fence refuses: the call continues under Landlock and namespaces). */
-        bool observe_network;   /* connect, bind, sendto with an address */
-        bool observe_exec;      /* execve/execveat (process.commands warn|strict: the evidence) */
+        bool observe_network; /* connect, bind, sendto with an address */
+        bool observe_exec; /* execve/execveat (process.commands warn|strict: the evidence) */
         bool observe_fs_writes; /* write-intent open/openat/creat, unlink, rename, mkdir, rmdir,
                                  * link, symlink, mknod, truncate (opt-in: costs a round trip) */
 } sbx_seccomp_opts;
@@ -148,7 +148,7 @@ typedef enum sbx_seccomp_action {
         SBX_SECCOMP_ENOSYS, /* compatibility answer (clone3, above the ceiling): no violation */
         SBX_SECCOMP_BADARCH, /* foreign ABI (i386, x32): killed */
         SBX_SECCOMP_EXEC_GATE, /* execve/execveat under SBX_SECCOMP_EXEC_NOTIFY: first continues */
-        SBX_SECCOMP_OBSERVE,   /* routed to the supervisor to be seen (observe_*): its decision */
+        SBX_SECCOMP_OBSERVE, /* routed to the supervisor to be seen (observe_*): its decision */
         _SBX_SECCOMP_ACTION_MAX,
         _SBX_SECCOMP_ACTION_INVALID = -EINVAL,
 } sbx_seccomp_action;
@@ -157,7 +157,7 @@ typedef enum sbx_seccomp_category {
         SBX_SECCOMP_CAT_SYSCALL, /* SyscallViolation */
         SBX_SECCOMP_CAT_NETWORK, /* NetworkAccessViolation */
         SBX_SECCOMP_CAT_SPAWN, /* ProcessLimitViolation */
-        SBX_SECCOMP_CAT_FS,    /* FilesystemWriteViolation */
+        SBX_SECCOMP_CAT_FS, /* FilesystemWriteViolation */
         _SBX_SECCOMP_CAT_MAX,
         _SBX_SECCOMP_CAT_INVALID = -EINVAL,
 } sbx_seccomp_category;

@@ -49,7 +49,7 @@ static const char *num(double v, char *buf, size_t size) {
 }
 
 static bool write_allowed(const sbx_policy *pol, const char *path) {
-        STRV_FOREACH (a, pol->write_allowed)
+        STRV_FOREACH(a, pol->write_allowed)
                 if (path_is_under(path, *a))
                         return true;
         return false;
@@ -60,7 +60,7 @@ static bool egress_allowed(const sbx_policy *pol, const char *rule) {
 
         if (egress_parse(rule, &want) < 0)
                 return false;
-        STRV_FOREACH (a, pol->egress_allowed) {
+        STRV_FOREACH(a, pol->egress_allowed) {
                 egress_rule allowed;
                 if (egress_parse(*a, &allowed) >= 0 && egress_covers(&allowed, &want))
                         return true;
@@ -84,7 +84,7 @@ int sbx_policy_check_profile(const sbx_policy *pol, const sbx_profile *p, sbx_mo
                         num(pol->mode_limits[m].value[l], b, sizeof b), pf, sbx_mode_to_string(m),
                         sbx_limit_to_string((sbx_limit_id) l));
         }
-        STRV_FOREACH (w, p->fs_write)
+        STRV_FOREACH(w, p->fs_write)
                 if (!write_allowed(pol, *w))
                         return sbx_error_set(e, EPERM, "policy: filesystem.write",
                                 "%s: filesystem.write %s is not allowed by %s (filesystem.write_allowed); "
@@ -92,7 +92,7 @@ int sbx_policy_check_profile(const sbx_policy *pol, const sbx_profile *p, sbx_mo
                                 "(or a parent directory) to filesystem.write_allowed or remove it from the "
                                 "profile",
                                 pn, *w, pf);
-        STRV_FOREACH (g, p->egress)
+        STRV_FOREACH(g, p->egress)
                 if (!egress_allowed(pol, *g))
                         return sbx_error_set(e, EPERM, "policy: network.egress",
                                 "%s: network.egress \"%s\" is not allowed by %s (network.egress_allowed); "
@@ -198,7 +198,8 @@ static int resolve_limits(const sbx_request *req, sbx_config *c, sbx_error *e) {
                                 "%s is not allowed: %s does not permit per-request overrides of %s (set "
                                 "overrides.per_request: true and add %s to overrides.allowed%s)",
                                 flag, policy_name(pol, pf, sizeof pf), key, key,
-                                policy_is_builtin(pol) ? " in " SYSTEM_POLICY_FILE " or a --policy FILE" : "");
+                                policy_is_builtin(pol) ? " in " SYSTEM_POLICY_FILE " or a --policy FILE"
+                                                       : "");
                 if (!pol->override_allowed[l])
                         return sbx_error_set(e, EPERM, "policy: overrides",
                                 "%s is not allowed: %s does not list %s in overrides.allowed (add it there "
@@ -262,7 +263,7 @@ static int resolve_env(const sbx_request *req, sbx_config *c, sbx_error *e) {
         }
         if (!req)
                 return 0;
-        STRV_FOREACH (s, req->env) {
+        STRV_FOREACH(s, req->env) {
                 _cleanup_free_ char *name = NULL;
                 const char *eq = strchr(*s, '='), *why;
 

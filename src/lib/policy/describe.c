@@ -40,7 +40,7 @@ static void put_str(FILE *f, const char *s) {
 
 static void put_strv(FILE *f, char *const *l) {
         fputc('[', f);
-        STRV_FOREACH (s, l) {
+        STRV_FOREACH(s, l) {
                 if (s != l)
                         fputs(", ", f);
                 put_str(f, *s);
@@ -126,7 +126,7 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
         fputs("\n  constraints:", f);
         if (strv_length(p->route_constraints) == 0)
                 fputs(" {}", f);
-        STRV_FOREACH (kv, p->route_constraints) {
+        STRV_FOREACH(kv, p->route_constraints) {
                 const char *eq = strchr(*kv, '=');
                 fprintf(f, "\n    %.*s: ", (int) (eq - *kv), *kv);
                 put_str(f, eq + 1);
@@ -208,7 +208,7 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
         fputs(", \"fallback\": ", f);
         put_strv(f, p->route_fallback);
         fputs(", \"constraints\": {", f);
-        STRV_FOREACH (kv, p->route_constraints) {
+        STRV_FOREACH(kv, p->route_constraints) {
                 const char *eq = strchr(*kv, '=');
                 fprintf(f, "%s\"%.*s\": ", kv == p->route_constraints ? "" : ", ", (int) (eq - *kv), *kv);
                 put_str(f, eq + 1);

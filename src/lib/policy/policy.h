@@ -13,10 +13,10 @@
 #include "basic/error.h"
 
 typedef enum sbx_source {
-        SBX_SRC_BUILTIN,  /* compiled-in default */
-        SBX_SRC_POLICY,   /* the policy file */
-        SBX_SRC_PROFILE,  /* the profile (or one it extends) */
-        SBX_SRC_FLAG,     /* command line / request */
+        SBX_SRC_BUILTIN, /* compiled-in default */
+        SBX_SRC_POLICY, /* the policy file */
+        SBX_SRC_PROFILE, /* the profile (or one it extends) */
+        SBX_SRC_FLAG, /* command line / request */
         _SBX_SRC_MAX,
         _SBX_SRC_INVALID = -EINVAL,
 } sbx_source;
@@ -57,7 +57,7 @@ const char *sbx_mode_to_string(sbx_mode m);
 sbx_mode sbx_mode_from_string(const char *s);
 
 typedef enum sbx_level {
-        SBX_LEVEL_POLICY,    /* landlock backend: no namespaces */
+        SBX_LEVEL_POLICY, /* landlock backend: no namespaces */
         SBX_LEVEL_CONTAINER, /* namespaces */
         SBX_LEVEL_MICROVM,
         _SBX_LEVEL_MAX,
@@ -111,7 +111,7 @@ const char *sbx_cmd_mode_to_string(sbx_cmd_mode m);
 sbx_cmd_mode sbx_cmd_mode_from_string(const char *s);
 
 typedef enum sbx_observe {
-        SBX_OBSERVE_AUTO,     /* observe where possible, say "unavailable" otherwise */
+        SBX_OBSERVE_AUTO, /* observe where possible, say "unavailable" otherwise */
         SBX_OBSERVE_REQUIRED, /* setup error when the notification listener cannot be had */
         SBX_OBSERVE_OFF,
         _SBX_OBSERVE_MAX,
@@ -162,35 +162,35 @@ typedef struct sbx_env_var {
 typedef struct sbx_profile {
         char *id;
         char *version;
-        char *extends;      /* NULL if none */
-        char *source_file;  /* file it was read from, or "builtin:<id>" */
+        char *extends; /* NULL if none */
+        char *source_file; /* file it was read from, or "builtin:<id>" */
 
         sbx_level level;
         sbx_mode mode;
         sbx_backend_id backend;
 
-        bool net_allow;     /* network.default: allow */
-        char **egress;      /* strv */
+        bool net_allow; /* network.default: allow */
+        char **egress; /* strv */
         bool loopback;
 
-        char *ws_path;      /* NULL = no workspace */
-        char *ws_mount;     /* default /workspace */
+        char *ws_path; /* NULL = no workspace */
+        char *ws_mount; /* default /workspace */
         sbx_access ws_access;
 
-        char **fs_read;     /* strv of absolute host paths */
+        char **fs_read; /* strv of absolute host paths */
         char **fs_write;
-        char **fs_exec;     /* NULL = anything readable may run */
-        bool fs_exec_set;   /* true when a list was given (possibly empty) */
+        char **fs_exec; /* NULL = anything readable may run */
+        bool fs_exec_set; /* true when a list was given (possibly empty) */
 
         bool allow_spawn;
         sbx_cmd_mode cmd_mode;
         char **cmd_allow;
         char **cmd_deny;
 
-        sbx_limits limits;  /* source[] is SBX_SRC_PROFILE for the set ones */
+        sbx_limits limits; /* source[] is SBX_SRC_PROFILE for the set ones */
         sbx_on_violation on_violation;
 
-        sbx_env_var *env;   /* n_env entries */
+        sbx_env_var *env; /* n_env entries */
         size_t n_env;
         char **secrets;
 
@@ -203,7 +203,7 @@ typedef struct sbx_profile {
         sbx_observe observe;
         bool observe_fs_writes;
         bool high_risk;
-        char *cwd;          /* default working directory inside; NULL = scratch */
+        char *cwd; /* default working directory inside; NULL = scratch */
         char **route_constraints; /* route.constraints as "key=value" strv (lists joined by ',') */
 
         bool field_set[_SBX_F_MAX]; /* which fields this profile (or its parents) set */
@@ -240,20 +240,20 @@ const char *sbx_builtin_profile_text(const char *id);
 
 /* The site policy file. */
 typedef struct sbx_policy {
-        char *source_file;      /* path, or "builtin" */
-        char sha256[65];        /* hex digest of the file's bytes */
+        char *source_file; /* path, or "builtin" */
+        char sha256[65]; /* hex digest of the file's bytes */
         int version;
-        sbx_limits mode_limits[_SBX_MODE_MAX];       /* defaults and ceilings per mode */
+        sbx_limits mode_limits[_SBX_MODE_MAX]; /* defaults and ceilings per mode */
         sbx_backend_id mode_backends[_SBX_MODE_MAX][_SBX_BACKEND_MAX]; /* order for auto */
         size_t n_mode_backends[_SBX_MODE_MAX];
         bool overrides_per_request;
-        bool override_allowed[_SBX_LIMIT_MAX];       /* overrides.allowed */
-        bool best_effort[_SBX_LIMIT_MAX];            /* enforce.best_effort */
-        uint32_t run_as;                             /* host uid when running as root */
+        bool override_allowed[_SBX_LIMIT_MAX]; /* overrides.allowed */
+        bool best_effort[_SBX_LIMIT_MAX]; /* enforce.best_effort */
+        uint32_t run_as; /* host uid when running as root */
         bool strict_when_high_risk, strict_when_network_egress, strict_when_workspace_rw;
-        char **write_allowed;                        /* filesystem.write_allowed */
-        char **egress_allowed;                       /* network.egress_allowed */
-        bool allow_host_network;                     /* network.allow_host */
+        char **write_allowed; /* filesystem.write_allowed */
+        char **egress_allowed; /* network.egress_allowed */
+        bool allow_host_network; /* network.allow_host */
 } sbx_policy;
 
 sbx_policy *sbx_policy_free(sbx_policy *p);
@@ -272,37 +272,37 @@ int sbx_policy_check_profile(const sbx_policy *pol, const sbx_profile *p, sbx_mo
 
 /* Per-request values (flags). has_* say which were given. */
 typedef struct sbx_request {
-        const char *profile;        /* NULL = profile.default */
-        const char *policy_file;    /* NULL = default lookup */
-        sbx_backend_id backend;     /* valid if has_backend */
+        const char *profile; /* NULL = profile.default */
+        const char *policy_file; /* NULL = default lookup */
+        sbx_backend_id backend; /* valid if has_backend */
         bool has_backend;
         sbx_mode mode;
         bool has_mode;
-        const char *workspace;      /* host dir */
+        const char *workspace; /* host dir */
         const char *cwd;
-        char **env;                 /* NAME=VALUE strv from --env */
+        char **env; /* NAME=VALUE strv from --env */
         double limit[_SBX_LIMIT_MAX];
         bool has_limit[_SBX_LIMIT_MAX];
 } sbx_request;
 
 /* The effective configuration of one run: every value resolved, with where it came from. */
 typedef struct sbx_config {
-        sbx_policy *policy;         /* owned */
-        sbx_profile *profile;       /* owned; merged (extends resolved) */
+        sbx_policy *policy; /* owned */
+        sbx_profile *profile; /* owned; merged (extends resolved) */
         sbx_mode mode;
         sbx_source mode_source;
-        sbx_backend_id backend;     /* requested: AUTO or a name */
+        sbx_backend_id backend; /* requested: AUTO or a name */
         sbx_source backend_source;
-        sbx_limits limits;          /* all set; source[] filled */
-        char *workspace;            /* host path or NULL */
+        sbx_limits limits; /* all set; source[] filled */
+        char *workspace; /* host path or NULL */
         sbx_source workspace_source;
-        char *cwd;                  /* inside path, NULL = HOME (scratch) */
+        char *cwd; /* inside path, NULL = HOME (scratch) */
         sbx_source cwd_source;
-        sbx_env_var *env;           /* final env additions (profile env + --env), owned */
+        sbx_env_var *env; /* final env additions (profile env + --env), owned */
         size_t n_env;
-        sbx_source *env_source;     /* n_env entries: builtin, profile or flag */
-        bool strict_required;       /* a policy trigger fired */
-        char *strict_reason;        /* which trigger, or NULL */
+        sbx_source *env_source; /* n_env entries: builtin, profile or flag */
+        bool strict_required; /* a policy trigger fired */
+        char *strict_reason; /* which trigger, or NULL */
 } sbx_config;
 
 sbx_config *sbx_config_free(sbx_config *c);

@@ -615,14 +615,14 @@ static int constraint_one(yctx *c, const char *key, yaml_node_t *key_node, yaml_
                 if (r < 0)
                         return r;
                 len = strlen(key) + 2;
-                STRV_FOREACH (i, items)
+                STRV_FOREACH(i, items)
                         len += strlen(*i) + 1;
                 joined = malloc(len);
                 if (!joined)
                         return -ENOMEM;
                 strcpy(joined, key);
                 strcat(joined, "=");
-                STRV_FOREACH (i, items) {
+                STRV_FOREACH(i, items) {
                         if (i != items)
                                 strcat(joined, ",");
                         strcat(joined, *i);
@@ -888,25 +888,31 @@ static int parse_doc(yctx *c, sbx_profile *p) {
                  * them, and sandboxer has no egress filtering yet: refuse them by name rather
                  * than run with a hole or silently without the data. */
                 yaml_node_t *d = v[K_DATA];
-                if (d->type == YAML_SEQUENCE_NODE && d->data.sequence.items.start < d->data.sequence.items.top) {
+                if (d->type == YAML_SEQUENCE_NODE &&
+                        d->data.sequence.items.start < d->data.sequence.items.top) {
                         yaml_node_t *item = yaml_document_get_node(&c->doc, *d->data.sequence.items.start);
                         const char *type = NULL;
                         if (item && item->type == YAML_MAPPING_NODE)
-                                for (yaml_node_pair_t *kv = item->data.mapping.pairs.start; kv < item->data.mapping.pairs.top; kv++) {
+                                for (yaml_node_pair_t *kv = item->data.mapping.pairs.start;
+                                        kv < item->data.mapping.pairs.top; kv++) {
                                         yaml_node_t *k = yaml_document_get_node(&c->doc, kv->key);
                                         yaml_node_t *val = yaml_document_get_node(&c->doc, kv->value);
-                                        if (k && val && k->type == YAML_SCALAR_NODE && val->type == YAML_SCALAR_NODE &&
-                                            streq((const char *) k->data.scalar.value, "type"))
+                                        if (k && val && k->type == YAML_SCALAR_NODE &&
+                                                val->type == YAML_SCALAR_NODE &&
+                                                streq((const char *) k->data.scalar.value, "type"))
                                                 type = (const char *) val->data.scalar.value;
                                 }
                         return yerr(c, item ? item : d,
-                                "data: a %s data mount needs network egress to reach its service, and sandboxer has no "
-                                "egress filtering yet: refusing it (fail closed); remove the data entry and pass the "
+                                "data: a %s data mount needs network egress to reach its service, and "
+                                "sandboxer has no "
+                                "egress filtering yet: refusing it (fail closed); remove the data entry and "
+                                "pass the "
                                 "data in the workspace instead",
                                 type ? type : "(untyped)");
                 }
                 if (d->type != YAML_SEQUENCE_NODE)
-                        return yerr(c, d, "data: expected a list of data mounts (e.g. - {type: postgres, ...})");
+                        return yerr(
+                                c, d, "data: expected a list of data mounts (e.g. - {type: postgres, ...})");
         }
         if (v[K_HIGH_RISK]) {
                 r = yget_bool(c, v[K_HIGH_RISK], "high_risk", &p->high_risk);
@@ -1020,7 +1026,7 @@ static int find_in_search_path(const char *id, char **ret_path) {
         r = sbx_profile_search_path(&dirs);
         if (r < 0)
                 return r;
-        STRV_FOREACH (d, dirs) {
+        STRV_FOREACH(d, dirs) {
                 static const char *const exts[] = {".yaml", ".yml"};
                 for (size_t i = 0; i < ELEMENTSOF(exts); i++) {
                         char *path = NULL;
@@ -1079,7 +1085,7 @@ static const char *search_path_text(char *buf, size_t size) {
         buf[0] = 0;
         if (sbx_profile_search_path(&dirs) < 0)
                 return buf;
-        STRV_FOREACH (d, dirs)
+        STRV_FOREACH(d, dirs)
                 if (o < size)
                         o += (size_t) snprintf(buf + o, size - o, "%s%s", o ? ":" : "", *d);
         return buf;

@@ -63,54 +63,54 @@ sbx_mechanism sbx_mechanism_from_string(const char *s);
 /* One detail key/value of a violation: string or integer. */
 typedef struct sbx_detail {
         char key[32];
-        char *str;       /* owned; NULL when the value is an integer */
+        char *str; /* owned; NULL when the value is an integer */
         int64_t num;
 } sbx_detail;
 
 #define SBX_VIOLATION_MAX_DETAILS 6
-#define SBX_REPORT_MAX_VIOLATIONS 64  /* distinct events kept; more are counted in dropped */
+#define SBX_REPORT_MAX_VIOLATIONS 64 /* distinct events kept; more are counted in dropped */
 
 typedef struct sbx_violation {
         sbx_violation_kind kind;
-        const char *action;      /* "denied" | "killed" | "refused" (static string) */
+        const char *action; /* "denied" | "killed" | "refused" (static string) */
         int64_t first_at_ms, last_at_ms;
         uint64_t count;
-        char syscall[32];        /* "" when not a syscall event */
+        char syscall[32]; /* "" when not a syscall event */
         sbx_detail detail[SBX_VIOLATION_MAX_DETAILS];
         size_t n_detail;
 } sbx_violation;
 
 typedef struct sbx_mount_info {
-        char *source;            /* host path, "tmpfs", "proc", ... */
-        char *target;            /* inside */
-        char *kind;              /* "bind-ro" | "bind-rw" | "tmpfs" | "proc" | "dev" */
+        char *source; /* host path, "tmpfs", "proc", ... */
+        char *target; /* inside */
+        char *kind; /* "bind-ro" | "bind-rw" | "tmpfs" | "proc" | "dev" */
 } sbx_mount_info;
 
 typedef struct sbx_report {
-        char id[48];             /* "run_" + 24 hex */
+        char id[48]; /* "run_" + 24 hex */
         sbx_status status;
         /* exit */
         bool has_exit_code;
         int exit_code;
-        int exit_signal;         /* 0 = null */
+        int exit_signal; /* 0 = null */
         bool killed_by_sandbox;
-        int cli_exit;            /* what `sandboxer run` returns (not serialised) */
+        int cli_exit; /* what `sandboxer run` returns (not serialised) */
 
         sbx_mode mode;
-        const char *backend;     /* "native", ... or NULL before a backend was chosen */
-        const char *isolation;   /* "container" | "policy" | "microvm" | NULL */
-        char *backend_reason;    /* why this backend (auto choice, skips), owned, may be NULL */
+        const char *backend; /* "native", ... or NULL before a backend was chosen */
+        const char *isolation; /* "container" | "policy" | "microvm" | NULL */
+        char *backend_reason; /* why this backend (auto choice, skips), owned, may be NULL */
 
         sbx_violation violations[SBX_REPORT_MAX_VIOLATIONS];
         size_t n_violations;
         uint64_t violations_dropped;
 
         /* config */
-        const sbx_config *config;    /* borrowed; may be NULL on early setup errors */
+        const sbx_config *config; /* borrowed; may be NULL on early setup errors */
         sbx_mechanism limit_mechanism[_SBX_LIMIT_MAX];
-        sbx_mount_info *mounts;      /* owned */
+        sbx_mount_info *mounts; /* owned */
         size_t n_mounts;
-        const char *observation;     /* "active" | "unavailable" | "off" */
+        const char *observation; /* "active" | "unavailable" | "off" */
         /* The fences in force, by name ("namespaces", "landlock", "seccomp", "capabilities",
          * "no_new_privs", "user"), each a short statement of what was enforced. */
 #define SBX_REPORT_MAX_FENCES 12
@@ -127,11 +127,11 @@ typedef struct sbx_report {
 
         /* host */
         char kernel[128];
-        int landlock_abi;        /* -1 unknown, 0 none */
-        const char *cgroup;      /* "v1" | "v2" | "hybrid" | "none" */
+        int landlock_abi; /* -1 unknown, 0 none */
+        const char *cgroup; /* "v1" | "v2" | "hybrid" | "none" */
         bool unprivileged;
 
-        char *error;             /* owned; NULL = null */
+        char *error; /* owned; NULL = null */
 } sbx_report;
 
 /* Fresh report with a new random id, status exited, host facts filled. */
@@ -147,7 +147,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_report *, sbx_report_free);
  * Returns 1 when a new entry was added, 0 when merged or dropped, -EINVAL / -E2BIG (more
  * than SBX_VIOLATION_MAX_DETAILS details) / -ENOMEM. */
 int sbx_report_add_violation(sbx_report *r, sbx_violation_kind kind, const char *action, int64_t at_ms,
-                             const char *syscall, const sbx_detail *details, size_t n_details);
+        const char *syscall, const sbx_detail *details, size_t n_details);
 /* Replace the error message (copied). fmt NULL clears it. */
 int sbx_report_set_error(sbx_report *r, const char *fmt, ...) _printf_(2, 3);
 /* Replace backend_reason (copied). fmt NULL clears it. */

@@ -26,7 +26,7 @@ static _noreturn_ void child_die(int errfd, const sbx_child_error *ce) {
 
 /* Runs in the child: syscalls only. */
 static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int errfd) {
-        sbx_child_error ce = { 0 };
+        sbx_child_error ce = {0};
         char c;
 
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
@@ -93,8 +93,8 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
 
         /* Landlock rules for what exists only in here: scratch, /proc, /dev, generated files. */
         for (size_t i = 0; p->landlock_fd >= 0 && i < p->n_inside_rules; i++) {
-                int r = sbx_landlock_add_path(p->landlock_fd, p->landlock_abi, p->inside_rules[i].path,
-                                              p->inside_rules[i].access);
+                int r = sbx_landlock_add_path(
+                        p->landlock_fd, p->landlock_abi, p->inside_rules[i].path, p->inside_rules[i].access);
                 if (r < 0 && !(r == -ENOENT && p->inside_rules[i].optional)) {
                         sbx_child_fail(&ce, r, "landlock: add rule", p->inside_rules[i].path);
                         child_die(errfd, &ce);
@@ -111,8 +111,8 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
         /* stdio, the status socket at 3, the seccomp program at 4, the Landlock ruleset at 5,
          * and nothing else; the init binary (6) and the error pipe (7) close on exec. Everything
          * is first moved above the low numbers so that no dup2 clobbers a source. */
-        int src[8] = { p->stdin_fd, p->stdout_fd, p->stderr_fd, p->status_fd, p->seccomp_fd, p->landlock_fd,
-                       p->init_fd, errfd };
+        int src[8] = {p->stdin_fd, p->stdout_fd, p->stderr_fd, p->status_fd, p->seccomp_fd, p->landlock_fd,
+                p->init_fd, errfd};
         int hi[8];
         for (int i = 0; i < 8; i++) {
                 hi[i] = -1;
@@ -151,8 +151,8 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
         }
         if (p->switch_ids) {
                 if ((p->allow_setgroups && setgroups(0, NULL) < 0) ||
-                    setresgid(p->gid_outside, p->gid_outside, p->gid_outside) < 0 ||
-                    setresuid(p->uid_outside, p->uid_outside, p->uid_outside) < 0) {
+                        setresgid(p->gid_outside, p->gid_outside, p->gid_outside) < 0 ||
+                        setresuid(p->uid_outside, p->uid_outside, p->uid_outside) < 0) {
                         sbx_child_fail(&ce, errno, "switch to the sandbox's uid", NULL);
                         child_die(errfd, &ce);
                 }
@@ -166,7 +166,8 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
         }
 
         /* Credentials changed: the parent-death signal was reset; arm it again. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || (!p->setuid_helper && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+                (!p->setuid_helper && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)) {
                 sbx_child_fail(&ce, errno, "prctl", NULL);
                 child_die(errfd, &ce);
         }
@@ -187,7 +188,8 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
 
 static pid_t do_clone(const sbx_spawn_params *p, int *ret_pidfd) {
         struct clone_args args = {
-                .flags = (p->clone_flags & ~(unsigned long) CLONE_NEWCGROUP) | CLONE_PIDFD | CLONE_CLEAR_SIGHAND,
+                .flags = (p->clone_flags & ~(unsigned long) CLONE_NEWCGROUP) | CLONE_PIDFD |
+                         CLONE_CLEAR_SIGHAND,
                 .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
                 .exit_signal = SIGCHLD,
         };
@@ -200,8 +202,9 @@ static pid_t do_clone(const sbx_spawn_params *p, int *ret_pidfd) {
                 return (pid_t) pid;
         /* clone3 unavailable (old kernel, or a filter answering ENOSYS): classic clone. The
          * cgroup is then joined by pid in after_clone, before the child goes on. */
-        return (pid_t) syscall(SYS_clone, ((p->clone_flags & ~(unsigned long) CLONE_NEWCGROUP) | CLONE_PIDFD | SIGCHLD),
-                               NULL, ret_pidfd, NULL, 0);
+        return (pid_t) syscall(SYS_clone,
+                ((p->clone_flags & ~(unsigned long) CLONE_NEWCGROUP) | CLONE_PIDFD | SIGCHLD), NULL,
+                ret_pidfd, NULL, 0);
 }
 
 int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
@@ -222,13 +225,16 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
                 int err = errno;
                 close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
                 if (err == EPERM || err == ENOSPC || err == EUSERS)
-                        return sbx_error_set(e, err, "spawn: clone",
-                                "cannot create namespaces: %s%s", strerror(err),
-                                err == ENOSPC ? " (user.max_user_namespaces is exhausted or 0; raise it with sysctl)"
-                                              : " (user namespaces refused here, e.g. inside a container's seccomp "
+                        return sbx_error_set(e, err, "spawn: clone", "cannot create namespaces: %s%s",
+                                strerror(err),
+                                err == ENOSPC ? " (user.max_user_namespaces is exhausted or 0; raise it "
+                                                "with sysctl)"
+                                              : " (user namespaces refused here, e.g. inside a container's "
+                                                "seccomp "
                                                 "profile or with kernel.unprivileged_userns_clone=0; see "
                                                 "'sandboxer doctor', or use --backend landlock)");
-                return sbx_error_set(e, err, "spawn: clone", "cannot start the sandbox: clone: %s", strerror(err));
+                return sbx_error_set(
+                        e, err, "spawn: clone", "cannot start the sandbox: clone: %s", strerror(err));
         }
         if (pid == 0) {
                 close(syncp[1]);
@@ -241,7 +247,7 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
         int r = 0;
         if (p->clone_flags & CLONE_NEWUSER)
                 r = sbx_ns_write_maps(pid, p->uid_inside, p->uid_outside, p->gid_inside, p->gid_outside,
-                                      p->allow_setgroups, e);
+                        p->allow_setgroups, e);
         if (r >= 0 && p->after_clone)
                 r = p->after_clone(pid, p->userdata, e);
         if (r >= 0 && write(syncp[1], "x", 1) != 1)
@@ -257,9 +263,10 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
                 if (n == (ssize_t) sizeof ce) {
                         ce.step[sizeof ce.step - 1] = ce.path[sizeof ce.path - 1] = 0;
                         r = sbx_error_set(e, ce.errnum, "sandbox setup", "sandbox setup failed: %s%s%s: %s",
-                                          ce.step, ce.path[0] ? " " : "", ce.path, strerror(ce.errnum));
+                                ce.step, ce.path[0] ? " " : "", ce.path, strerror(ce.errnum));
                 } else if (n != 0)
-                        r = sbx_error_set(e, EIO, "sandbox setup", "sandbox setup failed: the child died before exec");
+                        r = sbx_error_set(
+                                e, EIO, "sandbox setup", "sandbox setup failed: the child died before exec");
         }
         close(errp[0]);
 

@@ -14,11 +14,10 @@
 #include "isolate/mount.h"
 #include "isolate/rlimit.h"
 
-
 typedef struct sbx_spawn_path_rule {
-        const char *path;              /* inside the new root */
-        unsigned access;               /* SBX_LL_* */
-        bool optional;                 /* skip when absent */
+        const char *path; /* inside the new root */
+        unsigned access; /* SBX_LL_* */
+        bool optional; /* skip when absent */
 } sbx_spawn_path_rule;
 
 /* Descriptors the init finds open (see src/init/init.c). */
@@ -26,34 +25,34 @@ typedef struct sbx_spawn_path_rule {
 #define SBX_INIT_LANDLOCK_FD 5
 
 typedef struct sbx_spawn_params {
-        unsigned long clone_flags;     /* CLONE_NEW* set; 0 = no namespaces */
+        unsigned long clone_flags; /* CLONE_NEW* set; 0 = no namespaces */
         uid_t uid_inside, uid_outside;
         gid_t gid_inside, gid_outside;
-        bool allow_setgroups;          /* privileged: write "allow" and clear supplementary groups */
-        const sbx_mount_plan *mounts;  /* NULL = leave the mount view alone */
-        const char *hostname;          /* NULL = leave */
+        bool allow_setgroups; /* privileged: write "allow" and clear supplementary groups */
+        const sbx_mount_plan *mounts; /* NULL = leave the mount view alone */
+        const char *hostname; /* NULL = leave */
         bool loopback;
-        int init_fd;                   /* sandboxer-init, opened O_RDONLY|O_CLOEXEC */
+        int init_fd; /* sandboxer-init, opened O_RDONLY|O_CLOEXEC */
         char *const *init_argv;
         char *const *envp;
         int stdin_fd, stdout_fd, stderr_fd; /* become 0, 1, 2 in the sandbox */
-        int status_fd;                 /* becomes fd 3 of the init */
+        int status_fd; /* becomes fd 3 of the init */
         sbx_rlimit_plan rlimits;
-        int cgroup_fd;                 /* v2 leaf for CLONE_INTO_CGROUP, or -1 */
-        int landlock_fd;               /* ruleset for the command (fd 5 of the init), or -1 */
+        int cgroup_fd; /* v2 leaf for CLONE_INTO_CGROUP, or -1 */
+        int landlock_fd; /* ruleset for the command (fd 5 of the init), or -1 */
         int landlock_abi;
         const sbx_spawn_path_rule *inside_rules; /* Landlock rules for paths made in the child */
         size_t n_inside_rules;
-        int seccomp_fd;                /* BPF program for the command only (fd 4 of the init), or -1 */
+        int seccomp_fd; /* BPF program for the command only (fd 4 of the init), or -1 */
         const struct sock_fprog *seccomp_base; /* loaded last, before the init runs: the init and
                                                 * everything under it, or NULL */
-        bool drop_caps;                /* ambient/inheritable/permitted/effective all zero */
-        bool drop_bounding;            /* and the bounding set (needs CAP_SETPCAP) */
-        bool switch_ids;               /* no user namespace: setgroups/setresgid/setresuid to the
-                                        * outside ids (root dropping to run_as) */
+        bool drop_caps; /* ambient/inheritable/permitted/effective all zero */
+        bool drop_bounding; /* and the bounding set (needs CAP_SETPCAP) */
+        bool switch_ids; /* no user namespace: setgroups/setresgid/setresuid to the
+                          * outside ids (root dropping to run_as) */
         int last_cap;
-        bool setuid_helper;            /* the program is a setuid-root sandbox tool (firejail):
-                                        * no_new_privs is left to it and to the init, which set it */
+        bool setuid_helper; /* the program is a setuid-root sandbox tool (firejail):
+                             * no_new_privs is left to it and to the init, which set it */
         /* v1 cgroup `tasks` files (sbx_cgroup_self_attach_fds()) the child writes "0" to before
          * anything else: it joins its groups itself, without the RCU wait a move by pid takes
          * (~10-15 ms on v1). They close on exec. */
@@ -67,10 +66,9 @@ typedef struct sbx_spawn_params {
 typedef struct sbx_spawned {
         pid_t pid;
         int pidfd;
-        uint64_t clone_ns, ready_ns;   /* CLOCK_MONOTONIC at clone and when init was exec'd */
+        uint64_t clone_ns, ready_ns; /* CLOCK_MONOTONIC at clone and when init was exec'd */
 } sbx_spawned;
 
 /* Start the sandbox. Returns 0 once the init has been exec'd (the child's error pipe closed on
  * exec); on any failure the child is reaped and -errno returned with the story in *e. */
 int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e);
-

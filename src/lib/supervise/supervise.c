@@ -52,7 +52,7 @@ static void kill_sandbox(loop_state *s) {
 static int arm_timer(int fd, double seconds) {
         if (seconds <= 0)
                 seconds = 1e-6;
-        struct itimerspec its = { 0 };
+        struct itimerspec its = {0};
         its.it_value.tv_sec = (time_t) seconds;
         its.it_value.tv_nsec = (long) ((seconds - (double) its.it_value.tv_sec) * 1e9);
         if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
@@ -67,7 +67,7 @@ static void write_all(int fd, const char *buf, size_t n, bool *ok) {
                         if (errno == EINTR)
                                 continue;
                         if (errno == EAGAIN) {
-                                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                                struct pollfd pfd = {.fd = fd, .events = POLLOUT};
                                 (void) poll(&pfd, 1, 1000);
                                 continue;
                         }
@@ -151,7 +151,8 @@ static void reap_orphans(void) {
 /* Evidence only (DESIGN.md principle 1): a string argument of the calling process, read through
  * /proc/PID/mem, then the notification id checked still valid so the pid was not reused. What
  * it says never decides an answer. */
-static bool read_string(loop_state *s, const struct seccomp_notif *req, uint64_t addr, char *buf, size_t size) {
+static bool read_string(
+        loop_state *s, const struct seccomp_notif *req, uint64_t addr, char *buf, size_t size) {
         if (!addr || size < 2)
                 return false;
         char path[64];
@@ -172,17 +173,25 @@ static bool read_string(loop_state *s, const struct seccomp_notif *req, uint64_t
 
 static const char *family_name(uint64_t f) {
         switch ((int) f) {
-        case 1: return "unix";
-        case 2: return "inet";
-        case 10: return "inet6";
-        case 16: return "netlink";
-        case 17: return "packet";
-        case 40: return "vsock";
-        default: return NULL;
+        case 1:
+                return "unix";
+        case 2:
+                return "inet";
+        case 10:
+                return "inet6";
+        case 16:
+                return "netlink";
+        case 17:
+                return "packet";
+        case 40:
+                return "vsock";
+        default:
+                return NULL;
         }
 }
 
-static void record(loop_state *s, sbx_violation_kind kind, bool killed, const char *syscall, const sbx_detail *d, size_t n) {
+static void record(loop_state *s, sbx_violation_kind kind, bool killed, const char *syscall,
+        const sbx_detail *d, size_t n) {
         if (!s->p->report)
                 return;
         int64_t at = (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000);
@@ -207,7 +216,8 @@ static ssize_t read_mem(loop_state *s, const struct seccomp_notif *req, uint64_t
 }
 
 /* A path as the caller gave it, resolved against its cwd or dirfd, lexically normalised. */
-static bool resolve_path(const struct seccomp_notif *req, int dirfd_arg, const char *given, char *out, size_t size) {
+static bool resolve_path(
+        const struct seccomp_notif *req, int dirfd_arg, const char *given, char *out, size_t size) {
         char base[512] = "";
         if (given[0] != '/') {
                 char link[64];
@@ -248,31 +258,42 @@ static bool resolve_path(const struct seccomp_notif *req, int dirfd_arg, const c
 
 static bool under(const char *path, const char *prefix) {
         size_t l = strlen(prefix);
-        return strncmp(path, prefix, l) == 0 && (path[l] == 0 || path[l] == '/' || (l == 1 && prefix[0] == '/'));
+        return strncmp(path, prefix, l) == 0 &&
+               (path[l] == 0 || path[l] == '/' || (l == 1 && prefix[0] == '/'));
 }
 
 typedef struct fs_call {
         int nr;
-        int dirfd_arg, path_arg;       /* path_arg -1: none */
-        int dirfd2_arg, path2_arg;     /* a second path (rename's target), -1: none */
+        int dirfd_arg, path_arg; /* path_arg -1: none */
+        int dirfd2_arg, path2_arg; /* a second path (rename's target), -1: none */
         const char *access;
 } fs_call;
 
 static const fs_call fs_calls[] = {
-        { __NR_open, -1, 0, -1, -1, "write" },          { __NR_openat, 0, 1, -1, -1, "write" },
-        { __NR_creat, -1, 0, -1, -1, "create" },        { __NR_truncate, -1, 0, -1, -1, "truncate" },
-        { __NR_unlink, -1, 0, -1, -1, "unlink" },       { __NR_unlinkat, 0, 1, -1, -1, "unlink" },
-        { __NR_rename, -1, 0, -1, 1, "rename" },        { __NR_renameat, 0, 1, 2, 3, "rename" },
-        { __NR_renameat2, 0, 1, 2, 3, "rename" },       { __NR_mkdir, -1, 0, -1, -1, "mkdir" },
-        { __NR_mkdirat, 0, 1, -1, -1, "mkdir" },        { __NR_rmdir, -1, 0, -1, -1, "rmdir" },
-        { __NR_link, -1, -1, -1, 1, "link" },           { __NR_linkat, -1, -1, 2, 3, "link" },
-        { __NR_symlink, -1, -1, -1, 1, "symlink" },     { __NR_symlinkat, -1, -1, 1, 2, "symlink" },
-        { __NR_mknod, -1, 0, -1, -1, "mknod" },         { __NR_mknodat, 0, 1, -1, -1, "mknod" },
+        {__NR_open, -1, 0, -1, -1, "write"},
+        {__NR_openat, 0, 1, -1, -1, "write"},
+        {__NR_creat, -1, 0, -1, -1, "create"},
+        {__NR_truncate, -1, 0, -1, -1, "truncate"},
+        {__NR_unlink, -1, 0, -1, -1, "unlink"},
+        {__NR_unlinkat, 0, 1, -1, -1, "unlink"},
+        {__NR_rename, -1, 0, -1, 1, "rename"},
+        {__NR_renameat, 0, 1, 2, 3, "rename"},
+        {__NR_renameat2, 0, 1, 2, 3, "rename"},
+        {__NR_mkdir, -1, 0, -1, -1, "mkdir"},
+        {__NR_mkdirat, 0, 1, -1, -1, "mkdir"},
+        {__NR_rmdir, -1, 0, -1, -1, "rmdir"},
+        {__NR_link, -1, -1, -1, 1, "link"},
+        {__NR_linkat, -1, -1, 2, 3, "link"},
+        {__NR_symlink, -1, -1, -1, 1, "symlink"},
+        {__NR_symlinkat, -1, -1, 1, 2, "symlink"},
+        {__NR_mknod, -1, 0, -1, -1, "mknod"},
+        {__NR_mknodat, 0, 1, -1, -1, "mknod"},
 };
 
 /* A write-intent call: outside the writable set → refused (EACCES) and recorded with the path as
  * given and as resolved. Inside → it continues, still under Landlock and the read-only mounts. */
-static bool observe_fs(loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char bufs[4][512]) {
+static bool observe_fs(
+        loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char bufs[4][512]) {
         const fs_call *c = NULL;
         for (size_t i = 0; i < ELEMENTSOF(fs_calls); i++)
                 if (fs_calls[i].nr == req->data.nr)
@@ -295,9 +316,9 @@ static bool observe_fs(loop_state *s, const struct seccomp_notif *req, sbx_detai
                         ok = under(resolved, *w);
                 if (ok)
                         continue;
-                d[(*nd)++] = (sbx_detail) { .key = "path", .str = given };
-                d[(*nd)++] = (sbx_detail) { .key = "resolved", .str = resolved };
-                d[(*nd)++] = (sbx_detail) { .key = "access", .str = (char *) c->access };
+                d[(*nd)++] = (sbx_detail){.key = "path", .str = given};
+                d[(*nd)++] = (sbx_detail){.key = "resolved", .str = resolved};
+                d[(*nd)++] = (sbx_detail){.key = "access", .str = (char *) c->access};
                 return true;
         }
         return false;
@@ -305,13 +326,15 @@ static bool observe_fs(loop_state *s, const struct seccomp_notif *req, sbx_detai
 
 /* connect/bind: the address as evidence. Refused when it is not the sandbox's own loopback
  * (inside the empty network namespace it could not leave anyway; this is what makes it seen). */
-static bool observe_net(loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char *abuf, size_t asz) {
+static bool observe_net(
+        loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char *abuf, size_t asz) {
         struct sockaddr_storage ss;
         memset(&ss, 0, sizeof ss);
         size_t len = (size_t) req->data.args[2];
         if (len > sizeof ss)
                 len = sizeof ss;
-        if (len < sizeof(sa_family_t) || read_mem(s, req, req->data.args[1], &ss, len) < (ssize_t) sizeof(sa_family_t))
+        if (len < sizeof(sa_family_t) ||
+                read_mem(s, req, req->data.args[1], &ss, len) < (ssize_t) sizeof(sa_family_t))
                 return false;
         bool is_bind = req->data.nr == __NR_bind;
         if (ss.ss_family == AF_INET) {
@@ -320,20 +343,20 @@ static bool observe_net(loop_state *s, const struct seccomp_notif *req, sbx_deta
                 if ((s->p->loopback && (a >> 24) == 127) || (is_bind && a == INADDR_ANY))
                         return false;
                 inet_ntop(AF_INET, &in->sin_addr, abuf, (socklen_t) asz);
-                d[(*nd)++] = (sbx_detail) { .key = "family", .str = (char *) "inet" };
-                d[(*nd)++] = (sbx_detail) { .key = "address", .str = abuf };
-                d[(*nd)++] = (sbx_detail) { .key = "port", .num = ntohs(in->sin_port) };
+                d[(*nd)++] = (sbx_detail){.key = "family", .str = (char *) "inet"};
+                d[(*nd)++] = (sbx_detail){.key = "address", .str = abuf};
+                d[(*nd)++] = (sbx_detail){.key = "port", .num = ntohs(in->sin_port)};
                 return true;
         }
         if (ss.ss_family == AF_INET6) {
                 struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &ss;
                 if ((s->p->loopback && IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) ||
-                    (is_bind && IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr)))
+                        (is_bind && IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr)))
                         return false;
                 inet_ntop(AF_INET6, &in6->sin6_addr, abuf, (socklen_t) asz);
-                d[(*nd)++] = (sbx_detail) { .key = "family", .str = (char *) "inet6" };
-                d[(*nd)++] = (sbx_detail) { .key = "address", .str = abuf };
-                d[(*nd)++] = (sbx_detail) { .key = "port", .num = ntohs(in6->sin6_port) };
+                d[(*nd)++] = (sbx_detail){.key = "family", .str = (char *) "inet6"};
+                d[(*nd)++] = (sbx_detail){.key = "address", .str = abuf};
+                d[(*nd)++] = (sbx_detail){.key = "port", .num = ntohs(in6->sin6_port)};
                 return true;
         }
         return false; /* unix and the rest: the namespaces and Landlock decide */
@@ -351,17 +374,19 @@ static bool cmd_listed(char *const *list, const char *path) {
 /* An exec seen for process.commands: returns 1 to refuse, 0 to let through, with *warned when
  * it goes through outside the lists. */
 static int observe_exec(loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char *buf,
-                        size_t size, bool *warned) {
-        ssize_t n = read_mem(s, req, req->data.nr == __NR_execveat ? req->data.args[1] : req->data.args[0], buf, size - 1);
+        size_t size, bool *warned) {
+        ssize_t n = read_mem(s, req, req->data.nr == __NR_execveat ? req->data.args[1] : req->data.args[0],
+                buf, size - 1);
         if (n <= 0)
                 return 0;
         buf[n] = 0;
         buf[strnlen(buf, (size_t) n)] = 0;
-        bool bad = cmd_listed(s->p->cmd_deny, buf) || (s->p->cmd_allow && s->p->cmd_allow[0] && !cmd_listed(s->p->cmd_allow, buf));
+        bool bad = cmd_listed(s->p->cmd_deny, buf) ||
+                   (s->p->cmd_allow && s->p->cmd_allow[0] && !cmd_listed(s->p->cmd_allow, buf));
         if (!bad)
                 return 0;
-        d[(*nd)++] = (sbx_detail) { .key = "path", .str = buf };
-        d[(*nd)++] = (sbx_detail) { .key = "rule", .str = (char *) "process.commands" };
+        d[(*nd)++] = (sbx_detail){.key = "path", .str = buf};
+        d[(*nd)++] = (sbx_detail){.key = "rule", .str = (char *) "process.commands"};
         *warned = !s->p->cmd_strict;
         return s->p->cmd_strict ? 1 : 0;
 }
@@ -386,7 +411,7 @@ static void handle_notify(loop_state *s) {
         s->res->notifications++;
         memset(&resp, 0, sizeof resp);
         resp.id = req.id;
-        sbx_seccomp_match m = { .action = SBX_SECCOMP_ALLOW };
+        sbx_seccomp_match m = {.action = SBX_SECCOMP_ALLOW};
         if (!s->p->seccomp || sbx_seccomp_classify(s->p->seccomp, &req.data, &m) < 0)
                 m.action = SBX_SECCOMP_VIOLATION, m.errnum = EPERM, m.category = SBX_SECCOMP_CAT_SYSCALL;
         const char *name = m.syscall ? m.syscall : sbx_seccomp_syscall_name(req.data.nr);
@@ -404,9 +429,10 @@ static void handle_notify(loop_state *s) {
                         break;
                 }
                 deny = true;
-                if (read_string(s, &req, req.data.nr == __NR_execveat ? req.data.args[1] : req.data.args[0], str, sizeof str))
-                        d[nd++] = (sbx_detail) { .key = "path", .str = str };
-                d[nd++] = (sbx_detail) { .key = "rule", .str = (char *) "process.allow_spawn: false" };
+                if (read_string(s, &req, req.data.nr == __NR_execveat ? req.data.args[1] : req.data.args[0],
+                            str, sizeof str))
+                        d[nd++] = (sbx_detail){.key = "path", .str = str};
+                d[nd++] = (sbx_detail){.key = "rule", .str = (char *) "process.allow_spawn: false"};
                 record(s, SBX_VIOLATION_PROCESS_LIMIT, s->p->kill_on_violation, name, d, nd);
                 break;
         case SBX_SECCOMP_VIOLATION:
@@ -417,27 +443,30 @@ static void handle_notify(loop_state *s) {
                 }
                 deny = true;
                 if (m.category == SBX_SECCOMP_CAT_SPAWN) {
-                        d[nd++] = (sbx_detail) { .key = "rule", .str = (char *) "process.allow_spawn: false" };
+                        d[nd++] = (sbx_detail){.key = "rule", .str = (char *) "process.allow_spawn: false"};
                         record(s, SBX_VIOLATION_PROCESS_LIMIT, s->p->kill_on_violation, name, d, nd);
                 } else if (m.category == SBX_SECCOMP_CAT_NETWORK) {
                         const char *fam = family_name(req.data.args[0]);
                         if (req.data.nr == __NR_socket || req.data.nr == __NR_socketpair) {
                                 if (fam)
-                                        d[nd++] = (sbx_detail) { .key = "family", .str = (char *) fam };
+                                        d[nd++] = (sbx_detail){.key = "family", .str = (char *) fam};
                                 else
-                                        d[nd++] = (sbx_detail) { .key = "family", .num = (int64_t) req.data.args[0] };
-                                d[nd++] = (sbx_detail) { .key = "type", .num = (int64_t) (req.data.args[1] & 0xf) };
+                                        d[nd++] = (sbx_detail){
+                                                .key = "family", .num = (int64_t) req.data.args[0]};
+                                d[nd++] = (sbx_detail){
+                                        .key = "type", .num = (int64_t) (req.data.args[1] & 0xf)};
                         }
-                        d[nd++] = (sbx_detail) { .key = "rule", .str = (char *) (m.why ? m.why : "network denied") };
+                        d[nd++] = (sbx_detail){
+                                .key = "rule", .str = (char *) (m.why ? m.why : "network denied")};
                         record(s, SBX_VIOLATION_NETWORK_ACCESS, s->p->kill_on_violation, name, d, nd);
                 } else {
                         for (int i = 0; i < 4 && nd < SBX_VIOLATION_MAX_DETAILS - 1; i++) {
-                                static const char *const keys[] = { "arg0", "arg1", "arg2", "arg3" };
-                                d[nd] = (sbx_detail) { .num = (int64_t) req.data.args[i] };
+                                static const char *const keys[] = {"arg0", "arg1", "arg2", "arg3"};
+                                d[nd] = (sbx_detail){.num = (int64_t) req.data.args[i]};
                                 snprintf(d[nd].key, sizeof d[nd].key, "%s", keys[i]);
                                 nd++;
                         }
-                        d[nd++] = (sbx_detail) { .key = "rule", .str = (char *) (m.why ? m.why : "refused") };
+                        d[nd++] = (sbx_detail){.key = "rule", .str = (char *) (m.why ? m.why : "refused")};
                         record(s, SBX_VIOLATION_SYSCALL, s->p->kill_on_violation, name, d, nd);
                 }
                 break;
@@ -445,21 +474,23 @@ static void handle_notify(loop_state *s) {
                 static char bufs[4][512];
                 static char abuf[INET6_ADDRSTRLEN];
                 bool warned = false;
-                bool refuse = m.category == SBX_SECCOMP_CAT_FS      ? observe_fs(s, &req, d, &nd, bufs)
-                              : m.category == SBX_SECCOMP_CAT_SPAWN ? observe_exec(s, &req, d, &nd, bufs[0], sizeof bufs[0], &warned) > 0
-                                                                    : observe_net(s, &req, d, &nd, abuf, sizeof abuf);
+                bool refuse = m.category == SBX_SECCOMP_CAT_FS ? observe_fs(s, &req, d, &nd, bufs)
+                              : m.category == SBX_SECCOMP_CAT_SPAWN
+                                      ? observe_exec(s, &req, d, &nd, bufs[0], sizeof bufs[0], &warned) > 0
+                                      : observe_net(s, &req, d, &nd, abuf, sizeof abuf);
                 if (warned && s->p->report)
                         (void) sbx_report_add_violation(s->p->report, SBX_VIOLATION_PROCESS_LIMIT, "warned",
-                                                        (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000), name, d, nd);
+                                (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000), name, d, nd);
                 if (!refuse) {
                         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
                         break;
                 }
                 deny = true;
-                record(s, m.category == SBX_SECCOMP_CAT_FS      ? SBX_VIOLATION_FILESYSTEM_WRITE
-                          : m.category == SBX_SECCOMP_CAT_SPAWN ? SBX_VIOLATION_PROCESS_LIMIT
-                                                                : SBX_VIOLATION_NETWORK_ACCESS,
-                       s->p->kill_on_violation, name, d, nd);
+                record(s,
+                        m.category == SBX_SECCOMP_CAT_FS      ? SBX_VIOLATION_FILESYSTEM_WRITE
+                        : m.category == SBX_SECCOMP_CAT_SPAWN ? SBX_VIOLATION_PROCESS_LIMIT
+                                                              : SBX_VIOLATION_NETWORK_ACCESS,
+                        s->p->kill_on_violation, name, d, nd);
                 break;
         }
         case SBX_SECCOMP_ENOSYS:
@@ -493,22 +524,26 @@ static void handle_status(loop_state *s) {
                         struct cmsghdr h;
                         char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
                 } cbuf;
-                struct ucred cred = { .pid = 0 };
-                struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf };
+                struct ucred cred = {.pid = 0};
+                struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+                struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = &cbuf,
+                        .msg_controllen = sizeof cbuf};
                 ssize_t n = recvmsg(s->status_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
                 int passed = -1;
                 if (n > 0)
                         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
                                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-                                    c->cmsg_len == CMSG_LEN(sizeof(int)))
+                                        c->cmsg_len == CMSG_LEN(sizeof(int)))
                                         memcpy(&passed, CMSG_DATA(c), sizeof(int));
                                 else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
                                          c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
                                         memcpy(&cred, CMSG_DATA(c), sizeof cred);
                         }
-                if (passed >= 0 && !(n == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC &&
-                                     m.type == SBX_INIT_MSG_LISTENER && s->p->seccomp && s->listener_fd < 0)) {
+                if (passed >= 0 &&
+                        !(n == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC &&
+                                m.type == SBX_INIT_MSG_LISTENER && s->p->seccomp && s->listener_fd < 0)) {
                         close(passed); /* not asked for */
                         passed = -1;
                 }
@@ -573,7 +608,7 @@ static void handle_status(loop_state *s) {
 static int add_fd(int ep, int fd, uint32_t tag) {
         if (fd < 0)
                 return 0;
-        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
         return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
@@ -581,9 +616,16 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
         memset(res, 0, sizeof *res);
         res->end = SBX_SV_SETUP_FAILED; /* until the init tells us otherwise */
         snprintf(res->text, sizeof res->text, "the sandbox init ended without reporting");
-        loop_state s = { .p = p, .res = res, .out_fd = p->out_fd, .err_fd = p->err_fd, .status_fd = p->status_fd, .init_pid = p->pid,
-                         .fwd_out_ok = p->fwd_out >= 0, .fwd_err_ok = p->fwd_err >= 0, .timer_fd = -1,
-                         .listener_fd = -1 };
+        loop_state s = {.p = p,
+                .res = res,
+                .out_fd = p->out_fd,
+                .err_fd = p->err_fd,
+                .status_fd = p->status_fd,
+                .init_pid = p->pid,
+                .fwd_out_ok = p->fwd_out >= 0,
+                .fwd_err_ok = p->fwd_err >= 0,
+                .timer_fd = -1,
+                .listener_fd = -1};
         int sfd = -1, r = 0;
         sigset_t mask, old;
         sigemptyset(&mask);
@@ -620,9 +662,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
         if (s.err_fd >= 0)
                 (void) fcntl(s.err_fd, F_SETFL, O_NONBLOCK);
         if ((r = add_fd(s.ep, p->pidfd, EV_PIDFD)) < 0 || (r = add_fd(s.ep, s.status_fd, EV_STATUS)) < 0 ||
-            (r = add_fd(s.ep, s.out_fd, EV_OUT)) < 0 || (r = add_fd(s.ep, s.err_fd, EV_ERR)) < 0 ||
-            (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 || (r = add_fd(s.ep, sfd, EV_SIGNAL)) < 0 ||
-            (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0) {
+                (r = add_fd(s.ep, s.out_fd, EV_OUT)) < 0 || (r = add_fd(s.ep, s.err_fd, EV_ERR)) < 0 ||
+                (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 || (r = add_fd(s.ep, sfd, EV_SIGNAL)) < 0 ||
+                (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0) {
                 r = sbx_error_set(e, r, "supervise: epoll_ctl", "epoll_ctl: %s", strerror(-r));
                 goto finish;
         }
@@ -670,7 +712,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                         kill_sandbox(&s);
                                 } else if (!res->timed_out) {
                                         res->timed_out = true;
-                                        res->timeout_at_ms = (int64_t) ((sbx_now_ns() - p->start_ns) / 1000000);
+                                        res->timeout_at_ms =
+                                                (int64_t) ((sbx_now_ns() - p->start_ns) / 1000000);
                                         kill_sandbox(&s);
                                 }
                                 break;
@@ -680,10 +723,12 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 while (read(sfd, &si, sizeof si) == (ssize_t) sizeof si) {
                                         if (res->cancel_signal == 0)
                                                 res->cancel_signal = (int) si.ssi_signo;
-                                        (void) syscall(SYS_pidfd_send_signal, p->pidfd, (int) si.ssi_signo, NULL, 0);
+                                        (void) syscall(SYS_pidfd_send_signal, p->pidfd, (int) si.ssi_signo,
+                                                NULL, 0);
                                         if (!s.grace_armed) {
                                                 s.grace_armed = true;
-                                                (void) arm_timer(s.timer_fd, p->grace_s > 0 ? p->grace_s : 2.0);
+                                                (void) arm_timer(
+                                                        s.timer_fd, p->grace_s > 0 ? p->grace_s : 2.0);
                                         }
                                 }
                                 break;
@@ -709,12 +754,12 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
          * what is left in the pipes and the status socket. */
         handle_status(&s);
         while (s.out_fd >= 0 && pump(&s, &s.out_fd, p->fwd_out, &s.fwd_out_ok, &res->stdout_bytes)) {
-                struct pollfd pfd = { .fd = s.out_fd, .events = POLLIN };
+                struct pollfd pfd = {.fd = s.out_fd, .events = POLLIN};
                 if (poll(&pfd, 1, 100) <= 0)
                         break;
         }
         while (s.err_fd >= 0 && pump(&s, &s.err_fd, p->fwd_err, &s.fwd_err_ok, &res->stderr_bytes)) {
-                struct pollfd pfd = { .fd = s.err_fd, .events = POLLIN };
+                struct pollfd pfd = {.fd = s.err_fd, .events = POLLIN};
                 if (poll(&pfd, 1, 100) <= 0)
                         break;
         }
@@ -743,7 +788,7 @@ finish:
         /* Signals that came in while blocked stay pending; the caller decides (it re-raises
          * nothing: the cancellation is in the result). Drain them so they do not fire now. */
         if (p->handle_signals) {
-                struct timespec zero = { 0 };
+                struct timespec zero = {0};
                 while (sigtimedwait(&mask, NULL, &zero) > 0)
                         ;
         }

@@ -15,14 +15,14 @@
 typedef struct sbx_supervise_params {
         pid_t pid;
         int pidfd;
-        int status_fd;            /* our end of the init's status socket */
-        int out_fd, err_fd;       /* read ends of the command's stdout/stderr pipes, or -1 */
-        int fwd_out, fwd_err;     /* where their bytes go (the caller's 1 and 2), or -1 to drop */
-        uint64_t output_cap;      /* bytes of stdout+stderr allowed; 0 = unlimited */
-        uint64_t start_ns;        /* CLOCK_MONOTONIC the deadline counts from */
-        double timeout_s;         /* 0 = none */
-        double grace_s;           /* after a forwarded cancellation signal, before SIGKILL */
-        bool handle_signals;      /* SIGINT/SIGTERM/SIGHUP/SIGQUIT cancel the run */
+        int status_fd; /* our end of the init's status socket */
+        int out_fd, err_fd; /* read ends of the command's stdout/stderr pipes, or -1 */
+        int fwd_out, fwd_err; /* where their bytes go (the caller's 1 and 2), or -1 to drop */
+        uint64_t output_cap; /* bytes of stdout+stderr allowed; 0 = unlimited */
+        uint64_t start_ns; /* CLOCK_MONOTONIC the deadline counts from */
+        double timeout_s; /* 0 = none */
+        double grace_s; /* after a forwarded cancellation signal, before SIGKILL */
+        bool handle_signals; /* SIGINT/SIGTERM/SIGHUP/SIGQUIT cancel the run */
         /* Optional: kill the whole sandbox (e.g. cgroup kill); default SIGKILL to the init. */
         int (*kill_all)(void *userdata);
         void *userdata;
@@ -46,38 +46,38 @@ typedef struct sbx_supervise_params {
          * as "warned" and let through (warn). */
         char *const *cmd_allow, *const *cmd_deny;
         bool cmd_strict;
-        bool kill_on_violation;  /* a refused call ends the sandbox (on_violation: kill) */
+        bool kill_on_violation; /* a refused call ends the sandbox (on_violation: kill) */
         /* No pid namespace: the caller made itself a child subreaper before the spawn; once the
          * init is gone, what is left of the sandbox was re-parented to us and is killed. */
         bool reap_orphans;
 } sbx_supervise_params;
 
 typedef enum sbx_sv_end {
-        SBX_SV_EXITED,       /* the command exited; code */
-        SBX_SV_SIGNALED,     /* the command died by a signal */
-        SBX_SV_EXEC_FAILED,  /* the command could not be executed: exec_errno, code 126/127 */
+        SBX_SV_EXITED, /* the command exited; code */
+        SBX_SV_SIGNALED, /* the command died by a signal */
+        SBX_SV_EXEC_FAILED, /* the command could not be executed: exec_errno, code 126/127 */
         SBX_SV_SETUP_FAILED, /* the init reported a set-up failure, or died without a word */
 } sbx_sv_end;
 
 typedef struct sbx_supervise_result {
         sbx_sv_end end;
-        int code;                /* exit code (EXITED, EXEC_FAILED) */
-        int signal;              /* SIGNALED */
+        int code; /* exit code (EXITED, EXEC_FAILED) */
+        int signal; /* SIGNALED */
         int exec_errno;
-        char text[64];           /* init's text: the command name or the failed step */
+        char text[64]; /* init's text: the command name or the failed step */
         bool timed_out;
         bool output_limited;
         bool oom;
-        int cancel_signal;       /* 0 = not cancelled */
-        bool killed;             /* the supervisor killed the sandbox */
+        int cancel_signal; /* 0 = not cancelled */
+        bool killed; /* the supervisor killed the sandbox */
         uint64_t stdout_bytes, stderr_bytes;
         uint64_t started_ns, ended_ns, reaped_ns; /* CLOCK_MONOTONIC */
-        struct rusage rusage;    /* of the init and everything it reaped */
+        struct rusage rusage; /* of the init and everything it reaped */
         int64_t timeout_at_ms;
-        bool listener;           /* a seccomp listener was received and served */
+        bool listener; /* a seccomp listener was received and served */
         bool observation_unavailable; /* the init could not install a listener (nested) */
-        uint64_t notifications;  /* answered */
-        bool violation_killed;   /* the sandbox was ended for a refused call */
+        uint64_t notifications; /* answered */
+        bool violation_killed; /* the sandbox was ended for a refused call */
 } sbx_supervise_result;
 
 /* Run the loop until the init is gone and reaped. Takes ownership of out_fd, err_fd and
