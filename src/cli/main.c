@@ -10,10 +10,15 @@ static const struct {
         int (*fn)(int argc, char **argv);
         const char *summary;
 } verbs[] = {
-        { "run", verb_run, "run a command in a fresh sandbox and report what happened" },
-        { "doctor", verb_doctor, "kernel features and backends: available, or why not" },
-        { "profile", verb_profile, "validate, list and show profiles" },
-        { "gc", verb_gc, "remove what killed runs left behind (scratch, mounts, cgroups)" },
+        {"run", verb_run, "run a command in a fresh sandbox and report what happened"},
+        {"doctor", verb_doctor, "kernel features and backends: available, or why not"},
+        {"profile", verb_profile, "validate, list and show profiles"},
+        {"gc", verb_gc, "remove what killed runs left behind (scratch, mounts, cgroups)"},
+#if HAVE_LINUX /* the control plane needs SO_PEERCRED and getrandom */
+        {"serve", verb_serve, "the control plane: HTTP API on a unix socket or TCP"},
+        {"token", verb_token, "create, list and revoke API tokens"},
+        {"audit", verb_audit, "verify the hash chain of the audit log"},
+#endif
 };
 
 void cli_error(const char *fmt, ...) {
@@ -26,7 +31,8 @@ void cli_error(const char *fmt, ...) {
 }
 
 static void usage(FILE *f) {
-        fprintf(f, "Usage: sandboxer VERB [OPTIONS] ...\n\nRun untrusted code under kernel-enforced isolation.\n\nVerbs:\n");
+        fprintf(f, "Usage: sandboxer VERB [OPTIONS] ...\n\nRun untrusted code under kernel-enforced "
+                   "isolation.\n\nVerbs:\n");
         for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
                 fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
         fprintf(f, "\n'sandboxer VERB --help' describes a verb; 'man sandboxer' has the details.\n");

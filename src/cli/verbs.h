@@ -6,6 +6,9 @@ int verb_run(int argc, char **argv);
 int verb_doctor(int argc, char **argv);
 int verb_profile(int argc, char **argv);
 int verb_gc(int argc, char **argv);
+int verb_token(int argc, char **argv);
+int verb_audit(int argc, char **argv);
+int verb_serve(int argc, char **argv);
 
 /* Exit statuses of DESIGN.md. */
 #define SBX_EXIT_TIMEOUT 124

@@ -1,0 +1,490 @@
+/* http.c — libmicrohttpd listeners, who is asking (SO_PEERCRED or a bearer token), the routes
+ * that exist so far (/healthz, /metrics, /v1/profiles) and the JSON error shape. Everything
+ * else is 404: endpoints are absent until built, never stubs. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pwd.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/jsonw.h"
+#include "daemon/http.h"
+#include "isolate/mount.h"
+#include "policy/policy.h"
+
+#define MAX_LISTENERS 16
+#define MAX_CODE 600
+
+typedef struct listener {
+        struct sbx_http_server *srv;
+        struct MHD_Daemon *mhd;
+        sbx_listen_addr addr;
+        dev_t dev; /* of the socket file we created (unix) */
+        ino_t ino;
+} listener;
+
+struct sbx_http_server {
+        sbx_store *store;
+        listener *l[MAX_LISTENERS];
+        size_t n;
+        _Atomic uint64_t codes[MAX_CODE];
+};
+
+/* Who sent a request. */
+typedef struct actor {
+        char kind[4]; /* adm | agt | atm */
+        char name[128];
+        char tenant[128];
+} actor;
+
+int sbx_listen_addr_parse(const char *s, sbx_listen_addr *ret, sbx_error *e) {
+        sbx_listen_addr a = {};
+        static const char hint[] = "expected unix:PATH or HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)";
+
+        if (!s || !*s)
+                return sbx_error_set(e, EINVAL, "listen", "empty listen address; %s", hint);
+        if (strncmp(s, "unix:", 5) == 0) {
+                if (!s[5])
+                        return sbx_error_set(e, EINVAL, "listen", "'%s': no socket path; %s", s, hint);
+                if (strlen(s + 5) >= sizeof a.path)
+                        return sbx_error_set(e, ENAMETOOLONG, "listen",
+                                "'%s': socket path longer than %zu bytes", s, sizeof a.path - 1);
+                a.is_unix = true;
+                strcpy(a.path, s + 5);
+                *ret = a;
+                return 0;
+        }
+        const char *colon, *host = s;
+        size_t hlen;
+        if (s[0] == '[') {
+                const char *close = strchr(s, ']');
+                if (!close || close[1] != ':')
+                        return sbx_error_set(
+                                e, EINVAL, "listen", "invalid listen address '%s'; %s", s, hint);
+                host = s + 1;
+                hlen = (size_t) (close - host);
+                colon = close + 1;
+        } else {
+                colon = strrchr(s, ':');
+                if (!colon || strchr(s, ':') != colon)
+                        return sbx_error_set(
+                                e, EINVAL, "listen", "invalid listen address '%s'; %s", s, hint);
+                hlen = (size_t) (colon - s);
+        }
+        if (hlen == 0 || hlen >= sizeof a.host)
+                return sbx_error_set(
+                        e, EINVAL, "listen", "invalid listen address '%s': no host; %s", s, hint);
+        char *end;
+        errno = 0;
+        unsigned long port = strtoul(colon + 1, &end, 10);
+        if (errno || end == colon + 1 || *end || port > 65535 || colon[1] == '-' || colon[1] == '+')
+                return sbx_error_set(e, EINVAL, "listen", "invalid port in '%s' (0-65535); %s", s, hint);
+        memcpy(a.host, host, hlen);
+        a.port = (unsigned) port;
+        *ret = a;
+        return 0;
+}
+
+int sbx_listen_addr_default(sbx_listen_addr *ret, sbx_error *e) {
+        _cleanup_free_ char *dir = NULL;
+        int r = sbx_runtime_dir(&dir);
+        if (r < 0)
+                return sbx_error_set(e, r, "listen",
+                        "no runtime dir for the default socket (XDG_RUNTIME_DIR unset); pass --listen "
+                        "unix:PATH");
+        sbx_listen_addr a = {.is_unix = true};
+        if ((size_t) snprintf(a.path, sizeof a.path, "%s/sandboxer.sock", dir) >= sizeof a.path)
+                return sbx_error_set(
+                        e, ENAMETOOLONG, "listen", "socket path %s/sandboxer.sock too long", dir);
+        *ret = a;
+        return 0;
+}
+
+/* ---- responses ---- */
+
+static enum MHD_Result respond(listener *l, struct MHD_Connection *c, unsigned code, const char *ctype,
+        char *body, size_t len, const char *extra_header, const char *extra_value) {
+        struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(body);
+                return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+        MHD_add_response_header(resp, "Cache-Control", "no-store");
+        if (extra_header)
+                MHD_add_response_header(resp, extra_header, extra_value);
+        enum MHD_Result ret = MHD_queue_response(c, code, resp);
+        MHD_destroy_response(resp);
+        if (code < MAX_CODE)
+                atomic_fetch_add(&l->srv->codes[code], 1);
+        return ret;
+}
+
+static enum MHD_Result respond_jsonw(listener *l, struct MHD_Connection *c, unsigned code, jsonw *w,
+        const char *extra_header, const char *extra_value) {
+        char *text;
+        size_t len;
+        if (jsonw_finish(w, true, &text, &len) < 0) {
+                static const char oom[] =
+                        "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n";
+                text = strdup(oom);
+                if (!text)
+                        return MHD_NO;
+                len = strlen(text);
+                code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return respond(l, c, code, "application/json", text, len, extra_header, extra_value);
+}
+
+static enum MHD_Result respond_error(listener *l, struct MHD_Connection *c, unsigned code, const char *ecode,
+        const char *message, const char *extra_header, const char *extra_value) {
+        _cleanup_jsonw_ jsonw w;
+        jsonw_init(&w, false);
+        jsonw_begin_object(&w);
+        jsonw_key(&w, "error");
+        jsonw_begin_object(&w);
+        jsonw_kv_string(&w, "code", ecode);
+        jsonw_kv_string(&w, "message", message);
+        jsonw_end_object(&w);
+        jsonw_end_object(&w);
+        return respond_jsonw(l, c, code, &w, extra_header, extra_value);
+}
+
+/* ---- authentication ---- */
+
+static void user_name(uid_t uid, char *buf, size_t size) {
+        struct passwd pw, *res = NULL;
+        char tmp[1024];
+        if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res)
+                snprintf(buf, size, "%s", res->pw_name);
+        else
+                snprintf(buf, size, "uid-%u", (unsigned) uid);
+}
+
+/* 0 with *a filled, or an HTTP status (401) and a message for the client. */
+static unsigned authenticate(listener *l, struct MHD_Connection *c, actor *a, const char **ret_msg) {
+        *a = (actor){};
+        if (l->addr.is_unix) {
+                const union MHD_ConnectionInfo *ci =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+                struct ucred uc;
+                socklen_t len = sizeof uc;
+                if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) {
+                        *ret_msg = "cannot tell who is connecting (SO_PEERCRED failed)";
+                        return MHD_HTTP_UNAUTHORIZED;
+                }
+                user_name(uc.uid, a->name, sizeof a->name);
+                /* The socket's owner and root administer; anyone else the 0660 mode lets in (the
+                 * socket's group) is an agent in a tenant of their own. */
+                if (uc.uid == 0 || uc.uid == geteuid())
+                        strcpy(a->kind, "adm");
+                else {
+                        strcpy(a->kind, "agt");
+                        snprintf(a->tenant, sizeof a->tenant, "uid-%u", (unsigned) uc.uid);
+                }
+                return 0;
+        }
+
+        const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
+                *ret_msg = "a bearer token is required on TCP: 'Authorization: Bearer TOKEN' "
+                           "(tokens come from 'sandboxer token create')";
+                return MHD_HTTP_UNAUTHORIZED;
+        }
+        h += 7;
+        while (*h == ' ')
+                h++;
+        sbx_token_info t = {};
+        int r = sbx_store_token_lookup(l->srv->store, h, &t, NULL);
+        if (r == -EKEYREVOKED) {
+                *ret_msg = "this token has been revoked";
+                return MHD_HTTP_UNAUTHORIZED;
+        }
+        if (r < 0) {
+                *ret_msg = "unknown token";
+                return MHD_HTTP_UNAUTHORIZED;
+        }
+        snprintf(a->kind, sizeof a->kind, "%s", t.actor);
+        snprintf(a->name, sizeof a->name, "%s", t.name);
+        snprintf(a->tenant, sizeof a->tenant, "%s", t.tenant);
+        sbx_token_info_clear(&t);
+        return 0;
+}
+
+/* ---- routes ---- */
+
+static enum MHD_Result get_healthz(listener *l, struct MHD_Connection *c) {
+        _cleanup_jsonw_ jsonw w;
+        jsonw_init(&w, false);
+        jsonw_begin_object(&w);
+        jsonw_kv_string(&w, "status", "ok");
+        jsonw_end_object(&w);
+        return respond_jsonw(l, c, MHD_HTTP_OK, &w, NULL, NULL);
+}
+
+static enum MHD_Result get_profiles(listener *l, struct MHD_Connection *c) {
+        _cleanup_jsonw_ jsonw w;
+        jsonw_init(&w, false);
+        jsonw_begin_object(&w);
+        jsonw_key(&w, "items");
+        jsonw_begin_array(&w);
+        for (const char *const *id = sbx_builtin_profile_ids(); id && *id; id++) {
+                _cleanup_(sbx_profile_freep) sbx_profile *p = NULL;
+                sbx_error e = {};
+                jsonw_begin_object(&w);
+                jsonw_kv_string(&w, "id", *id);
+                if (sbx_profile_load(*id, &p, &e) >= 0) {
+                        jsonw_kv_string(&w, "version", p->version);
+                        jsonw_kv_string(&w, "source", p->source_file);
+                } else {
+                        char buf[1024];
+                        jsonw_kv_null(&w, "version");
+                        jsonw_kv_string(&w, "error", sbx_error_format(&e, buf, sizeof buf));
+                }
+                jsonw_end_object(&w);
+        }
+        jsonw_end_array(&w);
+        jsonw_end_object(&w);
+        return respond_jsonw(l, c, MHD_HTTP_OK, &w, NULL, NULL);
+}
+
+static enum MHD_Result get_metrics(listener *l, struct MHD_Connection *c) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return MHD_NO;
+        fputs("# HELP sandboxer_up Whether the sandboxer control plane is serving.\n"
+              "# TYPE sandboxer_up gauge\n"
+              "sandboxer_up 1\n"
+              "# HELP sandboxer_http_requests_total HTTP requests answered, by status code.\n"
+              "# TYPE sandboxer_http_requests_total counter\n",
+                f);
+        for (unsigned code = 100; code < MAX_CODE; code++) {
+                uint64_t n = atomic_load(&l->srv->codes[code]);
+                if (n)
+                        fprintf(f, "sandboxer_http_requests_total{code=\"%u\"} %llu\n", code,
+                                (unsigned long long) n);
+        }
+        if (fclose(f) != 0) {
+                free(text);
+                return MHD_NO;
+        }
+        return respond(l, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len, NULL, NULL);
+}
+
+static const struct route {
+        const char *path;
+        enum MHD_Result (*get)(listener *l, struct MHD_Connection *c);
+} routes[] = {
+        {"/healthz", get_healthz},
+        {"/metrics", get_metrics},
+        {"/v1/profiles", get_profiles},
+};
+
+static void log_request(listener *l, const char *method, const char *url, unsigned code, const actor *a) {
+        _cleanup_free_ char *qurl = NULL, *qmethod = NULL;
+        if (json_quote(url, strlen(url), &qurl) < 0 || json_quote(method, strlen(method), &qmethod) < 0)
+                return;
+        fprintf(stderr,
+                "level=info event=request listener=%s method=%s path=%s code=%u actor=%s:%s tenant=%s\n",
+                l->addr.is_unix ? "unix" : "tcp", qmethod, qurl, code, a->kind[0] ? a->kind : "-",
+                a->name[0] ? a->name : "-", a->tenant[0] ? a->tenant : "-");
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+        const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls) {
+        static int started;
+        listener *l = cls;
+        actor a;
+        const char *msg = NULL;
+        unsigned code;
+        char buf[512];
+
+        if (!*req_cls) {
+                *req_cls = &started;
+                return MHD_YES;
+        }
+        /* No endpoint takes a body yet: read and drop it. */
+        if (*upload_data_size) {
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+
+        code = authenticate(l, c, &a, &msg);
+        if (code) {
+                log_request(l, method, url, code, &a);
+                return respond_error(l, c, code, "unauthenticated", msg, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                        "Bearer realm=\"sandboxer\"");
+        }
+        for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
+                if (!streq(url, routes[i].path))
+                        continue;
+                if (!streq(method, MHD_HTTP_METHOD_GET)) {
+                        snprintf(buf, sizeof buf, "%s does not take %s; use GET", url, method);
+                        log_request(l, method, url, MHD_HTTP_METHOD_NOT_ALLOWED, &a);
+                        return respond_error(l, c, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed", buf,
+                                "Allow", "GET");
+                }
+                log_request(l, method, url, MHD_HTTP_OK, &a);
+                return routes[i].get(l, c);
+        }
+        snprintf(buf, sizeof buf, "no such endpoint: %s %.400s", method, url);
+        log_request(l, method, url, MHD_HTTP_NOT_FOUND, &a);
+        return respond_error(l, c, MHD_HTTP_NOT_FOUND, "not_found", buf, NULL, NULL);
+}
+
+/* ---- listeners ---- */
+
+int sbx_http_server_new(sbx_store *store, sbx_http_server **ret) {
+        sbx_http_server *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->store = store;
+        *ret = s;
+        return 0;
+}
+
+/* Make room for a socket at path: nothing there, or a stale socket (nobody answers) removed. */
+static int clear_stale_socket(const char *path, sbx_error *e) {
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : sbx_error_set(e, errno, "listen", "stat %s: %m", path);
+        if (!S_ISSOCK(st.st_mode))
+                return sbx_error_set(e, EEXIST, "listen",
+                        "%s exists and is not a socket; remove it or choose another path", path);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return sbx_error_set(e, errno, "listen", "socket: %m");
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        memcpy(sa.sun_path, path, strlen(path) + 1); /* fits: checked at parse */
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0)
+                return sbx_error_set(
+                        e, EADDRINUSE, "listen", "a server already answers on %s; stop it first", path);
+        if (errno != ECONNREFUSED && errno != ENOENT)
+                return sbx_error_set(e, errno, "listen", "probe %s: %m", path);
+        if (unlink(path) < 0 && errno != ENOENT)
+                return sbx_error_set(e, errno, "listen", "remove stale socket %s: %m", path);
+        return 0;
+}
+
+static int open_unix(listener *l, sbx_error *e) {
+        const char *path = l->addr.path;
+        int r;
+
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = 0;
+                r = sbx_mkdir_p(dir, 0755);
+                if (r < 0)
+                        return sbx_error_set(e, r, "listen", "cannot create %s: %s", dir, strerror(-r));
+        }
+        r = clear_stale_socket(path, e);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return sbx_error_set(e, errno, "listen", "socket: %m");
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        memcpy(sa.sun_path, path, strlen(path) + 1); /* fits: checked at parse */
+        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+                return sbx_error_set(e, errno, "listen", "bind %s: %m", path);
+        /* Until this chmod the umask applies, which never grants more than 0660 would to others. */
+        struct stat st;
+        if (chmod(path, 0660) < 0 || lstat(path, &st) < 0) {
+                r = sbx_error_set(e, errno, "listen", "chmod 0660 %s: %m", path);
+                (void) unlink(path);
+                return r;
+        }
+        l->dev = st.st_dev;
+        l->ino = st.st_ino;
+        if (listen(fd, 128) < 0) {
+                r = sbx_error_set(e, errno, "listen", "listen %s: %m", path);
+                (void) unlink(path);
+                return r;
+        }
+        return TAKE_FD(fd);
+}
+
+static int open_tcp(listener *l, sbx_error *e) {
+        struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM},
+                        *ai = NULL;
+        char port[8];
+        snprintf(port, sizeof port, "%u", l->addr.port);
+        int g = getaddrinfo(l->addr.host, port, &hints, &ai);
+        if (g != 0)
+                return sbx_error_set(
+                        e, EADDRNOTAVAIL, "listen", "cannot resolve %s: %s", l->addr.host, gai_strerror(g));
+        _cleanup_close_ int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+                freeaddrinfo(ai);
+                return sbx_error_set(e, errno, "listen", "socket: %m");
+        }
+        int one = 1;
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        int r = bind(fd, ai->ai_addr, ai->ai_addrlen);
+        freeaddrinfo(ai);
+        if (r < 0)
+                return sbx_error_set(e, errno, "listen", "bind %s:%u: %m", l->addr.host, l->addr.port);
+        if (listen(fd, 128) < 0)
+                return sbx_error_set(e, errno, "listen", "listen %s:%u: %m", l->addr.host, l->addr.port);
+        return TAKE_FD(fd);
+}
+
+static void remove_socket(listener *l) {
+        struct stat st;
+        /* Only our own socket: another server may have replaced it since. */
+        if (l->addr.is_unix && l->ino && lstat(l->addr.path, &st) == 0 && st.st_dev == l->dev &&
+                st.st_ino == l->ino)
+                (void) unlink(l->addr.path);
+}
+
+int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_error *e) {
+        if (s->n >= MAX_LISTENERS)
+                return sbx_error_set(e, E2BIG, "listen", "at most %d listeners", MAX_LISTENERS);
+        listener *l = calloc(1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        l->srv = s;
+        l->addr = *a;
+        int fd = a->is_unix ? open_unix(l, e) : open_tcp(l, e);
+        if (fd < 0) {
+                free(l);
+                return fd;
+        }
+        l->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, handle, l,
+                MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 60,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 64 * 1024, MHD_OPTION_END);
+        if (!l->mhd) {
+                close(fd);
+                remove_socket(l);
+                free(l);
+                return sbx_error_set(e, EIO, "listen", "libmicrohttpd could not start on %s",
+                        a->is_unix ? a->path : a->host);
+        }
+        s->l[s->n++] = l;
+        return 0;
+}
+
+sbx_http_server *sbx_http_server_free(sbx_http_server *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n; i++) {
+                MHD_stop_daemon(s->l[i]->mhd); /* closes the listening socket */
+                remove_socket(s->l[i]);
+                free(s->l[i]);
+        }
+        free(s);
+        return NULL;
+}
