@@ -374,6 +374,21 @@ static bool command_path(const char *cmd, char *buf, size_t size) {
         }
 }
 
+int sbx_backend_ll_add_profile_paths(int fd, int abi, const sbx_profile *pr, sbx_error *e) {
+        int r;
+        STRV_FOREACH(p, pr->fs_read)
+                if ((r = sbx_backend_ll_add_host(fd, abi, *p,
+                             SBX_LL_READ | (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
+                        return r;
+        STRV_FOREACH(p, pr->fs_write)
+                if ((r = sbx_backend_ll_add_host(fd, abi, *p,
+                             SBX_LL_READ | SBX_LL_WRITE |
+                                     (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0),
+                             e)) < 0)
+                        return r;
+        return 0;
+}
+
 int sbx_backend_ll_add_commands(int fd, int abi, const sbx_profile *pr, sbx_error *e) {
         if (pr->cmd_mode != SBX_CMD_MODE_STRICT)
                 return 0;

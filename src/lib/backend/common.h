@@ -61,6 +61,10 @@ int sbx_backend_writable_set(const sbx_config *cfg, const char *scratch, const c
  * able to reach the workspace itself. 0, or -EACCES with the path, the uid and the fix. */
 int sbx_backend_check_reachable(const char *path, uid_t uid, gid_t gid, bool write, sbx_error *e);
 
+/* Landlock rules for the profile's filesystem.read (read, and execute unless restricted) and
+ * filesystem.write (read, write) host paths. */
+int sbx_backend_ll_add_profile_paths(int fd, int abi, const sbx_profile *pr, sbx_error *e);
+
 /* process.commands strict: execute rights for the allowed commands and their interpreters. */
 int sbx_backend_ll_add_commands(int fd, int abi, const sbx_profile *pr, sbx_error *e);
 

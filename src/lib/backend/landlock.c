@@ -114,16 +114,8 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
         int r = sbx_landlock_ruleset_new(&req, &fd, &info, e);
         if (r < 0)
                 return r;
-        STRV_FOREACH(p, pr->fs_read)
-                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p,
-                             SBX_LL_READ | (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0), e)) < 0)
-                        return r;
-        STRV_FOREACH(p, pr->fs_write)
-                if ((r = sbx_backend_ll_add_host(fd, info.abi, *p,
-                             SBX_LL_READ | SBX_LL_WRITE |
-                                     (sbx_backend_exec_allowed(pr, *p) ? SBX_LL_EXEC : 0),
-                             e)) < 0)
-                        return r;
+        if ((r = sbx_backend_ll_add_profile_paths(fd, info.abi, pr, e)) < 0)
+                return r;
         if ((r = sbx_backend_ll_add_host(fd, info.abi, d->scratch,
                      SBX_LL_READ | SBX_LL_WRITE | (pr->cmd_mode == SBX_CMD_MODE_STRICT ? 0 : SBX_LL_EXEC),
                      e)) < 0)
