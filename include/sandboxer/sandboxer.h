@@ -45,7 +45,8 @@ SBX_PUBLIC int sbx_run_set_limit(sbx_run *run, const char *key, double value);
 SBX_PUBLIC int sbx_run_set_command(sbx_run *run, char *const argv[]);
 /* Descriptors for the command's stdin, stdout and stderr (default 0, 1, 2). Borrowed. */
 SBX_PUBLIC int sbx_run_set_stdio(sbx_run *run, int in_fd, int out_fd, int err_fd);
-/* Give the command a pseudo-terminal. */
+/* Give the command a pseudo-terminal of its own (its 0, 1, 2 and controlling terminal), relayed
+ * to the stdio descriptors; the caller's terminal is put in raw mode meanwhile. */
 SBX_PUBLIC int sbx_run_set_tty(sbx_run *run, bool tty);
 /* While executing, SIGINT/SIGTERM/SIGHUP/SIGQUIT to the process cancel the run (default on). */
 SBX_PUBLIC int sbx_run_set_handle_signals(sbx_run *run, bool on);

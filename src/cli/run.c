@@ -58,6 +58,7 @@ enum {
         ARG_PIDS,
         ARG_OUTPUT,
         ARG_SCRATCH,
+        ARG_TTY,
 };
 
 static const struct option options[] = {{"profile", required_argument, NULL, ARG_PROFILE},
@@ -70,7 +71,7 @@ static const struct option options[] = {{"profile", required_argument, NULL, ARG
         {"budget", required_argument, NULL, ARG_BUDGET}, {"memory", required_argument, NULL, ARG_MEMORY},
         {"cpus", required_argument, NULL, ARG_CPUS}, {"pids", required_argument, NULL, ARG_PIDS},
         {"output", required_argument, NULL, ARG_OUTPUT}, {"scratch", required_argument, NULL, ARG_SCRATCH},
-        {"help", no_argument, NULL, 'h'}, {}};
+        {"tty", no_argument, NULL, ARG_TTY}, {"help", no_argument, NULL, 'h'}, {}};
 
 static const char *limit_key(int opt) {
         switch (opt) {
@@ -198,6 +199,9 @@ int verb_run(int argc, char **argv) {
                                 report_fd = (int) v;
                         break;
                 }
+                case ARG_TTY:
+                        r = sbx_run_set_tty(run, true);
+                        break;
                 case ARG_DRY_RUN:
                         dry_run = true;
                         break;

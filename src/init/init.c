@@ -333,7 +333,11 @@ int main(int argc, char **argv) {
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 (void) setsid();
-                if (tty)
+                /* A terminal of our own (--tty: a fresh pty) becomes the command's controlling
+                 * terminal; a caller's terminal passed as stdin already belongs to the
+                 * caller's session, and the kernel refuses it (no controlling terminal). */
+                (void) tty;
+                if (isatty(0))
                         (void) ioctl(0, TIOCSCTTY, 0);
                 int32_t m[2] = {0, 0};
                 if (cwd && chdir(cwd) < 0) {

@@ -142,8 +142,6 @@ _public_ int sbx_run_set_stdio(sbx_run *r, int in_fd, int out_fd, int err_fd) {
         return 0;
 }
 _public_ int sbx_run_set_tty(sbx_run *r, bool tty) {
-        if (tty)
-                return -EOPNOTSUPP; /* not implemented yet: refuse rather than pretend */
         r->tty = tty;
         return 0;
 }
@@ -303,7 +301,8 @@ _public_ int sbx_run_execute(sbx_run *r) {
                         sbx_run_io io = {.in_fd = r->in_fd,
                                 .out_fd = r->out_fd,
                                 .err_fd = r->err_fd,
-                                .handle_signals = r->handle_signals};
+                                .handle_signals = r->handle_signals,
+                                .tty = r->tty};
                         (void) b;
                         ret = sbx_backend_none_run(cfg, r->argv, &io, rep, &e);
                 }
@@ -317,7 +316,8 @@ _public_ int sbx_run_execute(sbx_run *r) {
                 sbx_run_io io = {.in_fd = r->in_fd,
                         .out_fd = r->out_fd,
                         .err_fd = r->err_fd,
-                        .handle_signals = r->handle_signals};
+                        .handle_signals = r->handle_signals,
+                        .tty = r->tty};
                 unsigned tried = 0;
                 for (;;) {
                         ret = b->run(cfg, r->argv, &io, rep, &e);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -527,7 +528,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         _cleanup_close_ int oom_fd = -EBADF;
-        int outp[2] = {-1, -1}, errp[2] = {-1, -1}, spair[2] = {-1, -1};
+        int outp[2] = {-1, -1}, errp[2] = {-1, -1}, spair[2] = {-1, -1}, master = -1, slave = -1;
         int r;
 
         if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
@@ -548,6 +549,22 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         sp->stdout_fd = outp[1];
         sp->stderr_fd = errp[1];
         sp->status_fd = spair[1];
+        if (io->tty) {
+                /* A pseudo-terminal of the sandbox's own: its slave is the command's 0, 1 and 2
+                 * (and controlling terminal); we relay the master to the caller's stdio. */
+                master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+                char name[64];
+                if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 ||
+                        ptsname_r(master, name, sizeof name) != 0 ||
+                        (slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+                        r = sbx_error_set(e, errno, "tty", "cannot allocate a pseudo-terminal: %m");
+                        goto fail_fds;
+                }
+                struct winsize ws;
+                if (ioctl(io->out_fd, TIOCGWINSZ, &ws) == 0 || ioctl(io->in_fd, TIOCGWINSZ, &ws) == 0)
+                        (void) ioctl(master, TIOCSWINSZ, &ws);
+                sp->stdin_fd = sp->stdout_fd = sp->stderr_fd = slave;
+        }
 
         /* The child joins its v1 groups itself ("0" to their tasks files) and the cgroup2 group
          * at clone: no pid written to a cgroup.procs, which would wait for an RCU grace period
@@ -577,6 +594,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 close(cg_fds[i]);
         close(outp[1]), close(errp[1]), close(spair[1]);
         outp[1] = errp[1] = spair[1] = -1;
+        slave = safe_close(slave);
         if (r < 0)
                 goto fail_fds;
         rep->setup_ms = (int64_t) ((sv.ready_ns - t0) / 1000000);
@@ -587,8 +605,10 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 .pid = sv.pid,
                 .pidfd = sv.pidfd,
                 .status_fd = spair[0],
-                .out_fd = outp[0],
-                .err_fd = errp[0],
+                .out_fd = master >= 0 ? master : outp[0],
+                .err_fd = master >= 0 ? -1 : errp[0],
+                .tty_master = master,
+                .tty_in = master >= 0 ? io->in_fd : -1,
                 .fwd_out = io->out_fd,
                 .fwd_err = io->err_fd,
                 .output_cap = (uint64_t) (cfg->limits.value[SBX_LIMIT_OUTPUT_MB] * 1048576.0),
@@ -612,6 +632,12 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 svp.userdata = cg;
                 oom_fd = sbx_cgroup_event_fd(cg);
                 svp.oom_fd = oom_fd >= 0 ? oom_fd : -1;
+        }
+        if (master >= 0) {
+                /* the supervisor owns the master now; the unused pipes go */
+                outp[0] = safe_close(outp[0]);
+                errp[0] = safe_close(errp[0]);
+                master = -1;
         }
         sbx_supervise_result res;
         r = sbx_supervise(&svp, &res, e);
@@ -737,6 +763,8 @@ fail_fds:
                 safe_close(errp[i]);
                 safe_close(spair[i]);
         }
+        safe_close(master);
+        safe_close(slave);
         return r;
 }
 

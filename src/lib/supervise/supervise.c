@@ -18,11 +18,12 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #include "init/protocol.h"
 #include "supervise/spawn.h"
 
-enum { EV_PIDFD = 1, EV_STATUS, EV_OUT, EV_ERR, EV_TIMER, EV_SIGNAL, EV_OOM, EV_NOTIFY };
+enum { EV_PIDFD = 1, EV_STATUS, EV_OUT, EV_ERR, EV_TIMER, EV_SIGNAL, EV_OOM, EV_NOTIFY, EV_TTYIN };
 
 typedef struct loop_state {
         const sbx_supervise_params *p;
@@ -627,6 +628,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 .timer_fd = -1,
                 .listener_fd = -1};
         int sfd = -1, r = 0;
+        struct termios saved_tio;
+        bool raw = false;
         sigset_t mask, old;
         sigemptyset(&mask);
         sigaddset(&mask, SIGPIPE);
@@ -636,6 +639,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 sigaddset(&mask, SIGHUP);
                 sigaddset(&mask, SIGQUIT);
         }
+        bool tty = p->tty_master >= 0;
+        if (tty)
+                sigaddset(&mask, SIGWINCH); /* the caller's window size follows to the pty */
         /* Signals that arrive while we wait are read from a signalfd, not handled asynchronously. */
         sigprocmask(SIG_BLOCK, &mask, &old);
         sigdelset(&mask, SIGPIPE);
@@ -650,7 +656,7 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 r = sbx_error_set(e, errno, "supervise: timerfd", "timerfd_create: %m");
                 goto finish;
         }
-        if (p->handle_signals) {
+        if (p->handle_signals || tty) {
                 sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
                 if (sfd < 0) {
                         r = sbx_error_set(e, errno, "supervise: signalfd", "signalfd: %m");
@@ -664,7 +670,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
         if ((r = add_fd(s.ep, p->pidfd, EV_PIDFD)) < 0 || (r = add_fd(s.ep, s.status_fd, EV_STATUS)) < 0 ||
                 (r = add_fd(s.ep, s.out_fd, EV_OUT)) < 0 || (r = add_fd(s.ep, s.err_fd, EV_ERR)) < 0 ||
                 (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 || (r = add_fd(s.ep, sfd, EV_SIGNAL)) < 0 ||
-                (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0) {
+                (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0 ||
+                (r = add_fd(s.ep, tty ? p->tty_in : -1, EV_TTYIN)) < 0) {
                 r = sbx_error_set(e, r, "supervise: epoll_ctl", "epoll_ctl: %s", strerror(-r));
                 goto finish;
         }
@@ -675,6 +682,15 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                         r = sbx_error_set(e, r, "supervise: timer", "timerfd_settime: %s", strerror(-r));
                         goto finish;
                 }
+        }
+
+        /* --tty with a terminal on our side: raw, so that keys reach the sandbox's terminal as
+         * they are typed (its own line discipline does the rest); restored at the end. */
+        raw = tty && p->tty_in >= 0 && tcgetattr(p->tty_in, &saved_tio) == 0;
+        if (raw) {
+                struct termios t = saved_tio;
+                cfmakeraw(&t);
+                (void) tcsetattr(p->tty_in, TCSANOW, &t);
         }
 
         bool init_gone = false;
@@ -721,6 +737,13 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                         case EV_SIGNAL: {
                                 struct signalfd_siginfo si;
                                 while (read(sfd, &si, sizeof si) == (ssize_t) sizeof si) {
+                                        if (si.ssi_signo == SIGWINCH) {
+                                                struct winsize ws;
+                                                if (ioctl(p->tty_in, TIOCGWINSZ, &ws) == 0 ||
+                                                        ioctl(p->fwd_out, TIOCGWINSZ, &ws) == 0)
+                                                        (void) ioctl(p->tty_master, TIOCSWINSZ, &ws);
+                                                continue;
+                                        }
                                         if (res->cancel_signal == 0)
                                                 res->cancel_signal = (int) si.ssi_signo;
                                         (void) syscall(SYS_pidfd_send_signal, p->pidfd, (int) si.ssi_signo,
@@ -729,6 +752,22 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                                 s.grace_armed = true;
                                                 (void) arm_timer(
                                                         s.timer_fd, p->grace_s > 0 ? p->grace_s : 2.0);
+                                        }
+                                }
+                                break;
+                        }
+                        case EV_TTYIN: {
+                                /* the caller's keystrokes (or piped input) to the pty; at its end,
+                                 * an end-of-file character, as a terminal would send */
+                                char buf[4096];
+                                ssize_t k = read(p->tty_in, buf, sizeof buf);
+                                if (k > 0 && s.out_fd >= 0) {
+                                        bool okw = true;
+                                        write_all(p->tty_master, buf, (size_t) k, &okw);
+                                } else if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
+                                        (void) epoll_ctl(s.ep, EPOLL_CTL_DEL, p->tty_in, NULL);
+                                        if (k == 0 && s.out_fd >= 0 && write(p->tty_master, "\x04", 1) < 0) {
+                                                /* the terminal is gone: nothing to tell */
                                         }
                                 }
                                 break;
@@ -792,6 +831,8 @@ finish:
                 while (sigtimedwait(&mask, NULL, &zero) > 0)
                         ;
         }
+        if (raw)
+                (void) tcsetattr(p->tty_in, TCSANOW, &saved_tio);
         sigprocmask(SIG_SETMASK, &old, NULL);
         return r;
 }

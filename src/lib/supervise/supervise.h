@@ -18,6 +18,9 @@ typedef struct sbx_supervise_params {
         int status_fd; /* our end of the init's status socket */
         int out_fd, err_fd; /* read ends of the command's stdout/stderr pipes, or -1 */
         int fwd_out, fwd_err; /* where their bytes go (the caller's 1 and 2), or -1 to drop */
+        /* --tty: out_fd is the pty master; what arrives on tty_in (the caller's stdin) is written
+         * to it, and SIGWINCH copies the caller's window size to it. -1 otherwise. */
+        int tty_master, tty_in;
         uint64_t output_cap; /* bytes of stdout+stderr allowed; 0 = unlimited */
         uint64_t start_ns; /* CLOCK_MONOTONIC the deadline counts from */
         double timeout_s; /* 0 = none */
