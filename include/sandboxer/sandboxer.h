@@ -8,6 +8,7 @@
 #define SANDBOXER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -68,6 +69,57 @@ SBX_PUBLIC int sbx_run_execute(sbx_run *run);
 SBX_PUBLIC const char *sbx_run_report_json(sbx_run *run);
 /* The last error, a sentence naming what failed and the fix; NULL if none. */
 SBX_PUBLIC const char *sbx_run_error(sbx_run *run);
+
+/* ---- persistent sandboxes ----------------------------------------------------------------
+ * sbx_run_serve() starts a sandbox from the run's configuration with no command of its own and
+ * serves it until it ends: its init forks each exec from inside (same fences, same supervisor
+ * code, same report as a run). The calling thread runs the sandbox's loop; once the sandbox is
+ * up, hooks->on_ready(sb) is called (from that loop) and any thread may then call
+ * sbx_sandbox_exec() until sbx_sandbox_kill() or the end of the sandbox. */
+typedef struct sbx_sandbox sbx_sandbox;
+
+typedef struct sbx_serve_hooks {
+        void (*on_ready)(sbx_sandbox *sb, void *userdata);
+        /* optional: a descriptor the loop also watches; on_extra(userdata) when readable */
+        int extra_fd;
+        void (*on_extra)(void *userdata);
+        void *userdata;
+} sbx_serve_hooks;
+
+/* Returns when the sandbox is gone and torn down: 0, or 125 (setup failed; sbx_run_error()).
+ * The sandbox's own report (setup, violations outside any exec, end) is sbx_run_report_json(). */
+SBX_PUBLIC int sbx_run_serve(sbx_run *run, const sbx_serve_hooks *hooks);
+
+typedef enum sbx_exec_op {
+        SBX_EXEC_RUN, /* argv */
+        SBX_EXEC_PUT_FILE, /* in_fd → the file argv[0] inside (created or truncated), by the sandbox */
+        SBX_EXEC_GET_FILE, /* the regular file argv[0] inside → out_fd, read by the sandbox */
+} sbx_exec_op;
+
+typedef struct sbx_exec_request {
+        sbx_exec_op op;
+        char *const *argv;
+        char *const *env; /* NAME=VALUE, over the sandbox's environment; may be NULL */
+        const char *cwd; /* NULL: the sandbox's default (workspace, else scratch) */
+        double timeout_s; /* 0: the profile's; never more than it nor the budget left */
+        int in_fd, out_fd, err_fd; /* borrowed; -1: /dev/null (in), dropped (out, err) */
+        uint64_t output_cap; /* bytes of stdout+stderr; 0: the profile's output_mb */
+} sbx_exec_request;
+
+/* Run one exec and wait for it (and what it started) to end. Returns its exit status as
+ * sbx_run_execute() does (124 timeout, 126/127, 128+N), with its report (JSON, caller frees) in
+ * *ret_report; or -ESRCH when the sandbox is gone, -EDQUOT when its budget_s is spent, -EINVAL
+ * for a bad request, -errno otherwise, with a sentence in *ret_error (caller frees). */
+SBX_PUBLIC int sbx_sandbox_exec(
+        sbx_sandbox *sb, const sbx_exec_request *req, char **ret_report, char **ret_error);
+/* End the sandbox (any thread): every process in it is killed; sbx_run_serve() then returns. */
+SBX_PUBLIC void sbx_sandbox_kill(sbx_sandbox *sb);
+/* The init's pid (as the caller sees it), execs running, seconds of budget used so far. */
+SBX_PUBLIC int sbx_sandbox_init_pid(sbx_sandbox *sb);
+SBX_PUBLIC unsigned sbx_sandbox_execs_running(sbx_sandbox *sb);
+SBX_PUBLIC double sbx_sandbox_budget_used(sbx_sandbox *sb);
+/* Count budget already used (e.g. recorded by an earlier supervisor of the same sandbox). */
+SBX_PUBLIC void sbx_sandbox_add_budget_used(sbx_sandbox *sb, double seconds);
 
 SBX_PUBLIC const char *sbx_version(void);
 /* False in a build for a platform without Linux sandboxing: there `sbx_run_execute` refuses to

@@ -18,6 +18,7 @@ static const struct {
         {"serve", verb_serve, "the control plane: HTTP API on a unix socket or TCP"},
         {"token", verb_token, "create, list and revoke API tokens"},
         {"audit", verb_audit, "verify the hash chain of the audit log"},
+        {"supervise", verb_supervise, "internal: the supervisor of one sandbox (started by serve)"},
 #endif
 };
 

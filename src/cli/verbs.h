@@ -9,6 +9,7 @@ int verb_gc(int argc, char **argv);
 int verb_token(int argc, char **argv);
 int verb_audit(int argc, char **argv);
 int verb_serve(int argc, char **argv);
+int verb_supervise(int argc, char **argv);
 
 /* Exit statuses of DESIGN.md. */
 #define SBX_EXIT_TIMEOUT 124

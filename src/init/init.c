@@ -4,6 +4,8 @@
  *
  * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N]
  *                       -- COMMAND [ARG]...
+ *        sandboxer-init [...] --serve --        a persistent sandbox: commands come as requests
+ *                                               (protocol.h), each run by a runner it forks
  * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). The seccomp program (raw BPF) and the
  * Landlock ruleset were prepared by the supervisor; the init enforces both on itself before it
  * forks the command, so the whole sandbox is one Landlock domain under one filter, whose
@@ -18,7 +20,10 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -96,6 +101,7 @@ static int exec_command(char **argv, char **envp) {
  * so killing our children until none is left ends the whole tree — and never touches anything
  * else the same uid runs on the host. */
 static bool pid_ns_init;
+static sigset_t fwd; /* what the init takes with sigwaitinfo: SIGCHLD and what it forwards */
 
 static void kill_children_once(void) {
         char path[64], buf[4096];
@@ -239,10 +245,360 @@ static int parse_fd(const char *s) {
         return (*s && !*end && v >= 0 && v < 1024) ? (int) v : -1;
 }
 
+/* EXITED/SIGNALED with what the command's tree used (all of it reaped by now). */
+static void send_end(uint32_t type, int32_t a) {
+        struct rusage ru;
+        struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC, .type = type, .a = a, .monotonic_ns = now_ns()};
+        if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+                m.utime_us = (uint64_t) ru.ru_utime.tv_sec * 1000000u + (uint64_t) ru.ru_utime.tv_usec;
+                m.stime_us = (uint64_t) ru.ru_stime.tv_sec * 1000000u + (uint64_t) ru.ru_stime.tv_usec;
+                m.maxrss_kb = ru.ru_maxrss;
+        }
+        (void) send(SBX_INIT_STATUS_FD, &m, sizeof m, MSG_NOSIGNAL);
+}
+
+static int run_command(char **argv, const char *cwd);
+
+/* ---- persistent sandboxes (--serve) ------------------------------------------------------- */
+
+#define MAX_RUNNERS 1024
+static pid_t runners[MAX_RUNNERS];
+static size_t n_runners;
+
+static bool is_runner(pid_t p) {
+        for (size_t k = 0; k < n_runners; k++)
+                if (runners[k] == p)
+                        return true;
+        return false;
+}
+
+/* Reap, and kill every child of ours that is not a runner: those are what a runner left behind
+ * when it was killed (its orphans come to us, PID 1). Their own orphans follow on the next
+ * SIGCHLD, until none is left. */
+static void reap_and_sweep(void) {
+        for (;;) {
+                int st;
+                pid_t p = waitpid(-1, &st, WNOHANG);
+                if (p <= 0)
+                        break;
+                for (size_t k = 0; k < n_runners; k++)
+                        if (runners[k] == p) {
+                                runners[k] = runners[--n_runners];
+                                break;
+                        }
+        }
+        char path[64], buf[16384];
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return;
+        buf[n] = 0;
+        for (char *q = buf; *q;) {
+                char *end;
+                long pid = strtol(q, &end, 10);
+                if (end == q)
+                        break;
+                if (pid > 0 && !is_runner((pid_t) pid))
+                        (void) kill((pid_t) pid, SIGKILL);
+                q = end;
+                while (*q == ' ' || *q == '\n')
+                        q++;
+        }
+}
+
+static int copy_fd(int from, int to) {
+        char buf[65536];
+        for (;;) {
+                ssize_t n = read(from, buf, sizeof buf);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                for (char *p = buf; n > 0;) {
+                        ssize_t k = write(to, p, (size_t) n);
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0)
+                                return -errno;
+                        p += k;
+                        n -= k;
+                }
+        }
+}
+
+/* PUT/GET: the file is opened here, inside the sandbox, with its uid, Landlock domain and
+ * view: a path the sandbox could not touch fails as it would for the sandbox. */
+static int file_op(uint32_t op, const char *path) {
+        int fd, r;
+        if (op == SBX_INIT_OP_PUT)
+                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        else
+                fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                int e = errno;
+                send_msg(SBX_INIT_MSG_EXEC_FAILED, e, e == ENOENT || e == ENOTDIR ? 127 : 126, "open");
+                return 1;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                send_msg(SBX_INIT_MSG_EXEC_FAILED, EISDIR, 126, "not a regular file");
+                return 1;
+        }
+        r = op == SBX_INIT_OP_PUT ? copy_fd(0, fd) : copy_fd(fd, 1);
+        if (r == 0 && op == SBX_INIT_OP_PUT && close(fd) < 0)
+                r = -errno;
+        if (r < 0) {
+                send_msg(SBX_INIT_MSG_EXEC_FAILED, -r, 126, op == SBX_INIT_OP_PUT ? "write" : "read");
+                return 1;
+        }
+        send_end(SBX_INIT_MSG_EXITED, 0);
+        return 0;
+}
+
+static char reqbuf[sizeof(struct sbx_init_req) + SBX_INIT_REQ_MAX + 1];
+
+/* The runner of one request, forked by the init: fd 3 is its exec socket from here on. */
+static int runner(const struct sbx_init_req *rq, char *strings, int fds[4]) {
+        char *p = strings, *end = strings + rq->len;
+        const char *cwd = p;
+        p += strlen(p) + 1;
+        static char *argv[1025], *envp[1025];
+        if (rq->n_argv == 0 || rq->n_argv > 1024 || rq->n_env > 1024)
+                return 125;
+        for (uint32_t k = 0; k < rq->n_argv + rq->n_env; k++) {
+                if (p >= end)
+                        return 125;
+                if (k < rq->n_argv)
+                        argv[k] = p;
+                else
+                        envp[k - rq->n_argv] = p;
+                p += strlen(p) + 1;
+        }
+        argv[rq->n_argv] = NULL;
+        envp[rq->n_env] = NULL;
+        if (dup2(fds[1], 0) < 0 || dup2(fds[2], 1) < 0 || dup2(fds[3], 2) < 0 ||
+                dup2(fds[0], SBX_INIT_STATUS_FD) < 0)
+                return 125;
+        (void) syscall(SYS_close_range, SBX_INIT_STATUS_FD + 1, ~0U, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "runner: prctl(PR_SET_CHILD_SUBREAPER)");
+                return 125;
+        }
+        pid_ns_init = false;
+        extern char **environ;
+        environ = envp;
+        /* Known to the supervisor before anything is started: its forks are the sandbox working. */
+        send_msg(SBX_INIT_MSG_RUNNER, (int32_t) getpid(), 0, NULL);
+        struct sbx_init_msg go;
+        ssize_t n;
+        do
+                n = recv(SBX_INIT_STATUS_FD, &go, sizeof go, 0);
+        while (n < 0 && errno == EINTR);
+        if (n != (ssize_t) sizeof go || go.magic != SBX_INIT_MAGIC || go.type != SBX_INIT_MSG_GO)
+                return 125;
+        if (rq->op == SBX_INIT_OP_PUT || rq->op == SBX_INIT_OP_GET)
+                return file_op(rq->op, argv[0]);
+        return run_command(argv, cwd[0] ? cwd : NULL);
+}
+
+static void take_request(void) {
+        int fds[4] = {-1, -1, -1, -1}, nfds = 0;
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(4 * sizeof(int))];
+        } cbuf;
+        struct iovec iov = {.iov_base = reqbuf, .iov_len = sizeof reqbuf - 1};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf};
+        ssize_t n = recvmsg(SBX_INIT_STATUS_FD, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n <= 0)
+                return;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        nfds = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        if (nfds > 4)
+                                nfds = 4;
+                        memcpy(fds, CMSG_DATA(c), (size_t) nfds * sizeof(int));
+                }
+        struct sbx_init_req *rq = (struct sbx_init_req *) reqbuf;
+        bool ok = nfds == 4 && (size_t) n >= sizeof *rq && rq->magic == SBX_INIT_REQ_MAGIC &&
+                  rq->len == (size_t) n - sizeof *rq && rq->len > 0 && n_runners < MAX_RUNNERS &&
+                  (rq->op == SBX_INIT_OP_EXEC || rq->op == SBX_INIT_OP_PUT || rq->op == SBX_INIT_OP_GET);
+        if (ok) {
+                char *strings = reqbuf + sizeof *rq;
+                strings[rq->len] = 0;
+                ok = strings[rq->len - 1] == 0;
+        }
+        pid_t pid = ok ? fork() : -1;
+        if (pid == 0)
+                _exit(runner(rq, reqbuf + sizeof *rq, fds));
+        if (pid > 0)
+                runners[n_runners++] = pid;
+        else if (nfds >= 1) {
+                /* Refused: the exec socket says why, and closes. */
+                struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC,
+                        .type = SBX_INIT_MSG_SETUP_FAILED,
+                        .a = ok ? errno : EINVAL,
+                        .monotonic_ns = now_ns()};
+                snprintf(
+                        m.text, sizeof m.text, "%s", ok ? "init: fork a runner" : "init: malformed request");
+                (void) send(fds[0], &m, sizeof m, MSG_NOSIGNAL);
+        }
+        for (int k = 0; k < nfds; k++)
+                close(fds[k]);
+}
+
+/* --serve: no command of our own; a runner per request, until the supervisor goes (its end of
+ * fd 3 closes) or a termination signal comes. As PID 1 our end takes the whole sandbox. */
+static int serve_loop(void) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGHUP);
+        int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: signalfd");
+                return 125;
+        }
+        send_msg(SBX_INIT_MSG_SERVING, 0, 0, NULL);
+        for (;;) {
+                struct pollfd pf[2] = {
+                        {.fd = SBX_INIT_STATUS_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+                if (poll(pf, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (pf[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        bool stop = false;
+                        while (read(sfd, &si, sizeof si) == (ssize_t) sizeof si)
+                                if (si.ssi_signo != SIGCHLD)
+                                        stop = true;
+                        if (stop)
+                                break;
+                        reap_and_sweep();
+                }
+                if (pf[0].revents & POLLIN)
+                        take_request();
+                else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+                        break;
+        }
+        n_runners = 0; /* everything goes */
+        kill_leftovers();
+        return 0;
+}
+
+/* Start the command, forward signals to it, and when it ends kill what it left behind and report
+ * (fd 3). The one-shot path, and what each runner of a persistent sandbox does. */
+static int run_command(char **argv, const char *cwd) {
+        extern char **environ;
+        int ep[2];
+        if (pipe2(ep, O_CLOEXEC) < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: pipe");
+                return 125;
+        }
+
+        pid_t child = fork();
+        if (child < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: fork");
+                return 125;
+        }
+        if (child == 0) {
+                struct sigaction sa = {.sa_handler = SIG_DFL};
+                for (int s = 1; s < NSIG; s++)
+                        (void) sigaction(s, &sa, NULL);
+                sigset_t none;
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                (void) setsid();
+                /* A terminal of our own (--tty: a fresh pty) becomes the command's controlling
+                 * terminal; a caller's terminal passed as stdin already belongs to the
+                 * caller's session, and the kernel refuses it (no controlling terminal). */
+                if (isatty(0))
+                        (void) ioctl(0, TIOCSCTTY, 0);
+                int32_t m[2] = {0, 0};
+                if (cwd && chdir(cwd) < 0) {
+                        m[0] = errno;
+                        m[1] = 1;
+                } else {
+                        /* Nothing of ours reaches the command: only 0, 1, 2 and the exec pipe,
+                         * which is close-on-exec. */
+                        int keep = ep[1];
+                        if (keep > 3)
+                                (void) syscall(SYS_close_range, 3, keep - 1, 0);
+                        (void) syscall(SYS_close_range, keep + 1, ~0U, 0);
+                        m[0] = exec_command(argv, environ);
+                }
+                if (write(ep[1], m, sizeof m) != (ssize_t) sizeof m)
+                        _exit(126);
+                _exit(127);
+        }
+        close(ep[1]);
+        int32_t msg[2];
+        ssize_t n;
+        do
+                n = read(ep[0], msg, sizeof msg);
+        while (n < 0 && errno == EINTR);
+        close(ep[0]);
+
+        bool exec_failed = n == (ssize_t) sizeof msg;
+        static const char *const steps[] = {NULL, "chdir to the working directory"};
+        if (exec_failed && msg[1] == 1)
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, steps[msg[1]]);
+        else if (exec_failed) {
+                int e = msg[0];
+                int code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+                send_msg(SBX_INIT_MSG_EXEC_FAILED, e, code, argv[0]);
+        } else
+                send_msg(SBX_INIT_MSG_STARTED, child, 0, NULL);
+
+        for (;;) {
+                siginfo_t si;
+                int s = sigwaitinfo(&fwd, &si);
+                if (s < 0)
+                        continue;
+                if (s != SIGCHLD) {
+                        /* Forward to the command's process group (it is a session leader). */
+                        if (kill(-child, s) < 0)
+                                (void) kill(child, s);
+                        continue;
+                }
+                for (;;) {
+                        int st;
+                        pid_t p = waitpid(-1, &st, WNOHANG);
+                        if (p <= 0)
+                                break;
+                        if (p != child)
+                                continue;
+                        /* The command ended: what it left behind dies now, not later. */
+                        kill_leftovers();
+                        while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+                                ;
+                        if (!exec_failed) {
+                                if (WIFSIGNALED(st))
+                                        send_end(SBX_INIT_MSG_SIGNALED, WTERMSIG(st));
+                                else
+                                        send_end(SBX_INIT_MSG_EXITED, WEXITSTATUS(st));
+                        }
+                        return 0;
+                }
+        }
+}
+
 int main(int argc, char **argv) {
         extern char **environ;
         const char *cwd = NULL;
-        bool tty = false;
+        bool tty = false, serve = false;
         int seccomp_fd = -1, landlock_fd = -1;
         int i = 1;
 
@@ -254,6 +610,8 @@ int main(int argc, char **argv) {
                         cwd = argv[++i];
                 else if (strcmp(argv[i], "--tty") == 0)
                         tty = true;
+                else if (strcmp(argv[i], "--serve") == 0)
+                        serve = true;
                 else if (strcmp(argv[i], "--seccomp-fd") == 0 && i + 1 < argc)
                         seccomp_fd = parse_fd(argv[++i]);
                 else if (strcmp(argv[i], "--landlock-fd") == 0 && i + 1 < argc)
@@ -261,8 +619,9 @@ int main(int argc, char **argv) {
                 else
                         return 125;
         }
-        if (i >= argc)
+        if (serve ? i < argc : i >= argc)
                 return 125;
+        (void) tty;
 
         pid_ns_init = getpid() == 1;
         if (!pid_ns_init && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
@@ -272,7 +631,7 @@ int main(int argc, char **argv) {
         /* If the supervisor dies, the sandbox dies (it also arms this before exec'ing us). */
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 
-        sigset_t all, fwd;
+        sigset_t all;
         sigfillset(&all);
         sigprocmask(SIG_BLOCK, &all, NULL);
         sigemptyset(&fwd);
@@ -314,96 +673,7 @@ int main(int argc, char **argv) {
                 }
         }
 
-        int ep[2];
-        if (pipe2(ep, O_CLOEXEC) < 0) {
-                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: pipe");
-                return 125;
-        }
-
-        pid_t child = fork();
-        if (child < 0) {
-                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: fork");
-                return 125;
-        }
-        if (child == 0) {
-                struct sigaction sa = {.sa_handler = SIG_DFL};
-                for (int s = 1; s < NSIG; s++)
-                        (void) sigaction(s, &sa, NULL);
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                (void) setsid();
-                /* A terminal of our own (--tty: a fresh pty) becomes the command's controlling
-                 * terminal; a caller's terminal passed as stdin already belongs to the
-                 * caller's session, and the kernel refuses it (no controlling terminal). */
-                (void) tty;
-                if (isatty(0))
-                        (void) ioctl(0, TIOCSCTTY, 0);
-                int32_t m[2] = {0, 0};
-                if (cwd && chdir(cwd) < 0) {
-                        m[0] = errno;
-                        m[1] = 1;
-                } else {
-                        /* Nothing of ours reaches the command: only 0, 1, 2 and the exec pipe,
-                         * which is close-on-exec. */
-                        int keep = ep[1];
-                        if (keep > 3)
-                                (void) syscall(SYS_close_range, 3, keep - 1, 0);
-                        (void) syscall(SYS_close_range, keep + 1, ~0U, 0);
-                        m[0] = exec_command(argv + i, environ);
-                }
-                if (write(ep[1], m, sizeof m) != (ssize_t) sizeof m)
-                        _exit(126);
-                _exit(127);
-        }
-        close(ep[1]);
-        int32_t msg[2];
-        ssize_t n;
-        do
-                n = read(ep[0], msg, sizeof msg);
-        while (n < 0 && errno == EINTR);
-        close(ep[0]);
-
-        bool exec_failed = n == (ssize_t) sizeof msg;
-        static const char *const steps[] = {NULL, "chdir to the working directory"};
-        if (exec_failed && msg[1] == 1)
-                send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, steps[msg[1]]);
-        else if (exec_failed) {
-                int e = msg[0];
-                int code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
-                send_msg(SBX_INIT_MSG_EXEC_FAILED, e, code, argv[i]);
-        } else
-                send_msg(SBX_INIT_MSG_STARTED, child, 0, NULL);
-
-        for (;;) {
-                siginfo_t si;
-                int s = sigwaitinfo(&fwd, &si);
-                if (s < 0)
-                        continue;
-                if (s != SIGCHLD) {
-                        /* Forward to the command's process group (it is a session leader). */
-                        if (kill(-child, s) < 0)
-                                (void) kill(child, s);
-                        continue;
-                }
-                for (;;) {
-                        int st;
-                        pid_t p = waitpid(-1, &st, WNOHANG);
-                        if (p <= 0)
-                                break;
-                        if (p != child)
-                                continue;
-                        /* The command ended: what it left behind dies now, not later. */
-                        kill_leftovers();
-                        if (!exec_failed) {
-                                if (WIFSIGNALED(st))
-                                        send_msg(SBX_INIT_MSG_SIGNALED, WTERMSIG(st), 0, NULL);
-                                else
-                                        send_msg(SBX_INIT_MSG_EXITED, WEXITSTATUS(st), 0, NULL);
-                        }
-                        while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-                                ;
-                        return 0;
-                }
-        }
+        if (serve)
+                return serve_loop();
+        return run_command(argv + i, cwd);
 }

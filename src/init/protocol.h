@@ -18,6 +18,11 @@ enum {
         SBX_INIT_MSG_LISTENER = 6, /* SCM_RIGHTS: the seccomp notification listener */
         SBX_INIT_MSG_UNOBSERVED = 7, /* no listener could be installed (a = errno): the plain
                                       * filter is in force instead */
+        SBX_INIT_MSG_SERVING = 8, /* --serve: the fences are up, requests are taken on fd 3 */
+        SBX_INIT_MSG_RUNNER = 9, /* on an exec socket: the runner of a request is up (a = its pid
+                                  * inside; the supervisor reads its pid outside from the
+                                  * credentials) and waits for SBX_INIT_MSG_GO before it starts */
+        SBX_INIT_MSG_GO = 10, /* supervisor → runner: the runner is known, go on */
 };
 
 struct sbx_init_msg {
@@ -27,6 +32,30 @@ struct sbx_init_msg {
         int32_t b;
         uint64_t monotonic_ns; /* CLOCK_MONOTONIC when it happened */
         char text[64];
+        /* EXITED/SIGNALED from a runner: what its command's tree used (getrusage children) */
+        uint64_t utime_us, stime_us;
+        int64_t maxrss_kb;
+};
+
+/* A persistent sandbox (init --serve): the supervisor sends requests over fd 3, each with four
+ * descriptors (SCM_RIGHTS): the exec socket (a SOCK_SEQPACKET the runner reports on, as a one-shot
+ * init does on fd 3), then the command's stdin, stdout and stderr. The init forks a runner for
+ * each (a child subreaper: what the command leaves behind is its to kill), which inherits the
+ * sandbox's Landlock domain and seccomp filter — nothing joins the sandbox from outside. After the
+ * header: cwd, then n_argv strings, then n_env strings, each NUL-terminated. */
+#define SBX_INIT_REQ_MAGIC 0x53425852u /* "SBXR" */
+#define SBX_INIT_REQ_MAX 65536
+enum {
+        SBX_INIT_OP_EXEC = 1, /* run argv */
+        SBX_INIT_OP_PUT = 2, /* write stdin to argv[0] (created 0644, or truncated) */
+        SBX_INIT_OP_GET = 3, /* copy the regular file argv[0] to stdout */
+};
+struct sbx_init_req {
+        uint32_t magic;
+        uint32_t op;
+        uint32_t n_argv, n_env;
+        uint32_t len; /* bytes of strings after the header */
+        uint32_t reserved;
 };
 
 /* The seccomp programs handed to the init (a sealed memfd): a header, then the observed

@@ -2,11 +2,15 @@
  * configuration, picks a backend, runs, and always produces the report. */
 #include "sandboxer/sandboxer.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
 #include "backend/backend.h"
+#if HAVE_LINUX
+#include "backend/persist.h"
+#endif
 #include "basic/macro.h"
 #include "basic/debug.h"
 #include "basic/strv.h"
@@ -357,6 +361,63 @@ _public_ int sbx_run_execute(sbx_run *r) {
         sbx_debug_mark("report written");
         return finish(r, rep);
 }
+
+#if HAVE_LINUX
+_public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
+        _cleanup_(sbx_report_freep) sbx_report *rep = NULL;
+        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        sbx_error e = {0};
+        const sbx_backend *b = NULL;
+        uint64_t t0 = sbx_now_ns();
+
+        free(r->error);
+        r->error = NULL;
+        if (sbx_report_new(&rep) < 0) {
+                r->error = strdup("out of memory");
+                return 125;
+        }
+        sbx_sandbox *sb = sbx_sandbox_new_internal(hooks);
+        int ret = sb ? resolve(r, &cfg, &e) : sbx_error_set(&e, ENOMEM, "persist", "out of memory");
+        if (ret >= 0) {
+                rep->config = cfg;
+                rep->mode = cfg->mode;
+                ret = select_backend(cfg, rep, &b, &e);
+        }
+        if (ret >= 0 && b->id != SBX_BACKEND_NATIVE && b->id != SBX_BACKEND_LANDLOCK)
+                ret = sbx_error_set(&e, EOPNOTSUPP, "backend",
+                        "persistent sandboxes run on the native and landlock backends, not on %s; choose "
+                        "one of those in the profile or policy",
+                        sbx_backend_to_string(b->id));
+        if (ret >= 0) {
+                int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+                sbx_run_io io = {.in_fd = null_fd,
+                        .out_fd = -1,
+                        .err_fd = -1,
+                        .handle_signals = r->handle_signals,
+                        .persist = sb};
+                ret = null_fd < 0 ? sbx_error_set(&e, errno, "persist", "open /dev/null: %m")
+                                  : b->run(cfg, NULL, &io, rep, &e);
+                safe_close(null_fd);
+        }
+        if (ret < 0) {
+                rep->status = SBX_STATUS_SETUP_ERROR;
+                rep->cli_exit = 125;
+                rep->has_exit_code = false;
+                set_error(r, &e);
+                (void) sbx_report_set_error(rep, "%s", r->error ? r->error : "setup error");
+        }
+        if (rep->wall_ms == 0)
+                rep->wall_ms = (int64_t) ((sbx_now_ns() - t0) / 1000000);
+        sbx_sandbox_free_internal(sb);
+        return finish(r, rep);
+}
+#else
+_public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
+        free(r->error);
+        r->error = strdup("this build of sandboxer cannot sandbox: no persistent sandboxes");
+        return 125;
+}
+#endif
 
 _public_ int sbx_run_dry_run(sbx_run *r, FILE *f, bool json) {
         _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;

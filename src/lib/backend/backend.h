@@ -14,6 +14,7 @@ typedef struct sbx_run_io {
         int in_fd, out_fd, err_fd; /* the caller's stdio for the command */
         bool handle_signals;
         bool tty; /* give the command a pseudo-terminal, relayed to these fds */
+        struct sbx_sandbox *persist; /* a persistent sandbox: no command, execs on request */
 } sbx_run_io;
 
 /* What a backend declares it enforces, limits and observes (docs/backends.md has the table with

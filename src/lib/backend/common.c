@@ -1,5 +1,6 @@
 /* common.c — the parts of a run every init-based backend shares (see common.h). */
 #include "backend/common.h"
+#include "backend/persist.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -111,9 +112,9 @@ int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, char *co
                 strv_extend(&a, cwd) < 0 ||
                 (landlock && (strv_extend(&a, "--landlock-fd") < 0 || strv_extend(&a, "5") < 0)) ||
                 (seccomp && (strv_extend(&a, "--seccomp-fd") < 0 || strv_extend(&a, "4") < 0)) ||
-                strv_extend(&a, "--") < 0)
+                (!argv && strv_extend(&a, "--serve") < 0) || strv_extend(&a, "--") < 0)
                 return -ENOMEM;
-        for (char *const *i = argv; *i; i++)
+        for (char *const *i = argv; i && *i; i++)
                 if (strv_extend(&a, *i) < 0)
                         return -ENOMEM;
         *ret = TAKE_PTR(a);
@@ -524,6 +525,131 @@ bool sbx_backend_bench_disabled(const char *layer) {
         return false;
 }
 
+/* What the supervisor saw, into the report: the command's end, then what the sandbox did to it
+ * (DESIGN.md precedence), the limits hit with their evidence. Shared by run and exec. */
+int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_supervise_result *rp,
+        const sbx_supervise_params *svpp, sbx_cgroup *cg, uint64_t t0, uint64_t ready_ns,
+        const char *timeout_key, sbx_error *e) {
+        const sbx_supervise_result res = *rp;
+        const sbx_supervise_params svp = *svpp;
+        double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S];
+        double budget = cfg->limits.value[SBX_LIMIT_BUDGET_S];
+        struct {
+                uint64_t ready_ns;
+        } sv = {ready_ns};
+        rep->wall_ms = (int64_t) ((res.reaped_ns - t0) / 1000000);
+        rep->exec_ms = res.started_ns ? (int64_t) ((res.ended_ns - res.started_ns) / 1000000) : 0;
+        rep->teardown_ms = (int64_t) ((sbx_now_ns() - res.ended_ns) / 1000000);
+        rep->cpu_user_ms = res.rusage.ru_utime.tv_sec * 1000 + res.rusage.ru_utime.tv_usec / 1000;
+        rep->cpu_sys_ms = res.rusage.ru_stime.tv_sec * 1000 + res.rusage.ru_stime.tv_usec / 1000;
+        rep->max_rss_kb = res.rusage.ru_maxrss;
+        rep->stdout_bytes = res.stdout_bytes;
+        sbx_cgroup_stats cst = {0};
+        bool have_stats = cg && sbx_cgroup_stats_read(cg, &cst) >= 0;
+        if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
+                rep->pids_peak = (int64_t) cst.pids_peak;
+        rep->stderr_bytes = res.stderr_bytes;
+        rep->output_truncated = res.output_limited;
+
+        /* Classify: what the command did, then what the sandbox did to it (precedence). */
+        switch (res.end) {
+        case SBX_SV_EXITED:
+                rep->status = SBX_STATUS_EXITED;
+                rep->has_exit_code = true;
+                rep->exit_code = res.code;
+                rep->cli_exit = res.code;
+                break;
+        case SBX_SV_SIGNALED:
+                rep->status = SBX_STATUS_SIGNALED;
+                rep->exit_signal = res.signal;
+                rep->cli_exit = 128 + res.signal;
+                break;
+        case SBX_SV_EXEC_FAILED:
+                rep->status = SBX_STATUS_EXITED;
+                rep->has_exit_code = true;
+                rep->exit_code = res.code;
+                rep->cli_exit = res.code;
+                (void) sbx_report_set_error(rep, "%s: %s: %s",
+                        res.code == 127 ? "command not found" : "command not executable", res.text,
+                        strerror(res.exec_errno));
+                break;
+        case SBX_SV_SETUP_FAILED:
+        default:
+                if (!res.killed) {
+                        rep->status = SBX_STATUS_SETUP_ERROR;
+                        rep->cli_exit = 125;
+                        return sbx_error_set(e, res.exec_errno ? res.exec_errno : EIO, "sandbox init",
+                                "sandbox setup failed inside the sandbox: %s%s%s", res.text,
+                                res.exec_errno ? ": " : "", res.exec_errno ? strerror(res.exec_errno) : "");
+                }
+                /* Killed by us before the command ended: the cause below says which. */
+                rep->status = SBX_STATUS_SIGNALED;
+                rep->exit_signal = SIGKILL;
+                rep->cli_exit = 128 + SIGKILL;
+                break;
+        }
+        if (res.killed) {
+                rep->killed_by_sandbox = true;
+                if (rep->has_exit_code && res.end != SBX_SV_EXITED) {
+                        rep->has_exit_code = false;
+                }
+        }
+        if (res.output_limited) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_OUTPUT_LIMIT);
+                sbx_detail d[2] = {{.key = "limit_bytes", .num = (int64_t) svp.output_cap},
+                        {.key = "mechanism", .str = (char *) "supervisor"}};
+                (void) sbx_report_add_violation(rep, SBX_VIOLATION_OUTPUT_LIMIT, "killed",
+                        (int64_t) ((res.ended_ns - sv.ready_ns) / 1000000), NULL, d, 2);
+                if (rep->cli_exit < 128)
+                        rep->cli_exit = 128 + SIGKILL;
+        }
+        if (have_stats && cst.pids_refused != SBX_CG_UNKNOWN && cst.pids_refused > 0) {
+                /* A refusal the command survives: recorded, status left to how it ended. */
+                sbx_detail d[2] = {{.key = "limit", .num = (int64_t) cfg->limits.value[SBX_LIMIT_PIDS]},
+                        {.key = "refused", .num = (int64_t) cst.pids_refused}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
+        }
+        if (res.violation_killed) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_VIOLATION);
+                rep->killed_by_sandbox = true;
+        }
+        rep->observation = res.listener ? "active" : res.observation_unavailable ? "unavailable" : "off";
+        if (res.oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
+                /* Evidence from the cgroup itself: its OOM event (we end the sandbox on it, which
+                 * can beat the kernel's own OOM kill, then oom_kills stays 0) and its counters. */
+                sbx_detail d[4] = {
+                        {.key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB]},
+                        {.key = "oom_kills",
+                                .num = (int64_t) (cst.oom_kills == SBX_CG_UNKNOWN ? 0 : cst.oom_kills)},
+                        {.key = "peak_bytes",
+                                .num = (int64_t) (cst.memory_peak_bytes == SBX_CG_UNKNOWN
+                                                          ? 0
+                                                          : cst.memory_peak_bytes)},
+                        {.key = "oom_event", .num = res.oom ? 1 : 0}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 4);
+                rep->killed_by_sandbox = true;
+        }
+        if (res.cancel_signal) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_CANCELLED);
+                rep->cli_exit = 128 + res.cancel_signal;
+        }
+        if (res.timed_out) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_TIMEOUT);
+                sbx_detail d[2] = {{.key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000)},
+                        {.key = "limit",
+                                .str = (char *) (timeout_key                      ? timeout_key
+                                                 : budget > 0 && budget < timeout ? "budget_s"
+                                                                                  : "timeout_s")}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_TIMEOUT, "killed", res.timeout_at_ms, NULL, d, 2);
+                rep->cli_exit = 124;
+        }
+        return 0;
+}
+
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
         sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
@@ -639,122 +765,51 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 errp[0] = safe_close(errp[0]);
                 master = -1;
         }
+        if (io->persist) {
+                /* the init's stdio: nobody reads it */
+                svp.fwd_out = svp.fwd_err = -1;
+                const char *cwd = NULL;
+                for (char *const *a = sp->init_argv; a && *a && a[1]; a++)
+                        if (streq(*a, "--cwd"))
+                                cwd = a[1];
+                int ctl = fcntl(spair[0], F_DUPFD_CLOEXEC, 3);
+                if (ctl < 0)
+                        r = sbx_error_set(e, errno, "persist", "dup: %m");
+                else
+                        r = sbx_persist_attach(
+                                io->persist, cfg, rep, &svp, cg, ctl, sv.pid, sv.pidfd, sp->envp, cwd, e);
+                if (r < 0) {
+                        (void) syscall(SYS_pidfd_send_signal, sv.pidfd, SIGKILL, NULL, 0);
+                        svp.timeout_s = 0.001;
+                }
+        }
         sbx_supervise_result res;
-        r = sbx_supervise(&svp, &res, e);
+        int r2 = sbx_supervise(&svp, &res, r < 0 ? NULL : e);
+        if (io->persist)
+                sbx_persist_detach(io->persist);
+        if (r >= 0)
+                r = r2;
         sbx_debug_mark("sandbox gone (supervised)");
         close(sv.pidfd);
         if (r < 0)
                 return r;
-
-        rep->wall_ms = (int64_t) ((res.reaped_ns - t0) / 1000000);
-        rep->exec_ms = res.started_ns ? (int64_t) ((res.ended_ns - res.started_ns) / 1000000) : 0;
-        rep->teardown_ms = (int64_t) ((sbx_now_ns() - res.ended_ns) / 1000000);
-        rep->cpu_user_ms = res.rusage.ru_utime.tv_sec * 1000 + res.rusage.ru_utime.tv_usec / 1000;
-        rep->cpu_sys_ms = res.rusage.ru_stime.tv_sec * 1000 + res.rusage.ru_stime.tv_usec / 1000;
-        rep->max_rss_kb = res.rusage.ru_maxrss;
-        rep->stdout_bytes = res.stdout_bytes;
-        sbx_cgroup_stats cst = {0};
-        bool have_stats = cg && sbx_cgroup_stats_read(cg, &cst) >= 0;
-        if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
-                rep->pids_peak = (int64_t) cst.pids_peak;
-        rep->stderr_bytes = res.stderr_bytes;
-        rep->output_truncated = res.output_limited;
-
-        /* Classify: what the command did, then what the sandbox did to it (precedence). */
-        switch (res.end) {
-        case SBX_SV_EXITED:
-                rep->status = SBX_STATUS_EXITED;
+        if (io->persist && sbx_persist_served(io->persist)) {
+                /* A persistent sandbox ended (killed, destroyed): its execs have their reports. */
+                rep->wall_ms = (int64_t) ((res.reaped_ns - t0) / 1000000);
+                rep->teardown_ms = (int64_t) ((sbx_now_ns() - res.reaped_ns) / 1000000);
+                rep->status = res.violation_killed ? SBX_STATUS_VIOLATION : SBX_STATUS_EXITED;
                 rep->has_exit_code = true;
-                rep->exit_code = res.code;
-                rep->cli_exit = res.code;
-                break;
-        case SBX_SV_SIGNALED:
-                rep->status = SBX_STATUS_SIGNALED;
-                rep->exit_signal = res.signal;
-                rep->cli_exit = 128 + res.signal;
-                break;
-        case SBX_SV_EXEC_FAILED:
-                rep->status = SBX_STATUS_EXITED;
-                rep->has_exit_code = true;
-                rep->exit_code = res.code;
-                rep->cli_exit = res.code;
-                (void) sbx_report_set_error(rep, "%s: %s: %s",
-                        res.code == 127 ? "command not found" : "command not executable", res.text,
-                        strerror(res.exec_errno));
-                break;
-        case SBX_SV_SETUP_FAILED:
-        default:
-                if (!res.killed) {
-                        rep->status = SBX_STATUS_SETUP_ERROR;
-                        rep->cli_exit = 125;
-                        return sbx_error_set(e, res.exec_errno ? res.exec_errno : EIO, "sandbox init",
-                                "sandbox setup failed inside the sandbox: %s%s%s", res.text,
-                                res.exec_errno ? ": " : "", res.exec_errno ? strerror(res.exec_errno) : "");
-                }
-                /* Killed by us before the command ended: the cause below says which. */
-                rep->status = SBX_STATUS_SIGNALED;
-                rep->exit_signal = SIGKILL;
-                rep->cli_exit = 128 + SIGKILL;
-                break;
+                rep->exit_code = 0;
+                rep->cli_exit = 0;
+                rep->observation = res.listener                  ? "active"
+                                   : res.observation_unavailable ? "unavailable"
+                                                                 : "off";
+                return 0;
         }
-        if (res.killed) {
-                rep->killed_by_sandbox = true;
-                if (rep->has_exit_code && res.end != SBX_SV_EXITED) {
-                        rep->has_exit_code = false;
-                }
-        }
-        if (res.output_limited) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_OUTPUT_LIMIT);
-                sbx_detail d[2] = {{.key = "limit_bytes", .num = (int64_t) svp.output_cap},
-                        {.key = "mechanism", .str = (char *) "supervisor"}};
-                (void) sbx_report_add_violation(rep, SBX_VIOLATION_OUTPUT_LIMIT, "killed",
-                        (int64_t) ((res.ended_ns - sv.ready_ns) / 1000000), NULL, d, 2);
-                if (rep->cli_exit < 128)
-                        rep->cli_exit = 128 + SIGKILL;
-        }
-        if (have_stats && cst.pids_refused != SBX_CG_UNKNOWN && cst.pids_refused > 0) {
-                /* A refusal the command survives: recorded, status left to how it ended. */
-                sbx_detail d[2] = {{.key = "limit", .num = (int64_t) cfg->limits.value[SBX_LIMIT_PIDS]},
-                        {.key = "refused", .num = (int64_t) cst.pids_refused}};
-                (void) sbx_report_add_violation(
-                        rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
-        }
-        if (res.violation_killed) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_VIOLATION);
-                rep->killed_by_sandbox = true;
-        }
-        rep->observation = res.listener ? "active" : res.observation_unavailable ? "unavailable" : "off";
-        if (res.oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
-                /* Evidence from the cgroup itself: its OOM event (we end the sandbox on it, which
-                 * can beat the kernel's own OOM kill, then oom_kills stays 0) and its counters. */
-                sbx_detail d[4] = {
-                        {.key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB]},
-                        {.key = "oom_kills",
-                                .num = (int64_t) (cst.oom_kills == SBX_CG_UNKNOWN ? 0 : cst.oom_kills)},
-                        {.key = "peak_bytes",
-                                .num = (int64_t) (cst.memory_peak_bytes == SBX_CG_UNKNOWN
-                                                          ? 0
-                                                          : cst.memory_peak_bytes)},
-                        {.key = "oom_event", .num = res.oom ? 1 : 0}};
-                (void) sbx_report_add_violation(
-                        rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 4);
-                rep->killed_by_sandbox = true;
-        }
-        if (res.cancel_signal) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_CANCELLED);
-                rep->cli_exit = 128 + res.cancel_signal;
-        }
-        if (res.timed_out) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_TIMEOUT);
-                sbx_detail d[2] = {{.key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000)},
-                        {.key = "limit",
-                                .str = (char *) (budget > 0 && budget < timeout ? "budget_s"
-                                                                                : "timeout_s")}};
-                (void) sbx_report_add_violation(
-                        rep, SBX_VIOLATION_TIMEOUT, "killed", res.timeout_at_ms, NULL, d, 2);
-                rep->cli_exit = 124;
-        }
+
+        r = sbx_backend_classify(cfg, rep, &res, &svp, cg, t0, sv.ready_ns, NULL, e);
+        if (r < 0)
+                return r;
         return 0;
 
 fail_fds:

@@ -11,6 +11,7 @@
 #include "isolate/rlimit.h"
 #include "isolate/seccomp.h"
 #include "supervise/spawn.h"
+#include "supervise/supervise.h"
 
 #define SBX_SANDBOX_UID 1000
 #define SBX_SANDBOX_GID 1000
@@ -77,6 +78,13 @@ int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, 
  * error. */
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
         sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e);
+
+/* The supervisor's result into the report (status, exit, usage, violations of the limits hit).
+ * timeout_key names the limit a timeout stands for (NULL: timeout_s, or budget_s when the
+ * budget was the shorter). 0, or -errno when the init reported a set-up failure. */
+int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_supervise_result *res,
+        const sbx_supervise_params *svp, sbx_cgroup *cg, uint64_t t0, uint64_t ready_ns,
+        const char *timeout_key, sbx_error *e);
 
 /* The first executable `name` on $PATH (or the standard directories), opened for execveat;
  * its path in path. -ENOENT when there is none. */

@@ -560,3 +560,23 @@ void sbx_report_reset_run(sbx_report *r) {
         r->isolation = NULL;
         r->setup_ms = 0;
 }
+
+int sbx_report_copy_setup(sbx_report *dst, const sbx_report *src) {
+        dst->mode = src->mode;
+        dst->backend = src->backend;
+        dst->isolation = src->isolation;
+        dst->config = src->config;
+        dst->observation = src->observation;
+        memcpy(dst->limit_mechanism, src->limit_mechanism, sizeof dst->limit_mechanism);
+        if (src->backend_reason && sbx_report_set_backend_reason(dst, "%s", src->backend_reason) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < src->n_mounts; i++)
+                if (sbx_report_add_mount(
+                            dst, src->mounts[i].source, src->mounts[i].target, src->mounts[i].kind) < 0)
+                        return -ENOMEM;
+        for (size_t i = 0; i < src->n_fences; i++)
+                if (sbx_report_set_fence(
+                            dst, src->fences[i].key, "%s", src->fences[i].str ? src->fences[i].str : "") < 0)
+                        return -ENOMEM;
+        return 0;
+}

@@ -154,6 +154,9 @@ int sbx_report_set_error(sbx_report *r, const char *fmt, ...) _printf_(2, 3);
 int sbx_report_set_backend_reason(sbx_report *r, const char *fmt, ...) _printf_(2, 3);
 /* Raise r->status to `s` if it wins under the precedence above (sbx_status_merge). */
 void sbx_report_merge_status(sbx_report *r, sbx_status s);
+/* A persistent sandbox's exec reports: what the sandbox's set-up recorded (mode, backend,
+ * config, mechanisms, mounts, fences, observation) copied from src. */
+int sbx_report_copy_setup(sbx_report *dst, const sbx_report *src);
 /* Copies all three strings. */
 int sbx_report_add_mount(sbx_report *r, const char *source, const char *target, const char *kind);
 /* Forget what a backend attempt recorded (mounts, fences, mechanisms, backend), before the next

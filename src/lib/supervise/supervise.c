@@ -23,7 +23,7 @@
 #include "init/protocol.h"
 #include "supervise/spawn.h"
 
-enum { EV_PIDFD = 1, EV_STATUS, EV_OUT, EV_ERR, EV_TIMER, EV_SIGNAL, EV_OOM, EV_NOTIFY, EV_TTYIN };
+enum { EV_PIDFD = 1, EV_STATUS, EV_OUT, EV_ERR, EV_TIMER, EV_SIGNAL, EV_OOM, EV_NOTIFY, EV_TTYIN, EV_EXTRA };
 
 typedef struct loop_state {
         const sbx_supervise_params *p;
@@ -39,6 +39,7 @@ typedef struct loop_state {
         bool grace_armed;
         int listener_fd;
         bool exec_seen;
+        pid_t cur_pid; /* the caller of the notification being handled */
 } loop_state;
 
 static void kill_sandbox(loop_state *s) {
@@ -191,8 +192,24 @@ static const char *family_name(uint64_t f) {
         }
 }
 
+static void record_pid(loop_state *s, pid_t pid, sbx_violation_kind kind, const char *action,
+        const char *syscall, const sbx_detail *d, size_t n) {
+        if (s->p->route) {
+                s->p->route->record(s->p->route->userdata, pid, kind, action, syscall, d, n);
+                return;
+        }
+        if (!s->p->report)
+                return;
+        int64_t at = (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000);
+        (void) sbx_report_add_violation(s->p->report, kind, action, at, syscall, d, n);
+}
+
 static void record(loop_state *s, sbx_violation_kind kind, bool killed, const char *syscall,
         const sbx_detail *d, size_t n) {
+        if (s->p->route) {
+                record_pid(s, s->cur_pid, kind, killed ? "killed" : "denied", syscall, d, n);
+                return;
+        }
         if (!s->p->report)
                 return;
         int64_t at = (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000);
@@ -416,7 +433,10 @@ static void handle_notify(loop_state *s) {
         if (!s->p->seccomp || sbx_seccomp_classify(s->p->seccomp, &req.data, &m) < 0)
                 m.action = SBX_SECCOMP_VIOLATION, m.errnum = EPERM, m.category = SBX_SECCOMP_CAT_SYSCALL;
         const char *name = m.syscall ? m.syscall : sbx_seccomp_syscall_name(req.data.nr);
-        bool from_init = req.pid == (uint32_t) s->init_pid;
+        const sbx_notify_route *rt = s->p->route;
+        s->cur_pid = (pid_t) req.pid;
+        bool from_init =
+                req.pid == (uint32_t) s->init_pid || (rt && rt->is_spawner(rt->userdata, (pid_t) req.pid));
         bool deny = false;
         sbx_detail d[SBX_VIOLATION_MAX_DETAILS];
         size_t nd = 0;
@@ -424,7 +444,7 @@ static void handle_notify(loop_state *s) {
 
         switch (m.action) {
         case SBX_SECCOMP_EXEC_GATE:
-                if (!from_init && !s->exec_seen) {
+                if (!from_init && (rt ? rt->exec_first(rt->userdata, (pid_t) req.pid) : !s->exec_seen)) {
                         s->exec_seen = true;
                         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
                         break;
@@ -479,9 +499,8 @@ static void handle_notify(loop_state *s) {
                               : m.category == SBX_SECCOMP_CAT_SPAWN
                                       ? observe_exec(s, &req, d, &nd, bufs[0], sizeof bufs[0], &warned) > 0
                                       : observe_net(s, &req, d, &nd, abuf, sizeof abuf);
-                if (warned && s->p->report)
-                        (void) sbx_report_add_violation(s->p->report, SBX_VIOLATION_PROCESS_LIMIT, "warned",
-                                (int64_t) ((sbx_now_ns() - s->p->start_ns) / 1000000), name, d, nd);
+                if (warned)
+                        record_pid(s, (pid_t) req.pid, SBX_VIOLATION_PROCESS_LIMIT, "warned", name, d, nd);
                 if (!refuse) {
                         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
                         break;
@@ -583,14 +602,23 @@ static void handle_status(loop_state *s) {
                         memcpy(r->text, m.text, sizeof r->text);
                         break;
                 case SBX_INIT_MSG_EXITED:
-                        r->end = SBX_SV_EXITED;
-                        r->code = m.a;
-                        r->ended_ns = m.monotonic_ns;
-                        break;
                 case SBX_INIT_MSG_SIGNALED:
-                        r->end = SBX_SV_SIGNALED;
-                        r->signal = m.a;
+                        if (m.type == SBX_INIT_MSG_EXITED)
+                                r->end = SBX_SV_EXITED, r->code = m.a;
+                        else
+                                r->end = SBX_SV_SIGNALED, r->signal = m.a;
                         r->ended_ns = m.monotonic_ns;
+                        if (s->p->not_child) {
+                                r->rusage.ru_utime.tv_sec = (time_t) (m.utime_us / 1000000);
+                                r->rusage.ru_utime.tv_usec = (suseconds_t) (m.utime_us % 1000000);
+                                r->rusage.ru_stime.tv_sec = (time_t) (m.stime_us / 1000000);
+                                r->rusage.ru_stime.tv_usec = (suseconds_t) (m.stime_us % 1000000);
+                                r->rusage.ru_maxrss = m.maxrss_kb;
+                        }
+                        break;
+                case SBX_INIT_MSG_SERVING:
+                        if (s->p->on_serving)
+                                s->p->on_serving(s->p->extra_userdata);
                         break;
                 case SBX_INIT_MSG_UNOBSERVED:
                         r->observation_unavailable = true;
@@ -671,7 +699,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 (r = add_fd(s.ep, s.out_fd, EV_OUT)) < 0 || (r = add_fd(s.ep, s.err_fd, EV_ERR)) < 0 ||
                 (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 || (r = add_fd(s.ep, sfd, EV_SIGNAL)) < 0 ||
                 (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0 ||
-                (r = add_fd(s.ep, tty ? p->tty_in : -1, EV_TTYIN)) < 0) {
+                (r = add_fd(s.ep, tty ? p->tty_in : -1, EV_TTYIN)) < 0 ||
+                (r = add_fd(s.ep, p->on_extra ? p->extra_fd : -1, EV_EXTRA)) < 0) {
                 r = sbx_error_set(e, r, "supervise: epoll_ctl", "epoll_ctl: %s", strerror(-r));
                 goto finish;
         }
@@ -776,6 +805,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 if (s.listener_fd >= 0)
                                         handle_notify(&s);
                                 break;
+                        case EV_EXTRA:
+                                p->on_extra(p->extra_userdata);
+                                break;
                         case EV_OOM:
                                 /* The memory limit ends the sandbox, not one victim: v1 has no
                                  * oom.group, so we end the rest ourselves. */
@@ -803,7 +835,7 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                         break;
         }
         int st;
-        while (wait4(p->pid, &st, 0, &res->rusage) < 0 && errno == EINTR)
+        while (!p->not_child && wait4(p->pid, &st, 0, &res->rusage) < 0 && errno == EINTR)
                 ;
         if (p->reap_orphans)
                 reap_orphans();
@@ -814,7 +846,7 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
 finish:
         if (r < 0) {
                 kill_sandbox(&s);
-                while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+                while (!p->not_child && waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
         }
         safe_close(s.out_fd);

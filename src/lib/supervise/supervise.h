@@ -12,6 +12,19 @@
 #include "isolate/seccomp.h"
 #include "report/report.h"
 
+/* A persistent sandbox: the sandbox-wide loop (its init) routes each notification to the exec
+ * the calling process belongs to. Called from the loop's thread; the callee locks. */
+typedef struct sbx_notify_route {
+        /* pid (as we see it) is a runner, forking its command: the sandbox working */
+        bool (*is_spawner)(void *userdata, pid_t pid);
+        /* the first execve of an exec's command (pid is the runner's child): let through once */
+        bool (*exec_first)(void *userdata, pid_t pid);
+        /* record a violation in the report of the exec pid belongs to (or the sandbox's) */
+        void (*record)(void *userdata, pid_t pid, sbx_violation_kind kind, const char *action,
+                const char *syscall, const sbx_detail *d, size_t n);
+        void *userdata;
+} sbx_notify_route;
+
 typedef struct sbx_supervise_params {
         pid_t pid;
         int pidfd;
@@ -53,6 +66,16 @@ typedef struct sbx_supervise_params {
         /* No pid namespace: the caller made itself a child subreaper before the spawn; once the
          * init is gone, what is left of the sandbox was re-parented to us and is killed. */
         bool reap_orphans;
+        /* pid is not our child (a runner inside a persistent sandbox): its end is its pidfd, its
+         * usage what it reports, and it is not waited for. */
+        bool not_child;
+        const sbx_notify_route *route;
+        /* The init reported SBX_INIT_MSG_SERVING (persistent): called once, in the loop. */
+        void (*on_serving)(void *userdata);
+        /* Another descriptor to watch: on_extra(extra_userdata) when it is readable. */
+        int extra_fd;
+        void (*on_extra)(void *userdata);
+        void *extra_userdata;
 } sbx_supervise_params;
 
 typedef enum sbx_sv_end {

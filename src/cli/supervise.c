@@ -1,0 +1,419 @@
+/* supervise.c — `sandboxer supervise`: the supervisor of one persistent sandbox (DESIGN.md
+ * vocabulary). Started by `sandboxer serve` in a session of its own, it owns the sandbox — its
+ * init, seccomp listener, cgroup, scratch — and takes requests on a unix socket (SOCK_SEQPACKET,
+ * mode 0600), one per connection: JSON, with the exec's stdin/stdout/stderr passed as
+ * descriptors. It outlives a restart of the server, which re-adopts it by its socket; if it dies,
+ * its sandbox dies with it (the init's parent-death signal). Internal: not for people to run.
+ *
+ * Requests (one JSON object; answers likewise):
+ *   {"op":"exec","exec_id":ID,"kind":"run|put|get","argv":[...],"env":["K=V"...],"cwd":DIR,
+ *    "timeout_s":N,"output_cap":BYTES}  + SCM_RIGHTS [stdin, stdout, stderr]
+ *      → {"ok":true,"exit":N,"report":{...}} | {"ok":false,"errno":N,"error":"..."}
+ *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N}
+ *   {"op":"destroy"} → {"ok":true}, then the sandbox ends and this process exits.
+ * Each exec's report is also written to STATE/execs/EXEC_ID.json before the answer, so that
+ * nothing is lost when the server is not there to take it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "sandboxer/sandboxer.h"
+#include "verbs.h"
+
+#define REQ_MAX (256 * 1024)
+
+static struct {
+        const char *id, *socket_path, *state_dir;
+        int listen_fd;
+        int ready_fd;
+        sbx_sandbox *sb;
+        double budget_carry;
+} S = {.listen_fd = -1, .ready_fd = -1};
+
+static void say_ready(const char *line) {
+        if (S.ready_fd < 0)
+                return;
+        size_t n = strlen(line);
+        if (write(S.ready_fd, line, n) != (ssize_t) n) {
+                /* the server is gone: it will find us by our socket */
+        }
+        close(S.ready_fd);
+        S.ready_fd = -1;
+}
+
+static void reply(int fd, json_t *j) {
+        char *s = json_dumps(j, JSON_COMPACT);
+        if (s) {
+                (void) send(fd, s, strlen(s), MSG_NOSIGNAL);
+                free(s);
+        }
+        json_decref(j);
+}
+
+static void reply_err(int fd, int err, const char *msg) {
+        reply(fd, json_pack("{s:b, s:i, s:s}", "ok", 0, "errno", err, "error", msg ? msg : strerror(err)));
+}
+
+static char **strv_from_json(json_t *a, bool *bad) {
+        if (!a || json_is_null(a))
+                return NULL;
+        if (!json_is_array(a) || json_array_size(a) > 4096) {
+                *bad = true;
+                return NULL;
+        }
+        char **v = calloc(json_array_size(a) + 1, sizeof(char *));
+        if (!v) {
+                *bad = true;
+                return NULL;
+        }
+        size_t i;
+        json_t *x;
+        json_array_foreach(a, i, x) {
+                if (!json_is_string(x) || !(v[i] = strdup(json_string_value(x)))) {
+                        *bad = true;
+                        break;
+                }
+        }
+        return v;
+}
+
+static void strv_free_simple(char **v) {
+        for (char **p = v; p && *p; p++)
+                free(*p);
+        free(v);
+}
+
+static bool valid_exec_id(const char *s) {
+        if (!s || !*s || strlen(s) > 64)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+                        return false;
+        return true;
+}
+
+static void save_report(const char *exec_id, const char *report) {
+        if (!S.state_dir || !valid_exec_id(exec_id) || !report)
+                return;
+        char dir[4096], tmp[4200], path[4200];
+        snprintf(dir, sizeof dir, "%s/execs", S.state_dir);
+        (void) mkdir(dir, 0700);
+        snprintf(tmp, sizeof tmp, "%s/.%s.json.tmp", dir, exec_id);
+        snprintf(path, sizeof path, "%s/%s.json", dir, exec_id);
+        FILE *f = fopen(tmp, "we");
+        if (!f)
+                return;
+        fputs(report, f);
+        if (fflush(f) != 0 || fsync(fileno(f)) < 0) {
+                fclose(f);
+                unlink(tmp);
+                return;
+        }
+        fclose(f);
+        (void) rename(tmp, path);
+}
+
+static void handle_exec(int fd, json_t *req, int fds[3]) {
+        bool bad = false;
+        char **argv = strv_from_json(json_object_get(req, "argv"), &bad);
+        char **env = strv_from_json(json_object_get(req, "env"), &bad);
+        const char *kind = json_string_value(json_object_get(req, "kind"));
+        const char *cwd = json_string_value(json_object_get(req, "cwd"));
+        const char *exec_id = json_string_value(json_object_get(req, "exec_id"));
+        json_t *t = json_object_get(req, "timeout_s"), *cap = json_object_get(req, "output_cap");
+        sbx_exec_request er = {
+                .op = !kind || strcmp(kind, "run") == 0 ? SBX_EXEC_RUN
+                      : strcmp(kind, "put") == 0        ? SBX_EXEC_PUT_FILE
+                      : strcmp(kind, "get") == 0        ? SBX_EXEC_GET_FILE
+                                                        : (sbx_exec_op) -1,
+                .argv = argv,
+                .env = env,
+                .cwd = cwd,
+                .timeout_s = json_is_number(t) ? json_number_value(t) : 0,
+                .in_fd = fds[0],
+                .out_fd = fds[1],
+                .err_fd = fds[2],
+                .output_cap = json_is_integer(cap) && json_integer_value(cap) > 0
+                                      ? (uint64_t) json_integer_value(cap)
+                                      : 0,
+        };
+        if (bad || !argv || !argv[0] || (int) er.op < 0 || (exec_id && !valid_exec_id(exec_id))) {
+                reply_err(fd, EINVAL, "malformed exec request");
+                goto out;
+        }
+        char *report = NULL, *error = NULL;
+        int r = sbx_sandbox_exec(S.sb, &er, &report, &error);
+        /* the command's descriptors go before the answer: the reader sees their end first */
+        for (int i = 0; i < 3; i++)
+                if (fds[i] >= 0) {
+                        close(fds[i]);
+                        fds[i] = -1;
+                }
+        save_report(exec_id, report);
+        if (r < 0 && !report)
+                reply_err(fd, -r, error);
+        else {
+                json_error_t je;
+                json_t *rep = report ? json_loads(report, 0, &je) : NULL;
+                json_t *ans = json_pack("{s:b, s:i, s:o*}", "ok", 1, "exit", r, "report", rep);
+                if (r < 0 && ans) {
+                        json_object_set_new(ans, "errno", json_integer(-r));
+                        json_object_set_new(ans, "error", json_string(error ? error : strerror(-r)));
+                }
+                reply(fd, ans);
+        }
+        free(report);
+        free(error);
+out:
+        strv_free_simple(argv);
+        strv_free_simple(env);
+}
+
+static void *conn_thread(void *arg) {
+        int fd = (int) (intptr_t) arg;
+        char *buf = malloc(REQ_MAX + 1);
+        int fds[3] = {-1, -1, -1};
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(3 * sizeof(int))];
+        } cbuf;
+        struct iovec iov = {.iov_base = buf, .iov_len = REQ_MAX};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf};
+        ssize_t n = buf ? recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) : -1;
+        if (n > 0) {
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                                memcpy(fds, CMSG_DATA(c), (k > 3 ? 3 : k) * sizeof(int));
+                        }
+                buf[n] = 0;
+                json_error_t je;
+                json_t *req = json_loads(buf, 0, &je);
+                const char *op = json_string_value(json_object_get(req, "op"));
+                if (!op)
+                        reply_err(fd, EINVAL, "malformed request");
+                else if (strcmp(op, "exec") == 0)
+                        handle_exec(fd, req, fds);
+                else if (strcmp(op, "info") == 0)
+                        reply(fd, json_pack("{s:b, s:i, s:i, s:f, s:i}", "ok", 1, "init_pid",
+                                          sbx_sandbox_init_pid(S.sb), "execs_running",
+                                          (int) sbx_sandbox_execs_running(S.sb), "budget_used_s",
+                                          sbx_sandbox_budget_used(S.sb), "pid", (int) getpid()));
+                else if (strcmp(op, "destroy") == 0) {
+                        sbx_sandbox_kill(S.sb);
+                        reply(fd, json_pack("{s:b}", "ok", 1));
+                } else
+                        reply_err(fd, EINVAL, "unknown op");
+                json_decref(req);
+        }
+        for (int i = 0; i < 3; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        free(buf);
+        close(fd);
+        return NULL;
+}
+
+static void on_conn(void *ud) {
+        int c = accept4(S.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (c < 0)
+                return;
+        /* the connection's own reads block; only the accept is non-blocking */
+        int fl = fcntl(c, F_GETFL);
+        (void) fcntl(c, F_SETFL, fl & ~O_NONBLOCK);
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&a, 256 * 1024);
+        if (pthread_create(&t, &a, conn_thread, (void *) (intptr_t) c) != 0)
+                close(c);
+        pthread_attr_destroy(&a);
+}
+
+static void on_ready(sbx_sandbox *sb, void *ud) {
+        S.sb = sb;
+        if (S.budget_carry > 0)
+                sbx_sandbox_add_budget_used(sb, S.budget_carry);
+        char line[64];
+        snprintf(line, sizeof line, "ready %d\n", sbx_sandbox_init_pid(sb));
+        say_ready(line);
+}
+
+static int listen_on(const char *path) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        (void) unlink(path);
+        mode_t old = umask(0077);
+        int r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
+        umask(old);
+        if (r < 0 || listen(fd, 128) < 0) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+static void usage(FILE *f) {
+        fprintf(f, "Usage: sandboxer supervise --id ID --socket PATH --state DIR [--profile NAME|FILE]\n"
+                   "                           [--policy FILE] [--backend NAME] [--workspace DIR]\n"
+                   "                           [--ready-fd N] [--budget-used SECONDS]\n\n"
+                   "The supervisor of one persistent sandbox, started by 'sandboxer serve' (internal:\n"
+                   "it is not meant to be run by hand). It starts the sandbox and serves requests on\n"
+                   "the unix socket PATH until the sandbox is destroyed.\n\n"
+                   "  --id ID             the sandbox id (names it in logs)\n"
+                   "  --socket PATH       where to listen (SOCK_SEQPACKET, mode 0600)\n"
+                   "  --state DIR         where exec reports are kept (DIR/execs/EXEC_ID.json)\n"
+                   "  --profile NAME|FILE the profile (default profile.default)\n"
+                   "  --policy FILE       the site policy file\n"
+                   "  --backend NAME      native or landlock (default: the policy's choice)\n"
+                   "  --workspace DIR     the host directory mounted as the workspace\n"
+                   "  --ready-fd N        write 'ready INIT_PID' or 'error MESSAGE' there, once\n"
+                   "  --budget-used S     seconds of budget_s already spent (recreate)\n"
+                   "  -h, --help          this text\n");
+}
+
+int verb_supervise(int argc, char **argv) {
+        static const struct option opts[] = {
+                {"id", required_argument, NULL, 'i'},
+                {"socket", required_argument, NULL, 's'},
+                {"state", required_argument, NULL, 'd'},
+                {"profile", required_argument, NULL, 'p'},
+                {"policy", required_argument, NULL, 'P'},
+                {"backend", required_argument, NULL, 'b'},
+                {"workspace", required_argument, NULL, 'w'},
+                {"ready-fd", required_argument, NULL, 'r'},
+                {"budget-used", required_argument, NULL, 'u'},
+                {"help", no_argument, NULL, 'h'},
+                {0},
+        };
+        sbx_run *run = sbx_run_new();
+        if (!run) {
+                cli_error("out of memory");
+                return SBX_EXIT_FAILURE;
+        }
+        int c, rc = 0;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'i':
+                        S.id = optarg;
+                        break;
+                case 's':
+                        S.socket_path = optarg;
+                        break;
+                case 'd':
+                        S.state_dir = optarg;
+                        break;
+                case 'p':
+                        rc = sbx_run_set_profile(run, optarg);
+                        break;
+                case 'P':
+                        rc = sbx_run_set_policy_file(run, optarg);
+                        break;
+                case 'b':
+                        rc = sbx_run_set_backend(run, optarg);
+                        break;
+                case 'w':
+                        rc = sbx_run_set_workspace(run, optarg);
+                        break;
+                case 'r': {
+                        char *end;
+                        long v = strtol(optarg, &end, 10);
+                        if (*end || v < 3 || v > 1023 || fcntl((int) v, F_GETFD) < 0) {
+                                cli_error("--ready-fd: '%s' is not an open descriptor", optarg);
+                                sbx_run_free(run);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        S.ready_fd = (int) v;
+                        (void) fcntl(S.ready_fd, F_SETFD, FD_CLOEXEC);
+                        break;
+                }
+                case 'u': {
+                        char *end;
+                        S.budget_carry = strtod(optarg, &end);
+                        if (*end || S.budget_carry < 0) {
+                                cli_error("--budget-used: '%s' is not a number of seconds", optarg);
+                                sbx_run_free(run);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        break;
+                }
+                case 'h':
+                        usage(stdout);
+                        sbx_run_free(run);
+                        return 0;
+                default:
+                        usage(stderr);
+                        sbx_run_free(run);
+                        return SBX_EXIT_FAILURE;
+                }
+                if (rc < 0) {
+                        cli_error("--%s: %s", opts[0].name, strerror(-rc));
+                        sbx_run_free(run);
+                        return SBX_EXIT_FAILURE;
+                }
+        }
+        if (!S.id || !S.socket_path || !S.state_dir || optind != argc) {
+                cli_error("supervise needs --id, --socket and --state (and no other arguments)");
+                usage(stderr);
+                sbx_run_free(run);
+                return SBX_EXIT_FAILURE;
+        }
+        if (mkdir(S.state_dir, 0700) < 0 && errno != EEXIST) {
+                cli_error("cannot create %s: %m", S.state_dir);
+                say_ready("error cannot create the state directory\n");
+                sbx_run_free(run);
+                return SBX_EXIT_FAILURE;
+        }
+        S.listen_fd = listen_on(S.socket_path);
+        if (S.listen_fd < 0) {
+                cli_error("cannot listen on %s: %s", S.socket_path, strerror(-S.listen_fd));
+                say_ready("error cannot listen on the supervisor socket\n");
+                sbx_run_free(run);
+                return SBX_EXIT_FAILURE;
+        }
+        sbx_serve_hooks hooks = {.on_ready = on_ready, .extra_fd = S.listen_fd, .on_extra = on_conn};
+        signal(SIGPIPE, SIG_IGN);
+        int r = sbx_run_serve(run, &hooks);
+        /* gone: no more connections; the final report beside the execs' */
+        (void) unlink(S.socket_path);
+        close(S.listen_fd);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/sandbox.json", S.state_dir);
+        const char *rep = sbx_run_report_json(run);
+        FILE *f = rep ? fopen(path, "we") : NULL;
+        if (f) {
+                fputs(rep, f);
+                fclose(f);
+        }
+        if (r != 0) {
+                char line[1200];
+                const char *err = sbx_run_error(run);
+                snprintf(line, sizeof line, "error %s\n", err ? err : "the sandbox could not be started");
+                for (char *p = line + 6; *p && p[1]; p++)
+                        if (*p == '\n')
+                                *p = ' ';
+                say_ready(line);
+                cli_error("%s", err ? err : "the sandbox could not be started");
+        }
+        sbx_run_free(run);
+        return r == 0 ? 0 : SBX_EXIT_FAILURE;
+}

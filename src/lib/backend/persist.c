@@ -1,0 +1,550 @@
+/* persist.c — persistent sandboxes (see persist.h). */
+#include "backend/persist.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "basic/strv.h"
+#include "init/protocol.h"
+
+typedef struct exec_slot {
+        pid_t runner; /* as we see it; 0 until it said hello */
+        bool exec_seen;
+        uint64_t start_ns;
+        sbx_report *rep;
+        struct exec_slot *next;
+} exec_slot;
+
+struct sbx_sandbox {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        sbx_serve_hooks hooks;
+        /* set by attach, valid while serving */
+        const sbx_config *cfg;
+        sbx_report *rep; /* the sandbox's own report (loop thread) */
+        sbx_cgroup *cg;
+        int ctl_fd;
+        pid_t init_pid;
+        int init_pidfd;
+        char **envp;
+        char *cwd;
+        bool serving, gone;
+        unsigned active;
+        double budget_used_s;
+        bool served; /* the init said it was serving: its end is the sandbox's end, not a failure */
+        exec_slot *execs;
+        sbx_notify_route rt;
+};
+
+sbx_sandbox *sbx_sandbox_new_internal(const sbx_serve_hooks *hooks) {
+        sbx_sandbox *sb = calloc(1, sizeof *sb);
+        if (!sb)
+                return NULL;
+        pthread_mutex_init(&sb->lock, NULL);
+        pthread_cond_init(&sb->cond, NULL);
+        if (hooks)
+                sb->hooks = *hooks;
+        else
+                sb->hooks.extra_fd = -1;
+        sb->ctl_fd = -1;
+        sb->init_pidfd = -1;
+        return sb;
+}
+
+sbx_sandbox *sbx_sandbox_free_internal(sbx_sandbox *sb) {
+        if (!sb)
+                return NULL;
+        safe_close(sb->ctl_fd);
+        strv_free(sb->envp);
+        free(sb->cwd);
+        pthread_mutex_destroy(&sb->lock);
+        pthread_cond_destroy(&sb->cond);
+        free(sb);
+        return NULL;
+}
+
+static pid_t parent_of(pid_t pid) {
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        const char *p = strrchr(buf, ')'); /* the name may hold anything: skip past its end */
+        int ppid = 0;
+        char state;
+        if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+                return 0;
+        return (pid_t) ppid;
+}
+
+/* The exec pid belongs to: its runner or a descendant of it. Lock held. */
+static exec_slot *slot_of(sbx_sandbox *sb, pid_t pid, bool direct_child_only) {
+        pid_t p = pid;
+        for (int depth = 0; depth < 64 && p > 1; depth++) {
+                for (exec_slot *x = sb->execs; x; x = x->next)
+                        if (x->runner == p && (!direct_child_only || depth == 1))
+                                return x;
+                if (direct_child_only && depth >= 1)
+                        return NULL;
+                p = parent_of(p);
+        }
+        return NULL;
+}
+
+static bool route_is_spawner(void *ud, pid_t pid) {
+        sbx_sandbox *sb = ud;
+        pthread_mutex_lock(&sb->lock);
+        bool yes = false;
+        for (exec_slot *x = sb->execs; x && !yes; x = x->next)
+                yes = x->runner == pid;
+        pthread_mutex_unlock(&sb->lock);
+        return yes;
+}
+
+static bool route_exec_first(void *ud, pid_t pid) {
+        sbx_sandbox *sb = ud;
+        pthread_mutex_lock(&sb->lock);
+        exec_slot *x = slot_of(sb, pid, true);
+        bool first = x && !x->exec_seen;
+        if (first)
+                x->exec_seen = true;
+        pthread_mutex_unlock(&sb->lock);
+        return first;
+}
+
+static void route_record(void *ud, pid_t pid, sbx_violation_kind kind, const char *action,
+        const char *syscall, const sbx_detail *d, size_t n) {
+        sbx_sandbox *sb = ud;
+        pthread_mutex_lock(&sb->lock);
+        exec_slot *x = slot_of(sb, pid, false);
+        sbx_report *rep = x ? x->rep : sb->rep;
+        uint64_t t0 = x ? x->start_ns : 0;
+        if (rep)
+                (void) sbx_report_add_violation(rep, kind, action,
+                        t0 ? (int64_t) ((sbx_now_ns() - t0) / 1000000) : 0, syscall, d, n);
+        pthread_mutex_unlock(&sb->lock);
+}
+
+static const sbx_notify_route *route_for(sbx_sandbox *sb) {
+        sb->rt = (sbx_notify_route){.is_spawner = route_is_spawner,
+                .exec_first = route_exec_first,
+                .record = route_record,
+                .userdata = sb};
+        return &sb->rt;
+}
+
+bool sbx_persist_served(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        bool s = sb->served;
+        pthread_mutex_unlock(&sb->lock);
+        return s;
+}
+
+static void on_serving(void *ud) {
+        sbx_sandbox *sb = ud;
+        pthread_mutex_lock(&sb->lock);
+        sb->serving = sb->served = true;
+        pthread_mutex_unlock(&sb->lock);
+        if (sb->hooks.on_ready)
+                sb->hooks.on_ready(sb, sb->hooks.userdata);
+}
+
+static void on_extra(void *ud) {
+        sbx_sandbox *sb = ud;
+        if (sb->hooks.on_extra)
+                sb->hooks.on_extra(sb->hooks.userdata);
+}
+
+int sbx_persist_attach(sbx_sandbox *sb, const sbx_config *cfg, sbx_report *rep, sbx_supervise_params *svp,
+        sbx_cgroup *cg, int ctl_fd, pid_t init_pid, int init_pidfd, char *const *envp, const char *cwd,
+        sbx_error *e) {
+        pthread_mutex_lock(&sb->lock);
+        sb->cfg = cfg;
+        sb->rep = rep;
+        sb->cg = cg;
+        sb->ctl_fd = ctl_fd;
+        sb->init_pid = init_pid;
+        sb->init_pidfd = init_pidfd;
+        sb->envp = strv_copy(envp);
+        sb->cwd = cwd ? strdup(cwd) : NULL;
+        pthread_mutex_unlock(&sb->lock);
+        if (!sb->envp || (cwd && !sb->cwd))
+                return sbx_error_set(e, ENOMEM, "persist", "out of memory");
+        svp->timeout_s = 0; /* execs have theirs; the sandbox ends by kill, TTL or budget */
+        svp->output_cap = 0;
+        svp->fwd_out = svp->fwd_err = -1;
+        svp->route = route_for(sb);
+        svp->on_serving = on_serving;
+        svp->extra_fd = sb->hooks.extra_fd;
+        svp->on_extra = sb->hooks.on_extra ? on_extra : NULL;
+        svp->extra_userdata = sb;
+        return 0;
+}
+
+void sbx_persist_detach(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        sb->gone = true;
+        sb->serving = false;
+        while (sb->active > 0)
+                pthread_cond_wait(&sb->cond, &sb->lock);
+        sb->init_pidfd = -1;
+        sb->cg = NULL;
+        sb->rep = NULL;
+        pthread_mutex_unlock(&sb->lock);
+}
+
+_public_ void sbx_sandbox_kill(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        if (!sb->gone) {
+                if (sb->cg)
+                        (void) sbx_cgroup_kill(sb->cg);
+                if (sb->init_pidfd >= 0)
+                        (void) syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
+        }
+        pthread_mutex_unlock(&sb->lock);
+}
+
+_public_ int sbx_sandbox_init_pid(sbx_sandbox *sb) {
+        return (int) sb->init_pid;
+}
+
+_public_ unsigned sbx_sandbox_execs_running(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        unsigned n = sb->active;
+        pthread_mutex_unlock(&sb->lock);
+        return n;
+}
+
+_public_ double sbx_sandbox_budget_used(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        double d = sb->budget_used_s;
+        pthread_mutex_unlock(&sb->lock);
+        return d;
+}
+
+_public_ void sbx_sandbox_add_budget_used(sbx_sandbox *sb, double seconds) {
+        pthread_mutex_lock(&sb->lock);
+        if (seconds > 0)
+                sb->budget_used_s += seconds;
+        pthread_mutex_unlock(&sb->lock);
+}
+
+static int fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+static int fail(char **ret_error, int r, const char *fmt, ...) {
+        if (ret_error) {
+                va_list ap;
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return r;
+}
+
+/* The request for the init: header, cwd, argv, env (the sandbox's, overridden by the exec's). */
+static int build_request(sbx_sandbox *sb, const sbx_exec_request *req, char **ret, size_t *ret_len) {
+        _cleanup_strv_free_ char **env = strv_copy(sb->envp);
+        if (!env)
+                return -ENOMEM;
+        STRV_FOREACH(kv, req->env) {
+                const char *eq = strchr(*kv, '=');
+                if (!eq || eq == *kv)
+                        return -EINVAL;
+                size_t nl = (size_t) (eq - *kv) + 1;
+                bool replaced = false;
+                for (char **o = env; *o && !replaced; o++)
+                        if (strncmp(*o, *kv, nl) == 0) {
+                                char *c = strdup(*kv);
+                                if (!c)
+                                        return -ENOMEM;
+                                free(*o);
+                                *o = c;
+                                replaced = true;
+                        }
+                if (!replaced && strv_extend(&env, *kv) < 0)
+                        return -ENOMEM;
+        }
+        const char *cwd = req->cwd ? req->cwd : sb->cwd ? sb->cwd : "";
+        size_t len = strlen(cwd) + 1;
+        size_t n_argv = strv_length(req->argv), n_env = strv_length(env);
+        STRV_FOREACH(a, req->argv)
+                len += strlen(*a) + 1;
+        STRV_FOREACH(a, env)
+                len += strlen(*a) + 1;
+        if (len > SBX_INIT_REQ_MAX || n_argv == 0 || n_argv > 1024 || n_env > 1024)
+                return -E2BIG;
+        char *buf = malloc(sizeof(struct sbx_init_req) + len);
+        if (!buf)
+                return -ENOMEM;
+        struct sbx_init_req *h = (struct sbx_init_req *) buf;
+        *h = (struct sbx_init_req){.magic = SBX_INIT_REQ_MAGIC,
+                .op = req->op == SBX_EXEC_PUT_FILE   ? SBX_INIT_OP_PUT
+                      : req->op == SBX_EXEC_GET_FILE ? SBX_INIT_OP_GET
+                                                     : SBX_INIT_OP_EXEC,
+                .n_argv = (uint32_t) n_argv,
+                .n_env = (uint32_t) n_env,
+                .len = (uint32_t) len};
+        char *p = buf + sizeof *h;
+        p = stpcpy(p, cwd) + 1;
+        STRV_FOREACH(a, req->argv)
+                p = stpcpy(p, *a) + 1;
+        STRV_FOREACH(a, env)
+                p = stpcpy(p, *a) + 1;
+        *ret = buf;
+        *ret_len = sizeof *h + len;
+        return 0;
+}
+
+static int send_request(int ctl, const char *buf, size_t len, const int fds[4]) {
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(4 * sizeof(int))];
+        } cbuf;
+        memset(&cbuf, 0, sizeof cbuf);
+        struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b, .msg_controllen = sizeof cbuf.b};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(4 * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, 4 * sizeof(int));
+        ssize_t n;
+        do
+                n = sendmsg(ctl, &mh, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? -errno : 0;
+}
+
+/* The runner's hello: its pid as we see it (credentials), within 10 s. */
+static int wait_runner(int xs, pid_t *ret, struct sbx_init_msg *m) {
+        struct pollfd pf = {.fd = xs, .events = POLLIN};
+        int k;
+        do
+                k = poll(&pf, 1, 10000);
+        while (k < 0 && errno == EINTR);
+        if (k == 0)
+                return -ETIMEDOUT;
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(4 * sizeof(int))];
+        } cbuf;
+        struct iovec iov = {.iov_base = m, .iov_len = sizeof *m};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf};
+        ssize_t n = recvmsg(xs, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n != (ssize_t) sizeof *m || m->magic != SBX_INIT_MAGIC)
+                return -EPROTO;
+        struct ucred cred = {0};
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+                        c->cmsg_len == CMSG_LEN(sizeof cred))
+                        memcpy(&cred, CMSG_DATA(c), sizeof cred);
+                else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        int fds[4], nf = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        memcpy(fds, CMSG_DATA(c), (size_t) (nf > 4 ? 4 : nf) * sizeof(int));
+                        for (int i = 0; i < nf && i < 4; i++)
+                                close(fds[i]);
+                }
+        if (m->type != SBX_INIT_MSG_RUNNER)
+                return -ECHILD; /* the init refused: m says why */
+        if (cred.pid <= 0)
+                return -EPROTO;
+        *ret = cred.pid;
+        return 0;
+}
+
+_public_ int sbx_sandbox_exec(
+        sbx_sandbox *sb, const sbx_exec_request *req, char **ret_report, char **ret_error) {
+        _cleanup_(sbx_report_freep) sbx_report *rep = NULL;
+        _cleanup_free_ char *rbuf = NULL;
+        int xs[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+        _cleanup_close_ int null_fd = -EBADF, pidfd = -EBADF;
+        size_t rlen = 0;
+        int r;
+        exec_slot slot = {0};
+        bool registered = false;
+
+        if (ret_report)
+                *ret_report = NULL;
+        if (ret_error)
+                *ret_error = NULL;
+        if (!req || !req->argv || !req->argv[0])
+                return fail(ret_error, -EINVAL, "no command given");
+        if (req->timeout_s < 0)
+                return fail(ret_error, -EINVAL, "timeout_s must not be negative");
+
+        pthread_mutex_lock(&sb->lock);
+        if (!sb->serving || sb->gone) {
+                pthread_mutex_unlock(&sb->lock);
+                return fail(ret_error, -ESRCH, "the sandbox is not running");
+        }
+        const sbx_config *cfg = sb->cfg;
+        double budget = cfg->limits.value[SBX_LIMIT_BUDGET_S];
+        double left = budget > 0 ? budget - sb->budget_used_s : 0;
+        if (budget > 0 && left <= 0) {
+                pthread_mutex_unlock(&sb->lock);
+                return fail(ret_error, -EDQUOT, "the sandbox's budget_s (%g s) is spent", budget);
+        }
+        r = sbx_report_new(&rep);
+        if (r >= 0)
+                r = sbx_report_copy_setup(rep, sb->rep);
+        if (r >= 0)
+                r = build_request(sb, req, &rbuf, &rlen);
+        if (r < 0) {
+                pthread_mutex_unlock(&sb->lock);
+                return fail(ret_error, r,
+                        r == -E2BIG    ? "the command, environment and working directory are too large"
+                        : r == -EINVAL ? "env entries must be NAME=VALUE"
+                                       : "out of memory");
+        }
+        sb->active++;
+        int ctl = sb->ctl_fd;
+        pthread_mutex_unlock(&sb->lock);
+
+        double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S];
+        const char *timeout_key = NULL;
+        if (req->timeout_s > 0 && (timeout <= 0 || req->timeout_s < timeout))
+                timeout = req->timeout_s, timeout_key = "exec.timeout_s";
+        if (budget > 0 && (timeout <= 0 || left < timeout))
+                timeout = left, timeout_key = "budget_s";
+        uint64_t cap = req->output_cap ? req->output_cap
+                                       : (uint64_t) (cfg->limits.value[SBX_LIMIT_OUTPUT_MB] * 1048576.0);
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xs) < 0 || pipe2(outp, O_CLOEXEC) < 0 ||
+                pipe2(errp, O_CLOEXEC) < 0) {
+                r = fail(ret_error, -errno, "cannot create the exec's pipes: %m");
+                goto out;
+        }
+        (void) setsockopt(xs[0], SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int));
+        int in = req->in_fd;
+        if (in < 0) {
+                null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                in = null_fd;
+        }
+        uint64_t t0 = sbx_now_ns();
+        r = send_request(ctl, rbuf, rlen, (int[4]){xs[1], in, outp[1], errp[1]});
+        xs[1] = safe_close(xs[1]);
+        outp[1] = safe_close(outp[1]);
+        errp[1] = safe_close(errp[1]);
+        if (r < 0) {
+                r = fail(ret_error, -ESRCH, "the sandbox is not running (its init: %s)", strerror(-r));
+                goto out;
+        }
+        struct sbx_init_msg hello;
+        pid_t runner = 0;
+        r = wait_runner(xs[0], &runner, &hello);
+        if (r == -ECHILD) {
+                hello.text[sizeof hello.text - 1] = 0;
+                r = fail(ret_error, -EIO, "the sandbox's init refused the exec: %s: %s", hello.text,
+                        strerror(hello.a));
+                goto out;
+        }
+        if (r < 0) {
+                r = fail(ret_error, r, "the sandbox's init did not start the exec: %s", strerror(-r));
+                goto out;
+        }
+        pidfd = (int) syscall(SYS_pidfd_open, runner, 0);
+        if (pidfd < 0) {
+                r = fail(ret_error, -ESRCH, "the exec's runner is gone: %m");
+                goto out;
+        }
+        slot.runner = runner;
+        slot.start_ns = t0;
+        slot.rep = rep;
+        pthread_mutex_lock(&sb->lock);
+        slot.next = sb->execs;
+        sb->execs = &slot;
+        registered = true;
+        pthread_mutex_unlock(&sb->lock);
+        struct sbx_init_msg go = {
+                .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_GO, .monotonic_ns = sbx_now_ns()};
+        if (send(xs[0], &go, sizeof go, MSG_NOSIGNAL) < 0) {
+                r = fail(ret_error, -ESRCH, "the exec's runner is gone: %m");
+                goto out;
+        }
+
+        sbx_supervise_params svp = {
+                .pid = runner,
+                .pidfd = pidfd,
+                .status_fd = xs[0],
+                .out_fd = outp[0],
+                .err_fd = errp[0],
+                .tty_master = -1,
+                .tty_in = -1,
+                .fwd_out = req->out_fd,
+                .fwd_err = req->err_fd,
+                .output_cap = cap,
+                .start_ns = t0,
+                .timeout_s = timeout,
+                .grace_s = 2.0,
+                .oom_fd = -1,
+                .report = rep,
+                .not_child = true,
+                .extra_fd = -1,
+        };
+        xs[0] = outp[0] = errp[0] = -1; /* the loop owns them now */
+        sbx_supervise_result res;
+        sbx_error e = {0};
+        r = sbx_supervise(&svp, &res, &e);
+        pthread_mutex_lock(&sb->lock);
+        for (exec_slot **pp = &sb->execs; *pp; pp = &(*pp)->next)
+                if (*pp == &slot) {
+                        *pp = slot.next;
+                        break;
+                }
+        registered = false;
+        double used = (double) (sbx_now_ns() - t0) / 1e9;
+        sb->budget_used_s += used;
+        if (r >= 0) {
+                r = sbx_backend_classify(cfg, rep, &res, &svp, NULL, t0, t0, timeout_key, &e);
+                if (r < 0 && res.end == SBX_SV_EXEC_FAILED)
+                        r = 0;
+        }
+        pthread_mutex_unlock(&sb->lock);
+        if (r < 0) {
+                if (res.end == SBX_SV_SETUP_FAILED && !res.killed &&
+                        (req->op == SBX_EXEC_PUT_FILE || req->op == SBX_EXEC_GET_FILE))
+                        r = fail(ret_error, -EIO, "%s", e.message);
+                else
+                        r = fail(ret_error, r, "%s", e.message);
+                rep->status = SBX_STATUS_SETUP_ERROR;
+                rep->cli_exit = 125;
+                (void) sbx_report_set_error(rep, "%s", e.message);
+        } else {
+                r = rep->cli_exit;
+                if (res.end == SBX_SV_EXEC_FAILED && req->op != SBX_EXEC_RUN)
+                        r = -res.exec_errno; /* a file that could not be opened, read or written */
+        }
+        if (ret_report)
+                (void) sbx_report_to_json(rep, true, ret_report);
+
+out:
+        pthread_mutex_lock(&sb->lock);
+        if (registered)
+                for (exec_slot **pp = &sb->execs; *pp; pp = &(*pp)->next)
+                        if (*pp == &slot) {
+                                *pp = slot.next;
+                                break;
+                        }
+        sb->active--;
+        pthread_cond_broadcast(&sb->cond);
+        pthread_mutex_unlock(&sb->lock);
+        for (int i = 0; i < 2; i++) {
+                safe_close(xs[i]);
+                safe_close(outp[i]);
+                safe_close(errp[i]);
+        }
+        return r;
+}
