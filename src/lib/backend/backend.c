@@ -5,10 +5,11 @@
 #include <string.h>
 
 #include "basic/macro.h"
+#if HAVE_LINUX
+#include "backend/oci.h"
+#endif
 
 /* Named in the registry so that doctor and selection can say so; no capability table. */
-static const sbx_backend backend_podman = {.id = SBX_BACKEND_PODMAN, .level = SBX_LEVEL_CONTAINER};
-static const sbx_backend backend_docker = {.id = SBX_BACKEND_DOCKER, .level = SBX_LEVEL_CONTAINER};
 static const sbx_backend backend_microvm = {.id = SBX_BACKEND_MICROVM, .level = SBX_LEVEL_MICROVM};
 
 static const sbx_backend *const backends[_SBX_BACKEND_MAX] = {
@@ -17,9 +18,9 @@ static const sbx_backend *const backends[_SBX_BACKEND_MAX] = {
         [SBX_BACKEND_LANDLOCK] = &sbx_backend_landlock,
         [SBX_BACKEND_BWRAP] = &sbx_backend_bwrap,
         [SBX_BACKEND_FIREJAIL] = &sbx_backend_firejail,
+        [SBX_BACKEND_PODMAN] = &sbx_backend_podman,
+        [SBX_BACKEND_DOCKER] = &sbx_backend_docker,
 #endif
-        [SBX_BACKEND_PODMAN] = &backend_podman,
-        [SBX_BACKEND_DOCKER] = &backend_docker,
         [SBX_BACKEND_MICROVM] = &backend_microvm,
 };
 

@@ -1,0 +1,658 @@
+/* oci.c — the parts the podman and docker backends share (see oci.h): the base root filesystem,
+ * the bind plan, the sandbox's cgroup at an engine-usable path, and the supervised launch of an
+ * engine client. */
+#include "backend/oci.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "basic/debug.h"
+#include "basic/rm-rf.h"
+#include "basic/strv.h"
+#include "basic/time-util.h"
+#include "supervise/supervise.h"
+
+/* Bump when the skeleton changes: a new directory is made beside the old one. */
+#define BASE_VERSION "base-v1"
+
+/* The merged-/usr links a host may have at its root, reproduced as they are. */
+static const char *const root_links[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+static const char *const base_dirs[] = {
+        "usr", "etc", "proc", "dev", "sys", "tmp", "run", "var", "var/tmp", "home", "workspace", "mnt"};
+static const char passwd[] = "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                             "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
+                             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char group[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
+static const struct {
+        const char *path, *content;
+} base_files[] = {
+        {"etc/passwd", passwd}, {"etc/group", group}, {"etc/hostname", "sandbox\n"},
+        {"etc/hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost\n"}, {"etc/resolv.conf", ""},
+        {".sandboxer-init", ""}, /* the mount point of the init */
+};
+
+static int cache_dir(char *buf, size_t size) {
+        const char *env = secure_getenv("SANDBOXER_CACHE_DIR");
+        if (env && env[0] == '/')
+                snprintf(buf, size, "%s", env);
+        else if (geteuid() == 0)
+                snprintf(buf, size, "/var/cache/sandboxer");
+        else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/')
+                snprintf(buf, size, "%s/sandboxer", env);
+        else if ((env = getenv("HOME")) && env[0] == '/')
+                snprintf(buf, size, "%s/.cache/sandboxer", env);
+        else
+                return -ENOENT;
+        /* mkdir -p, one level of parents is enough for the defaults */
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%s", buf);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                *slash = 0;
+                (void) mkdir(parent, 0755);
+        }
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int write_file_at(int dfd, const char *path, const char *content) {
+        _cleanup_close_ int fd = openat(dfd, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        size_t n = strlen(content);
+        if (n > 0 && write(fd, content, n) != (ssize_t) n)
+                return -EIO;
+        return 0;
+}
+
+static int fill_skeleton(int dfd) {
+        for (size_t i = 0; i < ELEMENTSOF(base_dirs); i++)
+                if (mkdirat(dfd, base_dirs[i], 0755) < 0)
+                        return -errno;
+        if (fchmodat(dfd, "tmp", 01777, 0) < 0 || fchmodat(dfd, "var/tmp", 01777, 0) < 0)
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(root_links); i++) {
+                char host[64], link[PATH_MAX];
+                snprintf(host, sizeof host, "/%s", root_links[i]);
+                ssize_t n = readlink(host, link, sizeof link - 1);
+                if (n <= 0)
+                        continue; /* absent, or a real directory: bound when the profile reads it */
+                link[n] = 0;
+                if (symlinkat(link, dfd, root_links[i]) < 0)
+                        return -errno;
+        }
+        if (symlinkat("/proc/mounts", dfd, "etc/mtab") < 0)
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(base_files); i++) {
+                int r = write_file_at(dfd, base_files[i].path, base_files[i].content);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int sbx_oci_base_rootfs(char *buf, size_t size, sbx_error *e) {
+        char dir[PATH_MAX];
+        int r = cache_dir(dir, sizeof dir);
+        if (r < 0)
+                return sbx_error_set(e, -r, "base rootfs",
+                        "no cache directory for the base root filesystem (%s); set SANDBOXER_CACHE_DIR",
+                        strerror(-r));
+        if ((size_t) snprintf(buf, size, "%s/%s", dir, BASE_VERSION) >= size)
+                return sbx_error_set(
+                        e, ENAMETOOLONG, "base rootfs", "cache directory path too long: %s", dir);
+        struct stat st;
+        if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode))
+                return 0;
+        char tmp[PATH_MAX];
+        if ((size_t) snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, BASE_VERSION) >= sizeof tmp ||
+                !mkdtemp(tmp))
+                return sbx_error_set(e, errno, "base rootfs", "cannot create %s: %m", tmp);
+        _cleanup_close_ int dfd = open(tmp, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (dfd < 0 || fchmod(dfd, 0755) < 0 || (r = fill_skeleton(dfd)) < 0) {
+                int err = dfd < 0 ? errno : r < 0 ? -r : errno;
+                (void) sbx_rm_rf(tmp);
+                return sbx_error_set(e, err, "base rootfs",
+                        "cannot build the base root filesystem in %s: %s", tmp, strerror(err));
+        }
+        if (rename(tmp, buf) < 0) {
+                int err = errno;
+                (void) sbx_rm_rf(tmp);
+                /* another run made it first */
+                if ((err != EEXIST && err != ENOTEMPTY) || stat(buf, &st) < 0)
+                        return sbx_error_set(e, err, "base rootfs", "cannot rename %s to %s: %s", tmp, buf,
+                                strerror(err));
+        }
+        return 0;
+}
+
+/* ---- a ustar archive of the skeleton ------------------------------------------------------ */
+
+typedef struct tarbuf {
+        char *p;
+        size_t len, cap;
+} tarbuf;
+
+static int tar_reserve(tarbuf *t, size_t n) {
+        if (t->len + n <= t->cap)
+                return 0;
+        size_t cap = MAX(t->cap * 2, t->len + n + 4096);
+        char *p = realloc(t->p, cap);
+        if (!p)
+                return -ENOMEM;
+        t->p = p;
+        t->cap = cap;
+        return 0;
+}
+
+static int tar_entry(
+        tarbuf *t, const char *name, char type, unsigned mode, const char *link, const char *data) {
+        size_t dlen = data ? strlen(data) : 0, padded = (dlen + 511) / 512 * 512;
+        if (strlen(name) >= 100 || (link && strlen(link) >= 100) || tar_reserve(t, 512 + padded) < 0)
+                return -ENOMEM;
+        char *h = t->p + t->len;
+        memset(h, 0, 512 + padded);
+        snprintf(h, 100, "%s", name);
+        snprintf(h + 100, 8, "%07o", mode);
+        snprintf(h + 108, 8, "%07o", 0);
+        snprintf(h + 116, 8, "%07o", 0);
+        if (snprintf(h + 124, 12, "%011lo", (unsigned long) (dlen & 077777777777)) < 0)
+                return -EINVAL;
+        snprintf(h + 136, 12, "%011o", 0);
+        h[156] = type;
+        if (link)
+                snprintf(h + 157, 100, "%s", link);
+        memcpy(h + 257, "ustar", 6);
+        memcpy(h + 263, "00", 2);
+        memset(h + 148, ' ', 8);
+        unsigned sum = 0;
+        for (int i = 0; i < 512; i++)
+                sum += (unsigned char) h[i];
+        snprintf(h + 148, 8, "%06o", sum);
+        if (dlen)
+                memcpy(h + 512, data, dlen);
+        t->len += 512 + padded;
+        return 0;
+}
+
+int sbx_oci_base_tar(char **ret, size_t *ret_size, sbx_error *e) {
+        tarbuf t = {0};
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(base_dirs) && r >= 0; i++)
+                r = tar_entry(&t, base_dirs[i], '5',
+                        streq(base_dirs[i], "tmp") || streq(base_dirs[i], "var/tmp") ? 01777 : 0755, NULL,
+                        NULL);
+        for (size_t i = 0; i < ELEMENTSOF(root_links) && r >= 0; i++) {
+                char host[64], link[PATH_MAX];
+                snprintf(host, sizeof host, "/%s", root_links[i]);
+                ssize_t n = readlink(host, link, sizeof link - 1);
+                if (n <= 0)
+                        continue;
+                link[n] = 0;
+                r = tar_entry(&t, root_links[i], '2', 0777, link, NULL);
+        }
+        if (r >= 0)
+                r = tar_entry(&t, "etc/mtab", '2', 0777, "/proc/mounts", NULL);
+        for (size_t i = 0; i < ELEMENTSOF(base_files) && r >= 0; i++)
+                r = tar_entry(&t, base_files[i].path, '0', 0644, NULL, base_files[i].content);
+        if (r >= 0 && (r = tar_reserve(&t, 1024)) >= 0) {
+                memset(t.p + t.len, 0, 1024); /* two zero blocks end the archive */
+                t.len += 1024;
+        }
+        if (r < 0) {
+                free(t.p);
+                return sbx_error_set(e, ENOMEM, "base rootfs", "out of memory");
+        }
+        *ret = t.p;
+        *ret_size = t.len;
+        return 0;
+}
+
+/* ---- binds -------------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static bool base_has_link(const char *target) {
+        for (size_t i = 0; i < ELEMENTSOF(root_links); i++)
+                if (target[0] == '/' && streq(target + 1, root_links[i]))
+                        return true;
+        return false;
+}
+
+static int add_bind(char ***b, sbx_report *rep, const char *host, const char *target, bool rw,
+        char *const *reads, sbx_error *e) {
+        struct stat st;
+        if (lstat(host, &st) < 0) {
+                if (errno == ENOENT) {
+                        (void) sbx_report_add_mount(rep, host, target, "missing");
+                        return 0;
+                }
+                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", host);
+        }
+        _cleanup_free_ char *real = realpath(host, NULL);
+        if (!real) {
+                if (errno == ENOENT) {
+                        (void) sbx_report_add_mount(rep, host, target, "missing");
+                        return 0;
+                }
+                return sbx_error_set(e, errno, "mount plan", "cannot resolve %s: %m", host);
+        }
+        if (S_ISLNK(st.st_mode) && streq(host, target) && reads && sbx_path_covered(reads, real) &&
+                base_has_link(target)) {
+                (void) sbx_report_add_mount(rep, real, target, "symlink");
+                return 0; /* the base has the same link */
+        }
+        if (strpbrk(real, ",:") || strpbrk(target, ",:"))
+                return sbx_error_set(e, EINVAL, "mount plan",
+                        "cannot bind %s at %s into a container: the engine's mount syntax cannot carry ',' "
+                        "or "
+                        "':' in a path; use --backend bwrap or native",
+                        real, target);
+        (void) sbx_report_add_mount(rep, real, target, rw ? "bind-rw" : "bind-ro");
+        if (strv_extend(b, real) < 0 || strv_extend(b, target) < 0 || strv_extend(b, rw ? "rw" : "ro") < 0)
+                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
+        return 0;
+}
+
+int sbx_oci_binds(const sbx_config *cfg, sbx_report *rep, char ***ret_binds, sbx_error *e) {
+        const sbx_profile *pr = cfg->profile;
+        _cleanup_strv_free_ char **b = NULL, **reads = strv_copy(pr->fs_read);
+        int r;
+        if (pr->fs_read && !reads)
+                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
+        if (reads)
+                qsort(reads, strv_length(reads), sizeof(char *), cmp_str); /* parents first */
+        STRV_FOREACH(p, reads)
+                if ((r = add_bind(&b, rep, *p, *p, false, reads, e)) < 0)
+                        return r;
+        STRV_FOREACH(p, pr->fs_write)
+                if ((r = add_bind(&b, rep, *p, *p, true, NULL, e)) < 0)
+                        return r;
+        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
+                (r = add_bind(&b, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
+                         pr->ws_access == SBX_ACCESS_RW, NULL, e)) < 0)
+                return r;
+        *ret_binds = TAKE_PTR(b);
+        return 0;
+}
+
+/* ---- limits ------------------------------------------------------------------------------- */
+
+/* /proc/self/cgroup with every path "/": the probe then puts the sandboxes' base at the root of
+ * every hierarchy, one path for all of them, as an engine's --cgroup-parent needs. */
+static char *root_self_cgroup(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+        if (!f)
+                return NULL;
+        char line[512], *out = NULL;
+        size_t len = 0;
+        _cleanup_fclose_ FILE *m = open_memstream(&out, &len);
+        if (!m)
+                return NULL;
+        while (fgets(line, sizeof line, f)) {
+                char *last = strrchr(line, ':');
+                if (!last)
+                        continue;
+                fprintf(m, "%.*s:/\n", (int) (last - line), line);
+        }
+        if (fflush(m) != 0) {
+                fclose(m);
+                m = NULL;
+                free(out);
+                return NULL;
+        }
+        fclose(m);
+        m = NULL;
+        return out;
+}
+
+static sbx_mechanism mech_of(sbx_cg_version v) {
+        return v == SBX_CG_V2 ? SBX_MECH_CGROUP_V2 : v == SBX_CG_V1 ? SBX_MECH_CGROUP_V1 : SBX_MECH_NONE;
+}
+
+int sbx_oci_plan_limits(
+        const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_cg, bool *ret_engine_limits, sbx_error *e) {
+        (void) e;
+        const sbx_limits *lim = &cfg->limits;
+        rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_SCRATCH_MB] = SBX_MECH_TMPFS;
+        *ret_cg = NULL;
+        *ret_engine_limits = true;
+
+        sbx_cgroup *cg = NULL;
+        if (geteuid() == 0) {
+                _cleanup_free_ char *self = root_self_cgroup();
+                sbx_cgroup_probe_result probe = {0};
+                if (self && sbx_cgroup_probe("/sys/fs/cgroup", self, &probe) >= 0) {
+                        (void) sbx_cgroup_gc_dead_owners(&probe, NULL);
+                        sbx_oci_cgroup_sweep(NULL);
+                        sbx_cgroup_limits cl = {
+                                .memory_bytes = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
+                                .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
+                                .cpus = lim->value[SBX_LIMIT_CPUS],
+                        };
+                        unsigned all = SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_MEMORY) |
+                                       SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_PIDS) |
+                                       SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_CPUS);
+                        char name[64];
+                        sbx_error ce = {0};
+                        if (sbx_cgroup_owned_name(rep->id, name, sizeof name) < 0)
+                                snprintf(name, sizeof name, "%s", rep->id);
+                        if (sbx_cgroup_create(&probe, name, &cl, all, 0, &cg, &ce) < 0)
+                                cg = NULL;
+                }
+                sbx_cgroup_probe_result_done(&probe);
+        }
+        /* All three in our group, or the engine enforces them (no evidence of ours then). */
+        bool ours = cg && sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_MEMORY) != SBX_CG_NONE &&
+                    sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_PIDS) != SBX_CG_NONE &&
+                    sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_CPUS) != SBX_CG_NONE;
+        if (!ours) {
+                sbx_backend_cgroup_destroy(cg);
+                cg = NULL;
+                struct stat st;
+                sbx_mechanism m =
+                        stat("/sys/fs/cgroup/memory", &st) == 0 ? SBX_MECH_CGROUP_V1 : SBX_MECH_CGROUP_V2;
+                rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = m;
+                rep->limit_mechanism[SBX_LIMIT_PIDS] = m;
+                rep->limit_mechanism[SBX_LIMIT_CPUS] = m;
+                return 0;
+        }
+        rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_MEMORY));
+        rep->limit_mechanism[SBX_LIMIT_PIDS] = mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_PIDS));
+        rep->limit_mechanism[SBX_LIMIT_CPUS] = mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_CPUS));
+        *ret_cg = cg;
+        *ret_engine_limits = false;
+        return 0;
+}
+
+int sbx_oci_cgroup_parent(sbx_cgroup *cg, char *buf, size_t size) {
+        const char *name = sbx_cgroup_name(cg);
+        if (!name)
+                return -EINVAL;
+        return (size_t) snprintf(buf, size, "/sandboxer/%s", name) < size ? 0 : -ENAMETOOLONG;
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* The owner's pid in "<id>.<pid>.<pidns>" (sbx_cgroup_owned_name()), or 0. */
+static pid_t owner_of(const char *name) {
+        const char *dot = strchr(name, '.');
+        if (!dot)
+                return 0;
+        char *end;
+        long pid = strtol(dot + 1, &end, 10);
+        return *end == '.' && pid > 0 ? (pid_t) pid : 0;
+}
+
+void sbx_oci_cgroup_sweep(const char *name) {
+        _cleanup_closedir_ DIR *root = opendir("/sys/fs/cgroup");
+        if (!root)
+                return;
+        struct dirent *de;
+        while ((de = readdir(root))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char dir[PATH_MAX];
+                snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s/sandboxer", de->d_name);
+                if (name) {
+                        char path[PATH_MAX];
+                        if ((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path)
+                                (void) rmdir(path);
+                        continue;
+                }
+                _cleanup_closedir_ DIR *d = opendir(dir);
+                struct dirent *ge;
+                while (d && (ge = readdir(d))) {
+                        pid_t pid = ge->d_type == DT_DIR ? owner_of(ge->d_name) : 0;
+                        if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+                                (void) unlinkat(dirfd(d), ge->d_name, AT_REMOVEDIR);
+                }
+        }
+}
+
+/* ---- launch ------------------------------------------------------------------------------- */
+
+static int kill_cgroup(void *userdata) {
+        return sbx_cgroup_kill(userdata);
+}
+
+int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, const sbx_oci_launch *l,
+        sbx_error *e) {
+        const sbx_profile *pr = cfg->profile;
+        _cleanup_close_ int oom_fd = -EBADF, pidfd = -EBADF;
+        int outp[2] = {-1, -1}, errp[2] = {-1, -1}, spair[2] = {-1, -1};
+        int r;
+
+        if (io->tty)
+                return sbx_error_set(e, EOPNOTSUPP, "tty",
+                        "--tty is not supported on the %s backend (the engine's terminal is not relayed by "
+                        "sandboxer); use --backend native or bwrap",
+                        rep->backend);
+        if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+                socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, spair) < 0) {
+                r = sbx_error_set(e, errno, "pipes", "cannot create pipes: %m");
+                goto fail_fds;
+        }
+        /* The listener's sender is the init, not the client we spawned: its pid comes with it. */
+        (void) setsockopt(spair[0], SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int));
+
+        pid_t pid;
+        uint64_t t0 = sbx_now_ns();
+        sbx_debug_mark("spawning the engine client");
+        r = l->start(l->userdata, io->in_fd, outp[1], errp[1], spair[1], &pid, &pidfd, e);
+        close(outp[1]), close(errp[1]), close(spair[1]);
+        outp[1] = errp[1] = spair[1] = -1;
+        if (r < 0)
+                goto fail_fds;
+        uint64_t ready = sbx_now_ns();
+        rep->setup_ms = (int64_t) ((ready - t0) / 1000000);
+
+        double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S];
+        double budget = cfg->limits.value[SBX_LIMIT_BUDGET_S];
+        sbx_supervise_params svp = {
+                .pid = pid,
+                .pidfd = pidfd,
+                .status_fd = spair[0],
+                .out_fd = outp[0],
+                .err_fd = errp[0],
+                .tty_master = -1,
+                .tty_in = -1,
+                .fwd_out = io->out_fd,
+                .fwd_err = io->err_fd,
+                .output_cap = (uint64_t) (cfg->limits.value[SBX_LIMIT_OUTPUT_MB] * 1048576.0),
+                .start_ns = ready,
+                .timeout_s = budget > 0 && budget < timeout ? budget : timeout,
+                .grace_s = 2.0,
+                .handle_signals = io->handle_signals,
+                .oom_fd = -1,
+                .seccomp = l->seccomp,
+                .report = rep,
+                .writable = l->writable,
+                .loopback = pr->loopback,
+                .cmd_allow = pr->cmd_mode != SBX_CMD_MODE_OFF ? pr->cmd_allow : NULL,
+                .cmd_deny = pr->cmd_mode != SBX_CMD_MODE_OFF ? pr->cmd_deny : NULL,
+                .cmd_strict = pr->cmd_mode == SBX_CMD_MODE_STRICT,
+                .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
+                .reap_orphans = false,
+        };
+        if (l->cg) {
+                svp.kill_all = kill_cgroup;
+                svp.userdata = l->cg;
+                oom_fd = sbx_cgroup_event_fd(l->cg);
+                svp.oom_fd = oom_fd >= 0 ? oom_fd : -1;
+        }
+        outp[0] = errp[0] = spair[0] = -1; /* the supervisor owns them now */
+        sbx_supervise_result res;
+        r = sbx_supervise(&svp, &res, e);
+        sbx_debug_mark("engine client gone (supervised)");
+        if (r < 0)
+                return r;
+
+        bool engine_oom = false;
+        if (l->oom_report_fd >= 0) {
+                char c;
+                engine_oom = read(l->oom_report_fd, &c, 1) == 1 && c == 'O';
+        }
+
+        rep->wall_ms = (int64_t) ((res.reaped_ns - t0) / 1000000);
+        rep->exec_ms = res.started_ns ? (int64_t) ((res.ended_ns - res.started_ns) / 1000000) : 0;
+        rep->teardown_ms = (int64_t) ((sbx_now_ns() - res.ended_ns) / 1000000);
+        /* The client's own usage, not the container's (it is not our child): the init's own
+         * figures come with its end message where the engine passed the status socket. */
+        rep->cpu_user_ms = res.rusage.ru_utime.tv_sec * 1000 + res.rusage.ru_utime.tv_usec / 1000;
+        rep->cpu_sys_ms = res.rusage.ru_stime.tv_sec * 1000 + res.rusage.ru_stime.tv_usec / 1000;
+        rep->max_rss_kb = res.rusage.ru_maxrss;
+        rep->stdout_bytes = res.stdout_bytes;
+        rep->stderr_bytes = res.stderr_bytes;
+        rep->output_truncated = res.output_limited;
+        sbx_cgroup_stats cst = {0};
+        bool have_stats = l->cg && sbx_cgroup_stats_read(l->cg, &cst) >= 0;
+        if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
+                rep->pids_peak = (int64_t) cst.pids_peak;
+        if (have_stats && cst.cpu_usage_usec != SBX_CG_UNKNOWN) {
+                /* the container's CPU time, all of it (user and system are not told apart) */
+                rep->cpu_user_ms = (int64_t) (cst.cpu_usage_usec / 1000);
+                rep->cpu_sys_ms = 0;
+        }
+        if (have_stats && cst.memory_peak_bytes != SBX_CG_UNKNOWN)
+                rep->max_rss_kb = (int64_t) (cst.memory_peak_bytes / 1024);
+
+        switch (res.end) {
+        case SBX_SV_EXITED:
+                rep->status = SBX_STATUS_EXITED;
+                rep->has_exit_code = true;
+                rep->exit_code = res.code;
+                rep->cli_exit = res.code;
+                break;
+        case SBX_SV_SIGNALED:
+                rep->status = SBX_STATUS_SIGNALED;
+                rep->exit_signal = res.signal;
+                rep->cli_exit = 128 + res.signal;
+                break;
+        case SBX_SV_EXEC_FAILED:
+                rep->status = SBX_STATUS_EXITED;
+                rep->has_exit_code = true;
+                rep->exit_code = res.code;
+                rep->cli_exit = res.code;
+                (void) sbx_report_set_error(rep, "%s: %s: %s",
+                        res.code == 127 ? "command not found" : "command not executable", res.text,
+                        strerror(res.exec_errno));
+                break;
+        case SBX_SV_SETUP_FAILED:
+        default:
+                if (!res.killed) {
+                        rep->status = SBX_STATUS_SETUP_ERROR;
+                        rep->cli_exit = 125;
+                        return sbx_error_set(e, res.exec_errno ? res.exec_errno : EIO, "sandbox init",
+                                "sandbox setup failed inside the container: %s%s%s", res.text,
+                                res.exec_errno ? ": " : "", res.exec_errno ? strerror(res.exec_errno) : "");
+                }
+                rep->status = SBX_STATUS_SIGNALED;
+                rep->exit_signal = SIGKILL;
+                rep->cli_exit = 128 + SIGKILL;
+                break;
+        }
+        if (res.killed) {
+                rep->killed_by_sandbox = true;
+                if (rep->has_exit_code && res.end != SBX_SV_EXITED)
+                        rep->has_exit_code = false;
+        }
+        if (res.output_limited) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_OUTPUT_LIMIT);
+                sbx_detail d[2] = {{.key = "limit_bytes", .num = (int64_t) svp.output_cap},
+                        {.key = "mechanism", .str = (char *) "supervisor"}};
+                (void) sbx_report_add_violation(rep, SBX_VIOLATION_OUTPUT_LIMIT, "killed",
+                        (int64_t) ((res.ended_ns - ready) / 1000000), NULL, d, 2);
+                if (rep->cli_exit < 128)
+                        rep->cli_exit = 128 + SIGKILL;
+        }
+        if (have_stats && cst.pids_refused != SBX_CG_UNKNOWN && cst.pids_refused > 0) {
+                sbx_detail d[2] = {{.key = "limit", .num = (int64_t) cfg->limits.value[SBX_LIMIT_PIDS]},
+                        {.key = "refused", .num = (int64_t) cst.pids_refused}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
+        }
+        if (res.violation_killed) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_VIOLATION);
+                rep->killed_by_sandbox = true;
+        }
+        rep->observation = res.listener ? "active" : res.observation_unavailable ? "unavailable" : "off";
+        if (res.oom || engine_oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
+                sbx_detail d[4] = {
+                        {.key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB]},
+                        {.key = "oom_kills",
+                                .num = (int64_t) (have_stats && cst.oom_kills != SBX_CG_UNKNOWN
+                                                          ? cst.oom_kills
+                                                          : 0)},
+                        {.key = "oom_event", .num = res.oom ? 1 : 0},
+                        {.key = "engine_oom_killed", .num = engine_oom ? 1 : 0}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 4);
+                rep->killed_by_sandbox = true;
+        }
+        if (res.cancel_signal) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_CANCELLED);
+                rep->cli_exit = 128 + res.cancel_signal;
+        }
+        if (res.timed_out) {
+                rep->status = sbx_status_merge(rep->status, SBX_STATUS_TIMEOUT);
+                sbx_detail d[2] = {{.key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000)},
+                        {.key = "limit",
+                                .str = (char *) (budget > 0 && budget < timeout ? "budget_s"
+                                                                                : "timeout_s")}};
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_TIMEOUT, "killed", res.timeout_at_ms, NULL, d, 2);
+                rep->cli_exit = 124;
+        }
+        return 0;
+
+fail_fds:
+        for (int i = 0; i < 2; i++) {
+                safe_close(outp[i]);
+                safe_close(errp[i]);
+                safe_close(spair[i]);
+        }
+        return r;
+}
+
+int sbx_oci_run_quiet(const char *tool, char *const *argv, char *const *envp) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+                        _exit(127);
+                (void) syscall(SYS_close_range, 3, ~0U, 0);
+                execve(tool, argv, envp);
+                _exit(127);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
