@@ -117,6 +117,9 @@ SBX_PUBLIC void sbx_sandbox_kill(sbx_sandbox *sb);
 /* The init's pid (as the caller sees it), execs running, seconds of budget used so far. */
 SBX_PUBLIC int sbx_sandbox_init_pid(sbx_sandbox *sb);
 SBX_PUBLIC unsigned sbx_sandbox_execs_running(sbx_sandbox *sb);
+/* Where the sandbox's scratch is, as it sees it (its TMPDIR), and the backend running it. */
+SBX_PUBLIC const char *sbx_sandbox_scratch(sbx_sandbox *sb);
+SBX_PUBLIC const char *sbx_sandbox_backend(sbx_sandbox *sb);
 SBX_PUBLIC double sbx_sandbox_budget_used(sbx_sandbox *sb);
 /* Count budget already used (e.g. recorded by an earlier supervisor of the same sandbox). */
 SBX_PUBLIC void sbx_sandbox_add_budget_used(sbx_sandbox *sb, double seconds);

@@ -1,20 +1,29 @@
 /* serve.c — `sandboxer serve`: open the store, listen, answer the HTTP API until SIGTERM/SIGINT. */
 #include <getopt.h>
+#include <limits.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/audit.h"
 #include "daemon/http.h"
+#include "daemon/sandboxes.h"
 #include "daemon/store.h"
 #include "verbs.h"
 
 #define MAX_LISTEN 16
 
 static void help(void) {
-        printf("sandboxer serve [--listen ADDR]... [--state-dir DIR] [--store URL]\n\n"
-               "The control plane: the HTTP API of DESIGN.md (so far /healthz, /metrics, /v1/profiles).\n"
-               "SIGTERM or SIGINT stops serving; the store and audit log stay.\n\n"
+        printf("sandboxer serve [--listen ADDR]... [--state-dir DIR] [--store URL] [--policy FILE]\n"
+               "                [--quota-sandboxes N] [--quota-execs N] [--quota-memory-mb N]\n"
+               "                [--stop-sandboxes]\n\n"
+               "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
+               "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
+               "supervisor process of its own that outlives the server; at start the server re-adopts\n"
+               "the live ones and cleans up the lost ones before it opens its sockets. SIGTERM or SIGINT\n"
+               "stops serving and leaves the sandboxes running (unless --stop-sandboxes).\n\n"
                "  --listen ADDR     unix:PATH (mode 0660; the peer's uid is the actor: the socket's\n"
                "                    owner and root are adm) or HOST:PORT (TCP: bearer tokens from\n"
                "                    'sandboxer token create' required). Repeatable. Default:\n"
@@ -24,21 +33,35 @@ static void help(void) {
                "  --state-dir DIR   default $SANDBOXER_STATE_DIR, /var/lib/sandboxer as root,\n"
                "                    else $XDG_STATE_HOME/sandboxer\n"
                "  --store URL       sqlite:PATH (default: sandboxer.db in the state dir)\n"
+               "  --policy FILE     the site policy file for every sandbox (default: the usual lookup)\n"
+               "  --quota-sandboxes N  sandboxes alive per tenant (default 1000; 0 = no limit)\n"
+               "  --quota-execs N      execs running at once per tenant (default 256; 0 = no limit)\n"
+               "  --quota-memory-mb N  sum of the sandboxes' memory_mb per tenant (default 0 = no limit)\n"
+               "  --stop-sandboxes  destroy every sandbox when stopping\n"
                "Exit status: 0 stopped by a signal, 125 usage or startup error.\n");
 }
 
 int verb_serve(int argc, char **argv) {
-        enum { ARG_LISTEN = 0x100, ARG_STATE_DIR, ARG_STORE };
+        enum { ARG_LISTEN = 0x100, ARG_STATE_DIR, ARG_STORE, ARG_POLICY, ARG_QS, ARG_QE, ARG_QM, ARG_STOP };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
                 {"listen", required_argument, NULL, ARG_LISTEN},
                 {"state-dir", required_argument, NULL, ARG_STATE_DIR},
                 {"store", required_argument, NULL, ARG_STORE},
+                {"policy", required_argument, NULL, ARG_POLICY},
+                {"quota-sandboxes", required_argument, NULL, ARG_QS},
+                {"quota-execs", required_argument, NULL, ARG_QE},
+                {"quota-memory-mb", required_argument, NULL, ARG_QM},
+                {"stop-sandboxes", no_argument, NULL, ARG_STOP},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
         size_t n_addrs = 0;
-        const char *state_flag = NULL, *store_url = NULL;
+        const char *state_flag = NULL, *store_url = NULL, *policy = NULL;
+        unsigned long quota_sandboxes = 1000, quota_execs = 256;
+        double quota_mem = 0;
+        bool stop_sandboxes = false;
+        char *end;
         sbx_error e = {};
         char buf[1024];
         int c, r;
@@ -65,6 +88,37 @@ int verb_serve(int argc, char **argv) {
                         break;
                 case ARG_STORE:
                         store_url = optarg;
+                        break;
+                case ARG_POLICY:
+                        if (access(optarg, R_OK) < 0) {
+                                cli_error("serve: --policy %s: %m", optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        policy = optarg;
+                        break;
+                case ARG_QS:
+                case ARG_QE:
+                        errno = 0;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (errno || *end || !*optarg || optarg[0] == '-' || v > 1000000) {
+                                cli_error("serve: --%s: '%s' is not a count (0 to 1000000)",
+                                        c == ARG_QS ? "quota-sandboxes" : "quota-execs", optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        if (c == ARG_QS)
+                                quota_sandboxes = v;
+                        else
+                                quota_execs = v;
+                        break;
+                case ARG_QM:
+                        quota_mem = strtod(optarg, &end);
+                        if (*end || !*optarg || quota_mem < 0) {
+                                cli_error("serve: --quota-memory-mb: '%s' is not a number of MiB", optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_STOP:
+                        stop_sandboxes = true;
                         break;
                 case '?':
                         cli_error("serve: see 'sandboxer serve --help'");
@@ -107,16 +161,50 @@ int verb_serve(int argc, char **argv) {
                 return SBX_EXIT_FAILURE;
         }
 
+        /* The sandboxes: reconciled with what runs before any socket opens. */
+        char exe[PATH_MAX];
+        ssize_t xl = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        _cleanup_free_ char *runtime_dir = NULL, *audit_path = NULL;
+        if (xl <= 0) {
+                cli_error("serve: cannot tell where this program is (/proc/self/exe): %m");
+                return SBX_EXIT_FAILURE;
+        }
+        exe[xl] = 0;
+        if (sbx_runtime_dir(&runtime_dir) < 0) {
+                cli_error("serve: no runtime dir (set XDG_RUNTIME_DIR or SANDBOXER_RUNTIME_DIR)");
+                return SBX_EXIT_FAILURE;
+        }
+        if (asprintf(&audit_path, "%s/%s", state_dir, SBX_AUDIT_FILE) < 0)
+                return SBX_EXIT_FAILURE;
+        sbx_mgr_options mo = {.state_dir = state_dir,
+                .runtime_dir = runtime_dir,
+                .exe = exe,
+                .policy_file = policy,
+                .audit_path = audit_path,
+                .quota_sandboxes = (unsigned) quota_sandboxes,
+                .quota_execs = (unsigned) quota_execs,
+                .quota_memory_mb = quota_mem,
+                .stop_sandboxes = stop_sandboxes};
+        sbx_mgr *mgr = NULL;
+        if (sbx_mgr_new(store, &mo, &mgr, &e) < 0 || sbx_mgr_start(mgr, &e) < 0) {
+                cli_error("serve: %s", sbx_error_format(&e, buf, sizeof buf));
+                sbx_mgr_free(mgr);
+                return SBX_EXIT_FAILURE;
+        }
+
         sbx_http_server *srv = NULL;
         if (sbx_http_server_new(store, &srv) < 0) {
                 cli_error("serve: out of memory");
+                sbx_mgr_free(mgr);
                 return SBX_EXIT_FAILURE;
         }
+        sbx_http_server_set_sandboxes(srv, mgr);
         for (size_t i = 0; i < n_addrs; i++) {
                 r = sbx_http_server_listen(srv, &addrs[i], &e);
                 if (r < 0) {
                         cli_error("serve: %s", sbx_error_format(&e, buf, sizeof buf));
                         sbx_http_server_free(srv);
+                        sbx_mgr_free(mgr);
                         return SBX_EXIT_FAILURE;
                 }
                 if (addrs[i].is_unix)
@@ -133,5 +221,6 @@ int verb_serve(int argc, char **argv) {
                 ;
         fprintf(stderr, "level=info event=stopping signal=%s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         sbx_http_server_free(srv);
+        sbx_mgr_free(mgr);
         return 0;
 }

@@ -246,8 +246,10 @@ static void on_ready(sbx_sandbox *sb, void *ud) {
         S.sb = sb;
         if (S.budget_carry > 0)
                 sbx_sandbox_add_budget_used(sb, S.budget_carry);
-        char line[64];
-        snprintf(line, sizeof line, "ready %d\n", sbx_sandbox_init_pid(sb));
+        char line[4200];
+        const char *scratch = sbx_sandbox_scratch(sb);
+        snprintf(line, sizeof line, "ready %d %d %s %s\n", sbx_sandbox_init_pid(sb), (int) getpid(),
+                sbx_sandbox_backend(sb) ? sbx_sandbox_backend(sb) : "-", scratch ? scratch : "-");
         say_ready(line);
 }
 
@@ -285,7 +287,8 @@ static void usage(FILE *f) {
                    "  --policy FILE       the site policy file\n"
                    "  --backend NAME      native or landlock (default: the policy's choice)\n"
                    "  --workspace DIR     the host directory mounted as the workspace\n"
-                   "  --ready-fd N        write 'ready INIT_PID' or 'error MESSAGE' there, once\n"
+                   "  --ready-fd N        write 'ready INIT_PID PID BACKEND SCRATCH' or\n"
+                   "                      'error MESSAGE' there, once\n"
                    "  --budget-used S     seconds of budget_s already spent (recreate)\n"
                    "  -h, --help          this text\n");
 }

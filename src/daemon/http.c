@@ -17,6 +17,7 @@
 
 #include "basic/jsonw.h"
 #include "daemon/http.h"
+#include "daemon/sandboxes.h"
 #include "isolate/mount.h"
 #include "policy/policy.h"
 
@@ -33,6 +34,7 @@ typedef struct listener {
 
 struct sbx_http_server {
         sbx_store *store;
+        sbx_mgr *mgr;
         listener *l[MAX_LISTENERS];
         size_t n;
         _Atomic uint64_t codes[MAX_CODE];
@@ -262,6 +264,8 @@ static enum MHD_Result get_metrics(listener *l, struct MHD_Connection *c) {
         FILE *f = open_memstream(&text, &len);
         if (!f)
                 return MHD_NO;
+        if (l->srv->mgr)
+                sbx_mgr_metrics(l->srv->mgr, f);
         fputs("# HELP sandboxer_up Whether the sandboxer control plane is serving.\n"
               "# TYPE sandboxer_up gauge\n"
               "sandboxer_up 1\n"
@@ -300,9 +304,90 @@ static void log_request(listener *l, const char *method, const char *url, unsign
                 a->name[0] ? a->name : "-", a->tenant[0] ? a->tenant : "-");
 }
 
+/* One request's body as it arrives; bodies over the limit are read and dropped (413 after). */
+typedef struct req_ctx {
+        char *body;
+        size_t len, cap;
+        bool too_large;
+} req_ctx;
+
+#define BODY_MAX (64u * 1024 * 1024 + 4096)
+
+static void request_completed(
+        void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode t) {
+        req_ctx *r = *req_cls;
+        if (r) {
+                free(r->body);
+                free(r);
+                *req_cls = NULL;
+        }
+}
+
+static const char *query_arg(void *ctx, const char *key) {
+        return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static const char *header_arg(void *ctx, const char *key) {
+        return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, key);
+}
+
+/* A stream's body: read from the pipe the operation's thread writes, to its end. Blocking is
+ * fine: each connection has its own thread. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+        int fd = (int) (intptr_t) cls;
+        for (;;) {
+                ssize_t n = read(fd, buf, max);
+                if (n > 0)
+                        return n;
+                if (n < 0 && errno == EINTR)
+                        continue;
+                return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+}
+
+static void stream_free(void *cls) {
+        close((int) (intptr_t) cls);
+}
+
+static enum MHD_Result respond_mgr(listener *l, struct MHD_Connection *c, sbx_mgr_reply *rp) {
+        enum MHD_Result ret;
+        if (rp->stream_fd >= 0) {
+                struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024,
+                        stream_read, (void *) (intptr_t) rp->stream_fd, stream_free);
+                if (!resp) {
+                        close(rp->stream_fd);
+                        return MHD_NO;
+                }
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rp->ctype);
+                MHD_add_response_header(resp, "Cache-Control", "no-store");
+                ret = MHD_queue_response(c, rp->code, resp);
+                MHD_destroy_response(resp);
+                if (rp->code < MAX_CODE)
+                        atomic_fetch_add(&l->srv->codes[rp->code], 1);
+                return ret;
+        }
+        if (rp->raw) {
+                char *raw = rp->raw;
+                rp->raw = NULL;
+                return respond(l, c, rp->code, rp->ctype ? rp->ctype : "application/octet-stream", raw,
+                        rp->raw_len, NULL, NULL);
+        }
+        char *text = rp->json ? json_dumps(rp->json, JSON_COMPACT) : NULL;
+        if (!text)
+                return respond_error(
+                        l, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "out of memory", NULL, NULL);
+        size_t n = strlen(text);
+        char *t2 = realloc(text, n + 2);
+        if (t2) {
+                text = t2;
+                text[n++] = '\n';
+                text[n] = 0;
+        }
+        return respond(l, c, rp->code, "application/json", text, n, NULL, NULL);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
         const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls) {
-        static int started;
         listener *l = cls;
         actor a;
         const char *msg = NULL;
@@ -310,12 +395,35 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         char buf[512];
 
         if (!*req_cls) {
-                *req_cls = &started;
+                req_ctx *r = calloc(1, sizeof *r);
+                if (!r)
+                        return MHD_NO;
+                *req_cls = r;
                 return MHD_YES;
         }
-        /* No endpoint takes a body yet: read and drop it. */
+        req_ctx *rc = *req_cls;
         if (*upload_data_size) {
+                size_t n = *upload_data_size;
                 *upload_data_size = 0;
+                if (rc->too_large || rc->len + n > BODY_MAX) {
+                        rc->too_large = true;
+                        return MHD_YES;
+                }
+                if (rc->len + n + 1 > rc->cap) {
+                        size_t cap = rc->cap ? rc->cap : 16384;
+                        while (cap < rc->len + n + 1)
+                                cap *= 2;
+                        char *p = realloc(rc->body, cap);
+                        if (!p) {
+                                rc->too_large = true;
+                                return MHD_YES;
+                        }
+                        rc->body = p;
+                        rc->cap = cap;
+                }
+                memcpy(rc->body + rc->len, upload_data, n);
+                rc->len += n;
+                rc->body[rc->len] = 0;
                 return MHD_YES;
         }
 
@@ -324,6 +432,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 log_request(l, method, url, code, &a);
                 return respond_error(l, c, code, "unauthenticated", msg, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                         "Bearer realm=\"sandboxer\"");
+        }
+        if (rc->too_large) {
+                log_request(l, method, url, 413, &a);
+                return respond_error(l, c, 413, "payload_too_large", "the body is too large", NULL, NULL);
+        }
+        if (l->srv->mgr) {
+                sbx_caller who = {0};
+                snprintf(who.kind, sizeof who.kind, "%s", a.kind);
+                snprintf(who.name, sizeof who.name, "%s", a.name);
+                snprintf(who.tenant, sizeof who.tenant, "%s", a.tenant[0] ? a.tenant : "default");
+                sbx_mgr_request rq = {.who = &who,
+                        .body = rc->body,
+                        .len = rc->len,
+                        .query = query_arg,
+                        .header = header_arg,
+                        .ctx = c};
+                sbx_mgr_reply rp = {.stream_fd = -1};
+                if (sbx_mgr_route(l->srv->mgr, method, url, &rq, &rp)) {
+                        log_request(l, method, url, rp.code, &a);
+                        enum MHD_Result ret = respond_mgr(l, c, &rp);
+                        sbx_mgr_reply_done(&rp);
+                        return ret;
+                }
         }
         for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
                 if (!streq(url, routes[i].path))
@@ -343,6 +474,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 }
 
 /* ---- listeners ---- */
+
+void sbx_http_server_set_sandboxes(sbx_http_server *s, sbx_mgr *m) {
+        s->mgr = m;
+}
 
 int sbx_http_server_new(sbx_store *store, sbx_http_server **ret) {
         sbx_http_server *s = calloc(1, sizeof *s);
@@ -463,9 +598,13 @@ int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_err
                 free(l);
                 return fd;
         }
-        l->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, handle, l,
-                MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 60,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 64 * 1024, MHD_OPTION_END);
+        /* A thread per connection: an exec or an event stream blocks its own connection only. */
+        l->mhd = MHD_start_daemon(
+                MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL,
+                NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd, MHD_OPTION_CONNECTION_TIMEOUT,
+                (unsigned) 300, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 64 * 1024,
+                MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL, MHD_OPTION_THREAD_STACK_SIZE,
+                (size_t) 512 * 1024, MHD_OPTION_END);
         if (!l->mhd) {
                 close(fd);
                 remove_socket(l);

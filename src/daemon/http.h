@@ -24,6 +24,9 @@ typedef struct sbx_http_server sbx_http_server;
 
 /* A server answering from `store` (borrowed: must outlive the server). */
 int sbx_http_server_new(sbx_store *store, sbx_http_server **ret);
+/* The sandboxes behind /v1/sandboxes and /v1/events (borrowed). */
+struct sbx_mgr;
+void sbx_http_server_set_sandboxes(sbx_http_server *s, struct sbx_mgr *m);
 /* Open a listener and start serving on it (one internal thread per listener). A unix socket
  * replaces a stale socket file (refusing if a server answers on it, -EADDRINUSE), is created
  * mode 0660 and removed again when the server is freed. */

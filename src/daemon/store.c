@@ -1,6 +1,7 @@
 /* store.c — SQLite store of the control plane: opening, WAL, versioned migrations, tokens.
  * Statements are prepared once at open; a mutex serialises their use across HTTP threads. */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -76,6 +77,25 @@ static const char *const migrations[] = {
         "  sandbox_id TEXT NOT NULL,"
         "  created_at INTEGER NOT NULL,"
         "  PRIMARY KEY (key, tenant));",
+        /* 2: persistent sandboxes — the whole record, filters, the supervisor, execs */
+        "ALTER TABLE sandboxes ADD COLUMN record_json TEXT;"
+        "ALTER TABLE sandboxes ADD COLUMN harness TEXT;"
+        "ALTER TABLE sandboxes ADD COLUMN session_id TEXT;"
+        "ALTER TABLE sandboxes ADD COLUMN run_id TEXT;"
+        "ALTER TABLE sandboxes ADD COLUMN job_id TEXT;"
+        "ALTER TABLE sandboxes ADD COLUMN supervisor_pid INTEGER;"
+        "ALTER TABLE sandboxes ADD COLUMN inputs_json TEXT;"
+        "ALTER TABLE idempotency ADD COLUMN body_sha256 TEXT;"
+        "CREATE INDEX sandboxes_created ON sandboxes(tenant, created_at, id);"
+        "CREATE TABLE execs ("
+        "  id TEXT PRIMARY KEY,"
+        "  sandbox_id TEXT NOT NULL,"
+        "  status TEXT,"
+        "  exit_code INTEGER,"
+        "  started_at INTEGER NOT NULL,"
+        "  ended_at INTEGER,"
+        "  report_json TEXT);"
+        "CREATE INDEX execs_sandbox ON execs(sandbox_id);",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == SBX_STORE_SCHEMA_VERSION,
@@ -496,4 +516,79 @@ int sbx_store_token_lookup(sbx_store *s, const char *secret, sbx_token_info *ret
         }
         *ret = t;
         return 0;
+}
+
+static int sql_locked(sbx_store *s, const char *sql, int (*row)(void *, int, const char *const *),
+        void *userdata, sbx_error *e, const char *fmt, va_list ap) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_fail(s, rc, e, "store: query");
+        int idx = 1;
+        for (const char *f = fmt; f && *f; f++, idx++) {
+                if (*f == 's') {
+                        const char *v = va_arg(ap, const char *);
+                        rc = v ? sqlite3_bind_text(st, idx, v, -1, SQLITE_TRANSIENT)
+                               : sqlite3_bind_null(st, idx);
+                } else if (*f == 'i')
+                        rc = sqlite3_bind_int64(st, idx, va_arg(ap, int64_t));
+                else if (*f == 'd')
+                        rc = sqlite3_bind_double(st, idx, va_arg(ap, double));
+                else
+                        rc = SQLITE_MISUSE;
+                if (rc != SQLITE_OK) {
+                        int r = store_fail(s, rc, e, "store: bind");
+                        sqlite3_finalize(st);
+                        return r;
+                }
+        }
+        int n = 0, r = 0;
+        for (;;) {
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_DONE)
+                        break;
+                if (rc != SQLITE_ROW) {
+                        r = store_fail(s, rc, e, "store: query");
+                        break;
+                }
+                n++;
+                if (row) {
+                        int nc = sqlite3_column_count(st);
+                        const char *cols[32];
+                        if (nc > 32)
+                                nc = 32;
+                        for (int c = 0; c < nc; c++)
+                                cols[c] = (const char *) sqlite3_column_text(st, c);
+                        r = row(userdata, nc, cols);
+                        if (r < 0)
+                                break;
+                }
+        }
+        sqlite3_finalize(st);
+        return r < 0 ? r : n;
+}
+
+int sbx_store_sql(sbx_store *s, const char *sql, int (*row)(void *, int, const char *const *),
+        void *userdata, sbx_error *e, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        pthread_mutex_lock(&s->lock);
+        int r = sql_locked(s, sql, row, userdata, e, fmt, ap);
+        pthread_mutex_unlock(&s->lock);
+        va_end(ap);
+        return r;
+}
+
+int sbx_store_begin(sbx_store *s, sbx_error *e) {
+        pthread_mutex_lock(&s->lock);
+        int r = exec_sql(s, "BEGIN IMMEDIATE", e, "store: begin");
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int sbx_store_end(sbx_store *s, bool commit, sbx_error *e) {
+        pthread_mutex_lock(&s->lock);
+        int r = exec_sql(s, commit ? "COMMIT" : "ROLLBACK", e, "store: commit");
+        pthread_mutex_unlock(&s->lock);
+        return r;
 }

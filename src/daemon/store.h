@@ -14,7 +14,7 @@
 typedef struct sbx_store sbx_store;
 
 /* Newest schema version this build knows (migrations 1..N). */
-#define SBX_STORE_SCHEMA_VERSION 1
+#define SBX_STORE_SCHEMA_VERSION 2
 
 /* Token secrets: "sbx_" + 64 hex digits of 32 random bytes. */
 #define SBX_TOKEN_PREFIX "sbx_"
@@ -77,6 +77,17 @@ int sbx_store_token_create(sbx_store *s, sbx_actor_kind actor, const char *name,
 int sbx_store_token_list(sbx_store *s, sbx_token_info **ret, size_t *ret_n, sbx_error *e);
 /* Revoke by id: 0 when revoked now, 1 when it already was, -ENOENT when no such token. */
 int sbx_store_token_revoke(sbx_store *s, int64_t id, sbx_error *e);
+/* One SQL statement with arguments bound from fmt: 's' const char * (NULL binds NULL), 'i'
+ * int64_t, 'd' double. Each result row calls row(userdata, n, cols) with the columns as text
+ * (NULL for NULL); a negative return stops and is returned. Returns the number of rows, or
+ * -errno with *e. Under the store's lock; row must not call back into the store. */
+int sbx_store_sql(sbx_store *s, const char *sql, int (*row)(void *userdata, int n, const char *const *cols),
+        void *userdata, sbx_error *e, const char *fmt, ...);
+/* Several statements in one transaction (BEGIN IMMEDIATE … COMMIT): begin, then sbx_store_sql
+ * calls, then end(commit). Holding the lock in between: same thread only. */
+int sbx_store_begin(sbx_store *s, sbx_error *e);
+int sbx_store_end(sbx_store *s, bool commit, sbx_error *e);
+
 /* Find the token whose secret is `secret`: 0 and *ret filled; -ENOENT unknown, -EKEYREVOKED
  * revoked (ret untouched on failure). */
 int sbx_store_token_lookup(sbx_store *s, const char *secret, sbx_token_info *ret, sbx_error *e);

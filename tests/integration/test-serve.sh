@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test-serve.sh — the control plane's foundation: tokens in the store, the hash-chained audit
-# log, and `sandboxer serve` over a unix socket and loopback TCP (no sandboxes yet).
+# log, and `sandboxer serve` over a unix socket and loopback TCP (sandboxes: test-sandboxes.sh).
 # shellcheck disable=SC2016 # python expressions in single quotes are meant literally
 . "$(dirname "$0")/lib.sh"
 
@@ -103,7 +103,7 @@ like "$(cat "$SBX_TMP/err")" 'no token with id 99' "and names the id"
 
 # ---- the store ----
 is "$(python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print(c.execute("pragma journal_mode").fetchone()[0], c.execute("select max(version) from schema_version").fetchone()[0], sorted(r[0] for r in c.execute("select name from sqlite_master where type = \"table\" and name not like \"sqlite_%\"")))' "$ST/sandboxer.db")" \
-        "wal 1 ['events', 'idempotency', 'sandboxes', 'schema_version', 'tokens']" "the store is in WAL mode at schema version 1 with its tables"
+        "wal 2 ['events', 'execs', 'idempotency', 'sandboxes', 'schema_version', 'tokens']" "the store is in WAL mode at schema version 2 with its tables"
 "$SANDBOXER" token create --actor agt --name other --store "sqlite:$SBX_TMP/other.db" --state-dir "$SBX_TMP/state2" --json >/dev/null &&
         [ -s "$SBX_TMP/other.db" ] && [ ! -e "$SBX_TMP/state2/sandboxer.db" ] && [ -s "$SBX_TMP/state2/audit.log" ]
 ok $? "--store sqlite:PATH puts the store there (the audit log stays in the state dir)"
@@ -112,7 +112,7 @@ like "$?:$(cat "$SBX_TMP/err")" "^125:.*unsupported store URL 'postgres://db/x'"
 cp "$ST/sandboxer.db" "$SBX_TMP/future.db"
 python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("insert into schema_version values (99, 0)"); c.commit()' "$SBX_TMP/future.db"
 "$SANDBOXER" token list --store "sqlite:$SBX_TMP/future.db" --state-dir "$ST" 2>"$SBX_TMP/err"
-like "$?:$(cat "$SBX_TMP/err")" "^125:.*schema version 99, newer than this sandboxer knows \(1\)" "a store from a newer sandboxer is refused"
+like "$?:$(cat "$SBX_TMP/err")" "^125:.*schema version 99, newer than this sandboxer knows \(2\)" "a store from a newer sandboxer is refused"
 
 # ---- bad input ----
 "$SANDBOXER" token create --actor bogus --name x --state-dir "$ST" 2>"$SBX_TMP/err"
@@ -174,7 +174,9 @@ is "$H_STATUS" 200 "GET /v1/profiles: 200"
 is "$(json_get "$SBX_TMP/body" '[p["id"] for p in d["items"] if p["id"] == "profile.default" and p["version"]]')" \
         '["profile.default"]' "lists the built-in profiles with their versions"
 req "unix:$SOCK" GET /v1/sandboxes
-is "$H_STATUS $(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "404 not_found" "GET /v1/sandboxes (not built yet): 404 not_found JSON"
+is "$H_STATUS $(json_get "$SBX_TMP/body" 'd["items"]')" "200 []" "GET /v1/sandboxes: 200, no sandboxes yet"
+req "unix:$SOCK" GET /v1/snapshots
+is "$H_STATUS $(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "404 not_found" "GET /v1/snapshots (not built): 404 not_found JSON"
 req "unix:$SOCK" POST /healthz
 is "$H_STATUS $(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "405 method_not_allowed" "POST /healthz: 405 JSON"
 

@@ -37,6 +37,7 @@ struct sbx_sandbox {
         bool serving, gone;
         unsigned active;
         double budget_used_s;
+        const char *backend; /* static string */
         bool served; /* the init said it was serving: its end is the sandbox's end, not a failure */
         exec_slot *execs;
         sbx_notify_route rt;
@@ -151,9 +152,11 @@ bool sbx_persist_served(sbx_sandbox *sb) {
         return s;
 }
 
-static void on_serving(void *ud) {
+static void on_serving(void *ud, const char *observation) {
         sbx_sandbox *sb = ud;
         pthread_mutex_lock(&sb->lock);
+        if (sb->rep)
+                sb->rep->observation = observation;
         sb->serving = sb->served = true;
         pthread_mutex_unlock(&sb->lock);
         if (sb->hooks.on_ready)
@@ -177,6 +180,7 @@ int sbx_persist_attach(sbx_sandbox *sb, const sbx_config *cfg, sbx_report *rep, 
         sb->init_pid = init_pid;
         sb->init_pidfd = init_pidfd;
         sb->envp = strv_copy(envp);
+        sb->backend = rep->backend;
         sb->cwd = cwd ? strdup(cwd) : NULL;
         pthread_mutex_unlock(&sb->lock);
         if (!sb->envp || (cwd && !sb->cwd))
@@ -217,6 +221,17 @@ _public_ void sbx_sandbox_kill(sbx_sandbox *sb) {
 
 _public_ int sbx_sandbox_init_pid(sbx_sandbox *sb) {
         return (int) sb->init_pid;
+}
+
+_public_ const char *sbx_sandbox_scratch(sbx_sandbox *sb) {
+        STRV_FOREACH(kv, sb->envp)
+                if (strncmp(*kv, "TMPDIR=", 7) == 0)
+                        return *kv + 7;
+        return NULL;
+}
+
+_public_ const char *sbx_sandbox_backend(sbx_sandbox *sb) {
+        return sb->backend;
 }
 
 _public_ unsigned sbx_sandbox_execs_running(sbx_sandbox *sb) {

@@ -618,7 +618,10 @@ static void handle_status(loop_state *s) {
                         break;
                 case SBX_INIT_MSG_SERVING:
                         if (s->p->on_serving)
-                                s->p->on_serving(s->p->extra_userdata);
+                                s->p->on_serving(s->p->extra_userdata, r->listener ? "active"
+                                                                       : r->observation_unavailable
+                                                                               ? "unavailable"
+                                                                               : "off");
                         break;
                 case SBX_INIT_MSG_UNOBSERVED:
                         r->observation_unavailable = true;

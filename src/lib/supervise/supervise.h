@@ -71,7 +71,7 @@ typedef struct sbx_supervise_params {
         bool not_child;
         const sbx_notify_route *route;
         /* The init reported SBX_INIT_MSG_SERVING (persistent): called once, in the loop. */
-        void (*on_serving)(void *userdata);
+        void (*on_serving)(void *userdata, const char *observation);
         /* Another descriptor to watch: on_extra(extra_userdata) when it is readable. */
         int extra_fd;
         void (*on_extra)(void *userdata);

@@ -1,0 +1,73 @@
+/* sandboxes.h — the control plane's sandboxes: lifecycle, supervisors, execs, files, TTLs and the
+ * reaper, quotas, events; the store is the record, the supervisors are the truth about what
+ * runs. HTTP-agnostic: each operation takes the caller and the request's parts and answers an
+ * HTTP status with a JSON body (jansson), so the transport stays in http.c.
+ *
+ * Each sandbox has its own supervisor process (`sandboxer supervise`), started in a session of
+ * its own so that it outlives this server; the server talks to it over its unix socket and, when
+ * it starts again, re-adopts every supervisor still alive (sbx_mgr_reconcile). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+#include "daemon/store.h"
+
+typedef struct sbx_mgr sbx_mgr;
+
+typedef struct sbx_caller {
+        char kind[4]; /* adm | agt | atm */
+        char name[128];
+        char tenant[128]; /* "default" when the actor has none */
+} sbx_caller;
+
+typedef struct sbx_mgr_options {
+        const char *state_dir, *runtime_dir;
+        const char *exe; /* this program, for `supervise` */
+        const char *policy_file; /* passed to each supervisor; NULL = default lookup */
+        const char *secrets_dir; /* profile `secrets` refs are files here; NULL = none */
+        const char *audit_path; /* NULL = no audit */
+        unsigned quota_sandboxes, quota_execs; /* per tenant; 0 = unlimited */
+        double quota_memory_mb;
+        bool stop_sandboxes; /* destroy every sandbox when the server stops */
+} sbx_mgr_options;
+
+int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);
+/* Reconcile the store with what runs: re-adopt live supervisors, fail and clean up the lost
+ * ones, destroy orphans; then start the reaper. Before the server opens its sockets. */
+int sbx_mgr_start(sbx_mgr *m, sbx_error *e);
+/* Stop the reaper (and, with stop_sandboxes, destroy every sandbox); free. */
+sbx_mgr *sbx_mgr_free(sbx_mgr *m);
+
+/* A request's parts. */
+typedef struct sbx_mgr_request {
+        const sbx_caller *who;
+        const char *body;
+        size_t len;
+        const char *(*query)(void *ctx, const char *key); /* query string arguments */
+        const char *(*header)(void *ctx, const char *key);
+        void *ctx;
+} sbx_mgr_request;
+
+/* An answer: status and a JSON body, or raw bytes (files), or a stream (stream_fd is read to its
+ * end: the operation's thread writes to the other end). */
+typedef struct sbx_mgr_reply {
+        unsigned code;
+        json_t *json;
+        char *raw;
+        size_t raw_len;
+        const char *ctype; /* for raw and stream */
+        int stream_fd;
+} sbx_mgr_reply;
+
+void sbx_mgr_reply_done(sbx_mgr_reply *r);
+
+/* Route METHOD PATH under /v1/sandboxes and /v1/events; false when the path is not ours. */
+bool sbx_mgr_route(
+        sbx_mgr *m, const char *method, const char *path, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+
+/* Prometheus lines for /metrics. */
+void sbx_mgr_metrics(sbx_mgr *m, FILE *f);

@@ -1,0 +1,536 @@
+#!/usr/bin/env python3
+"""sandboxes_test.py — the control plane end to end: starts the real `sandboxer serve`, drives it
+over HTTP (unix socket, and TCP with tokens), prints TAP. Run by test-sandboxes.sh, which sets
+SANDBOXER, SBX_SRC, SBX_TMP and POLICY (a policy for this user: best-effort limits when
+unprivileged). Every JSON body received is validated against docs/openapi.json when the
+validator (tests/tools/validate-api.py) is there."""
+import base64
+import http.client
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+SBX = os.environ["SANDBOXER"]
+SRC = os.environ["SBX_SRC"]
+TMP = os.environ["SBX_TMP"]
+POLICY = os.environ.get("POLICY")
+ST = os.path.join(TMP, "state")
+RUN = os.path.join(TMP, "run")
+SOCK = os.path.join(RUN, "sandboxer.sock")
+OPENAPI = os.path.join(SRC, "docs", "openapi.json")
+VALIDATOR = os.path.join(SRC, "tests", "tools", "validate-api.py")
+ENV = dict(os.environ, SANDBOXER_RUNTIME_DIR=RUN, SANDBOXER_STATE_DIR=ST)
+
+n = 0
+failed = 0
+
+
+def ok(cond, name, diag=None):
+    global n, failed
+    n += 1
+    if cond:
+        print("ok %d - %s" % (n, name))
+    else:
+        failed += 1
+        print("not ok %d - %s" % (n, name))
+        if diag is not None:
+            for line in str(diag).splitlines()[:20]:
+                print("#   " + line)
+    sys.stdout.flush()
+    return cond
+
+
+def is_(got, want, name):
+    return ok(got == want, name, "got: %r\nexpected: %r" % (got, want))
+
+
+class Unix(http.client.HTTPConnection):
+    def __init__(self, path, timeout=60):
+        super().__init__("localhost", timeout=timeout)
+        self.path_ = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path_)
+
+
+TEMPLATES = [
+    ("/v1/sandboxes/{id}/exec", "/exec"), ("/v1/sandboxes/{id}/files", "/files"),
+    ("/v1/sandboxes/{id}/ttl", "/ttl"), ("/v1/sandboxes/{id}/recreate", "/recreate"),
+]
+validated = [0]
+invalid = []
+
+
+def template(path):
+    p = path.split("?")[0]
+    if p.startswith("/v1/sandboxes/"):
+        rest = p[len("/v1/sandboxes/"):]
+        for t, suffix in TEMPLATES:
+            if rest.endswith(suffix):
+                return t
+        return "/v1/sandboxes/{id}"
+    return p
+
+
+def validate(method, path, status, body, ctype):
+    if not (os.path.exists(VALIDATOR) and os.path.exists(OPENAPI)):
+        return
+    if not ctype.startswith("application/json") and not ctype.startswith("application/x-ndjson"):
+        return
+    f = os.path.join(TMP, "validate-body")
+    with open(f, "wb") as w:
+        w.write(body)
+    args = [sys.executable, VALIDATOR]
+    if ctype.startswith("application/x-ndjson"):
+        args.append("--ndjson")
+    args += [OPENAPI, method, template(path), str(status), f]
+    r = subprocess.run(args, capture_output=True, text=True)
+    validated[0] += 1
+    if r.returncode != 0:
+        invalid.append("%s %s %s: %s" % (method, path, status, (r.stdout + r.stderr).strip()[:400]))
+
+
+def req(method, path, body=None, headers=None, target=None, raw=False, timeout=60):
+    """(status, parsed JSON or bytes, headers)."""
+    if target is None:
+        c = Unix(SOCK, timeout)
+    else:
+        c = http.client.HTTPConnection(target[0], target[1], timeout=timeout)
+    h = dict(headers or {})
+    if body is not None and not isinstance(body, (bytes, str)):
+        body = json.dumps(body)
+    try:
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+    except Exception as e:  # noqa: BLE001 — reported as a status
+        return 0, ("request failed: %s" % e), {}
+    finally:
+        c.close()
+    ctype = r.getheader("Content-Type") or ""
+    validate(method, path, r.status, data, ctype)
+    if raw or not ctype.startswith("application/json"):
+        return r.status, data, dict(r.getheaders())
+    try:
+        return r.status, json.loads(data), dict(r.getheaders())
+    except ValueError:
+        return r.status, data, dict(r.getheaders())
+
+
+server = None
+server_log = open(os.path.join(TMP, "serve.log"), "ab")
+
+
+def start(extra=()):
+    global server
+    args = [SBX, "serve", "--listen", "unix:" + SOCK, "--state-dir", ST] + list(extra)
+    if POLICY:
+        args += ["--policy", POLICY]
+    server = subprocess.Popen(args, env=ENV, stdout=server_log, stderr=server_log)
+    for _ in range(200):
+        if os.path.exists(SOCK):
+            s, _, _ = req("GET", "/healthz", timeout=5)
+            if s == 200:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def stop(sig=signal.SIGTERM):
+    global server
+    if server:
+        server.send_signal(sig)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        server = None
+
+
+def supervisors():
+    """pids of `sandboxer supervise` processes whose state dir is ours."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if len(cmd) > 1 and cmd[1] == b"supervise" and any(ST.encode() in a for a in cmd):
+            out.append(int(p))
+    return out
+
+
+def alive(pid):
+    """not gone and not a zombie (PID 1 of some containers does not reap)"""
+    try:
+        st = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        return False
+    return st[st.rindex(")") + 2] != "Z"
+
+
+def create(**kw):
+    return req("POST", "/v1/sandboxes", kw)
+
+
+def exec_(sid, argv, **kw):
+    kw["argv"] = argv
+    return req("POST", "/v1/sandboxes/%s/exec" % sid, kw)
+
+
+def wait_state(sid, states, timeout=10):
+    end = time.time() + timeout
+    rec = None
+    while time.time() < end:
+        s, rec, _ = req("GET", "/v1/sandboxes/" + sid)
+        if s == 200 and rec.get("state") in states:
+            return rec
+        time.sleep(0.1)
+    return rec
+
+
+def main():
+    ok(start(["--quota-sandboxes", "6"]), "serve starts and answers /healthz")
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    s, rec, _ = create(profile="profile.default", consumer={"harness": "ci", "run_id": "r1"},
+                       metadata={"team": "qa"})
+    ok(s == 201 and rec.get("state") == "ready" and rec["id"].startswith("sbx_"),
+       "create: 201, ready, an sbx_ id", rec)
+    sid = rec["id"] if s == 201 else "sbx_0000000000000000"
+    is_(rec.get("consumer"), {"harness": "ci", "run_id": "r1"}, "create: consumer metadata kept")
+    s, got, _ = req("GET", "/v1/sandboxes/" + sid)
+    is_((s, got.get("id"), got.get("state")), (200, sid, "ready"), "get: the record")
+
+    s, r, _ = exec_(sid, ["sh", "-c", "echo out; echo err >&2; id -u; exit 3"])
+    ok(s == 200 and r["exit_code"] == 3 and r["stdout"] == "out\n1000\n" and r["stderr"] == "err\n"
+       and r["status"] == "exited" and r["report"]["schema"] == "sandboxer.report/v1",
+       "exec: exit code, stdout, stderr, report (uid 1000 inside)", r)
+    s, r, _ = exec_(sid, ["sh", "-c", "echo persisted > $TMPDIR/f; cat"], stdin="from stdin")
+    ok(s == 200 and r["stdout"] == "from stdin", "exec: stdin reaches the command", r)
+    s, r, _ = exec_(sid, ["cat", "/tmp/f"])
+    ok(s == 200 and r["stdout"] == "persisted\n", "exec: scratch persists between execs", r)
+    s, r, _ = exec_(sid, ["sh", "-c", "echo $FOO; pwd"], env={"FOO": "bar"}, cwd="/tmp")
+    ok(s == 200 and r["stdout"] == "bar\n/tmp\n", "exec: env and cwd", r)
+    s, r, _ = exec_(sid, ["printf", "\\377\\376"])
+    ok(s == 200 and r["encoding"] == "base64" and base64.b64decode(r["stdout"]) == b"\xff\xfe",
+       "exec: non-UTF-8 output comes base64", r)
+    s, r, _ = exec_(sid, ["sh", "-c", "sleep 30 & sleep 30"], timeout_s=0.5)
+    ok(s == 200 and r["status"] == "timeout" and
+       any(v["kind"] == "TimeoutViolation" for v in r["report"]["violations"]),
+       "exec: timeout_s ends the exec with a TimeoutViolation", r)
+    s, r, _ = exec_(sid, ["sh", "-c", "ps -e -o comm= | sort | tr '\\n' ' '"])
+    ok(s == 200 and "sleep" not in r["stdout"],
+       "exec: what a timed-out exec left behind is gone (no sleep in the sandbox)", r)
+    s, r, _ = exec_(sid, ["python3", "-c",
+                          "import socket; socket.socket().connect(('10.1.2.3', 80))"])
+    ok(s == 200 and any(v["kind"] == "NetworkAccessViolation" and v.get("detail", {}).get("address") == "10.1.2.3"
+                        for v in r["report"]["violations"]),
+       "exec: a refused connect is a NetworkAccessViolation in that exec's report", r)
+    s, r, _ = exec_(sid, ["no-such-command"])
+    ok(s == 200 and r["exit_code"] == 127, "exec: a missing command is 127", r)
+
+    # concurrency within one sandbox
+    res = []
+
+    def one(i):
+        res.append(exec_(sid, ["sh", "-c", "sleep 0.3; echo %d" % i]))
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    t0 = time.time()
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    outs = sorted(r[1]["stdout"] for r in res if r[0] == 200)
+    ok(outs == ["%d\n" % i for i in range(6)] and time.time() - t0 < 1.5,
+       "exec: 6 concurrent execs in one sandbox, each with its own output", (outs, time.time() - t0))
+
+    # streaming
+    s, body, h = req("POST", "/v1/sandboxes/%s/exec" % sid,
+                     {"argv": ["sh", "-c", "echo a; echo b >&2; echo c"], "stream": True}, raw=True)
+    lines = [json.loads(x) for x in body.decode().splitlines() if x.strip()]
+    types = [x["type"] for x in lines]
+    ok(s == 200 and types[0] == "start" and types[-1] == "end" and "stdout" in types and "stderr" in types
+       and lines[-1]["exit_code"] == 0 and h.get("Content-Type", "").startswith("application/x-ndjson"),
+       "exec stream: NDJSON start, stdout, stderr, end", lines)
+
+    # files
+    s, r, _ = req("PUT", "/v1/sandboxes/%s/files?path=/tmp/up.bin" % sid, body=b"\x00\x01binary\xff")
+    is_((s, r.get("size") if isinstance(r, dict) else r), (200, 9), "files: PUT writes a file")
+    s, data, _ = req("GET", "/v1/sandboxes/%s/files?path=/tmp/up.bin" % sid, raw=True)
+    is_((s, data), (200, b"\x00\x01binary\xff"), "files: GET reads it back, bytes intact")
+    s, r, _ = exec_(sid, ["stat", "-c", "%u %s", "/tmp/up.bin"])
+    is_(r.get("stdout"), "1000 9\n", "files: written by the sandbox's own user")
+    for bad, why in [("/etc/passwd", "outside scratch"), ("/tmp/../etc/passwd", "a .. component"),
+                     ("tmp/x", "relative"), ("/tmp/", "the scratch dir itself")]:
+        s, r, _ = req("GET", "/v1/sandboxes/%s/files?path=%s" % (sid, bad))
+        ok(s == 400 and r["error"]["field"] == "path", "files: %s (%s) is 400" % (bad, why), r)
+    exec_(sid, ["ln", "-s", "/etc/shadow", "/tmp/link"])
+    s, r, _ = req("GET", "/v1/sandboxes/%s/files?path=/tmp/link" % sid)
+    ok(s in (403, 404), "files: a symlink out of scratch is not followed (%d)" % s, r)
+    s, r, _ = req("GET", "/v1/sandboxes/%s/files?path=/tmp/none" % sid)
+    is_(s, 404, "files: a missing file is 404")
+
+    # ttl
+    s, r0, _ = req("GET", "/v1/sandboxes/" + sid)
+    s, r, _ = req("POST", "/v1/sandboxes/%s/ttl" % sid, {"extend_s": 60})
+    ok(s == 200 and r["expires_at"] > r0["expires_at"], "ttl: extend moves expires_at", (r0, r))
+    s, r, _ = req("POST", "/v1/sandboxes/%s/ttl" % sid, {"extend_s": 10 * 86400})
+    is_((s, r.get("expires_at")), (200, r0.get("ttl_max_at")), "ttl: capped by the profile's ttl.max")
+
+    # list and filters
+    s2, rec2, _ = create(consumer={"harness": "other"})
+    s, lst, _ = req("GET", "/v1/sandboxes?harness=ci")
+    ok(s == 200 and [x["id"] for x in lst["items"]] == [sid], "list: filtered by consumer harness", lst)
+    s, lst, _ = req("GET", "/v1/sandboxes?limit=1")
+    ok(s == 200 and len(lst["items"]) == 1 and lst["next_cursor"], "list: limit and a cursor", lst)
+    s, lst2, _ = req("GET", "/v1/sandboxes?limit=1&cursor=" + (lst.get("next_cursor") or ""))
+    ok(s == 200 and lst2["items"] and lst2["items"][0]["id"] != lst["items"][0]["id"],
+       "list: the cursor gives the next page", lst2)
+
+    # recreate
+    s, r, _ = req("POST", "/v1/sandboxes/%s/recreate" % sid)
+    ok(s == 200 and r["id"] == sid and r["state"] == "ready", "recreate: same id, ready again", r)
+    s, r, _ = exec_(sid, ["sh", "-c", "cat /tmp/f 2>/dev/null || echo fresh"])
+    is_(r.get("stdout"), "fresh\n", "recreate: a fresh scratch")
+
+    # idempotency
+    h = {"Idempotency-Key": "key-1"}
+    s1, a, _ = req("POST", "/v1/sandboxes", {"profile": "profile.default"}, headers=h)
+    s2_, b, _ = req("POST", "/v1/sandboxes", {"profile": "profile.default"}, headers=h)
+    ok(s1 == 201 and s2_ == 200 and a["id"] == b["id"], "create: the same Idempotency-Key answers 200 and "
+       "the same sandbox", (s1, s2_, a.get("id"), b.get("id")))
+    s, r, _ = req("POST", "/v1/sandboxes", {"profile": "profile.python"}, headers=h)
+    ok(s == 409 and r["error"]["code"] == "conflict", "create: the key with another body is 409", r)
+
+    # bad input
+    cases = [
+        ("POST", "/v1/sandboxes", "{not json", 400, "invalid_json", "malformed JSON"),
+        ("POST", "/v1/sandboxes", {"profil": "x"}, 400, "invalid_argument", "an unknown field"),
+        ("POST", "/v1/sandboxes", {"ttl_s": "long"}, 400, "invalid_argument", "a wrong type"),
+        ("POST", "/v1/sandboxes", {"profile": "profile.nope"}, 422, "unknown_profile", "an unknown profile"),
+        ("POST", "/v1/sandboxes", {"profile": "../../etc/passwd"}, 400, "invalid_argument", "a path as profile"),
+        ("POST", "/v1/sandboxes", {"ttl_s": 10 ** 9}, 400, "invalid_argument", "ttl_s beyond ttl.max"),
+        ("POST", "/v1/sandboxes", [1, 2], 400, "invalid_json", "an array body"),
+        ("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": []}, 400, "invalid_argument", "empty argv"),
+        ("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["x"], "timeout_s": -1}, 400, "invalid_argument",
+         "a negative timeout"),
+        ("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["x"], "env": {"A=B": "c"}}, 400, "invalid_argument",
+         "a bad env name"),
+        ("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": "ls"}, 400, "invalid_argument", "argv as a string"),
+        ("POST", "/v1/sandboxes/%s/ttl" % sid, {"extend_s": 0}, 400, "invalid_argument", "extend_s 0"),
+        ("GET", "/v1/sandboxes?state=sleeping", None, 400, "invalid_argument", "an unknown state filter"),
+        ("GET", "/v1/sandboxes/sbx_ffffffffffffffff", None, 404, "not_found", "an unknown id"),
+        ("GET", "/v1/sandboxes/..%2f..%2fetc", None, 404, "not_found", "a garbage id"),
+        ("PATCH", "/v1/sandboxes/" + sid, {}, 405, "method_not_allowed", "a wrong method"),
+        ("POST", "/v1/sandboxes", "x" * (2 * 1024 * 1024), 413, "payload_too_large", "a 2 MiB JSON body"),
+    ]
+    for method, path, body, want, code, what in cases:
+        s, r, _ = req(method, path, body)
+        ok(s == want and isinstance(r, dict) and r.get("error", {}).get("code") == code,
+           "bad input: %s → %d %s" % (what, want, code), (s, r))
+
+    # quota: 6 per tenant; sid, rec2, the idempotent one: 3 alive; 3 more fit, then 429
+    made = [create()[1].get("id") for _ in range(3)]
+    s, r, _ = create()
+    ok(s == 429 and r["error"]["field"] == "quota.sandboxes", "quota: the 7th sandbox of a tenant is refused, "
+       "naming the quota", r)
+    for x in made:
+        req("DELETE", "/v1/sandboxes/%s" % x)
+
+    # destroy, idempotent; gone afterwards
+    s, r, _ = req("DELETE", "/v1/sandboxes/" + sid)
+    is_((s, r.get("state"), r.get("reason")), (200, "destroyed", "user_delete"), "destroy: 200, the final record")
+    s, r, _ = req("DELETE", "/v1/sandboxes/" + sid)
+    is_((s, r.get("state")), (200, "destroyed"), "destroy: again 200, the same final record")
+    s, r, _ = exec_(sid, ["true"])
+    is_(s, 410, "exec of a destroyed sandbox: 410")
+    s, lst, _ = req("GET", "/v1/sandboxes?state=destroyed")
+    ok(sid in [x["id"] for x in lst.get("items", [])], "list: destroyed ones with state=destroyed only", lst)
+
+    # events: the lifecycle, stored, resumable
+    s, body, _ = req("GET", "/v1/events?sandbox=" + sid, raw=True, timeout=3) if False else (0, b"", {})
+    c = Unix(SOCK, 5)
+    c.request("GET", "/v1/events?sandbox=" + sid)
+    resp = c.getresponse()
+    buf = b""
+    t_end = time.time() + 3
+    c.sock.settimeout(0.5)
+    while time.time() < t_end and b"destroyed" not in buf:
+        try:
+            chunk = resp.read1(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        buf += chunk
+    c.close()
+    evs = [json.loads(l[6:]) for l in buf.decode().splitlines() if l.startswith("data: ")]
+    states = [e["state"] for e in evs if "exec_id" not in e and "capped" not in e]
+    ok(states[:3] == ["requested", "provisioning", "ready"] and states[-2:] == ["destroying", "destroyed"]
+       and all(e.get("reason") is not None for e in evs if e["state"] in ("ready", "destroyed")),
+       "events (SSE): the whole lifecycle with reasons", states)
+    ids = [int(l[4:]) for l in buf.decode().splitlines() if l.startswith("id: ")]
+    if ids:
+        c = Unix(SOCK, 5)
+        c.request("GET", "/v1/events?sandbox=" + sid, headers={"Last-Event-ID": str(ids[-2])})
+        resp = c.getresponse()
+        c.sock.settimeout(1)
+        try:
+            more = resp.read1(65536).decode()
+        except socket.timeout:
+            more = ""
+        c.close()
+        got = [int(l[4:]) for l in more.splitlines() if l.startswith("id: ")]
+        is_(got, [ids[-1]], "events: Last-Event-ID resumes after that event")
+    else:
+        ok(False, "events: Last-Event-ID resumes after that event", buf)
+
+    # ttl expiry
+    s, r, _ = create(ttl_s=1)
+    tsid = r.get("id", "")
+    rec = wait_state(tsid, ("destroyed",), 6)
+    ok(rec and rec.get("state") == "destroyed" and rec.get("reason") == "ttl_expiry",
+       "ttl: an expired sandbox is destroyed by the reaper (reason ttl_expiry)", rec)
+
+    # ---- tenants over TCP -----------------------------------------------------------------
+    toks = {}
+    for name, tenant in [("a", "tenant-a"), ("b", "tenant-b")]:
+        out = subprocess.run([SBX, "token", "create", "--actor", "agt", "--name", name, "--tenant", tenant,
+                              "--state-dir", ST, "--json"], env=ENV, capture_output=True, text=True)
+        toks[name] = json.loads(out.stdout)["token"] if out.returncode == 0 else ""
+    stop()
+    s_ = socket.socket()
+    s_.bind(("127.0.0.1", 0))
+    port = s_.getsockname()[1]
+    s_.close()
+    ok(start(["--listen", "127.0.0.1:%d" % port]), "serve restarts with a TCP listener too")
+    tcp = ("127.0.0.1", port)
+    A = {"Authorization": "Bearer " + toks["a"]}
+    B = {"Authorization": "Bearer " + toks["b"]}
+    s, ra, _ = req("POST", "/v1/sandboxes", {}, headers=A, target=tcp)
+    asid = ra.get("id", "")
+    ok(s == 201 and ra.get("tenant") == "tenant-a", "tenant a creates over TCP with its token", ra)
+    s, r, _ = req("GET", "/v1/sandboxes/" + asid, headers=B, target=tcp)
+    is_(s, 404, "tenant b: another tenant's sandbox is 404 (not 403)")
+    s, r, _ = req("POST", "/v1/sandboxes/%s/exec" % asid, {"argv": ["true"]}, headers=B, target=tcp)
+    is_(s, 404, "tenant b: cannot exec in it")
+    s, r, _ = req("DELETE", "/v1/sandboxes/" + asid, headers=B, target=tcp)
+    is_(s, 404, "tenant b: cannot destroy it")
+    s, lst, _ = req("GET", "/v1/sandboxes", headers=B, target=tcp)
+    ok(s == 200 and lst["items"] == [], "tenant b: its list is empty", lst)
+    s, r, _ = req("GET", "/v1/sandboxes", target=tcp)
+    is_(s, 401, "TCP without a token: 401")
+    s, r, _ = req("DELETE", "/v1/sandboxes/" + asid, headers=A, target=tcp)
+    is_((s, r.get("state")), (200, "destroyed"), "tenant a destroys its own")
+
+    # ---- restart: kill -9 mid-exec and mid-create ------------------------------------------
+    s, r, _ = create()
+    rsid = r.get("id", "")
+    box = {}
+
+    def long_exec():
+        box["r"] = exec_(rsid, ["sh", "-c", "sleep 1.5; echo finished"])
+    th = threading.Thread(target=long_exec)
+    th.start()
+    time.sleep(0.5)
+    sv_before = [p for p in supervisors() if rsid.encode() in open("/proc/%d/cmdline" % p, "rb").read()]
+    stop(signal.SIGKILL)
+    th.join()
+    ok(start(), "serve comes back after kill -9 mid-exec")
+    s, r, _ = req("GET", "/v1/sandboxes/" + rsid)
+    ok(s == 200 and r.get("state") in ("ready", "active") and r.get("reason") == "readopted",
+       "restart: the sandbox was re-adopted", r)
+    s, r, _ = exec_(rsid, ["echo", "still here"])
+    is_(r.get("stdout") if s == 200 else (s, r), "still here\n", "restart: the re-adopted sandbox takes execs")
+    time.sleep(1.5)
+    req("DELETE", "/v1/sandboxes/" + rsid)
+    db = sqlite3.connect(os.path.join(ST, "sandboxer.db"))
+    rows = [(st, code) for st, code, rep in db.execute(
+        "select status, exit_code, report_json from execs where sandbox_id = ?", (rsid,)).fetchall()
+        if json.loads(rep)["usage"]["stdout_bytes"] == 9]
+    db.close()
+    ok(rows == [("exited", 0)], "restart: the exec in flight ran to its end and its report reached the store",
+       rows)
+    ok(len(sv_before) >= 1 and not any(alive(p) for p in sv_before),
+       "restart: its supervisor is gone after destroy", sv_before)
+
+    def slow_create():
+        box["c"] = create()
+    th = threading.Thread(target=slow_create)
+    th.start()
+    time.sleep(0.004)
+    stop(signal.SIGKILL)
+    th.join()
+    ok(start(), "serve comes back after kill -9 mid-create")
+    time.sleep(0.3)
+    s, lst, _ = req("GET", "/v1/sandboxes")
+    live = [x for x in lst.get("items", []) if x["state"] not in ("destroyed",)]
+    ok(all(x["state"] == "ready" for x in live), "restart mid-create: every stored sandbox is ready "
+       "(re-adopted) or cleaned up", live)
+    pids = supervisors()
+    ok(len(pids) == len(live), "restart mid-create: no supervisor without a live record (%d, %d)" %
+       (len(pids), len(live)), (pids, [x["id"] for x in live]))
+    for x in live:
+        req("DELETE", "/v1/sandboxes/" + x["id"])
+
+    # ---- SIGTERM leaves sandboxes running; the next start re-adopts ------------------------
+    s, r, _ = create()
+    ksid = r.get("id", "")
+    stop(signal.SIGTERM)
+    ok(len(supervisors()) == 1, "SIGTERM: the server stops, the sandbox's supervisor stays")
+    ok(start(["--stop-sandboxes"]), "serve starts again")
+    s, r, _ = exec_(ksid, ["echo", "alive"])
+    is_(r.get("stdout") if s == 200 else (s, r), "alive\n", "the sandbox survived the server's restart")
+    stop(signal.SIGTERM)
+    time.sleep(0.2)
+    is_(supervisors(), [], "--stop-sandboxes: stopping destroys every sandbox")
+
+    # ---- audit ----------------------------------------------------------------------------
+    v = subprocess.run([SBX, "audit", "verify", "--state-dir", ST], env=ENV, capture_output=True, text=True)
+    ok(v.returncode == 0, "audit: the log of every create/exec/destroy verifies", v.stdout + v.stderr)
+    log = open(os.path.join(ST, "audit.log")).read().splitlines()
+    ok(any('"sandbox.create"' in l for l in log) and any('"sandbox.destroy"' in l for l in log)
+       and any('"sandbox.exec"' in l for l in log), "audit: create, exec and destroy are logged")
+    with open(os.path.join(ST, "audit.log"), "w") as f:
+        f.write("\n".join(log[:-1] + [log[-1].replace('"time":"2', '"time":"3', 1)]) + "\n")
+    v = subprocess.run([SBX, "audit", "verify", "--state-dir", ST], env=ENV, capture_output=True, text=True)
+    ok(v.returncode != 0, "audit: an altered last line fails verify", v.stdout + v.stderr)
+    with open(os.path.join(ST, "audit.log"), "w") as f:
+        f.write("\n".join(log[:-1]) + "\n" + log[-1][:len(log[-1]) // 2])
+    v = subprocess.run([SBX, "audit", "verify", "--state-dir", ST], env=ENV, capture_output=True, text=True)
+    ok(v.returncode != 0, "audit: a truncated last line fails verify", v.stdout + v.stderr)
+
+    # ---- nothing left ----------------------------------------------------------------------
+    socks = [f for f in os.listdir(os.path.join(RUN, "sandboxes"))] if os.path.isdir(
+        os.path.join(RUN, "sandboxes")) else []
+    dirs = os.listdir(os.path.join(ST, "sandboxes")) if os.path.isdir(os.path.join(ST, "sandboxes")) else []
+    is_((supervisors(), socks, dirs), ([], [], []), "no supervisor, socket or state dir is left")
+
+    if os.path.exists(VALIDATOR) and os.path.exists(OPENAPI):
+        ok(not invalid and validated[0] > 50, "every response body (%d) matches docs/openapi.json" % validated[0],
+           "\n".join(invalid[:10]))
+    else:
+        print("ok %d # SKIP docs/openapi.json or its validator is missing" % (n + 1))
+    print("1..%d" % (n + (0 if os.path.exists(VALIDATOR) and os.path.exists(OPENAPI) else 1)))
+
+
+try:
+    main()
+finally:
+    stop(signal.SIGKILL)
+    for p in supervisors():
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+sys.exit(1 if failed else 0)
