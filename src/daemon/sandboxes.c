@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -53,6 +54,7 @@ typedef struct box {
         pid_t sv_pid, init_pid;
         int sv_pidfd;
         bool busy; /* a destroy or recreate holds it */
+        bool sv_child; /* the supervisor is our child (started by this server): reap it */
         unsigned refs;
         char sock[sizeof(((struct sockaddr_un *) 0)->sun_path)];
         char dir[PATH_MAX];
@@ -63,6 +65,7 @@ struct sbx_mgr {
         sbx_store *store;
         sbx_mgr_options o;
         char *state_dir, *runtime_dir, *exe, *policy_file, *secrets_dir, *audit_path;
+        bool supervise_exe_lean; /* exe is sandboxer-supervise, not `sandboxer supervise` */
         pthread_mutex_t lock;
         pthread_cond_t ev_cond;
         box *boxes;
@@ -250,6 +253,24 @@ static const char *consumer_field(const box *b, const char *k) {
         return b->consumer ? json_string_value(json_object_get(b->consumer, k)) : NULL;
 }
 
+/* Writes that belong together go in one transaction, the store's lock held throughout (the
+ * connection is shared): fewer commits, ~40 pwrite()s less per exec. */
+static __thread bool tx_held;
+#define STORE_SQL(m, ...)                                                                                  \
+        (tx_held ? sbx_store_sql_locked((m)->store, __VA_ARGS__) : sbx_store_sql((m)->store, __VA_ARGS__))
+
+static void tx_begin(sbx_mgr *m) {
+        sbx_store_lock(m->store);
+        tx_held = true;
+        (void) sbx_store_sql_locked(m->store, "BEGIN IMMEDIATE", NULL, NULL, NULL, "");
+}
+
+static void tx_end(sbx_mgr *m) {
+        (void) sbx_store_sql_locked(m->store, "COMMIT", NULL, NULL, NULL, "");
+        tx_held = false;
+        sbx_store_unlock(m->store);
+}
+
 /* The row: the record and what lists filter on. Lock held or box private. */
 static int box_save(sbx_mgr *m, box *b) {
         json_t *rec = box_record(b);
@@ -260,7 +281,7 @@ static int box_save(sbx_mgr *m, box *b) {
         char *inputs = json_dumps(in, JSON_COMPACT);
         json_decref(in);
         sbx_error e = {0};
-        int r = sbx_store_sql(m->store,
+        int r = STORE_SQL(m,
                 "INSERT OR REPLACE INTO sandboxes (id, state, reason, profile, backend, tenant, "
                 "consumer_json, "
                 "metadata_json, created_at, expires_at, updated_at, record_json, harness, session_id, "
@@ -299,7 +320,7 @@ static void emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* sto
         char *text = json_dumps(data, JSON_COMPACT);
         json_decref(data);
         int64_t seq = 0;
-        (void) sbx_store_sql(m->store,
+        (void) STORE_SQL(m,
                 "INSERT INTO events (sandbox_id, type, state, reason, at, data_json) VALUES (?,?,?,?,?,?) "
                 "RETURNING seq",
                 seq_row, &seq, NULL, "ssssis", b->id, type, b->state, b->reason, at, text);
@@ -318,8 +339,13 @@ static void set_state(sbx_mgr *m, box *b, const char *state, const char *reason)
         snprintf(b->reason, sizeof b->reason, "%s", reason ? reason : "");
         b->updated_ms = now_ms();
         pthread_mutex_unlock(&m->lock);
+        bool own = !tx_held;
+        if (own)
+                tx_begin(m);
         (void) box_save(m, b);
         emit(m, b, "sandbox.state", NULL);
+        if (own)
+                tx_end(m);
         fprintf(stderr, "level=info event=sandbox_state sandbox=%s state=%s reason=%s\n", b->id, state,
                 reason ? reason : "-");
 }
@@ -466,7 +492,8 @@ static int sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t ms
         char *argv[24];
         int n = 0;
         argv[n++] = m->exe;
-        argv[n++] = (char *) "supervise";
+        if (!m->supervise_exe_lean)
+                argv[n++] = (char *) "supervise";
         argv[n++] = (char *) "--id";
         argv[n++] = b->id;
         argv[n++] = (char *) "--socket";
@@ -495,36 +522,35 @@ static int sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t ms
                 snprintf(msg, msgsz, "pipe: %s", strerror(errno));
                 return -errno;
         }
-        sigset_t none;
+        /* posix_spawn (vfork-like: no copy of this big, threaded process), in a session of its
+         * own; it is our child until we reap it, and re-parented to init when we go. */
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t at;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&at);
+        sigset_t none, dfl;
         sigemptyset(&none);
-        pid_t c = fork();
-        if (c < 0) {
-                int r = -errno;
-                close(p[0]);
-                close(p[1]);
-                snprintf(msg, msgsz, "fork: %s", strerror(-r));
-                return r;
-        }
-        if (c == 0) {
-                /* only async-signal-safe calls from here to execve */
-                (void) setsid();
-                pid_t g = fork();
-                if (g != 0)
-                        _exit(g < 0 ? 1 : 0);
-                int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-                int log = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-                if (nul < 0 || dup2(nul, 0) < 0 || dup2(log >= 0 ? log : nul, 1) < 0 ||
-                        dup2(log >= 0 ? log : nul, 2) < 0 || dup2(p[1], 3) < 0)
-                        _exit(127);
-                (void) syscall(SYS_close_range, 4, ~0U, 0);
-                (void) sigprocmask(SIG_SETMASK, &none, NULL);
-                execve(m->exe, argv, environ);
-                _exit(127);
-        }
+        sigemptyset(&dfl);
+        sigaddset(&dfl, SIGPIPE);
+        posix_spawnattr_setsigmask(&at, &none);
+        posix_spawnattr_setsigdefault(&at, &dfl);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        posix_spawn_file_actions_adddup2(&fa, p[1], 3);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+        pid_t c;
+        int sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
         close(p[1]);
-        int st;
-        while (waitpid(c, &st, 0) < 0 && errno == EINTR)
-                ;
+        if (sr != 0) {
+                close(p[0]);
+                snprintf(msg, msgsz, "cannot start %.900s: %s", m->exe, strerror(sr));
+                return -sr;
+        }
+        b->sv_child = true;
         char line[4400];
         size_t got = 0;
         int64_t deadline = now_ms() + PROVISION_TIMEOUT_MS;
@@ -639,6 +665,10 @@ static void sv_stop(sbx_mgr *m, box *b) {
         if (b->sv_pidfd >= 0)
                 close(b->sv_pidfd);
         b->sv_pidfd = -1;
+        if (b->sv_child && b->sv_pid > 0) {
+                (void) waitpid(b->sv_pid, NULL, WNOHANG); /* gone by now: no wait */
+                b->sv_child = false;
+        }
         (void) unlink(b->sock);
         ingest_exec_reports(m, b);
 }
@@ -916,15 +946,17 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
         b->next = m->boxes;
         m->boxes = b;
         pthread_mutex_unlock(&m->lock);
+        tx_begin(m);
         (void) box_save(m, b);
         emit(m, b, "sandbox.state", NULL);
         if (key)
-                (void) sbx_store_sql(m->store,
+                (void) STORE_SQL(m,
                         "INSERT OR REPLACE INTO idempotency (key, tenant, sandbox_id, created_at, "
                         "body_sha256) "
                         "VALUES (?,?,?,?,?)",
                         NULL, NULL, NULL, "sssis", key, who_tenant, b->id, now_ms(), body_sha);
         set_state(m, b, "provisioning", "create");
+        tx_end(m);
         code = provision(m, b, 0, "provisioned", rp);
         pthread_mutex_lock(&m->lock);
         b->busy = false;
@@ -1403,7 +1435,8 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         json_t *wall = json_object_get(json_object_get(rep, "usage"), "wall_ms");
         char *text = rep ? json_dumps(rep, JSON_COMPACT) : NULL;
         int64_t t = now_ms();
-        (void) sbx_store_sql(m->store,
+        tx_begin(m);
+        (void) STORE_SQL(m,
                 "INSERT OR REPLACE INTO execs (id, sandbox_id, status, exit_code, started_at, ended_at, "
                 "report_json) "
                 "VALUES (?,?,?,?,?,?,?)",
@@ -1429,6 +1462,7 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
                 set_state(m, b, "ready", "exec_done");
         else
                 (void) box_save(m, b);
+        tx_end(m);
 }
 
 static json_t *exec_result(const char *exec_id, json_t *ans, const exec_io *io) {
@@ -2235,7 +2269,24 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         m->o = *o;
         m->state_dir = strdup(o->state_dir);
         m->runtime_dir = strdup(o->runtime_dir);
-        m->exe = strdup(o->exe);
+        /* sandboxer-supervise next to this program (build tree, bin → libexec), else the verb */
+        char lean[PATH_MAX + 64];
+        const char *slash = strrchr(o->exe, '/');
+        int dl = slash ? (int) (slash - o->exe) : 0;
+        for (int i = 0; i < 2 && !m->exe; i++) {
+                snprintf(lean, sizeof lean, "%.*s%s", dl, o->exe,
+                        i == 0 ? "/sandboxer-supervise" : "/../libexec/sandboxer/sandboxer-supervise");
+                if (access(lean, X_OK) == 0) {
+                        m->exe = strdup(lean);
+                        m->supervise_exe_lean = true;
+                }
+        }
+        if (!m->exe && access(SBX_LIBEXECDIR "/sandboxer-supervise", X_OK) == 0) {
+                m->exe = strdup(SBX_LIBEXECDIR "/sandboxer-supervise");
+                m->supervise_exe_lean = true;
+        }
+        if (!m->exe)
+                m->exe = strdup(o->exe);
         m->policy_file = o->policy_file ? strdup(o->policy_file) : NULL;
         m->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
         m->audit_path = o->audit_path ? strdup(o->audit_path) : NULL;

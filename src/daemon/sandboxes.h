@@ -71,3 +71,34 @@ bool sbx_mgr_route(
 
 /* Prometheus lines for /metrics. */
 void sbx_mgr_metrics(sbx_mgr *m, FILE *f);
+
+/* ---- for the compat surfaces (src/daemon/compat/): the same operations, called in-process ---
+ * Any native route can also be called with sbx_mgr_route() and a synthesized request. */
+
+typedef struct sbx_exec_stream_cb {
+        void (*on_output)(void *userdata, int fd /* 1 stdout, 2 stderr */, const char *data, size_t n);
+        /* last call: the exec's report (borrowed), or NULL and a sentence when it could not run */
+        void (*on_end)(void *userdata, const json_t *report, const char *error);
+        void *userdata;
+} sbx_exec_stream_cb;
+
+typedef struct sbx_exec_spec {
+        char *const *argv;
+        char *const *env; /* NAME=VALUE; may be NULL */
+        const char *cwd; /* NULL: the sandbox's default */
+        double timeout_s; /* 0: the profile's */
+        int stdin_fd; /* -1: none; else read by the command to EOF (e.g. a pipe the caller writes);
+                       * borrowed: the caller closes its copy after the call */
+} sbx_exec_spec;
+
+/* Start an exec in the caller's sandbox: once it has started, its id is in exec_id and 0 is
+ * returned; it then runs to its end on a thread of its own, calling cb (output as it comes,
+ * then on_end). On refusal: the HTTP status, with *err the JSON error body (caller decrefs). */
+unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const sbx_exec_spec *spec,
+        const sbx_exec_stream_cb *cb, char exec_id[static 32], json_t **err);
+/* Send a signal to a running exec: its command's process group (SIGKILL: the whole tree). 0, or
+ * -ESRCH when no such exec runs, -ENOENT when there is no such sandbox for the caller. */
+int sbx_mgr_exec_signal(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id, int sig);
+/* The execs running now in the caller's sandbox: [{exec_id, argv: [...], started_at}], or NULL
+ * when there is no such sandbox. */
+json_t *sbx_mgr_exec_list(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id);

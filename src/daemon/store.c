@@ -592,3 +592,20 @@ int sbx_store_end(sbx_store *s, bool commit, sbx_error *e) {
         pthread_mutex_unlock(&s->lock);
         return r;
 }
+
+void sbx_store_lock(sbx_store *s) {
+        pthread_mutex_lock(&s->lock);
+}
+
+void sbx_store_unlock(sbx_store *s) {
+        pthread_mutex_unlock(&s->lock);
+}
+
+int sbx_store_sql_locked(sbx_store *s, const char *sql, int (*row)(void *, int, const char *const *), void *userdata,
+        sbx_error *e, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = sql_locked(s, sql, row, userdata, e, fmt, ap);
+        va_end(ap);
+        return r;
+}

@@ -83,6 +83,12 @@ int sbx_store_token_revoke(sbx_store *s, int64_t id, sbx_error *e);
  * -errno with *e. Under the store's lock; row must not call back into the store. */
 int sbx_store_sql(sbx_store *s, const char *sql, int (*row)(void *userdata, int n, const char *const *cols),
         void *userdata, sbx_error *e, const char *fmt, ...);
+/* The same with the store's lock already held (sbx_store_lock): several statements that must
+ * not interleave with other threads' (e.g. BEGIN … COMMIT on the shared connection). */
+void sbx_store_lock(sbx_store *s);
+void sbx_store_unlock(sbx_store *s);
+int sbx_store_sql_locked(sbx_store *s, const char *sql, int (*row)(void *userdata, int n, const char *const *cols),
+        void *userdata, sbx_error *e, const char *fmt, ...);
 /* Several statements in one transaction (BEGIN IMMEDIATE … COMMIT): begin, then sbx_store_sql
  * calls, then end(commit). Holding the lock in between: same thread only. */
 int sbx_store_begin(sbx_store *s, sbx_error *e);

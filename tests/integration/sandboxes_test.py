@@ -166,7 +166,7 @@ def supervisors():
             cmd = open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")
         except OSError:
             continue
-        if len(cmd) > 1 and cmd[1] == b"supervise" and any(ST.encode() in a for a in cmd):
+        if len(cmd) > 1 and (cmd[1] == b"supervise" or cmd[0].endswith(b"sandboxer-supervise")) and any(ST.encode() in a for a in cmd):
             out.append(int(p))
     return out
 
