@@ -104,6 +104,7 @@ typedef struct sbx_exec_request {
         double timeout_s; /* 0: the profile's; never more than it nor the budget left */
         int in_fd, out_fd, err_fd; /* borrowed; -1: /dev/null (in), dropped (out, err) */
         uint64_t output_cap; /* bytes of stdout+stderr; 0: the profile's output_mb */
+        const char *id; /* optional: names the exec for sbx_sandbox_signal_exec() */
 } sbx_exec_request;
 
 /* Run one exec and wait for it (and what it started) to end. Returns its exit status as
@@ -112,6 +113,9 @@ typedef struct sbx_exec_request {
  * for a bad request, -errno otherwise, with a sentence in *ret_error (caller frees). */
 SBX_PUBLIC int sbx_sandbox_exec(
         sbx_sandbox *sb, const sbx_exec_request *req, char **ret_report, char **ret_error);
+/* Send sig to the running exec named id: its runner forwards it to the command's process group;
+ * SIGKILL ends the exec's whole tree. 0, or -ESRCH when no exec of that id runs. */
+SBX_PUBLIC int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig);
 /* End the sandbox (any thread): every process in it is killed; sbx_run_serve() then returns. */
 SBX_PUBLIC void sbx_sandbox_kill(sbx_sandbox *sb);
 /* The init's pid (as the caller sees it), execs running, seconds of budget used so far. */

@@ -10,6 +10,7 @@
  *    "timeout_s":N,"output_cap":BYTES}  + SCM_RIGHTS [stdin, stdout, stderr]
  *      → {"ok":true,"exit":N,"report":{...}} | {"ok":false,"errno":N,"error":"..."}
  *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N}
+ *   {"op":"signal","exec_id":ID,"signal":N} → {"ok":true} | errno ESRCH (no such exec running)
  *   {"op":"destroy"} → {"ok":true}, then the sandbox ends and this process exits.
  * Each exec's report is also written to STATE/execs/EXEC_ID.json before the answer, so that
  * nothing is lost when the server is not there to take it. */
@@ -143,6 +144,7 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
                 .in_fd = fds[0],
                 .out_fd = fds[1],
                 .err_fd = fds[2],
+                .id = exec_id,
                 .output_cap = json_is_integer(cap) && json_integer_value(cap) > 0
                                       ? (uint64_t) json_integer_value(cap)
                                       : 0,
@@ -210,7 +212,18 @@ static void *conn_thread(void *arg) {
                                           sbx_sandbox_init_pid(S.sb), "execs_running",
                                           (int) sbx_sandbox_execs_running(S.sb), "budget_used_s",
                                           sbx_sandbox_budget_used(S.sb), "pid", (int) getpid()));
-                else if (strcmp(op, "destroy") == 0) {
+                else if (strcmp(op, "signal") == 0) {
+                        json_t *sig = json_object_get(req, "signal");
+                        const char *id = json_string_value(json_object_get(req, "exec_id"));
+                        int r = !json_is_integer(sig) || json_integer_value(sig) < 1 ||
+                                                json_integer_value(sig) > 64 || !id
+                                        ? -EINVAL
+                                        : sbx_sandbox_signal_exec(S.sb, id, (int) json_integer_value(sig));
+                        if (r < 0)
+                                reply_err(fd, -r, r == -ESRCH ? "no such exec is running" : NULL);
+                        else
+                                reply(fd, json_pack("{s:b}", "ok", 1));
+                } else if (strcmp(op, "destroy") == 0) {
                         sbx_sandbox_kill(S.sb);
                         reply(fd, json_pack("{s:b}", "ok", 1));
                 } else

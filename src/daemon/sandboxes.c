@@ -45,6 +45,7 @@ typedef struct box {
         char reason[64];
         char scratch[512];
         json_t *consumer, *metadata, *limits;
+        json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         int64_t created_ms, updated_ms, expires_ms, ttl_max_ms, last_active_ms;
         double idle_s, ttl_s;
         double budget_s, budget_used_s;
@@ -256,7 +257,7 @@ static const char *consumer_field(const box *b, const char *k) {
 /* Writes that belong together go in one transaction, the store's lock held throughout (the
  * connection is shared): fewer commits, ~40 pwrite()s less per exec. */
 static __thread bool tx_held;
-#define STORE_SQL(m, ...)                                                                                  \
+#define STORE_SQL(m, ...)                                                                                   \
         (tx_held ? sbx_store_sql_locked((m)->store, __VA_ARGS__) : sbx_store_sql((m)->store, __VA_ARGS__))
 
 static void tx_begin(sbx_mgr *m) {
@@ -372,6 +373,7 @@ static void box_free(box *b) {
         json_decref(b->consumer);
         json_decref(b->metadata);
         json_decref(b->limits);
+        json_decref(b->running);
         if (b->sv_pidfd >= 0)
                 close(b->sv_pidfd);
         free(b);
@@ -1150,13 +1152,15 @@ static void collect(char **buf, size_t *len, size_t *cap, const char *d, size_t 
 
 /* Run one request through the supervisor: the command's stdin from in_data, its output through
  * io. Returns the supervisor's answer (NULL: the supervisor is gone). */
-static json_t *sv_exec(box *b, json_t *req, const char *in_data, size_t in_len, exec_io *io) {
+static json_t *sv_exec(box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io) {
         int fd = sv_connect(b);
         if (fd < 0)
                 return NULL;
         int in = -1, outp[2] = {-1, -1}, errp[2] = {-1, -1};
         json_t *ans = NULL;
-        if (in_data) {
+        if (in_fd >= 0)
+                in = fcntl(in_fd, F_DUPFD_CLOEXEC, 3);
+        else if (in_data) {
                 in = memfd_create("sandboxer-stdin", MFD_CLOEXEC);
                 size_t off = 0;
                 while (in >= 0 && off < in_len) {
@@ -1428,6 +1432,23 @@ static unsigned exec_begin(sbx_mgr *m, const sbx_mgr_request *rq, box *b, sbx_mg
         return 0;
 }
 
+static void running_add(sbx_mgr *m, box *b, const char *exec_id, json_t *argv) {
+        pthread_mutex_lock(&m->lock);
+        if (!b->running)
+                b->running = json_object();
+        json_object_set_new(b->running, exec_id,
+                json_pack("{s:s, s:O, s:o}", "exec_id", exec_id, "argv", argv, "started_at",
+                        time_json(now_ms())));
+        pthread_mutex_unlock(&m->lock);
+}
+
+static void running_del(sbx_mgr *m, box *b, const char *exec_id) {
+        pthread_mutex_lock(&m->lock);
+        if (b->running)
+                json_object_del(b->running, exec_id);
+        pthread_mutex_unlock(&m->lock);
+}
+
 static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         json_t *rep = json_object_get(ans, "report");
         const char *status = json_string_value(json_object_get(rep, "status"));
@@ -1535,7 +1556,8 @@ static void *stream_thread(void *arg) {
         exec_io io = {.sink = stream_sink, .ud = s};
         stream_line(s, json_pack("{s:s, s:s, s:s}", "type", "start", "exec_id", s->a.exec_id, "sandbox_id",
                                s->b->id));
-        json_t *ans = sv_exec(s->b, s->a.req, s->a.has_stdin ? s->a.stdin_data : NULL, s->a.stdin_len, &io);
+        json_t *ans =
+                sv_exec(s->b, s->a.req, s->a.has_stdin ? s->a.stdin_data : NULL, s->a.stdin_len, -1, &io);
         if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
                 exec_end(s->m, s->b, s->a.exec_id, ans);
                 json_t *rep = json_object_get(ans, "report");
@@ -1561,6 +1583,7 @@ static void *stream_thread(void *arg) {
                                                    : "the sandbox's supervisor is gone")));
         }
         json_decref(ans);
+        running_del(s->m, s->b, s->a.exec_id);
         close(s->fd);
         box_put(s->m, s->b);
         exec_args_done(&s->a);
@@ -1579,6 +1602,7 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                 return rp->code;
         }
         audit(m, rq->who, "sandbox.exec", b->id, "started", a.exec_id);
+        running_add(m, b, a.exec_id, json_object_get(a.req, "argv"));
         if (a.stream) {
                 int p[2];
                 stream_ctx *s = calloc(1, sizeof *s);
@@ -1587,6 +1611,7 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                         pthread_mutex_lock(&m->lock);
                         b->execs_running--;
                         pthread_mutex_unlock(&m->lock);
+                        running_del(m, b, a.exec_id);
                         exec_args_done(&a);
                         box_put(m, b);
                         return reply_err(rp, 503, "unavailable", NULL, "cannot start the stream: %s",
@@ -1607,6 +1632,7 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                         pthread_mutex_lock(&m->lock);
                         b->execs_running--;
                         pthread_mutex_unlock(&m->lock);
+                        running_del(m, b, s->a.exec_id);
                         exec_args_done(&s->a);
                         free(s);
                         box_put(m, b);
@@ -1619,7 +1645,7 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                 return 200;
         }
         exec_io io = {0};
-        json_t *ans = sv_exec(b, a.req, a.has_stdin ? a.stdin_data : NULL, a.stdin_len, &io);
+        json_t *ans = sv_exec(b, a.req, a.has_stdin ? a.stdin_data : NULL, a.stdin_len, -1, &io);
         if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
                 exec_end(m, b, a.exec_id, ans);
                 rp->code = 200;
@@ -1639,6 +1665,7 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                                 "the sandbox's supervisor did not answer (it is gone or busy)");
         }
         json_decref(ans);
+        running_del(m, b, a.exec_id);
         free(io.out);
         free(io.err);
         exec_args_done(&a);
@@ -1696,7 +1723,7 @@ static unsigned op_files(
         json_t *req = json_pack("{s:s, s:s, s:[s], s:I}", "op", "exec", "kind", put ? "put" : "get", "argv",
                 path, "output_cap", (json_int_t) FILE_MAX);
         exec_io io = {0};
-        json_t *ans = sv_exec(b, req, put ? (rq->body ? rq->body : "") : NULL, put ? rq->len : 0, &io);
+        json_t *ans = sv_exec(b, req, put ? (rq->body ? rq->body : "") : NULL, put ? rq->len : 0, -1, &io);
         json_decref(req);
         if (!ans)
                 reply_err(rp, 503, "unavailable", NULL, "the sandbox's supervisor did not answer");
@@ -2409,4 +2436,153 @@ void sbx_mgr_metrics(sbx_mgr *m, FILE *f) {
                 (unsigned long long) atomic_load(&m->n_expired),
                 (unsigned long long) atomic_load(&m->n_readopted),
                 (unsigned long long) atomic_load(&m->n_execs));
+}
+
+/* ---- the compat surfaces' exec API ---------------------------------------------------------- */
+
+typedef struct cexec {
+        sbx_mgr *m;
+        box *b;
+        json_t *req;
+        int in_fd;
+        char exec_id[32];
+        sbx_exec_stream_cb cb;
+} cexec;
+
+static void cexec_sink(void *ud, int which, const char *data, size_t n) {
+        cexec *c = ud;
+        if (c->cb.on_output)
+                c->cb.on_output(c->cb.userdata, which, data, n);
+}
+
+static void *cexec_thread(void *arg) {
+        cexec *c = arg;
+        exec_io io = {.sink = cexec_sink, .ud = c};
+        json_t *ans = sv_exec(c->b, c->req, NULL, 0, c->in_fd, &io);
+        safe_close(c->in_fd);
+        if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
+                exec_end(c->m, c->b, c->exec_id, ans);
+                if (c->cb.on_end)
+                        c->cb.on_end(c->cb.userdata, json_object_get(ans, "report"), NULL);
+        } else {
+                pthread_mutex_lock(&c->m->lock);
+                c->b->execs_running--;
+                pthread_mutex_unlock(&c->m->lock);
+                if (c->cb.on_end)
+                        c->cb.on_end(c->cb.userdata, NULL,
+                                ans ? json_string_value(json_object_get(ans, "error")) ?: "the exec failed"
+                                    : "the sandbox's supervisor is gone");
+        }
+        running_del(c->m, c->b, c->exec_id);
+        json_decref(ans);
+        json_decref(c->req);
+        box_put(c->m, c->b);
+        free(c);
+        return NULL;
+}
+
+static const char *no_query(void *ctx, const char *k) {
+        return NULL;
+}
+
+unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id,
+        const sbx_exec_spec *spec, const sbx_exec_stream_cb *cb, char exec_id[static 32], json_t **err) {
+        sbx_mgr_request rq = {.who = who, .query = no_query};
+        sbx_mgr_reply rp = {.stream_fd = -1};
+        *err = NULL;
+        box *b = usable_box(m, &rq, sandbox_id, &rp);
+        if (!b) {
+                *err = rp.json;
+                return rp.code;
+        }
+        if (!spec || !spec->argv || !spec->argv[0] || !spec->argv[0][0]) {
+                box_put(m, b);
+                *err = err_json("invalid_argument", "argv", "argv: a non-empty command is required");
+                return 400;
+        }
+        if (exec_begin(m, &rq, b, &rp)) {
+                box_put(m, b);
+                *err = rp.json;
+                return rp.code;
+        }
+        cexec *c = calloc(1, sizeof *c);
+        json_t *argv = json_array(), *env = json_array();
+        for (char *const *a = spec->argv; *a; a++)
+                json_array_append_new(argv, json_string(*a));
+        for (char *const *a = spec->env; a && *a; a++)
+                json_array_append_new(env, json_string(*a));
+        random_id("exe_", exec_id, 32);
+        if (c) {
+                c->m = m;
+                c->b = b;
+                c->cb = *cb;
+                c->in_fd = spec->stdin_fd >= 0 ? fcntl(spec->stdin_fd, F_DUPFD_CLOEXEC, 3) : -1;
+                snprintf(c->exec_id, sizeof c->exec_id, "%s", exec_id);
+                c->req = json_pack("{s:s, s:s, s:s, s:O, s:o}", "op", "exec", "kind", "run", "exec_id",
+                        exec_id, "argv", argv, "env", env);
+                if (spec->cwd)
+                        json_object_set_new(c->req, "cwd", json_string(spec->cwd));
+                if (spec->timeout_s > 0)
+                        json_object_set_new(c->req, "timeout_s", json_real(spec->timeout_s));
+        } else
+                json_decref(env);
+        audit(m, who, "sandbox.exec", b->id, "started", exec_id);
+        running_add(m, b, exec_id, argv);
+        json_decref(argv);
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (!c || pthread_create(&t, &at, cexec_thread, c) != 0) {
+                pthread_attr_destroy(&at);
+                pthread_mutex_lock(&m->lock);
+                b->execs_running--;
+                pthread_mutex_unlock(&m->lock);
+                running_del(m, b, exec_id);
+                if (c) {
+                        safe_close(c->in_fd);
+                        json_decref(c->req);
+                        free(c);
+                }
+                box_put(m, b);
+                *err = err_json("unavailable", NULL, "cannot start the exec's thread");
+                return 503;
+        }
+        pthread_attr_destroy(&at);
+        return 0;
+}
+
+int sbx_mgr_exec_signal(
+        sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id, int sig) {
+        box *b = valid_sandbox_id(sandbox_id) ? box_get(m, sandbox_id, who->tenant) : NULL;
+        if (!b)
+                return -ENOENT;
+        int r = -ESRCH;
+        int fd = sv_connect(b);
+        if (fd >= 0) {
+                json_t *req =
+                        json_pack("{s:s, s:s, s:i}", "op", "signal", "exec_id", exec_id, "signal", sig);
+                json_t *ans = sv_send(fd, req, NULL, 0) >= 0 ? sv_recv(fd, 5000) : NULL;
+                if (ans && json_is_true(json_object_get(ans, "ok")))
+                        r = 0;
+                json_decref(req);
+                json_decref(ans);
+                close(fd);
+        }
+        box_put(m, b);
+        return r;
+}
+
+json_t *sbx_mgr_exec_list(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id) {
+        box *b = valid_sandbox_id(sandbox_id) ? box_get(m, sandbox_id, who->tenant) : NULL;
+        if (!b)
+                return NULL;
+        json_t *list = json_array();
+        pthread_mutex_lock(&m->lock);
+        const char *k;
+        json_t *v;
+        json_object_foreach(b->running, k, v) json_array_append(list, v);
+        pthread_mutex_unlock(&m->lock);
+        box_put(m, b);
+        return list;
 }

@@ -14,6 +14,8 @@
 #include "init/protocol.h"
 
 typedef struct exec_slot {
+        char id[72];
+        int pidfd; /* the runner's */
         pid_t runner; /* as we see it; 0 until it said hello */
         bool exec_seen;
         uint64_t start_ns;
@@ -217,6 +219,18 @@ _public_ void sbx_sandbox_kill(sbx_sandbox *sb) {
                         (void) syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
         }
         pthread_mutex_unlock(&sb->lock);
+}
+
+_public_ int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig) {
+        int r = -ESRCH;
+        pthread_mutex_lock(&sb->lock);
+        for (exec_slot *x = sb->execs; x && id && *id; x = x->next)
+                if (streq(x->id, id)) {
+                        r = syscall(SYS_pidfd_send_signal, x->pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+                        break;
+                }
+        pthread_mutex_unlock(&sb->lock);
+        return r;
 }
 
 _public_ int sbx_sandbox_init_pid(sbx_sandbox *sb) {
@@ -476,6 +490,8 @@ _public_ int sbx_sandbox_exec(
                 goto out;
         }
         slot.runner = runner;
+        slot.pidfd = pidfd;
+        snprintf(slot.id, sizeof slot.id, "%s", req->id ? req->id : "");
         slot.start_ns = t0;
         slot.rep = rep;
         pthread_mutex_lock(&sb->lock);
@@ -513,6 +529,13 @@ _public_ int sbx_sandbox_exec(
         sbx_supervise_result res;
         sbx_error e = {0};
         r = sbx_supervise(&svp, &res, &e);
+        /* A runner that ended without a word after starting its command was killed (SIGKILL is
+         * the one signal it cannot report): the exec was killed, not a set-up failure. */
+        if (r >= 0 && res.end == SBX_SV_SETUP_FAILED && res.started_ns) {
+                res.end = SBX_SV_SIGNALED;
+                res.signal = SIGKILL;
+                res.ended_ns = sbx_now_ns();
+        }
         pthread_mutex_lock(&sb->lock);
         for (exec_slot **pp = &sb->execs; *pp; pp = &(*pp)->next)
                 if (*pp == &slot) {
