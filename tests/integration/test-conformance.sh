@@ -67,8 +67,30 @@ ws=$(mktemp -d "$SBX_BUILD/conf-ws.XXXXXX" 2>/dev/null || mktemp -d "$HOME/.sbx-
 trap 'rm -rf "$ws"; sbx_cleanup' EXIT
 port=$((20000 + RANDOM % 20000))
 
-for be in native landlock bwrap firejail; do
+# docker: no Docker engine here; podman's Docker-compatible API service stands in, started and
+# stopped by this script (its own socket, and runc where crun refuses the host's cgroups).
+docker_svc_pid=""
+start_docker_api() {
+        command -v podman >/dev/null 2>&1 || return 1
+        local sock=$SBX_TMP/docker-api.sock conf=$SBX_TMP/containers.conf
+        printf '[engine]\nruntime = "runc"\n' >"$conf"
+        CONTAINERS_CONF=$conf podman system service --time=0 "unix://$sock" >"$SBX_TMP/docker-api.log" 2>&1 &
+        docker_svc_pid=$!
+        for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+        [ -S "$sock" ] || return 1
+        export DOCKER_HOST=unix://$sock
+}
+stop_docker_api() {
+        [ -n "$docker_svc_pid" ] && kill "$docker_svc_pid" 2>/dev/null && wait "$docker_svc_pid" 2>/dev/null
+        docker_svc_pid=""
+}
+trap 'stop_docker_api; rm -rf "$ws"; sbx_cleanup' EXIT
+
+for be in ${SBX_CONFORMANCE_BACKENDS:-native landlock bwrap firejail podman docker}; do
         pol=$POL; [ $be = firejail ] && [ $root = 1 ] && pol=$POL_FJ
+        if [ $be = docker ] && [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ]; then
+                start_docker_api || diag "could not start podman's Docker-compatible API service"
+        fi
         B=(--policy "$pol" --backend $be --profile "$P")
         run_sbx "${B[@]}" -- true
         if [ "$SBX_RC" != 0 ]; then
@@ -156,7 +178,7 @@ c = socket.create_connection(('127.0.0.1', $port), timeout=3); print('loopback o
                 is "$(tr '\n' ' ' <<<"$SBX_OUT")" "sandbox 1000 " "$be: identity: uid 1000 named sandbox"
         fi
         if claim $be not_host_root; then
-                run_sbx "${B[@]}" -- sh -c 'id -u; awk -v u=$(id -u) "\$1 == u { print \$2 }" /proc/self/uid_map'
+                run_sbx "${B[@]}" -- sh -c 'id -u; awk -v u=$(id -u) "\$1 <= u && u < \$1 + \$3 { print \$2 + u - \$1 }" /proc/self/uid_map'
                 host_uid=$(tail -1 <<<"$SBX_OUT")
                 ok $([ "$(head -1 <<<"$SBX_OUT")" != 0 ] && [ -n "$host_uid" ] && [ "$host_uid" != 0 ] && echo 0 || echo 1) "$be: not_host_root: uid $(head -1 <<<"$SBX_OUT") inside, host uid $host_uid"
         fi

@@ -20,6 +20,7 @@
 
 #include "basic/debug.h"
 #include "basic/rm-rf.h"
+#include "basic/sha256.h"
 #include "basic/strv.h"
 #include "basic/time-util.h"
 #include "supervise/supervise.h"
@@ -430,6 +431,31 @@ void sbx_oci_cgroup_sweep(const char *name) {
                                 (void) unlinkat(dirfd(d), ge->d_name, AT_REMOVEDIR);
                 }
         }
+}
+
+int sbx_oci_seccomp_file(const char *json, char *buf, size_t size, sbx_error *e) {
+        int r;
+        char dir[PATH_MAX], hex[65];
+        if ((r = sbx_backend_runtime_dir(dir, sizeof dir)) < 0)
+                return sbx_error_set(e, -r, "seccomp", "no runtime directory: %s", strerror(-r));
+        sha256_hex(json, strlen(json), hex);
+        if ((size_t) snprintf(buf, size, "%s/seccomp-%.16s.json", dir, hex) >= size)
+                return sbx_error_set(e, ENAMETOOLONG, "seccomp", "runtime directory path too long: %s", dir);
+        if (access(buf, R_OK) == 0)
+                return 0;
+        char tmp[PATH_MAX];
+        if ((size_t) snprintf(tmp, sizeof tmp, "%s.XXXXXX", buf) >= sizeof tmp)
+                return sbx_error_set(e, ENAMETOOLONG, "seccomp", "path too long: %s", buf);
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return sbx_error_set(e, errno, "seccomp", "cannot write %s: %m", tmp);
+        size_t n = strlen(json);
+        if (write(fd, json, n) != (ssize_t) n || fchmod(fd, 0644) < 0 || rename(tmp, buf) < 0) {
+                int err = errno ? errno : EIO;
+                (void) unlink(tmp);
+                return sbx_error_set(e, err, "seccomp", "cannot write %s: %s", buf, strerror(err));
+        }
+        return 0;
 }
 
 /* ---- launch ------------------------------------------------------------------------------- */

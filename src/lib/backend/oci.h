@@ -44,6 +44,10 @@ int sbx_oci_plan_limits(
 /* "/sandboxer/<name>": the engine's cgroup parent for cg. */
 int sbx_oci_cgroup_parent(sbx_cgroup *cg, char *buf, size_t size);
 
+/* The engine's seccomp profile (JSON) as a file in the runtime directory, named for its content:
+ * written once (atomically), then reused by every run with the same rules. Its path into buf. */
+int sbx_oci_seccomp_file(const char *json, char *buf, size_t size, sbx_error *e);
+
 /* Remove "/sandboxer/<name>" from every hierarchy where it is empty: runc makes the cgroup
  * parent in hierarchies sandboxer does not use (blkio, devices, name=systemd, ...) and leaves
  * it. name NULL: every such group whose owning supervisor is dead. Best effort. */

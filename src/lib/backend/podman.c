@@ -41,7 +41,6 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
-#include "basic/sha256.h"
 #include "basic/strv.h"
 #include "isolate/caps.h"
 
@@ -125,37 +124,15 @@ static int pushf(char ***a, const char *fmt, ...) {
         return strv_consume(a, s);
 }
 
-/* The engine's seccomp profile (JSON) in the runtime directory, named for its content: written
- * once, then reused by every run with the same rules. */
+/* As bubblewrap's: the plain table without the profile's socket, spawn and exec rules, which the
+ * init's observed program decides with the listener. */
 static int seccomp_json_file(const sbx_config *cfg, char *buf, size_t size, sbx_error *e) {
-        /* As bubblewrap's: the plain table without the profile's socket, spawn and exec rules,
-         * which the init's observed program decides with the listener. */
         sbx_seccomp_opts o = {.kill_on_violation = cfg->profile->on_violation == SBX_ON_VIOLATION_KILL};
         _cleanup_free_ char *json = NULL;
         int r = sbx_seccomp_export_oci_json(&o, &json, e);
         if (r < 0)
                 return r;
-        char dir[PATH_MAX], hex[65];
-        if ((r = sbx_backend_runtime_dir(dir, sizeof dir)) < 0)
-                return sbx_error_set(e, -r, "seccomp", "no runtime directory: %s", strerror(-r));
-        sha256_hex(json, strlen(json), hex);
-        if ((size_t) snprintf(buf, size, "%s/seccomp-%.16s.json", dir, hex) >= size)
-                return sbx_error_set(e, ENAMETOOLONG, "seccomp", "runtime directory path too long: %s", dir);
-        if (access(buf, R_OK) == 0)
-                return 0;
-        char tmp[PATH_MAX];
-        if ((size_t) snprintf(tmp, sizeof tmp, "%s.XXXXXX", buf) >= sizeof tmp)
-                return sbx_error_set(e, ENAMETOOLONG, "seccomp", "path too long: %s", buf);
-        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
-                return sbx_error_set(e, errno, "seccomp", "cannot write %s: %m", tmp);
-        size_t n = strlen(json);
-        if (write(fd, json, n) != (ssize_t) n || fchmod(fd, 0644) < 0 || rename(tmp, buf) < 0) {
-                int err = errno ? errno : EIO;
-                (void) unlink(tmp);
-                return sbx_error_set(e, err, "seccomp", "cannot write %s: %s", buf, strerror(err));
-        }
-        return 0;
+        return sbx_oci_seccomp_file(json, buf, size, e);
 }
 
 /* What podman itself gets of our environment: where to find things and its own configuration. */
