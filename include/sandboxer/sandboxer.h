@@ -52,6 +52,11 @@ SBX_PUBLIC int sbx_run_set_tty(sbx_run *run, bool tty);
 /* While executing, SIGINT/SIGTERM/SIGHUP/SIGQUIT to the process cancel the run (default on). */
 SBX_PUBLIC int sbx_run_set_handle_signals(sbx_run *run, bool on);
 
+/* A secret the profile names under `secrets` (the control plane resolves them): delivered as the
+ * read-only file /run/secrets/NAME on a tmpfs of its own, never in the environment. A profile
+ * whose secrets are not all given is refused (setup error). Copied. */
+SBX_PUBLIC int sbx_run_add_secret(sbx_run *run, const char *name, const void *value, size_t len);
+
 /* Mark the request as failed before it runs (e.g. a bad command-line argument): execute then
  * produces a setup_error report with this message and returns 125 without running anything. */
 SBX_PUBLIC int sbx_run_set_failure(sbx_run *run, const char *message);

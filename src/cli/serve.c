@@ -1,6 +1,7 @@
 /* serve.c — `sandboxer serve`: open the store, listen, answer the HTTP API until SIGTERM/SIGINT. */
 #include <getopt.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 static void help(void) {
         printf("sandboxer serve [--listen ADDR]... [--state-dir DIR] [--store URL] [--policy FILE]\n"
                "                [--quota-sandboxes N] [--quota-execs N] [--quota-memory-mb N]\n"
-               "                [--stop-sandboxes]\n\n"
+               "                [--stop-sandboxes] [--secrets-dir DIR]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -38,11 +39,23 @@ static void help(void) {
                "  --quota-execs N      execs running at once per tenant (default 256; 0 = no limit)\n"
                "  --quota-memory-mb N  sum of the sandboxes' memory_mb per tenant (default 0 = no limit)\n"
                "  --stop-sandboxes  destroy every sandbox when stopping\n"
+               "  --secrets-dir DIR the secret store: a profile's `secrets: [NAME]` is the file DIR/NAME,\n"
+               "                    delivered read-only at /run/secrets/NAME, never in the environment\n"
                "Exit status: 0 stopped by a signal, 125 usage or startup error.\n");
 }
 
 int verb_serve(int argc, char **argv) {
-        enum { ARG_LISTEN = 0x100, ARG_STATE_DIR, ARG_STORE, ARG_POLICY, ARG_QS, ARG_QE, ARG_QM, ARG_STOP };
+        enum {
+                ARG_LISTEN = 0x100,
+                ARG_STATE_DIR,
+                ARG_STORE,
+                ARG_POLICY,
+                ARG_QS,
+                ARG_QE,
+                ARG_QM,
+                ARG_STOP,
+                ARG_SECRETS
+        };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
                 {"listen", required_argument, NULL, ARG_LISTEN},
@@ -53,6 +66,7 @@ int verb_serve(int argc, char **argv) {
                 {"quota-execs", required_argument, NULL, ARG_QE},
                 {"quota-memory-mb", required_argument, NULL, ARG_QM},
                 {"stop-sandboxes", no_argument, NULL, ARG_STOP},
+                {"secrets-dir", required_argument, NULL, ARG_SECRETS},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -61,6 +75,7 @@ int verb_serve(int argc, char **argv) {
         unsigned long quota_sandboxes = 1000, quota_execs = 256;
         double quota_mem = 0;
         bool stop_sandboxes = false;
+        const char *secrets_dir = NULL;
         char *end;
         sbx_error e = {};
         char buf[1024];
@@ -120,6 +135,16 @@ int verb_serve(int argc, char **argv) {
                 case ARG_STOP:
                         stop_sandboxes = true;
                         break;
+                case ARG_SECRETS: {
+                        struct stat sst;
+                        if (optarg[0] != '/' || stat(optarg, &sst) < 0 || !S_ISDIR(sst.st_mode)) {
+                                cli_error("serve: --secrets-dir %s: not an absolute path to a directory",
+                                        optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        secrets_dir = optarg;
+                        break;
+                }
                 case '?':
                         cli_error("serve: see 'sandboxer serve --help'");
                         return SBX_EXIT_FAILURE;
@@ -180,6 +205,7 @@ int verb_serve(int argc, char **argv) {
                 .runtime_dir = runtime_dir,
                 .exe = exe,
                 .policy_file = policy,
+                .secrets_dir = secrets_dir,
                 .audit_path = audit_path,
                 .quota_sandboxes = (unsigned) quota_sandboxes,
                 .quota_execs = (unsigned) quota_execs,

@@ -286,10 +286,74 @@ static int listen_on(const char *path) {
         return fd;
 }
 
+/* --secrets-fd: {"NAME": "BASE64", ...} from the server, read once; never in argv or env. */
+static int b64val(char c) {
+        return c >= 'A' && c <= 'Z'   ? c - 'A'
+               : c >= 'a' && c <= 'z' ? c - 'a' + 26
+               : c >= '0' && c <= '9' ? c - '0' + 52
+               : c == '+'             ? 62
+               : c == '/'             ? 63
+                                      : -1;
+}
+
+static int read_secrets(sbx_run *run, int fd) {
+        json_error_t je;
+        FILE *f = fdopen(fd, "r");
+        if (!f)
+                return -errno;
+        json_t *j = json_loadf(f, 0, &je);
+        fclose(f);
+        if (!json_is_object(j)) {
+                json_decref(j);
+                return -EINVAL;
+        }
+        const char *k;
+        json_t *v;
+        int r = 0;
+        json_object_foreach(j, k, v) {
+                const char *s = json_string_value(v);
+                if (!s) {
+                        r = -EINVAL;
+                        break;
+                }
+                size_t n = strlen(s), o = 0;
+                unsigned char *buf = malloc(n / 4 * 3 + 4);
+                uint32_t acc = 0;
+                int bits = 0;
+                for (size_t i = 0; buf && i < n; i++) {
+                        if (s[i] == '=')
+                                break;
+                        int x = b64val(s[i]);
+                        if (x < 0) {
+                                r = -EINVAL;
+                                break;
+                        }
+                        acc = acc << 6 | (uint32_t) x;
+                        bits += 6;
+                        if (bits >= 8) {
+                                bits -= 8;
+                                buf[o++] = (unsigned char) (acc >> bits);
+                        }
+                }
+                if (!buf)
+                        r = -ENOMEM;
+                if (r >= 0)
+                        r = sbx_run_add_secret(run, k, buf, o);
+                if (buf) {
+                        explicit_bzero(buf, o);
+                        free(buf);
+                }
+                if (r < 0)
+                        break;
+        }
+        json_decref(j);
+        return r;
+}
+
 static void usage(FILE *f) {
         fprintf(f, "Usage: sandboxer supervise --id ID --socket PATH --state DIR [--profile NAME|FILE]\n"
                    "                           [--policy FILE] [--backend NAME] [--workspace DIR]\n"
-                   "                           [--ready-fd N] [--budget-used SECONDS]\n\n"
+                   "                           [--ready-fd N] [--budget-used SECONDS] [--secrets-fd N]\n\n"
                    "The supervisor of one persistent sandbox, started by 'sandboxer serve' (internal:\n"
                    "it is not meant to be run by hand). It starts the sandbox and serves requests on\n"
                    "the unix socket PATH until the sandbox is destroyed.\n\n"
@@ -303,6 +367,7 @@ static void usage(FILE *f) {
                    "  --ready-fd N        write 'ready INIT_PID PID BACKEND SCRATCH' or\n"
                    "                      'error MESSAGE' there, once\n"
                    "  --budget-used S     seconds of budget_s already spent (recreate)\n"
+                   "  --secrets-fd N      the profile's secrets, JSON {NAME: BASE64}, read from N\n"
                    "  -h, --help          this text\n");
 }
 
@@ -317,6 +382,7 @@ int verb_supervise(int argc, char **argv) {
                 {"workspace", required_argument, NULL, 'w'},
                 {"ready-fd", required_argument, NULL, 'r'},
                 {"budget-used", required_argument, NULL, 'u'},
+                {"secrets-fd", required_argument, NULL, 'S'},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -367,6 +433,17 @@ int verb_supervise(int argc, char **argv) {
                         S.budget_carry = strtod(optarg, &end);
                         if (*end || S.budget_carry < 0) {
                                 cli_error("--budget-used: '%s' is not a number of seconds", optarg);
+                                sbx_run_free(run);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        break;
+                }
+                case 'S': {
+                        char *end;
+                        long v = strtol(optarg, &end, 10);
+                        if (*end || v < 3 || v > 1023 || read_secrets(run, (int) v) < 0) {
+                                cli_error("--secrets-fd: '%s' is not a descriptor with the secrets (JSON)",
+                                        optarg);
                                 sbx_run_free(run);
                                 return SBX_EXIT_FAILURE;
                         }

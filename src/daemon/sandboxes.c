@@ -46,6 +46,7 @@ typedef struct box {
         char scratch[512];
         json_t *consumer, *metadata, *limits;
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
+        json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */
         int64_t created_ms, updated_ms, expires_ms, ttl_max_ms, last_active_ms;
         double idle_s, ttl_s;
         double budget_s, budget_used_s;
@@ -374,6 +375,7 @@ static void box_free(box *b) {
         json_decref(b->metadata);
         json_decref(b->limits);
         json_decref(b->running);
+        json_decref(b->secret_names);
         if (b->sv_pidfd >= 0)
                 close(b->sv_pidfd);
         free(b);
@@ -485,6 +487,94 @@ static bool pidfd_dead(int pidfd) {
         return poll(&pf, 1, 0) > 0;
 }
 
+static json_t *base64_json(const unsigned char *s, size_t n);
+
+static bool secret_name_ok(const char *s) {
+        if (!s || !*s || strlen(s) > 128 || streq(s, ".") || streq(s, ".."))
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                            *p == '.' || *p == '_' || *p == '-'))
+                        return false;
+        return true;
+}
+
+/* The secrets b's profile names, from the secrets dir, as the supervisor reads them: a sealed
+ * memfd holding {NAME: BASE64}. -1 and nothing when there are none; -errno with msg. */
+static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
+        if (!b->secret_names) {
+                sbx_profile *pr = NULL;
+                sbx_error e = {0};
+                if (sbx_profile_load(b->profile, &pr, &e) < 0) {
+                        snprintf(msg, msgsz, "cannot load profile %.200s: %.600s", b->profile, e.message);
+                        return -ENOENT;
+                }
+                b->secret_names = json_array();
+                for (char **s = pr->secrets; s && *s; s++)
+                        json_array_append_new(b->secret_names, json_string(*s));
+                sbx_profile_free(pr);
+        }
+        if (json_array_size(b->secret_names) == 0)
+                return -1;
+        if (!m->secrets_dir) {
+                snprintf(msg, msgsz, "profile %.200s needs secrets, and this server has no --secrets-dir",
+                        b->profile);
+                return -ENOKEY;
+        }
+        json_t *all = json_object();
+        size_t i;
+        json_t *n;
+        int r = 0;
+        json_array_foreach(b->secret_names, i, n) {
+                const char *name = json_string_value(n);
+                char path[PATH_MAX];
+                if (!secret_name_ok(name)) {
+                        snprintf(msg, msgsz, "secret name '%.130s' is not [A-Za-z0-9._-]", name ? name : "");
+                        r = -EINVAL;
+                        break;
+                }
+                snprintf(path, sizeof path, "%.3900s/%s", m->secrets_dir, name);
+                int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 65536) {
+                        snprintf(msg, msgsz, "secret '%s' is not in the secret store (%.900s: %s)", name,
+                                path, fd < 0 ? strerror(errno) : "not a regular file of at most 64 KiB");
+                        if (fd >= 0)
+                                close(fd);
+                        r = -ENOKEY;
+                        break;
+                }
+                char buf[65536];
+                ssize_t k = read(fd, buf, sizeof buf);
+                close(fd);
+                if (k < 0) {
+                        snprintf(msg, msgsz, "cannot read secret '%s': %s", name, strerror(errno));
+                        r = -EIO;
+                        break;
+                }
+                json_object_set_new(all, name, base64_json((const unsigned char *) buf, (size_t) k));
+                explicit_bzero(buf, (size_t) k);
+        }
+        char *text = r >= 0 ? json_dumps(all, JSON_COMPACT) : NULL;
+        json_decref(all);
+        if (r < 0)
+                return r;
+        int fd = memfd_create("sandboxer-secrets", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        size_t len = text ? strlen(text) : 0;
+        if (fd < 0 || write(fd, text, len) != (ssize_t) len || lseek(fd, 0, SEEK_SET) < 0) {
+                snprintf(msg, msgsz, "cannot hand over the secrets: %s", strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                fd = -EIO;
+        } else
+                (void) fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+        if (text) {
+                explicit_bzero(text, len);
+                free(text);
+        }
+        return fd;
+}
+
 /* Start the supervisor for b (double fork: in a session of its own, not our child), wait for
  * its word. 0 with b's pids, backend and scratch filled; -errno with a message in msg. */
 static int sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz) {
@@ -512,17 +602,28 @@ static int sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t ms
                 argv[n++] = (char *) "--policy";
                 argv[n++] = m->policy_file;
         }
+        int sfd = secrets_fd(m, b, msg, msgsz);
+        if (sfd < -1)
+                return sfd;
+        if (sfd >= 0) {
+                argv[n++] = (char *) "--secrets-fd";
+                argv[n++] = (char *) "4";
+        }
         argv[n] = NULL;
         extern char **environ;
 
         if (mkdir(b->dir, 0700) < 0 && errno != EEXIST) {
+                int r = -errno;
                 snprintf(msg, msgsz, "cannot create %.900s: %s", b->dir, strerror(errno));
-                return -errno;
+                safe_close(sfd);
+                return r;
         }
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0) {
+                int r = -errno;
                 snprintf(msg, msgsz, "pipe: %s", strerror(errno));
-                return -errno;
+                safe_close(sfd);
+                return r;
         }
         /* posix_spawn (vfork-like: no copy of this big, threaded process), in a session of its
          * own; it is our child until we reap it, and re-parented to init when we go. */
@@ -541,12 +642,15 @@ static int sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t ms
         posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
         posix_spawn_file_actions_adddup2(&fa, p[1], 3);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+        if (sfd >= 0)
+                posix_spawn_file_actions_adddup2(&fa, sfd, 4);
+        posix_spawn_file_actions_addclosefrom_np(&fa, sfd >= 0 ? 5 : 4);
         pid_t c;
         int sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&at);
         close(p[1]);
+        safe_close(sfd);
         if (sr != 0) {
                 close(p[0]);
                 snprintf(msg, msgsz, "cannot start %.900s: %s", m->exe, strerror(sr));
@@ -910,6 +1014,17 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
                         "ttl_s: %g is more than the profile's ttl.max (%g s)", ttl, ttl_max);
                 goto out;
         }
+        for (char **sn = pr->secrets; sn && *sn; sn++) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof path, "%.3900s/%.128s", m->secrets_dir ? m->secrets_dir : "", *sn);
+                if (!m->secrets_dir || !secret_name_ok(*sn) || access(path, R_OK) < 0) {
+                        reply_err(rp, 422, "secret_unavailable", "secrets",
+                                "profile %s needs the secret '%s', which %s", profile, *sn,
+                                m->secrets_dir ? "is not in the server's secret store"
+                                               : "cannot be resolved: the server has no --secrets-dir");
+                        goto out;
+                }
+        }
         char qmsg[512];
         const char *q =
                 quota_check(m, who_tenant, cfg->limits.value[SBX_LIMIT_MEMORY_MB], false, qmsg, sizeof qmsg);
@@ -932,6 +1047,9 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
         b->consumer = jc ? json_deep_copy(jc) : json_object();
         b->metadata = jm ? json_deep_copy(jm) : json_object();
         b->limits = limits_json(cfg);
+        b->secret_names = json_array();
+        for (char **sn = pr->secrets; sn && *sn; sn++)
+                json_array_append_new(b->secret_names, json_string(*sn));
         b->created_ms = b->updated_ms = now_ms();
         b->ttl_s = ttl;
         b->expires_ms = b->created_ms + (int64_t) (ttl * 1000);

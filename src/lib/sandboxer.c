@@ -36,6 +36,8 @@ struct sbx_run {
         bool tty, handle_signals;
         char *report_json;
         char *error;
+        sbx_secret *secrets;
+        size_t n_secrets;
 };
 
 _public_ bool sbx_platform_sandboxes(void) {
@@ -69,6 +71,12 @@ _public_ sbx_run *sbx_run_free(sbx_run *r) {
         free(r->failure);
         free(r->report_json);
         free(r->error);
+        for (size_t i = 0; i < r->n_secrets; i++) {
+                free(r->secrets[i].name);
+                explicit_bzero(r->secrets[i].value, r->secrets[i].len);
+                free(r->secrets[i].value);
+        }
+        free(r->secrets);
         free(r);
         return NULL;
 }
@@ -164,6 +172,52 @@ static void set_error(sbx_run *r, const sbx_error *e) {
         char buf[1200];
         free(r->error);
         r->error = strdup(sbx_error_format(e, buf, sizeof buf));
+}
+
+_public_ int sbx_run_add_secret(sbx_run *r, const char *name, const void *value, size_t len) {
+        if (!name || !*name || strchr(name, '/') || streq(name, ".") || streq(name, "..") ||
+                strlen(name) > 128 || (!value && len))
+                return -EINVAL;
+        sbx_secret *n = realloc(r->secrets, (r->n_secrets + 1) * sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        r->secrets = n;
+        sbx_secret *s = &r->secrets[r->n_secrets];
+        s->name = strdup(name);
+        s->value = malloc(len + 1);
+        if (!s->name || !s->value) {
+                free(s->name);
+                free(s->value);
+                return -ENOMEM;
+        }
+        if (len)
+                memcpy(s->value, value, len);
+        s->value[len] = 0;
+        s->len = len;
+        r->n_secrets++;
+        return 0;
+}
+
+/* Every secret the profile names must be given (fail closed), and only the native backend can
+ * deliver them (a tmpfs at /run/secrets in its own mount namespace). */
+static int check_secrets(sbx_run *r, const sbx_config *cfg, const sbx_backend *b, sbx_error *e) {
+        STRV_FOREACH(name, cfg->profile->secrets) {
+                bool have = false;
+                for (size_t i = 0; i < r->n_secrets && !have; i++)
+                        have = streq(r->secrets[i].name, *name);
+                if (!have)
+                        return sbx_error_set(e, ENOKEY, "secrets",
+                                "the profile needs the secret '%s', which was not given; secrets are "
+                                "resolved by "
+                                "the control plane ('sandboxer serve --secrets-dir DIR', a file DIR/%s)",
+                                *name, *name);
+        }
+        if (r->n_secrets > 0 && b && b->id != SBX_BACKEND_NATIVE)
+                return sbx_error_set(e, EOPNOTSUPP, "secrets",
+                        "secrets are delivered as files on a tmpfs at /run/secrets, which needs the native "
+                        "backend (a mount namespace); %s cannot: choose native in the profile or the policy",
+                        sbx_backend_to_string(b->id));
+        return 0;
 }
 
 _public_ int sbx_run_set_failure(sbx_run *r, const char *message) {
@@ -315,13 +369,17 @@ _public_ int sbx_run_execute(sbx_run *r) {
 #else
         if (ret >= 0)
                 ret = select_backend(cfg, rep, &b, &e);
+        if (ret >= 0)
+                ret = check_secrets(r, cfg, b, &e);
         if (ret >= 0) {
 #endif
                 sbx_run_io io = {.in_fd = r->in_fd,
                         .out_fd = r->out_fd,
                         .err_fd = r->err_fd,
                         .handle_signals = r->handle_signals,
-                        .tty = r->tty};
+                        .tty = r->tty,
+                        .secrets = r->secrets,
+                        .n_secrets = r->n_secrets};
                 unsigned tried = 0;
                 for (;;) {
                         ret = b->run(cfg, r->argv, &io, rep, &e);
@@ -383,6 +441,8 @@ _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
                 rep->mode = cfg->mode;
                 ret = select_backend(cfg, rep, &b, &e);
         }
+        if (ret >= 0)
+                ret = check_secrets(r, cfg, b, &e);
         if (ret >= 0 && b->id != SBX_BACKEND_NATIVE && b->id != SBX_BACKEND_LANDLOCK)
                 ret = sbx_error_set(&e, EOPNOTSUPP, "backend",
                         "persistent sandboxes run on the native and landlock backends, not on %s; choose "
@@ -394,7 +454,9 @@ _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
                         .out_fd = -1,
                         .err_fd = -1,
                         .handle_signals = r->handle_signals,
-                        .persist = sb};
+                        .persist = sb,
+                        .secrets = r->secrets,
+                        .n_secrets = r->n_secrets};
                 ret = null_fd < 0 ? sbx_error_set(&e, errno, "persist", "open /dev/null: %m")
                                   : b->run(cfg, NULL, &io, rep, &e);
                 safe_close(null_fd);

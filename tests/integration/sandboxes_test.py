@@ -25,7 +25,19 @@ RUN = os.path.join(TMP, "run")
 SOCK = os.path.join(RUN, "sandboxer.sock")
 OPENAPI = os.path.join(SRC, "docs", "openapi.json")
 VALIDATOR = os.path.join(SRC, "tests", "tools", "validate-api.py")
-ENV = dict(os.environ, SANDBOXER_RUNTIME_DIR=RUN, SANDBOXER_STATE_DIR=ST)
+PROFILES = os.path.join(TMP, "profiles")
+SECRETS = os.path.join(TMP, "secrets")
+os.makedirs(PROFILES, exist_ok=True)
+os.makedirs(SECRETS, exist_ok=True)
+with open(os.path.join(PROFILES, "profile.secretive.yaml"), "w") as f:
+    f.write('id: profile.secretive\nversion: "1.0.0"\nextends: profile.default\nsecrets: [api_key, db.pass]\n')
+with open(os.path.join(PROFILES, "profile.missing-secret.yaml"), "w") as f:
+    f.write('id: profile.missing-secret\nversion: "1.0.0"\nextends: profile.default\nsecrets: [nope]\n')
+with open(os.path.join(SECRETS, "api_key"), "w") as f:
+    f.write("k3y-V4LUE-123\n")
+with open(os.path.join(SECRETS, "db.pass"), "wb") as f:
+    f.write(b"\x00binary\xffpass")
+ENV = dict(os.environ, SANDBOXER_RUNTIME_DIR=RUN, SANDBOXER_STATE_DIR=ST, SANDBOXER_PROFILE_PATH=PROFILES)
 
 n = 0
 failed = 0
@@ -131,7 +143,7 @@ server_log = open(os.path.join(TMP, "serve.log"), "ab")
 
 def start(extra=()):
     global server
-    args = [SBX, "serve", "--listen", "unix:" + SOCK, "--state-dir", ST] + list(extra)
+    args = [SBX, "serve", "--listen", "unix:" + SOCK, "--state-dir", ST, "--secrets-dir", SECRETS] + list(extra)
     if POLICY:
         args += ["--policy", POLICY]
     server = subprocess.Popen(args, env=ENV, stdout=server_log, stderr=server_log)
@@ -240,6 +252,36 @@ def main():
        "exec: a refused connect is a NetworkAccessViolation in that exec's report", r)
     s, r, _ = exec_(sid, ["no-such-command"])
     ok(s == 200 and r["exit_code"] == 127, "exec: a missing command is 127", r)
+
+    # secrets: files at /run/secrets, read-only, never in the environment, never in logs
+    s, r, _ = create(profile="profile.secretive")
+    xsid = r.get("id", "")
+    ok(s == 201, "secrets: a profile with secrets is created", r)
+    s, r, _ = exec_(xsid, ["sh", "-c", "cat /run/secrets/api_key; env | grep -c k3y; "
+                                       "echo x > /run/secrets/api_key || echo refused"])
+    ok(s == 200 and r["stdout"] == "k3y-V4LUE-123\n0\nrefused\n",
+       "secrets: /run/secrets/NAME holds the value, read-only; not in the environment", r)
+    s, r, _ = exec_(xsid, ["od", "-An", "-c", "/run/secrets/db.pass"])
+    ok(s == 200 and "\\0   b   i   n" in r["stdout"], "secrets: binary values intact", r)
+    s, r, _ = create(profile="profile.missing-secret")
+    ok(s == 422 and r["error"]["code"] == "secret_unavailable" and r["error"]["field"] == "secrets",
+       "secrets: a secret not in the store refuses the create (422, names it)", r)
+    req("DELETE", "/v1/sandboxes/" + xsid)
+    leaked = []
+    for root, _, files in os.walk(ST):
+        for fn in files:
+            try:
+                if b"k3y-V4LUE" in open(os.path.join(root, fn), "rb").read():
+                    leaked.append(fn)
+            except OSError:
+                pass
+    if b"k3y-V4LUE" in open(os.path.join(TMP, "serve.log"), "rb").read():
+        leaked.append("serve.log")
+    is_(leaked, [], "secrets: the value is in no store, event, report, audit line or log")
+    run = subprocess.run([SBX, "run", "--profile", "profile.secretive", "--", "true"], env=ENV,
+                         capture_output=True, text=True)
+    ok(run.returncode == 125 and "api_key" in run.stderr,
+       "secrets: 'sandboxer run' refuses a profile whose secrets it cannot resolve", run.stderr)
 
     # concurrency within one sandbox
     res = []

@@ -10,11 +10,20 @@
 #include "policy/policy.h"
 #include "report/report.h"
 
+/* A secret of the control plane's store, delivered as the file /run/secrets/NAME. */
+typedef struct sbx_secret {
+        char *name;
+        char *value;
+        size_t len;
+} sbx_secret;
+
 typedef struct sbx_run_io {
         int in_fd, out_fd, err_fd; /* the caller's stdio for the command */
         bool handle_signals;
         bool tty; /* give the command a pseudo-terminal, relayed to these fds */
         struct sbx_sandbox *persist; /* a persistent sandbox: no command, execs on request */
+        const sbx_secret *secrets; /* the profile's secrets, resolved (control plane) */
+        size_t n_secrets;
 } sbx_run_io;
 
 /* What a backend declares it enforces, limits and observes (docs/backends.md has the table with

@@ -89,7 +89,8 @@ static int add_generated(sbx_mount_plan *plan, const char *target, const char *t
         return sbx_mount_plan_add(plan, SBX_MOP_BIND_NEW, priv, target, NULL, 0, false, false, 0);
 }
 
-static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan **ret, sbx_error *e) {
+static int build_mounts(
+        const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_mount_plan **ret, sbx_error *e) {
         _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
         const sbx_profile *pr = cfg->profile;
         int r = sbx_mount_plan_new(&plan);
@@ -125,6 +126,27 @@ static int build_mounts(const sbx_config *cfg, sbx_report *rep, sbx_mount_plan *
         if ((r = sbx_mount_plan_add(
                      plan, SBX_MOP_TMPFS, "tmpfs", SCRATCH_DIR, opts, strlen(opts), true, true, 0)) < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
+
+        /* Secrets: files on a tmpfs of their own, read-only once written, never in the
+         * environment. The report names the mount, not the contents. */
+        if (io->n_secrets > 0) {
+                char sopts[96];
+                snprintf(sopts, sizeof sopts, "mode=0555,size=1m,uid=%d,gid=%d", SANDBOX_UID, SANDBOX_GID);
+                (void) sbx_report_add_mount(rep, "tmpfs", "/run/secrets", "secrets");
+                r = sbx_mount_plan_add(
+                        plan, SBX_MOP_TMPFS, "tmpfs", "/run/secrets", sopts, strlen(sopts), true, true, 0);
+                for (size_t i = 0; r >= 0 && i < io->n_secrets; i++) {
+                        char target[PATH_MAX];
+                        snprintf(target, sizeof target, "/run/secrets/%s", io->secrets[i].name);
+                        r = sbx_mount_plan_add(plan, SBX_MOP_FILE, NULL, target, io->secrets[i].value,
+                                io->secrets[i].len, false, false, 0444);
+                }
+                if (r >= 0)
+                        r = sbx_mount_plan_add(
+                                plan, SBX_MOP_REMOUNT_RO, NULL, "/run/secrets", NULL, 0, false, true, 0);
+                if (r < 0)
+                        return sbx_error_set(e, r, "mount plan", "out of memory");
+        }
 
         if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && geteuid() == 0) {
                 /* As root the command runs as run_as: an idmapped mount makes its writes land
@@ -242,6 +264,7 @@ static const sbx_spawn_path_rule inside_rules[] = {
         {SCRATCH_DIR, SBX_LL_READ | SBX_LL_WRITE | SBX_LL_EXEC, false},
         {"/dev", SBX_LL_READ | SBX_LL_WRITE | SBX_LL_DEV, false},
         {"/proc", SBX_LL_READ, false},
+        {"/run/secrets", SBX_LL_READ, true},
         {"/etc/passwd", SBX_LL_READ, false},
         {"/etc/group", SBX_LL_READ, false},
         {"/etc/hostname", SBX_LL_READ, false},
@@ -325,7 +348,7 @@ static int native_run(
         init_fd = sbx_backend_open_init(e);
         if (init_fd < 0)
                 return init_fd;
-        r = build_mounts(cfg, rep, &plan, e);
+        r = build_mounts(cfg, io, rep, &plan, e);
         if (r < 0)
                 return r;
         sbx_debug_mark("mount plan built");
