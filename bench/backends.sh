@@ -7,6 +7,11 @@
 # it is the command run bare. The difference is what sandboxer adds: policy and profile loading,
 # the seccomp compile, cgroups (as root), the init, the supervisor, the report. Target: <= 2 ms
 # median per backend. Prints a table; not a test (it never fails on a slow result).
+# podman: "by hand" is the generated `podman run` line with the init taken out, and with what
+# only sandboxer holds: --preserve-fds (its descriptors) and --cgroup-parent (its per-run group;
+# podman then makes its own). docker: sandboxer's figure only (it speaks the API; there is no
+# command line to rerun), against podman's Docker-compatible service when no DOCKER_HOST is set
+# (started and stopped here).
 #
 #   bash bench/backends.sh [--runs N]
 #
@@ -62,6 +67,14 @@ direct_argv() {
 import shlex, sys
 a = shlex.split(open(sys.argv[1]).read())
 cmd = sys.argv[2:]
+if a[0] == "podman":
+    a = a[:a.index("/.sandboxer-init")]   # the init and its arguments follow the rootfs
+    out = [x for x in a if not x.startswith("--cgroup-parent=")]
+    for f in ("--preserve-fds", "--cgroups", "--pids-limit"):   # sandboxer's fds; with --cgroup-parent
+        if f in out:
+            j = out.index(f); del out[j:j + 2]
+    print("\0".join(out + cmd), end="")
+    sys.exit(0)
 i = a.index("--")                      # the tool's own options end here; the init follows
 a = a[:i]
 if "--seccomp" in a:                   # bwrap's program arrives on fd 5, which only sandboxer holds
@@ -70,8 +83,18 @@ print("\0".join(a + ["--"] + cmd), end="")
 EOF
 }
 
+svc=""
+if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ] && command -v podman >/dev/null 2>&1; then
+        printf '[engine]\nruntime = "runc"\n' >"$TMP/containers.conf"
+        CONTAINERS_CONF=$TMP/containers.conf podman system service --time=0 "unix://$TMP/docker.sock" >/dev/null 2>&1 &
+        svc=$!
+        for _ in $(seq 100); do [ -S "$TMP/docker.sock" ] && break; sleep 0.1; done
+        export DOCKER_HOST=unix://$TMP/docker.sock
+fi
+trap '[ -n "$svc" ] && kill $svc 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+
 printf '%-9s %-22s %10s %10s %10s\n' BACKEND COMMAND "SBX ms" "DIRECT ms" "OVERHEAD"
-for be in native landlock bwrap firejail; do
+for be in native landlock bwrap firejail podman docker; do
         if ! "$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- /bin/true >/dev/null 2>&1; then
                 printf '%-9s unavailable here: %s\n' $be "$("$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- /bin/true 2>&1 | head -1 | cut -c1-100)"
                 continue
@@ -81,6 +104,13 @@ for be in native landlock bwrap firejail; do
                 s=$(median_ms "$RUNS" "$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- "${cmd[@]}")
                 case $be in
                 native | landlock) d=$(median_ms "$RUNS" "${AS[@]}" "${cmd[@]}") ;;
+                docker) d=nan ;;
+                podman)
+                        # podman runs as root and drops to run_as itself (--user)
+                        mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
+                        [ "$c" = /bin/true ] && echo "# $be by hand: ${direct[*]}" >&2
+                        d=$(median_ms "$RUNS" "${direct[@]}")
+                        ;;
                 *)
                         mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
                         [ "$c" = /bin/true ] && echo "# $be by hand: ${AS[*]} ${direct[*]}" >&2

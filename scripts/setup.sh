@@ -33,6 +33,8 @@ PACKAGES=(
         python3 python3-jsonschema # report schema checks, test helpers
         iproute2 procps util-linux passwd coreutils # namespaces, ps, runuser/setpriv, useradd
         bubblewrap hyperfine sudo # the bwrap backend, benchmarks
+        podman runc catatonit # the podman and docker backends (runc: crun refuses hybrid cgroups; catatonit: the docker API's init)
+        libcurl4-gnutls-dev # HTTP client library
         man-db groff-base # man page rendering checks
 )
 
