@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/strv.h"
 #include "daemon/audit.h"
 #include "daemon/http.h"
 #include "daemon/sandboxes.h"
@@ -19,7 +20,8 @@
 static void help(void) {
         printf("sandboxer serve [--listen ADDR]... [--state-dir DIR] [--store URL] [--policy FILE]\n"
                "                [--quota-sandboxes N] [--quota-execs N] [--quota-memory-mb N]\n"
-               "                [--stop-sandboxes] [--secrets-dir DIR]\n\n"
+               "                [--stop-sandboxes] [--secrets-dir DIR] [--warm-pool N] [--warm-profile "
+               "P]...\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -39,6 +41,9 @@ static void help(void) {
                "  --quota-execs N      execs running at once per tenant (default 256; 0 = no limit)\n"
                "  --quota-memory-mb N  sum of the sandboxes' memory_mb per tenant (default 0 = no limit)\n"
                "  --stop-sandboxes  destroy every sandbox when stopping\n"
+               "  --warm-pool N     keep N sandboxes of each warm profile started ahead, unassigned: a\n"
+               "                    create takes one and the pool refills behind it (default 0)\n"
+               "  --warm-profile P  a profile to keep warm (repeatable; default profile.default)\n"
                "  --secrets-dir DIR the secret store: a profile's `secrets: [NAME]` is the file DIR/NAME,\n"
                "                    delivered read-only at /run/secrets/NAME, never in the environment\n"
                "Exit status: 0 stopped by a signal, 125 usage or startup error.\n");
@@ -54,7 +59,9 @@ int verb_serve(int argc, char **argv) {
                 ARG_QE,
                 ARG_QM,
                 ARG_STOP,
-                ARG_SECRETS
+                ARG_SECRETS,
+                ARG_WARM,
+                ARG_WARM_PROFILE
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -67,6 +74,8 @@ int verb_serve(int argc, char **argv) {
                 {"quota-memory-mb", required_argument, NULL, ARG_QM},
                 {"stop-sandboxes", no_argument, NULL, ARG_STOP},
                 {"secrets-dir", required_argument, NULL, ARG_SECRETS},
+                {"warm-pool", required_argument, NULL, ARG_WARM},
+                {"warm-profile", required_argument, NULL, ARG_WARM_PROFILE},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -76,6 +85,8 @@ int verb_serve(int argc, char **argv) {
         double quota_mem = 0;
         bool stop_sandboxes = false;
         const char *secrets_dir = NULL;
+        unsigned long warm = 0;
+        _cleanup_strv_free_ char **warm_profiles = NULL;
         char *end;
         sbx_error e = {};
         char buf[1024];
@@ -134,6 +145,18 @@ int verb_serve(int argc, char **argv) {
                         break;
                 case ARG_STOP:
                         stop_sandboxes = true;
+                        break;
+                case ARG_WARM:
+                        errno = 0;
+                        warm = strtoul(optarg, &end, 10);
+                        if (errno || *end || !*optarg || optarg[0] == '-' || warm > 64) {
+                                cli_error("serve: --warm-pool: '%s' is not a count from 0 to 64", optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_WARM_PROFILE:
+                        if (strv_extend(&warm_profiles, optarg) < 0)
+                                return SBX_EXIT_FAILURE;
                         break;
                 case ARG_SECRETS: {
                         struct stat sst;
@@ -206,6 +229,8 @@ int verb_serve(int argc, char **argv) {
                 .exe = exe,
                 .policy_file = policy,
                 .secrets_dir = secrets_dir,
+                .warm_pool = (unsigned) warm,
+                .warm_profiles = warm_profiles,
                 .audit_path = audit_path,
                 .quota_sandboxes = (unsigned) quota_sandboxes,
                 .quota_execs = (unsigned) quota_execs,

@@ -27,6 +27,7 @@
 #include "basic/macro.h"
 #include "basic/rm-rf.h"
 #include "basic/sha256.h"
+#include "basic/strv.h"
 #include "daemon/audit.h"
 #include "policy/policy.h"
 
@@ -74,7 +75,12 @@ struct sbx_mgr {
         int64_t last_seq;
         pthread_t reaper;
         bool reaper_started, stopping;
-        _Atomic uint64_t n_created, n_destroyed, n_failed, n_execs, n_expired, n_readopted;
+        _Atomic uint64_t n_created, n_destroyed, n_failed, n_execs, n_expired, n_readopted, n_warm_used;
+        /* the warm pool: started, unassigned sandboxes (not in the store until taken) */
+        box *pool;
+        char **warm_profiles;
+        pthread_t filler;
+        bool filler_started;
 };
 
 /* ---- small helpers ------------------------------------------------------------------------- */
@@ -906,6 +912,96 @@ static unsigned provision(sbx_mgr *m, box *b, double budget_used, const char *re
         return 0;
 }
 
+/* ---- the warm pool ------------------------------------------------------------------------- */
+
+static bool warm_profile(sbx_mgr *m, const char *profile) {
+        for (char **p = m->warm_profiles; p && *p; p++)
+                if (streq(*p, profile))
+                        return true;
+        return false;
+}
+
+/* A live pooled sandbox of that profile, taken out of the pool (NULL: none). */
+static box *pool_take(sbx_mgr *m, const char *profile) {
+        if (!m->o.warm_pool || !warm_profile(m, profile))
+                return NULL;
+        for (;;) {
+                pthread_mutex_lock(&m->lock);
+                box *b = NULL;
+                for (box **pp = &m->pool; *pp; pp = &(*pp)->next)
+                        if (streq((*pp)->profile, profile)) {
+                                b = *pp;
+                                *pp = b->next;
+                                b->next = NULL;
+                                break;
+                        }
+                pthread_cond_broadcast(&m->ev_cond); /* the filler refills */
+                pthread_mutex_unlock(&m->lock);
+                if (!b || !pidfd_dead(b->sv_pidfd))
+                        return b;
+                /* its supervisor died meanwhile: clean up, try the next */
+                sv_stop(m, b);
+                remove_dir(b);
+                box_free(b);
+        }
+}
+
+static unsigned pool_count(sbx_mgr *m, const char *profile) {
+        unsigned n = 0;
+        for (box *b = m->pool; b; b = b->next)
+                n += streq(b->profile, profile);
+        return n;
+}
+
+static void *filler_main(void *arg) {
+        sbx_mgr *m = arg;
+        unsigned failures = 0;
+        for (;;) {
+                const char *need = NULL;
+                pthread_mutex_lock(&m->lock);
+                while (!m->stopping) {
+                        for (char **p = m->warm_profiles; p && *p && !need; p++)
+                                if (pool_count(m, *p) < m->o.warm_pool)
+                                        need = *p;
+                        if (need)
+                                break;
+                        pthread_cond_wait(&m->ev_cond, &m->lock);
+                }
+                bool stop = m->stopping;
+                pthread_mutex_unlock(&m->lock);
+                if (stop)
+                        break;
+                box *b = calloc(1, sizeof *b);
+                if (!b)
+                        break;
+                b->sv_pidfd = -1;
+                b->refs = 1;
+                random_id("sbx_", b->id, sizeof b->id);
+                snprintf(b->profile, sizeof b->profile, "%s", need);
+                snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
+                snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
+                b->secret_names = json_array();
+                char msg[1200];
+                if (sv_spawn(m, b, 0, msg, sizeof msg) < 0) {
+                        fprintf(stderr, "level=warning event=warm_pool_failed profile=%s error=\"%s\"\n",
+                                need, msg);
+                        remove_dir(b);
+                        box_free(b);
+                        /* back off: 0.1 s, doubling to 5 s */
+                        unsigned ms = 100u << (failures < 6 ? failures : 6);
+                        failures++;
+                        usleep((ms > 5000 ? 5000 : ms) * 1000);
+                        continue;
+                }
+                failures = 0;
+                pthread_mutex_lock(&m->lock);
+                b->next = m->pool;
+                m->pool = b;
+                pthread_mutex_unlock(&m->lock);
+        }
+        return NULL;
+}
+
 static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
         json_t *body = parse_body(rq, rp, true);
@@ -1033,14 +1129,17 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
                 goto out;
         }
 
-        b = calloc(1, sizeof *b);
+        box *warm = !(pr->secrets && pr->secrets[0]) ? pool_take(m, profile) : NULL;
+        b = warm ? warm : calloc(1, sizeof *b);
         if (!b) {
                 reply_err(rp, 503, "unavailable", NULL, "out of memory");
                 goto out;
         }
-        b->sv_pidfd = -1;
         b->refs = 2; /* the list's and ours */
-        random_id("sbx_", b->id, sizeof b->id);
+        if (!warm) {
+                b->sv_pidfd = -1;
+                random_id("sbx_", b->id, sizeof b->id);
+        }
         snprintf(b->tenant, sizeof b->tenant, "%s", who_tenant);
         snprintf(b->actor, sizeof b->actor, "%s:%s", rq->who->kind, rq->who->name);
         snprintf(b->profile, sizeof b->profile, "%s", profile);
@@ -1057,8 +1156,10 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
         b->idle_s = pr->ttl_idle_s;
         b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];
         b->memory_mb = cfg->limits.value[SBX_LIMIT_MEMORY_MB];
-        snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
-        snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
+        if (!warm) {
+                snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
+                snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
+        }
         snprintf(b->state, sizeof b->state, "requested");
         snprintf(b->reason, sizeof b->reason, "create");
         pthread_mutex_lock(&m->lock);
@@ -1076,8 +1177,14 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
                         "VALUES (?,?,?,?,?)",
                         NULL, NULL, NULL, "sssis", key, who_tenant, b->id, now_ms(), body_sha);
         set_state(m, b, "provisioning", "create");
+        if (warm) {
+                /* started ahead of time: ready now */
+                b->last_active_ms = now_ms();
+                set_state(m, b, "ready", "provisioned");
+                atomic_fetch_add(&m->n_warm_used, 1);
+        }
         tx_end(m);
-        code = provision(m, b, 0, "provisioned", rp);
+        code = warm ? 0 : provision(m, b, 0, "provisioned", rp);
         pthread_mutex_lock(&m->lock);
         b->busy = false;
         pthread_mutex_unlock(&m->lock);
@@ -2435,6 +2542,28 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         m->policy_file = o->policy_file ? strdup(o->policy_file) : NULL;
         m->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
         m->audit_path = o->audit_path ? strdup(o->audit_path) : NULL;
+        /* pooled: the profiles that load and name no secrets (resolved at create, not ahead) */
+        char *const dflt[] = {(char *) "profile.default", NULL};
+        for (char *const *w = o->warm_profiles ? o->warm_profiles : dflt; o->warm_pool && *w; w++) {
+                sbx_profile *wp = NULL;
+                sbx_error we = {0};
+                if (sbx_profile_load(*w, &wp, &we) < 0) {
+                        int r = sbx_error_set(e, EINVAL, "warm pool", "warm profile %s: %s", *w, we.message);
+                        sbx_mgr_free(m);
+                        return r;
+                }
+                bool secret = wp->secrets && wp->secrets[0];
+                sbx_profile_free(wp);
+                if (secret) {
+                        int r = sbx_error_set(e, EINVAL, "warm pool",
+                                "profile %s names secrets: it cannot be pooled (secrets are resolved at "
+                                "create)",
+                                *w);
+                        sbx_mgr_free(m);
+                        return r;
+                }
+                (void) strv_extend(&m->warm_profiles, *w);
+        }
         pthread_mutex_init(&m->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -2472,6 +2601,11 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         if (pthread_create(&m->reaper, NULL, reaper_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the reaper thread");
         m->reaper_started = true;
+        if (m->o.warm_pool > 0) {
+                if (pthread_create(&m->filler, NULL, filler_main, m) != 0)
+                        return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the warm pool's thread");
+                m->filler_started = true;
+        }
         return 0;
 }
 
@@ -2484,6 +2618,16 @@ sbx_mgr *sbx_mgr_free(sbx_mgr *m) {
         pthread_mutex_unlock(&m->lock);
         if (m->reaper_started)
                 pthread_join(m->reaper, NULL);
+        if (m->filler_started)
+                pthread_join(m->filler, NULL);
+        while (m->pool) {
+                box *b = m->pool;
+                m->pool = b->next;
+                sv_stop(m, b);
+                remove_dir(b);
+                box_free(b);
+        }
+        strv_free(m->warm_profiles);
         if (m->o.stop_sandboxes)
                 for (;;) {
                         pthread_mutex_lock(&m->lock);
@@ -2547,13 +2691,16 @@ void sbx_mgr_metrics(sbx_mgr *m, FILE *f) {
                 "# HELP sandboxer_sandboxes_readopted_total Sandboxes re-adopted after a restart.\n# TYPE "
                 "sandboxer_sandboxes_readopted_total counter\nsandboxer_sandboxes_readopted_total %llu\n"
                 "# HELP sandboxer_execs_total Execs finished.\n# TYPE sandboxer_execs_total counter\n"
-                "sandboxer_execs_total %llu\n",
+                "sandboxer_execs_total %llu\n"
+                "# HELP sandboxer_warm_pool_used_total Creates served from the warm pool.\n# TYPE "
+                "sandboxer_warm_pool_used_total counter\nsandboxer_warm_pool_used_total %llu\n",
                 (unsigned long long) atomic_load(&m->n_created),
                 (unsigned long long) atomic_load(&m->n_destroyed),
                 (unsigned long long) atomic_load(&m->n_failed),
                 (unsigned long long) atomic_load(&m->n_expired),
                 (unsigned long long) atomic_load(&m->n_readopted),
-                (unsigned long long) atomic_load(&m->n_execs));
+                (unsigned long long) atomic_load(&m->n_execs),
+                (unsigned long long) atomic_load(&m->n_warm_used));
 }
 
 /* ---- the compat surfaces' exec API ---------------------------------------------------------- */

@@ -33,6 +33,11 @@ typedef struct sbx_mgr_options {
         unsigned quota_sandboxes, quota_execs; /* per tenant; 0 = unlimited */
         double quota_memory_mb;
         bool stop_sandboxes; /* destroy every sandbox when the server stops */
+        /* A warm pool: this many sandboxes of each of warm_profiles (NULL: profile.default) kept
+         * started and unassigned; a create takes one (no supervisor start on its path) and the
+         * pool is refilled behind it. Profiles with secrets are never pooled. 0 = none. */
+        unsigned warm_pool;
+        char *const *warm_profiles;
 } sbx_mgr_options;
 
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);

@@ -434,8 +434,10 @@ _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
                 r->error = strdup("out of memory");
                 return 125;
         }
+        sbx_debug_mark("serve");
         sbx_sandbox *sb = sbx_sandbox_new_internal(hooks);
         int ret = sb ? resolve(r, &cfg, &e) : sbx_error_set(&e, ENOMEM, "persist", "out of memory");
+        sbx_debug_mark("configuration resolved");
         if (ret >= 0) {
                 rep->config = cfg;
                 rep->mode = cfg->mode;

@@ -537,6 +537,34 @@ def main():
     time.sleep(0.2)
     is_(supervisors(), [], "--stop-sandboxes: stopping destroys every sandbox")
 
+    # ---- the warm pool ---------------------------------------------------------------------
+    ok(start(["--warm-pool", "2"]), "serve starts with a warm pool of 2")
+    for _ in range(100):
+        if len(supervisors()) >= 2:
+            break
+        time.sleep(0.05)
+    is_(len(supervisors()), 2, "warm pool: 2 sandboxes started ahead")
+    s, r, _ = create(consumer={"harness": "warm"})
+    wsid = r.get("id", "")
+    ok(s == 201 and r["state"] == "ready" and r["consumer"] == {"harness": "warm"}, "warm pool: a create takes one",
+       r)
+    s, r, _ = exec_(wsid, ["sh", "-c", "echo warm; ls /tmp | wc -l"])
+    is_(r.get("stdout") if s == 200 else (s, r), "warm\n0\n", "warm pool: the sandbox runs execs, scratch empty")
+    for _ in range(100):
+        if len(supervisors()) >= 3:
+            break
+        time.sleep(0.05)
+    is_(len(supervisors()), 3, "warm pool: refilled behind the create")
+    s, m_, _ = req("GET", "/metrics", raw=True)
+    ok(b"sandboxer_warm_pool_used_total 1" in m_, "metrics: warm pool use counted")
+    stop(signal.SIGTERM)
+    time.sleep(0.3)
+    is_(len(supervisors()), 1, "warm pool: stopping the server ends the unassigned ones, keeps the assigned one")
+    ok(start(), "serve starts again (no pool)")
+    s, r, _ = req("DELETE", "/v1/sandboxes/" + wsid)
+    is_((s, r.get("state")), (200, "destroyed"), "the pooled sandbox was re-adopted like any other, and destroyed")
+    stop(signal.SIGTERM)
+
     # ---- audit ----------------------------------------------------------------------------
     v = subprocess.run([SBX, "audit", "verify", "--state-dir", ST], env=ENV, capture_output=True, text=True)
     ok(v.returncode == 0, "audit: the log of every create/exec/destroy verifies", v.stdout + v.stderr)

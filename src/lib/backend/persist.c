@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "basic/debug.h"
 #include "basic/strv.h"
 #include "init/protocol.h"
 
@@ -156,6 +157,7 @@ bool sbx_persist_served(sbx_sandbox *sb) {
 
 static void on_serving(void *ud, const char *observation) {
         sbx_sandbox *sb = ud;
+        sbx_debug_mark("serving");
         pthread_mutex_lock(&sb->lock);
         if (sb->rep)
                 sb->rep->observation = observation;
