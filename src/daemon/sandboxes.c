@@ -1146,6 +1146,7 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
         b->consumer = jc ? json_deep_copy(jc) : json_object();
         b->metadata = jm ? json_deep_copy(jm) : json_object();
         b->limits = limits_json(cfg);
+        json_decref(b->secret_names); /* a pooled one has its own (empty) */
         b->secret_names = json_array();
         for (char **sn = pr->secrets; sn && *sn; sn++)
                 json_array_append_new(b->secret_names, json_string(*sn));
