@@ -1,10 +1,14 @@
 /* main.c — the sandboxer command: dispatch to one verb per file. */
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "verbs.h"
 
+/* fn NULL: the verb is sandboxer-ctl's (the control plane's libraries live there only). */
 static const struct {
         const char *name;
         int (*fn)(int argc, char **argv);
@@ -15,10 +19,10 @@ static const struct {
         {"profile", verb_profile, "validate, list and show profiles"},
         {"gc", verb_gc, "remove what killed runs left behind (scratch, mounts, cgroups)"},
 #if HAVE_LINUX /* the control plane needs SO_PEERCRED and getrandom */
-        {"serve", verb_serve, "the control plane: HTTP API on a unix socket or TCP"},
-        {"token", verb_token, "create, list and revoke API tokens"},
-        {"audit", verb_audit, "verify the hash chain of the audit log"},
-        {"supervise", verb_supervise, "internal: the supervisor of one sandbox (started by serve)"},
+        {"serve", NULL, "the control plane: HTTP API on a unix socket or TCP"},
+        {"token", NULL, "create, list and revoke API tokens"},
+        {"audit", NULL, "verify the hash chain of the audit log"},
+        {"supervise", NULL, "internal: the supervisor of one sandbox (started by serve)"},
 #endif
 };
 
@@ -39,6 +43,28 @@ static void usage(FILE *f) {
         fprintf(f, "\n'sandboxer VERB --help' describes a verb; 'man sandboxer' has the details.\n");
 }
 
+/* Exec PROGRAM (next to this one, in ../libexec/sandboxer, or in the install's libexec) with
+ * argv as given. Returns only on failure. */
+static int exec_sibling(const char *program, char **argv) {
+        char self[PATH_MAX], path[PATH_MAX + 64];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n > 0) {
+                self[n] = 0;
+                char *slash = strrchr(self, '/');
+                if (slash)
+                        *slash = 0;
+                snprintf(path, sizeof path, "%s/%s", self, program);
+                execv(path, argv);
+                snprintf(path, sizeof path, "%s/../libexec/sandboxer/%s", self, program);
+                execv(path, argv);
+        }
+        snprintf(path, sizeof path, "%s/%s", SBX_LIBEXECDIR, program);
+        execv(path, argv);
+        cli_error("cannot run %s (next to this program or in %s): %m; reinstall sandboxer", program,
+                SBX_LIBEXECDIR);
+        return SBX_EXIT_FAILURE;
+}
+
 int main(int argc, char **argv) {
         if (argc < 2) {
                 usage(stderr);
@@ -53,8 +79,11 @@ int main(int argc, char **argv) {
                 return 0;
         }
         for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-                if (strcmp(argv[1], verbs[i].name) == 0)
-                        return verbs[i].fn(argc - 1, argv + 1);
+                if (strcmp(argv[1], verbs[i].name) == 0) {
+                        if (verbs[i].fn)
+                                return verbs[i].fn(argc - 1, argv + 1);
+                        return exec_sibling("sandboxer-ctl", argv);
+                }
         cli_error("unknown verb '%s'; see 'sandboxer --help'", argv[1]);
         return SBX_EXIT_FAILURE;
 }

@@ -1,0 +1,39 @@
+/* ctl-main.c — sandboxer-ctl: the control-plane verbs (serve, token, audit), which need HTTP,
+ * TLS, SQLite and JSON libraries. `sandboxer VERB` execs this program for them, so that
+ * `sandboxer run` loads none of those: ~2 ms less at every start. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "verbs.h"
+
+void cli_error(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("sandboxer: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+}
+
+static const struct {
+        const char *name;
+        int (*fn)(int argc, char **argv);
+} verbs[] = {
+        {"serve", verb_serve},
+        {"token", verb_token},
+        {"audit", verb_audit},
+        {"supervise", verb_supervise},
+};
+
+int main(int argc, char **argv) {
+        if (argc < 2) {
+                cli_error("sandboxer-ctl is run by 'sandboxer VERB'; see 'sandboxer --help'");
+                return SBX_EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+                if (strcmp(argv[1], verbs[i].name) == 0)
+                        return verbs[i].fn(argc - 1, argv + 1);
+        cli_error("unknown verb '%s'; see 'sandboxer --help'", argv[1]);
+        return SBX_EXIT_FAILURE;
+}
