@@ -81,6 +81,7 @@ struct sbx_mgr {
         char **warm_profiles;
         pthread_t filler;
         bool filler_started;
+        char policy_sha[65]; /* of the policy file last seen (state dir: policy.sha256) */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------- */
@@ -912,6 +913,35 @@ static unsigned provision(sbx_mgr *m, box *b, double budget_used, const char *re
         return 0;
 }
 
+/* Policy-file changes go to the audit log when they are first seen (at start and at the first
+ * create after the file changed), with the digest before and after. */
+static void policy_seen(sbx_mgr *m, const sbx_policy *p) {
+        if (!p || streq(p->sha256, m->policy_sha))
+                return;
+        pthread_mutex_lock(&m->lock);
+        bool changed = !streq(p->sha256, m->policy_sha);
+        char was[65];
+        snprintf(was, sizeof was, "%s", m->policy_sha);
+        if (changed)
+                snprintf(m->policy_sha, sizeof m->policy_sha, "%s", p->sha256);
+        pthread_mutex_unlock(&m->lock);
+        if (!changed)
+                return;
+        char path[PATH_MAX + 32], tmp[PATH_MAX + 40], detail[256];
+        snprintf(path, sizeof path, "%.4000s/policy.sha256", m->state_dir);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "we");
+        if (f) {
+                fprintf(f, "%s\n", p->sha256);
+                if (fclose(f) == 0)
+                        (void) rename(tmp, path);
+        }
+        snprintf(detail, sizeof detail, "sha256 %s (before: %s)", p->sha256, was[0] ? was : "none");
+        audit(m, NULL, "policy.load", p->source_file ? p->source_file : "builtin", "ok", detail);
+        fprintf(stderr, "level=info event=policy_loaded file=%s sha256=%s\n",
+                p->source_file ? p->source_file : "builtin", p->sha256);
+}
+
 /* ---- the warm pool ------------------------------------------------------------------------- */
 
 static bool warm_profile(sbx_mgr *m, const char *profile) {
@@ -1101,6 +1131,7 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
                         "profile", "%s", sbx_error_format(&e, buf, sizeof buf));
                 goto out;
         }
+        policy_seen(m, cfg->policy);
         const sbx_profile *pr = cfg->profile;
         double ttl_default = pr->ttl_default_s > 0 ? pr->ttl_default_s : 4 * 3600.0;
         double ttl_max = pr->ttl_max_s > 0 ? pr->ttl_max_s : 24 * 3600.0;
@@ -2598,6 +2629,19 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
 }
 
 int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%.4000s/policy.sha256", m->state_dir);
+        FILE *f = fopen(path, "re");
+        if (f) {
+                if (fscanf(f, "%64s", m->policy_sha) != 1)
+                        m->policy_sha[0] = 0;
+                fclose(f);
+        }
+        sbx_policy *pol = NULL;
+        if (sbx_policy_load(m->policy_file, &pol, e) < 0)
+                return -EINVAL;
+        policy_seen(m, pol);
+        sbx_policy_free(pol);
         reconcile(m);
         if (pthread_create(&m->reaper, NULL, reaper_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the reaper thread");

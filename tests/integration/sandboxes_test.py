@@ -33,6 +33,10 @@ with open(os.path.join(PROFILES, "profile.secretive.yaml"), "w") as f:
     f.write('id: profile.secretive\nversion: "1.0.0"\nextends: profile.default\nsecrets: [api_key, db.pass]\n')
 with open(os.path.join(PROFILES, "profile.missing-secret.yaml"), "w") as f:
     f.write('id: profile.missing-secret\nversion: "1.0.0"\nextends: profile.default\nsecrets: [nope]\n')
+with open(os.path.join(PROFILES, "profile.budget.yaml"), "w") as f:
+    f.write('id: profile.budget\nversion: "1.0.0"\nextends: profile.default\nlimits: { budget_s: 1.5 }\n')
+with open(os.path.join(PROFILES, "profile.idle.yaml"), "w") as f:
+    f.write('id: profile.idle\nversion: "1.0.0"\nextends: profile.default\nttl: { idle: 1s }\n')
 with open(os.path.join(SECRETS, "api_key"), "w") as f:
     f.write("k3y-V4LUE-123\n")
 with open(os.path.join(SECRETS, "db.pass"), "wb") as f:
@@ -444,6 +448,98 @@ def main():
     ok(rec and rec.get("state") == "destroyed" and rec.get("reason") == "ttl_expiry",
        "ttl: an expired sandbox is destroyed by the reaper (reason ttl_expiry)", rec)
 
+    # budget: total exec time per sandbox, across execs
+    s, r, _ = create(profile="profile.budget")
+    bsid = r.get("id", "")
+    s, r, _ = exec_(bsid, ["sleep", "1"])
+    is_((s, r.get("status")), (200, "exited"), "budget: a first exec within budget_s runs")
+    s, r, _ = exec_(bsid, ["sleep", "5"])
+    ok(s == 200 and r["status"] == "timeout" and any(
+        v["kind"] == "TimeoutViolation" and v.get("detail", {}).get("limit") == "budget_s"
+        for v in r["report"]["violations"]), "budget: the next exec is cut at what is left (TimeoutViolation, "
+       "limit budget_s)", r)
+    s, r, _ = exec_(bsid, ["true"])
+    ok(s == 429 and r["error"]["code"] == "budget_exhausted", "budget: then execs are refused (429 budget_exhausted)",
+       (s, r))
+    req("DELETE", "/v1/sandboxes/" + bsid)
+
+    # idle expiry
+    s, r, _ = create(profile="profile.idle")
+    isid = r.get("id", "")
+    ok(s == 201 and r.get("idle_s") == 1, "idle: the profile's ttl.idle is on the record", r)
+    rec = wait_state(isid, ("destroyed",), 6)
+    ok(rec and rec.get("reason") == "idle", "idle: a sandbox without execs for ttl.idle is reaped (reason idle)", rec)
+
+    # a supervisor that dies: its sandbox is failed and cleaned up
+    s, r, _ = create()
+    lsid = r.get("id", "")
+    victim = [p for p in supervisors() if lsid.encode() in open("/proc/%d/cmdline" % p, "rb").read()]
+    for p in victim:
+        os.kill(p, signal.SIGKILL)
+    rec = wait_state(lsid, ("destroyed",), 6)
+    ok(len(victim) == 1 and rec and rec.get("reason") == "supervisor_lost",
+       "a killed supervisor: its sandbox ends failed → destroyed (reason supervisor_lost)", rec)
+    s, body, _ = req("GET", "/v1/events?sandbox=%s" % lsid, raw=True, timeout=1) if False else (0, b"", {})
+
+    # quota on concurrent execs (2 per tenant on this server: see start below)
+    stop()
+    ok(start(["--quota-execs", "2"]), "serve restarts with --quota-execs 2")
+    s, r, _ = create()
+    qsid = r.get("id", "")
+    bg = [threading.Thread(target=lambda: exec_(qsid, ["sleep", "1"])) for _ in range(2)]
+    [t.start() for t in bg]
+    time.sleep(0.4)
+    s, r, _ = exec_(qsid, ["true"])
+    ok(s == 429 and r["error"]["field"] == "quota.execs", "quota: a third concurrent exec is refused, naming "
+       "quota.execs", (s, r))
+    [t.join() for t in bg]
+    s, r, _ = exec_(qsid, ["true"])
+    is_(s, 200, "quota: once they ended, execs run again")
+    req("DELETE", "/v1/sandboxes/" + qsid)
+
+    # a bounded load: 16 clients, create → exec → destroy for 8 s: no error, nothing left
+    stop()
+    ok(start(), "serve restarts without the execs quota")
+    sv0 = sorted(supervisors())
+    socks0 = sorted(os.listdir(os.path.join(RUN, "sandboxes")))
+    dirs0 = sorted(os.listdir(os.path.join(ST, "sandboxes")))
+    s, r, _ = req("GET", "/v1/sandboxes")
+    items0 = sorted(x["id"] for x in r.get("items", []))
+    fds0 = len(os.listdir("/proc/%d/fd" % server.pid))
+    stop_at = time.time() + 8
+    errs, cycles = [], [0]
+    lk = threading.Lock()
+
+    def loader():
+        while time.time() < stop_at:
+            s1, r1, _ = create()
+            if s1 != 201:
+                with lk:
+                    errs.append(("create", s1, r1))
+                continue
+            s2, r2, _ = exec_(r1["id"], ["echo", "hi"])
+            s3, r3, _ = req("DELETE", "/v1/sandboxes/" + r1["id"])
+            with lk:
+                if s2 != 200 or r2.get("stdout") != "hi\n" or s3 != 200:
+                    errs.append(("exec/destroy", s2, s3))
+                else:
+                    cycles[0] += 1
+    th = [threading.Thread(target=loader) for _ in range(16)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    time.sleep(0.5)
+    fds1 = len(os.listdir("/proc/%d/fd" % server.pid))
+    socks = sorted(os.listdir(os.path.join(RUN, "sandboxes")))
+    dirs = sorted(os.listdir(os.path.join(ST, "sandboxes")))
+    ok(not errs and cycles[0] > 20, "load: %d create→exec→destroy cycles by 16 clients in 8 s, no error" % cycles[0],
+       errs[:5])
+    is_((sorted(supervisors()), socks, dirs, fds1 <= fds0 + 2), (sv0, socks0, dirs0, True),
+        "load: no supervisor, socket, state dir or server descriptor left (%d → %d fds)" % (fds0, fds1))
+    s, r, _ = req("GET", "/v1/sandboxes")
+    is_(sorted(x["id"] for x in r.get("items", [])), items0, "load: the list is as before")
+    stop()
+    ok(start(), "serve restarts")
+
     # ---- tenants over TCP -----------------------------------------------------------------
     toks = {}
     for name, tenant in [("a", "tenant-a"), ("b", "tenant-b")]:
@@ -568,12 +664,34 @@ def main():
     is_((s, r.get("state")), (200, "destroyed"), "the pooled sandbox was re-adopted like any other, and destroyed")
     stop(signal.SIGTERM)
 
+    # ---- a policy file that changes: logged when loaded --------------------------------------
+    pol = os.path.join(TMP, "changing-policy.yaml")
+    base = open(POLICY).read() if POLICY else (
+        "version: 1\nmodes:\n  balanced:\n    limits: { timeout_s: 45, budget_s: 180, cpus: 2, memory_mb: 1024, "
+        "pids: 256, output_mb: 10, scratch_mb: 512 }\n    backends: [native, landlock]\n")
+    with open(pol, "w") as f:
+        f.write(base)
+    ok(start(["--policy", pol]), "serve starts with a policy file")
+    with open(pol, "a") as f:
+        f.write("# changed while serving\n")
+    s, r, _ = create()
+    req("DELETE", "/v1/sandboxes/" + r.get("id", "x"))
+    stop()
+    log = open(os.path.join(ST, "audit.log")).read().splitlines()
+    pl = [json.loads(l) for l in log if '"policy.load"' in l]
+    ok(len(pl) >= 3 and pl[-1]["target"] == pol and pl[-2]["target"] == pol and pl[-1]["detail"] != pl[-2]["detail"],
+       "audit: a new policy file, and its change while serving, are each logged with their digests",
+       [p_.get("detail") for p_ in pl])
+
     # ---- audit ----------------------------------------------------------------------------
     v = subprocess.run([SBX, "audit", "verify", "--state-dir", ST], env=ENV, capture_output=True, text=True)
     ok(v.returncode == 0, "audit: the log of every create/exec/destroy verifies", v.stdout + v.stderr)
     log = open(os.path.join(ST, "audit.log")).read().splitlines()
     ok(any('"sandbox.create"' in l for l in log) and any('"sandbox.destroy"' in l for l in log)
        and any('"sandbox.exec"' in l for l in log), "audit: create, exec and destroy are logged")
+    first = POLICY if POLICY else "builtin"
+    pl = [l for l in log if '"policy.load"' in l and '"target":%s' % json.dumps(first) in l]
+    ok(len(pl) == 1, "audit: the policy file is logged when first seen, not at every start", pl)
     with open(os.path.join(ST, "audit.log"), "w") as f:
         f.write("\n".join(log[:-1] + [log[-1].replace('"time":"2', '"time":"3', 1)]) + "\n")
     v = subprocess.run([SBX, "audit", "verify", "--state-dir", ST], env=ENV, capture_output=True, text=True)
