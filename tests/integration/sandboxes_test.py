@@ -148,7 +148,7 @@ server_log = open(os.path.join(TMP, "serve.log"), "ab")
 def start(extra=()):
     global server
     args = [SBX, "serve", "--listen", "unix:" + SOCK, "--state-dir", ST, "--secrets-dir", SECRETS] + list(extra)
-    if POLICY:
+    if POLICY and "--policy" not in extra:
         args += ["--policy", POLICY]
     server = subprocess.Popen(args, env=ENV, stdout=server_log, stderr=server_log)
     for _ in range(200):
