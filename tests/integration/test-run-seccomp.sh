@@ -105,5 +105,23 @@ if [ -x "$WRAP" ]; then
 else
         skip "sbx-syscall-wrap not built" 8
 fi
+# The compiled programs are cached (keyed by options and build): a damaged or foreign cache file
+# is never used — the filter is compiled again and still refuses.
+export SANDBOXER_CACHE_DIR=$SBX_TMP/cache
+run_sbx "${S[@]}" -- ./sbx-probe nr 272 0
+cached=("$SANDBOXER_CACHE_DIR"/seccomp-*.bpf)
+[ -s "${cached[0]}" ]
+ok $? "the seccomp programs are cached ($(basename "${cached[0]}"))"
+run_sbx "${S[@]}" -- ./sbx-probe nr 272 0
+is "$SBX_OUT" "errno EPERM" "from the cache: unshare still refused"
+for damage in truncate garbage; do
+        if [ $damage = truncate ]; then truncate -s 100 "${cached[0]}"; else head -c 1056 /dev/urandom >"${cached[0]}"; fi
+        run_sbx "${S[@]}" -- ./sbx-probe nr 272 0
+        is "$SBX_OUT:$SBX_RC" "errno EPERM:1" "a cache file damaged ($damage): compiled again, unshare still refused"
+done
+chmod 666 "${cached[0]}"
+run_sbx "${S[@]}" -- ./sbx-probe nr 165 0 0 0 0 0
+is "$SBX_OUT" "errno EPERM" "a cache file others may write is not read"
+unset SANDBOXER_CACHE_DIR
 assert_no_leftovers
 done_testing
