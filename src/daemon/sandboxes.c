@@ -58,6 +58,9 @@ typedef struct box {
         int sv_pidfd;
         bool busy; /* a destroy or recreate holds it */
         bool sv_child; /* the supervisor is our child (started by this server): reap it */
+        int adopted_inflight; /* re-adopted with execs running: their reports are to be taken in
+                               * (reaper ticks to go once none runs; the last report may land
+                               * just after the count drops) */
         unsigned refs;
         char sock[sizeof(((struct sockaddr_un *) 0)->sun_path)];
         char dir[PATH_MAX];
@@ -1930,6 +1933,86 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
         return rp->code;
 }
 
+/* ---- exec records: what ran, kept in the store (also what ran while the server was away) ---- */
+
+typedef struct execs_ctx {
+        json_t *items;
+} execs_ctx;
+
+static int execs_cb(void *ud, int n, const char *const *cols) {
+        execs_ctx *c = ud;
+        json_error_t je;
+        json_t *rep = cols[5] ? json_loads(cols[5], 0, &je) : NULL;
+        json_t *x = json_object();
+        json_object_set_new(x, "exec_id", json_string(cols[0] ? cols[0] : ""));
+        json_object_set_new(x, "status", cols[1] ? json_string(cols[1]) : json_null());
+        json_object_set_new(x, "exit_code",
+                cols[2] && strtoll(cols[2], NULL, 10) >= 0 ? json_integer(strtoll(cols[2], NULL, 10))
+                                                           : json_null());
+        json_object_set_new(x, "started_at", time_json(cols[3] ? strtoll(cols[3], NULL, 10) : 0));
+        json_object_set_new(x, "ended_at", time_json(cols[4] ? strtoll(cols[4], NULL, 10) : 0));
+        if (n > 5)
+                json_object_set_new(x, "report", rep ? rep : json_null());
+        json_array_append_new(c->items, x);
+        return 0;
+}
+
+/* GET …/execs: those that ended (newest first, at most 500) and those running now;
+ * GET …/execs/ID: one, with its report. */
+static unsigned op_execs(
+        sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id, sbx_mgr_reply *rp) {
+        box *b = valid_sandbox_id(id) ? box_get(m, id, rq->who->tenant) : NULL;
+        json_t *rec = b ? NULL : valid_sandbox_id(id) ? stored_record(m, id, rq->who->tenant) : NULL;
+        if (!b && !rec)
+                return reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
+        json_decref(rec);
+        if (b && b->adopted_inflight)
+                ingest_exec_reports(m, b);
+        execs_ctx c = {.items = json_array()};
+        if (exec_id)
+                (void) sbx_store_sql(m->store,
+                        "SELECT id, status, exit_code, started_at, ended_at, report_json FROM execs WHERE "
+                        "sandbox_id = ? "
+                        "AND id = ?",
+                        execs_cb, &c, NULL, "ss", id, exec_id);
+        else
+                (void) sbx_store_sql(m->store,
+                        "SELECT id, status, exit_code, started_at, ended_at FROM execs WHERE sandbox_id = ? "
+                        "ORDER BY "
+                        "ended_at DESC LIMIT 500",
+                        execs_cb, &c, NULL, "s", id);
+        json_t *running = json_array();
+        if (b) {
+                pthread_mutex_lock(&m->lock);
+                const char *k;
+                json_t *v;
+                json_object_foreach(b->running, k, v) {
+                        if (!exec_id || streq(k, exec_id))
+                                json_array_append(running, v);
+                }
+                pthread_mutex_unlock(&m->lock);
+                box_put(m, b);
+        }
+        if (exec_id) {
+                json_t *one = json_array_size(c.items) ? json_incref(json_array_get(c.items, 0)) : NULL;
+                if (!one && json_array_size(running)) {
+                        one = json_deep_copy(json_array_get(running, 0));
+                        json_object_set_new(one, "status", json_string("running"));
+                }
+                json_decref(c.items);
+                json_decref(running);
+                if (!one)
+                        return reply_err(
+                                rp, 404, "not_found", NULL, "no exec '%.64s' in sandbox %s", exec_id, id);
+                rp->code = 200;
+                rp->json = one;
+                return 200;
+        }
+        rp->code = 200;
+        rp->json = json_pack("{s:o, s:o}", "items", c.items, "running", running);
+        return 200;
+}
+
 /* ---- files --------------------------------------------------------------------------------- */
 
 static bool path_ok(const box *b, const char *p, char *why, size_t sz) {
@@ -2289,6 +2372,14 @@ bool sbx_mgr_route(
                         op_exec(m, rq, id, rp);
                 else
                         method_not_allowed(rp, "POST");
+        } else if (streq(sub, "/execs") || strncmp(sub, "/execs/", 7) == 0) {
+                const char *eid = sub[6] == '/' ? sub + 7 : NULL;
+                if (!get)
+                        method_not_allowed(rp, "GET");
+                else if (eid && (strlen(eid) != 20 || strncmp(eid, "exe_", 4) != 0))
+                        reply_err(rp, 404, "not_found", NULL, "no exec '%.64s'", eid);
+                else
+                        op_execs(m, rq, id, eid, rp);
         } else if (streq(sub, "/files")) {
                 if (put || post)
                         op_files(m, rq, id, true, rp);
@@ -2351,7 +2442,25 @@ static void *reaper_main(void *arg) {
                                 why[n++] = w;
                         }
                 }
+                box *adopted[16];
+                size_t na = 0;
+                for (box *b = m->boxes; b && na < ELEMENTSOF(adopted); b = b->next)
+                        if (b->adopted_inflight && !b->busy) {
+                                b->refs++;
+                                adopted[na++] = b;
+                        }
                 pthread_mutex_unlock(&m->lock);
+                /* execs that a previous server started: their reports, once they ended */
+                for (size_t i = 0; i < na; i++) {
+                        box *b = adopted[i];
+                        json_t *info = sv_call(b, "info", 2000);
+                        if (!info || json_integer_value(json_object_get(info, "execs_running")) == 0) {
+                                ingest_exec_reports(m, b);
+                                b->adopted_inflight--;
+                        }
+                        json_decref(info);
+                        box_put(m, b);
+                }
                 for (size_t i = 0; i < n; i++) {
                         box *b = todo[i];
                         if (streq(why[i], "supervisor_lost")) {
@@ -2461,6 +2570,8 @@ static void reconcile(sbx_mgr *m) {
                         m->boxes = b;
                         pthread_mutex_unlock(&m->lock);
                         ingest_exec_reports(m, b);
+                        b->adopted_inflight =
+                                json_integer_value(json_object_get(info, "execs_running")) > 0 ? 2 : 0;
                         set_state(m, b, "ready", "readopted");
                         atomic_fetch_add(&m->n_readopted, 1);
                         fprintf(stderr, "level=info event=readopted sandbox=%s supervisor=%d\n", b->id,

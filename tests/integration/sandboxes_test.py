@@ -78,6 +78,7 @@ class Unix(http.client.HTTPConnection):
 
 
 TEMPLATES = [
+    ("/v1/sandboxes/{id}/execs", "/execs"),
     ("/v1/sandboxes/{id}/exec", "/exec"), ("/v1/sandboxes/{id}/files", "/files"),
     ("/v1/sandboxes/{id}/ttl", "/ttl"), ("/v1/sandboxes/{id}/recreate", "/recreate"),
 ]
@@ -89,6 +90,8 @@ def template(path):
     p = path.split("?")[0]
     if p.startswith("/v1/sandboxes/"):
         rest = p[len("/v1/sandboxes/"):]
+        if "/execs/" in rest:
+            return "/v1/sandboxes/{id}/execs/{exec_id}"
         for t, suffix in TEMPLATES:
             if rest.endswith(suffix):
                 return t
@@ -591,6 +594,15 @@ def main():
     s, r, _ = exec_(rsid, ["echo", "still here"])
     is_(r.get("stdout") if s == 200 else (s, r), "still here\n", "restart: the re-adopted sandbox takes execs")
     time.sleep(1.5)
+    s, lst, _ = req("GET", "/v1/sandboxes/%s/execs" % rsid)
+    fin = [x for x in lst.get("items", []) if x["status"] == "exited"]
+    ok(s == 200 and len(fin) == 2, "restart: GET …/execs lists the exec that was in flight, ended, with the one after",
+       lst)
+    if fin:
+        s, one, _ = req("GET", "/v1/sandboxes/%s/execs/%s" % (rsid, fin[-1]["exec_id"]))
+        ok(s == 200 and one["report"]["schema"] == "sandboxer.report/v1", "GET …/execs/ID: the exec's report", one)
+    s, r, _ = req("GET", "/v1/sandboxes/%s/execs/exe_0000000000000000" % rsid)
+    is_(s, 404, "GET …/execs/ID of an unknown exec: 404")
     req("DELETE", "/v1/sandboxes/" + rsid)
     db = sqlite3.connect(os.path.join(ST, "sandboxer.db"))
     rows = [(st, code) for st, code, rep in db.execute(
