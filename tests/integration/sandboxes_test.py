@@ -484,11 +484,17 @@ def main():
        "a killed supervisor: its sandbox ends failed → destroyed (reason supervisor_lost)", rec)
     s, body, _ = req("GET", "/v1/events?sandbox=%s" % lsid, raw=True, timeout=1) if False else (0, b"", {})
 
-    # quota on concurrent execs (2 per tenant on this server: see start below)
+    # quota on concurrent execs (2 per tenant on this server: see start below), and on memory
+    s, lst, _ = req("GET", "/v1/sandboxes")
+    alive = len(lst.get("items", []))
     stop()
-    ok(start(["--quota-execs", "2"]), "serve restarts with --quota-execs 2")
+    ok(start(["--quota-execs", "2", "--quota-memory-mb", str((alive + 1) * 1024 + 512)]),
+       "serve restarts with --quota-execs 2 and a memory quota for one more sandbox")
     s, r, _ = create()
     qsid = r.get("id", "")
+    s2, r2, _ = create()
+    ok(s2 == 429 and r2["error"]["field"] == "quota.memory_mb", "quota: a create beyond the tenant's memory "
+       "quota is refused, naming quota.memory_mb", (s2, r2))
     bg = [threading.Thread(target=lambda: exec_(qsid, ["sleep", "1"])) for _ in range(2)]
     [t.start() for t in bg]
     time.sleep(0.4)
