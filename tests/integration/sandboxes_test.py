@@ -486,9 +486,9 @@ def main():
 
     # quota on concurrent execs (2 per tenant on this server: see start below), and on memory
     s, lst, _ = req("GET", "/v1/sandboxes")
-    alive = len(lst.get("items", []))
+    n_alive = len(lst.get("items", []))
     stop()
-    ok(start(["--quota-execs", "2", "--quota-memory-mb", str((alive + 1) * 1024 + 512)]),
+    ok(start(["--quota-execs", "2", "--quota-memory-mb", str((n_alive + 1) * 1024 + 512)]),
        "serve restarts with --quota-execs 2 and a memory quota for one more sandbox")
     s, r, _ = create()
     qsid = r.get("id", "")
