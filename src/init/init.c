@@ -655,6 +655,13 @@ int main(int argc, char **argv) {
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: prctl(PR_SET_NO_NEW_PRIVS)");
                 return 125;
         }
+        /* Not dumpable: the command (same uid, its child) cannot open our /proc/PID/mem, environ
+         * or fds, so it cannot take over the init and speak for it on fd 3. Its own exec makes
+         * the command dumpable again. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: prctl(PR_SET_DUMPABLE)");
+                return 125;
+        }
         if (landlock_fd >= 0) {
                 if (syscall(SYS_landlock_restrict_self, landlock_fd, 0) < 0) {
                         send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: enforce the Landlock ruleset");

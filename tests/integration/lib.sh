@@ -127,7 +127,8 @@ _sbx_state() {
                         _sbx_ours "${p#/proc/}" && echo "process ${p#/proc/} $name"
                 fi
         done 2>/dev/null
-        awk '{ print "mount " $1 " " $5 }' /proc/self/mountinfo
+        # (podman's own storage mount comes and goes with its containers: the engine's, not ours)
+        awk '$5 !~ "^/var/lib/containers/storage" { print "mount " $1 " " $5 }' /proc/self/mountinfo
         if [ "${CI:-}" != true ] && [ "${SBX_LEFTOVERS_STRICT:-}" != 1 ]; then
                 ids=$(grep -rhoaE 'run_[0-9a-f]{24}' "$SBX_TMP" 2>/dev/null | sort -u | paste -sd'|')
                 ids=${ids:-no-run-id-seen}

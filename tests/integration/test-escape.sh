@@ -120,7 +120,19 @@ PROVIDES=" ${SBX_BACKEND_PROVIDES:-} "
 case $BACKEND in
 native) PROVIDES+=" namespaces landlock seccomp " ;;
 landlock) PROVIDES+=" landlock seccomp " ;;
-*) ;;
+*)      # the others: what their declared capabilities claim (sandboxer doctor --json) is attacked
+        PROVIDES+=" $("$SANDBOXER" doctor --json 2>/dev/null | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["backends"][sys.argv[1]]["capabilities"]
+yes = lambda k: c.get(k, {}).get("yes")
+out = []
+if yes("pid_isolation") and yes("ipc_isolation") and yes("net.deny") and yes("fs.private_view"):
+    out.append("namespaces")
+if yes("landlock"):
+    out.append("landlock")
+if yes("seccomp"):
+    out.append("seccomp")
+print(" ".join(out))' "$BACKEND" 2>/dev/null) " ;;
 esac
 [ $ROOT = 1 ] && PROVIDES+=" root "
 run_sbx --policy "$POL" --backend "$BACKEND" "${PROF[@]}" --memory 64 -- /bin/true
@@ -267,7 +279,7 @@ while IFS=$'\t' read -r name cmd opts needs inside outside note known; do
         extra=()
         [ "$opts" = - ] || read -ra extra <<<"$opts"
         [[ " $opts " == *" --timeout "* ]] || extra+=(--timeout 20)
-        run_sbx --policy "$POL" --backend "$BACKEND" "${PROF[@]}" --workspace "$WS" "${extra[@]}" -- "./$prog" "${ARGV[@]:1}"
+        run_sbx --policy "$POL" --backend "$BACKEND" "${PROF[@]}" --workspace "$WS" "${extra[@]}" -- "./$prog" "${ARGV[@]:1}" </dev/null
         line=$(verdict_line "$SBX_OUT_FILE")
         status=$(json_get "$SBX_REPORT" 'd["status"]' 2>/dev/null)
         outcome=blocked detail=""

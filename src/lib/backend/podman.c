@@ -199,6 +199,9 @@ static int build_argv(const sbx_config *cfg, const podman_plan *pp, char *const 
                                scratch);
         r = r ?: pushf(&a, "--user=%u:%u", (unsigned) pp->uid, (unsigned) pp->gid);
         r = r ?: push(&a, "--security-opt", "no-new-privileges");
+        /* No host sysfs: the engine's default masks leave e.g. /sys/kernel/vmcoreinfo readable
+         * (the escape suite reads it); the native backend has no /sys at all. */
+        r = r ?: push(&a, "--security-opt", "mask=/sys");
         r = r ?: push(&a, "--cap-drop", "ALL");
         r = r ?: pushf(&a, "--security-opt=seccomp=%s", pp->seccomp_json);
         if (pp->cgroup_parent) {

@@ -8,7 +8,8 @@ int main(int argc, char **argv) {
         const char *pid = argc > 1 ? argv[1] : "1";
         snprintf(path, sizeof(path), "/proc/%s/comm", pid);
         long c = slurp(path, comm, sizeof(comm));
-        if (c > 0 && strncmp(comm, "sandboxer-init", 14) == 0)
+        /* "sandboxer-init", or ".sandboxer-init" where a sandbox tool binds it in under that name */
+        if (c > 0 && (strncmp(comm, "sandboxer-init", 14) == 0 || strncmp(comm, ".sandboxer-init", 15) == 0))
                 BLOCKED("pid1-is-sandboxer-init");
         snprintf(path, sizeof(path), "/proc/%s/environ", pid);
         long n = slurp(path, buf, sizeof(buf));
