@@ -24,6 +24,15 @@ static const struct {
         {"token", verb_token},
         {"audit", verb_audit},
         {"supervise", verb_supervise},
+        {"create", verb_client},
+        {"ls", verb_client},
+        {"get", verb_client},
+        {"exec", verb_client},
+        {"cp", verb_client},
+        {"extend", verb_client},
+        {"recreate", verb_client},
+        {"destroy", verb_client},
+        {"events", verb_client},
 };
 
 int main(int argc, char **argv) {

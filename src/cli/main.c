@@ -22,6 +22,15 @@ static const struct {
         {"serve", NULL, "the control plane: HTTP API on a unix socket or TCP"},
         {"token", NULL, "create, list and revoke API tokens"},
         {"audit", NULL, "verify the hash chain of the audit log"},
+        {"create", NULL, "create a persistent sandbox (control plane client)"},
+        {"ls", NULL, "list sandboxes"},
+        {"get", NULL, "show a sandbox's record"},
+        {"exec", NULL, "run a command in a sandbox"},
+        {"cp", NULL, "copy a file into or out of a sandbox"},
+        {"extend", NULL, "extend a sandbox's TTL"},
+        {"recreate", NULL, "destroy and provision a sandbox again"},
+        {"destroy", NULL, "destroy a sandbox"},
+        {"events", NULL, "follow the lifecycle events"},
         {"supervise", NULL, "internal: the supervisor of one sandbox (started by serve)"},
 #endif
 };

@@ -38,7 +38,7 @@ done
 
 # Every long option each verb's --help prints appears in the man page (as rendered text).
 # The source has `\-\-name`; the rendered text has `--name`.
-for verb in run doctor "profile validate" "profile list" "profile show" gc serve supervise; do
+for verb in run doctor "profile validate" "profile list" "profile show" gc serve supervise create ls get exec cp extend recreate destroy events; do
         # shellcheck disable=SC2086 # the verb may be two words
         help=$("$SANDBOXER" $verb --help 2>&1)
         rc=$?
