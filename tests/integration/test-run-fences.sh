@@ -19,9 +19,12 @@ sandbox:x:1000' "wide view: the generated /etc/passwd (ruled in) is still readab
 SANDBOXER_TEST_EXTRA_RO_BIND=/var run_sbx "${S[@]}" -- /bin/sh -c 'for f in /var/lib/dpkg/status /var/log/lastlog; do head -c 10 $f >/dev/null 2>&1 && echo "READ $f"; done; echo done'
 is "$SBX_OUT" done "wide view: nothing under an unruled /var is readable"
 
-# Landlock is in force on the command and on its init (one domain).
-run_sbx "${S[@]}" -- /bin/sh -c 'grep -c . /proc/1/environ >/dev/null && echo init-visible; cat /proc/self/status | grep -E "^(NoNewPrivs|Seccomp):"'
-like "$SBX_OUT" 'init-visible' "the command still reads its init's /proc entries (same Landlock domain)"
+# Landlock is in force on the command and on its init (one domain): the init stays visible to the
+# command (its status, cmdline), while what ptrace would guard (environ, mem, fds) is refused —
+# the init is not dumpable.
+run_sbx "${S[@]}" -- /bin/sh -c 'grep -q sandboxer-init /proc/1/cmdline && grep -q "^Name:" /proc/1/status && echo init-visible; cat /proc/1/environ >/dev/null 2>&1 || echo init-guarded; cat /proc/self/status | grep -E "^(NoNewPrivs|Seccomp):"'
+like "$SBX_OUT" 'init-visible' "the command still sees its init in /proc (same Landlock domain)"
+like "$SBX_OUT" 'init-guarded' "but not its environ, mem or fds (the init is not dumpable)"
 like "$SBX_OUT" 'NoNewPrivs:	1' "no_new_privs is set"
 
 # --- capabilities: every set empty ---

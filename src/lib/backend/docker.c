@@ -739,9 +739,40 @@ static int docker_run(
         rep->limit_mechanism[SBX_LIMIT_SCRATCH_MB] = SBX_MECH_TMPFS;
         struct stat st;
         sbx_mechanism m = stat("/sys/fs/cgroup/memory", &st) == 0 ? SBX_MECH_CGROUP_V1 : SBX_MECH_CGROUP_V2;
-        rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = m;
-        rep->limit_mechanism[SBX_LIMIT_PIDS] = m;
-        rep->limit_mechanism[SBX_LIMIT_CPUS] = m;
+        /* A rootless engine on cgroup v1 takes Memory, PidsLimit and NanoCpus and enforces none
+         * of them (it has no cgroup to write to): those limits are then a setup error, unless the
+         * policy lists them under enforce.best_effort (reported as none). */
+        _cleanup_free_ char *info = NULL;
+        bool rootless = false;
+        if (m == SBX_MECH_CGROUP_V1 && api_call(sock, "GET", API "/info", NULL, NULL, 0, &info) == 200 &&
+                info) {
+                /* "Rootless": true (podman), or the "name=rootless" security option (Docker) */
+                const char *k = strstr(info, "\"Rootless\"");
+                if (k) {
+                        k += strlen("\"Rootless\"");
+                        k += strspn(k, " \t\r\n:");
+                        rootless = strncmp(k, "true", 4) == 0;
+                }
+                rootless = rootless || strstr(info, "name=rootless");
+        }
+        if (rootless) {
+                static const sbx_limit_id lims[] = {SBX_LIMIT_MEMORY_MB, SBX_LIMIT_PIDS, SBX_LIMIT_CPUS};
+                for (size_t i = 0; i < ELEMENTSOF(lims); i++) {
+                        if (!cfg->policy->best_effort[lims[i]])
+                                return sbx_error_set(e, EOPNOTSUPP, "limits",
+                                        "cannot enforce limits.%s on the docker backend here: the engine at "
+                                        "%s is "
+                                        "rootless on cgroup v1 and ignores container limits; use a rootful "
+                                        "engine or cgroup v2, another backend, or list %s under "
+                                        "enforce.best_effort in the policy file",
+                                        sbx_limit_to_string(lims[i]), sock, sbx_limit_to_string(lims[i]));
+                        rep->limit_mechanism[lims[i]] = SBX_MECH_NONE;
+                }
+        } else {
+                rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = m;
+                rep->limit_mechanism[SBX_LIMIT_PIDS] = m;
+                rep->limit_mechanism[SBX_LIMIT_CPUS] = m;
+        }
 
         /* No listener: the whole rule table, sockets and spawning included, is the engine's. */
         sbx_seccomp_opts o = {
