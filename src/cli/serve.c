@@ -218,8 +218,12 @@ int verb_serve(int argc, char **argv) {
                 return SBX_EXIT_FAILURE;
         }
         exe[xl] = 0;
-        if (sbx_runtime_dir(&runtime_dir) < 0) {
-                cli_error("serve: no runtime dir (set XDG_RUNTIME_DIR or SANDBOXER_RUNTIME_DIR)");
+        r = sbx_runtime_dir(&runtime_dir);
+        if (r < 0) {
+                cli_error(
+                        "serve: no usable runtime dir (%s: it must be a directory of ours that only we can "
+                        "write); set SANDBOXER_RUNTIME_DIR or XDG_RUNTIME_DIR",
+                        strerror(-r));
                 return SBX_EXIT_FAILURE;
         }
         if (asprintf(&audit_path, "%s/%s", state_dir, SBX_AUDIT_FILE) < 0)

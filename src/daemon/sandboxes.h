@@ -99,11 +99,12 @@ typedef struct sbx_exec_spec {
 /* Start an exec in the caller's sandbox: once it has started, its id is in exec_id and 0 is
  * returned; it then runs to its end on a thread of its own, calling cb (output as it comes,
  * then on_end). On refusal: the HTTP status, with *err the JSON error body (caller decrefs). */
-unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const sbx_exec_spec *spec,
-        const sbx_exec_stream_cb *cb, char exec_id[static 32], json_t **err);
+unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id,
+        const sbx_exec_spec *spec, const sbx_exec_stream_cb *cb, char exec_id[static 32], json_t **err);
 /* Send a signal to a running exec: its command's process group (SIGKILL: the whole tree). 0, or
  * -ESRCH when no such exec runs, -ENOENT when there is no such sandbox for the caller. */
-int sbx_mgr_exec_signal(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id, int sig);
+int sbx_mgr_exec_signal(
+        sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id, int sig);
 /* The execs running now in the caller's sandbox: [{exec_id, argv: [...], started_at}], or NULL
  * when there is no such sandbox. */
 json_t *sbx_mgr_exec_list(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id);

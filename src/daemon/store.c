@@ -187,10 +187,17 @@ int sbx_runtime_dir(char **ret) {
         else if (getenv("XDG_RUNTIME_DIR") && *getenv("XDG_RUNTIME_DIR")) {
                 if (asprintf(&p, "%s/sandboxer", getenv("XDG_RUNTIME_DIR")) < 0)
                         p = NULL;
-        } else
-                return -ENOENT;
+        } else if (asprintf(&p, "/tmp/sandboxer-%u", (unsigned) getuid()) < 0) /* as the library does */
+                p = NULL;
         if (!p)
                 return -ENOMEM;
+        /* Ours alone: created 0700 if missing; anything else there is refused. */
+        struct stat st;
+        if ((mkdir(p, 0700) < 0 && errno != EEXIST) || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) ||
+                st.st_uid != geteuid() || (st.st_mode & 0022)) {
+                free(p);
+                return -EPERM;
+        }
         *ret = p;
         return 0;
 }
@@ -601,8 +608,8 @@ void sbx_store_unlock(sbx_store *s) {
         pthread_mutex_unlock(&s->lock);
 }
 
-int sbx_store_sql_locked(sbx_store *s, const char *sql, int (*row)(void *, int, const char *const *), void *userdata,
-        sbx_error *e, const char *fmt, ...) {
+int sbx_store_sql_locked(sbx_store *s, const char *sql, int (*row)(void *, int, const char *const *),
+        void *userdata, sbx_error *e, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         int r = sql_locked(s, sql, row, userdata, e, fmt, ap);

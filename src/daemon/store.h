@@ -23,8 +23,9 @@ typedef struct sbx_store sbx_store;
 /* The state dir: flag, else $SANDBOXER_STATE_DIR, else /var/lib/sandboxer as root, else
  * $XDG_STATE_HOME/sandboxer, else ~/.local/state/sandboxer. Newly allocated in *ret. */
 int sbx_state_dir(const char *flag, char **ret);
-/* The runtime dir: $SANDBOXER_RUNTIME_DIR, /run/sandboxer as root, $XDG_RUNTIME_DIR/sandboxer;
- * -ENOENT when none applies. */
+/* The runtime dir: $SANDBOXER_RUNTIME_DIR, /run/sandboxer as root, $XDG_RUNTIME_DIR/sandboxer, else
+ * /tmp/sandboxer-UID (as the library's); created 0700 if missing; -EPERM when what is there is not
+ * a directory of ours that only we can write. */
 int sbx_runtime_dir(char **ret);
 
 /* Open (creating it and the state dir, mode 0700, if needed) and migrate the store.
@@ -87,8 +88,9 @@ int sbx_store_sql(sbx_store *s, const char *sql, int (*row)(void *userdata, int 
  * not interleave with other threads' (e.g. BEGIN … COMMIT on the shared connection). */
 void sbx_store_lock(sbx_store *s);
 void sbx_store_unlock(sbx_store *s);
-int sbx_store_sql_locked(sbx_store *s, const char *sql, int (*row)(void *userdata, int n, const char *const *cols),
-        void *userdata, sbx_error *e, const char *fmt, ...);
+int sbx_store_sql_locked(sbx_store *s, const char *sql,
+        int (*row)(void *userdata, int n, const char *const *cols), void *userdata, sbx_error *e,
+        const char *fmt, ...);
 /* Several statements in one transaction (BEGIN IMMEDIATE … COMMIT): begin, then sbx_store_sql
  * calls, then end(commit). Holding the lock in between: same thread only. */
 int sbx_store_begin(sbx_store *s, sbx_error *e);
