@@ -126,6 +126,77 @@ static int build_bwrap_seccomp(const sbx_config *cfg, int *ret_fd, sbx_error *e)
         return 0;
 }
 
+/* Every directory on the way searchable by uid/gid, the file readable and executable by it. */
+static bool reachable_by(const char *path, uid_t uid, gid_t gid) {
+        char buf[PATH_MAX];
+        snprintf(buf, sizeof buf, "%s", path);
+        for (char *p = buf;;) {
+                char *slash = strchr(p + 1, '/');
+                struct stat st;
+                if (slash)
+                        *slash = 0;
+                if (stat(buf[0] ? buf : "/", &st) < 0)
+                        return false;
+                mode_t need = slash ? 1 : 5; /* x for dirs, r+x for the file */
+                mode_t have = st.st_uid == uid   ? (st.st_mode >> 6) & 7
+                              : st.st_gid == gid ? (st.st_mode >> 3) & 7
+                                                 : st.st_mode & 7;
+                if ((have & need) != need)
+                        return false;
+                if (!slash)
+                        return true;
+                *slash = '/';
+                p = slash;
+        }
+}
+
+/* A world-readable copy of the init (fd) in the cache dir, named by its size and mtime, written
+ * once (atomically); its path into path. */
+static int init_copy(int fd, char *path, size_t size, sbx_error *e) {
+        struct stat st;
+        const char *dir = "/var/cache/sandboxer";
+        if (fstat(fd, &st) < 0)
+                return sbx_error_set(e, errno, "init", "cannot stat the sandbox init: %m");
+        (void) mkdir(dir, 0755);
+        char dst[PATH_MAX], tmp[PATH_MAX + 16];
+        snprintf(dst, sizeof dst, "%s/sandboxer-init.%lld.%lld.%ld", dir, (long long) st.st_size,
+                (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+        struct stat ds;
+        if (stat(dst, &ds) == 0 && ds.st_size == st.st_size && ds.st_uid == 0 && !(ds.st_mode & 022)) {
+                snprintf(path, size, "%s", dst);
+                return 0;
+        }
+        snprintf(tmp, sizeof tmp, "%s.%d", dst, (int) getpid());
+        int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0755);
+        if (out < 0)
+                return sbx_error_set(e, errno, "init",
+                        "the sandbox init is out of run_as's reach and cannot be copied to %s: %m", dir);
+        char buf[65536];
+        off_t off = 0;
+        ssize_t k;
+        int r = 0;
+        while ((k = pread(fd, buf, sizeof buf, off)) > 0) {
+                if (write(out, buf, (size_t) k) != k) {
+                        r = -errno;
+                        break;
+                }
+                off += k;
+        }
+        if (k < 0)
+                r = -errno;
+        if (close(out) < 0 && r == 0)
+                r = -errno;
+        if (r == 0 && (fchmodat(AT_FDCWD, tmp, 0755, 0) < 0 || rename(tmp, dst) < 0))
+                r = -errno;
+        if (r < 0) {
+                (void) unlink(tmp);
+                return sbx_error_set(
+                        e, r, "init", "cannot copy the sandbox init to %s: %s", dst, strerror(-r));
+        }
+        snprintf(path, size, "%s", dst);
+        return 0;
+}
+
 static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_path, char *const *init_argv,
         char ***ret, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
@@ -228,6 +299,11 @@ static int bwrap_run(
         if (n < 0)
                 return sbx_error_set(e, errno, "init", "cannot name the sandbox init's path: %m");
         init_path[n] = 0;
+        /* bubblewrap runs as uid (run_as as root): an init it cannot reach (installed or built
+         * under a 0700 home) is used from a copy in the cache dir instead, made once. */
+        if (root && !reachable_by(init_path, uid, gid) &&
+                (r = init_copy(init_fd, init_path, sizeof init_path, e)) < 0)
+                return r;
 
         if ((r = sbx_backend_build_seccomp(cfg, NULL, &sc_opts, &sc_fd, e)) < 0 ||
                 (r = build_bwrap_seccomp(cfg, &bw_sc_fd, e)) < 0)
