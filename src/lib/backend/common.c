@@ -2,6 +2,7 @@
 #include "backend/common.h"
 #include "backend/persist.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <grp.h>
 
 #include "basic/sha256.h"
@@ -541,7 +543,51 @@ static bool seccomp_cache_read(const char *path, bool obs, bool pl, int fd) {
         return write_all_fd(fd, buf, (size_t) st.st_size) >= 0;
 }
 
+/* Each build keys its own entries: keep the cache small — entries unused for a week go, and
+ * beyond 64 the oldest. Runs on a cache miss only. */
+static void seccomp_cache_prune(const char *path) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+                return;
+        *slash = 0;
+        DIR *d = opendir(dir);
+        if (!d)
+                return;
+        struct {
+                char name[64];
+                time_t t;
+        } e[256];
+        size_t n = 0;
+        time_t now = time(NULL);
+        struct dirent *de;
+        while ((de = readdir(d)) && n < ELEMENTSOF(e)) {
+                struct stat st;
+                if (strncmp(de->d_name, "seccomp-", 8) != 0 || strlen(de->d_name) >= sizeof e[0].name ||
+                        fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                time_t t = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime;
+                if (now - t > 7 * 86400) {
+                        (void) unlinkat(dirfd(d), de->d_name, 0);
+                        continue;
+                }
+                snprintf(e[n].name, sizeof e[n].name, "%s", de->d_name);
+                e[n++].t = t;
+        }
+        while (n > 64) { /* drop the oldest */
+                size_t old = 0;
+                for (size_t i = 1; i < n; i++)
+                        if (e[i].t < e[old].t)
+                                old = i;
+                (void) unlinkat(dirfd(d), e[old].name, 0);
+                e[old] = e[--n];
+        }
+        closedir(d);
+}
+
 static void seccomp_cache_write(const char *path, int fd) {
+        seccomp_cache_prune(path);
         char tmp[PATH_MAX + 16], buf[65536];
         snprintf(tmp, sizeof tmp, "%s.%d", path, (int) getpid());
         _cleanup_close_ int c = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
