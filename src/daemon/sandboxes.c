@@ -587,7 +587,27 @@ static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
 
 /* Start the supervisor for b (double fork: in a session of its own, not our child), wait for
  * its word. 0 with b's pids, backend and scratch filled; -errno with a message in msg. */
+/* meanwhile(ud), if given, runs once the supervisor is started (its ~6 ms of start-up overlap
+ * whatever it does, e.g. storing the sandbox's first states), or before an early failure. */
+typedef void (*spawn_hook)(void *ud);
+
+static int sv_spawn_inner(
+        sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook *meanwhile, void *ud);
+
+static int sv_spawn_hooked(
+        sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook meanwhile, void *ud) {
+        int r = sv_spawn_inner(m, b, budget_used, msg, msgsz, &meanwhile, ud);
+        if (meanwhile)
+                meanwhile(ud); /* not run yet: an early failure; the states go in in order still */
+        return r;
+}
+
 static int sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz) {
+        return sv_spawn_hooked(m, b, budget_used, msg, msgsz, NULL, NULL);
+}
+
+static int sv_spawn_inner(
+        sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook *meanwhile, void *ud) {
         char budget[32], logpath[PATH_MAX + 32];
         snprintf(budget, sizeof budget, "%.3f", budget_used);
         snprintf(logpath, sizeof logpath, "%s/supervisor.log", b->dir);
@@ -667,6 +687,10 @@ static int sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t ms
                 return -sr;
         }
         b->sv_child = true;
+        if (*meanwhile) {
+                (*meanwhile)(ud);
+                *meanwhile = NULL;
+        }
         char line[4400];
         size_t got = 0;
         int64_t deadline = now_ms() + PROVISION_TIMEOUT_MS;
@@ -896,9 +920,10 @@ static json_t *limits_json(const sbx_config *cfg) {
 }
 
 /* Provision b (state provisioning → ready | failed). 0 or an HTTP status with rp filled. */
-static unsigned provision(sbx_mgr *m, box *b, double budget_used, const char *reason, sbx_mgr_reply *rp) {
+static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const char *reason,
+        sbx_mgr_reply *rp, spawn_hook meanwhile, void *ud) {
         char msg[1200] = "";
-        int r = sv_spawn(m, b, budget_used, msg, sizeof msg);
+        int r = sv_spawn_hooked(m, b, budget_used, msg, sizeof msg, meanwhile, ud);
         if (r < 0) {
                 atomic_fetch_add(&m->n_failed, 1);
                 set_state(m, b, "failed", "provision_error");
@@ -943,6 +968,42 @@ static void policy_seen(sbx_mgr *m, const sbx_policy *p) {
         audit(m, NULL, "policy.load", p->source_file ? p->source_file : "builtin", "ok", detail);
         fprintf(stderr, "level=info event=policy_loaded file=%s sha256=%s\n",
                 p->source_file ? p->source_file : "builtin", p->sha256);
+}
+
+static unsigned provision(sbx_mgr *m, box *b, double budget_used, const char *reason, sbx_mgr_reply *rp) {
+        return provision_hooked(m, b, budget_used, reason, rp, NULL, NULL);
+}
+
+/* A create's first states (requested, provisioning; ready for a pooled one) and its
+ * Idempotency-Key, in one transaction. */
+typedef struct first_states {
+        sbx_mgr *m;
+        box *b;
+        const char *key, *tenant, *body_sha;
+        bool warm;
+} first_states;
+
+static void store_first_states(void *ud) {
+        first_states *f = ud;
+        sbx_mgr *m = f->m;
+        box *b = f->b;
+        tx_begin(m);
+        (void) box_save(m, b);
+        emit(m, b, "sandbox.state", NULL);
+        if (f->key)
+                (void) STORE_SQL(m,
+                        "INSERT OR REPLACE INTO idempotency (key, tenant, sandbox_id, created_at, "
+                        "body_sha256) "
+                        "VALUES (?,?,?,?,?)",
+                        NULL, NULL, NULL, "sssis", f->key, f->tenant, b->id, now_ms(), f->body_sha);
+        set_state(m, b, "provisioning", "create");
+        if (f->warm) {
+                /* started ahead of time: ready now */
+                b->last_active_ms = now_ms();
+                set_state(m, b, "ready", "provisioned");
+                atomic_fetch_add(&m->n_warm_used, 1);
+        }
+        tx_end(m);
 }
 
 /* ---- the warm pool ------------------------------------------------------------------------- */
@@ -1202,24 +1263,13 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
         b->next = m->boxes;
         m->boxes = b;
         pthread_mutex_unlock(&m->lock);
-        tx_begin(m);
-        (void) box_save(m, b);
-        emit(m, b, "sandbox.state", NULL);
-        if (key)
-                (void) STORE_SQL(m,
-                        "INSERT OR REPLACE INTO idempotency (key, tenant, sandbox_id, created_at, "
-                        "body_sha256) "
-                        "VALUES (?,?,?,?,?)",
-                        NULL, NULL, NULL, "sssis", key, who_tenant, b->id, now_ms(), body_sha);
-        set_state(m, b, "provisioning", "create");
+        first_states fs = {
+                .m = m, .b = b, .key = key, .tenant = who_tenant, .body_sha = body_sha, .warm = warm};
         if (warm) {
-                /* started ahead of time: ready now */
-                b->last_active_ms = now_ms();
-                set_state(m, b, "ready", "provisioned");
-                atomic_fetch_add(&m->n_warm_used, 1);
-        }
-        tx_end(m);
-        code = warm ? 0 : provision(m, b, 0, "provisioned", rp);
+                store_first_states(&fs);
+                code = 0;
+        } else /* stored while the supervisor starts */
+                code = provision_hooked(m, b, 0, "provisioned", rp, store_first_states, &fs);
         pthread_mutex_lock(&m->lock);
         b->busy = false;
         pthread_mutex_unlock(&m->lock);
