@@ -34,7 +34,6 @@ PACKAGES=(
         iproute2 procps util-linux passwd coreutils # namespaces, ps, runuser/setpriv, useradd
         bubblewrap hyperfine sudo # the bwrap backend, benchmarks
         podman runc catatonit # the podman and docker backends (runc: crun refuses hybrid cgroups; catatonit: the docker API's init)
-        libcurl4-gnutls-dev # HTTP client library
         man-db groff-base # man page rendering checks
 )
 
