@@ -2768,7 +2768,9 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         }
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/sandboxes", m->runtime_dir);
-        if (mkdir(m->runtime_dir, 0700) < 0 && errno != EEXIST) {
+        /* 0711 as root, as the library makes it: the landlock backend's scratch lives below it and
+         * its run_as user must be able to pass through */
+        if (mkdir(m->runtime_dir, geteuid() == 0 ? 0711 : 0700) < 0 && errno != EEXIST) {
                 int r = sbx_error_set(e, errno, "sandboxes", "cannot create %s: %m", m->runtime_dir);
                 sbx_mgr_free(m);
                 return r;

@@ -191,10 +191,11 @@ int sbx_runtime_dir(char **ret) {
                 p = NULL;
         if (!p)
                 return -ENOMEM;
-        /* Ours alone: created 0700 if missing; anything else there is refused. */
+        /* Ours alone: created 0700 (0711 as root, as the library's) if missing; anything else there
+         * is refused. */
         struct stat st;
-        if ((mkdir(p, 0700) < 0 && errno != EEXIST) || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) ||
-                st.st_uid != geteuid() || (st.st_mode & 0022)) {
+        if ((mkdir(p, geteuid() == 0 ? 0711 : 0700) < 0 && errno != EEXIST) || lstat(p, &st) < 0 ||
+                !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022)) {
                 free(p);
                 return -EPERM;
         }
