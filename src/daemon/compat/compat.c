@@ -1,0 +1,714 @@
+/* compat.c — what the E2B and Daytona surfaces share: the dispatch from http.c, their
+ * authentication by sandboxer tokens, in-process calls of the native routes and of the exec API,
+ * stream bodies, multipart, base64, path translation and the little state they keep per
+ * sandbox. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "daemon/compat/compat.h"
+
+/* ---- dispatch ------------------------------------------------------------------------------ */
+
+bool sbx_compat_handle(sbx_mgr *m, sbx_store *store, struct MHD_Connection *c, const char *method,
+        const char *url, const char *body, size_t len, const sbx_caller *who, unsigned *ret_code,
+        struct MHD_Response **ret_resp) {
+        cx_req rq = {.m = m,
+                .store = store,
+                .conn = c,
+                .method = method,
+                .url = url,
+                .body = body ? body : "",
+                .len = body ? len : 0,
+                .who = who};
+        bool mine = cx_e2b_handle(&rq) || cx_daytona_handle(&rq);
+        if (!mine)
+                return false;
+        *ret_code = rq.code;
+        *ret_resp = rq.resp;
+        return true;
+}
+
+const char *cx_header(cx_req *rq, const char *name) {
+        return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+const char *cx_query(cx_req *rq, const char *name) {
+        return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bool cx_auth_token(cx_req *rq, const char *token) {
+        sbx_token_info t = {0};
+        if (!token || !*token || sbx_store_token_lookup(rq->store, token, &t, NULL) < 0)
+                return false;
+        snprintf(rq->caller.kind, sizeof rq->caller.kind, "%s", t.actor);
+        snprintf(rq->caller.name, sizeof rq->caller.name, "%s", t.name);
+        snprintf(rq->caller.tenant, sizeof rq->caller.tenant, "%s", t.tenant && *t.tenant ? t.tenant : "default");
+        sbx_token_info_clear(&t);
+        return true;
+}
+
+bool cx_auth_who(cx_req *rq) {
+        if (!rq->who)
+                return false;
+        rq->caller = *rq->who;
+        if (!rq->caller.tenant[0])
+                snprintf(rq->caller.tenant, sizeof rq->caller.tenant, "default");
+        return true;
+}
+
+/* ---- responses ----------------------------------------------------------------------------- */
+
+void cx_respond(cx_req *rq, unsigned code, const char *ctype, const void *body, size_t len) {
+        if (rq->resp)
+                MHD_destroy_response(rq->resp);
+        rq->resp = MHD_create_response_from_buffer(len, (void *) body, MHD_RESPMEM_MUST_COPY);
+        rq->code = code;
+        if (rq->resp && ctype)
+                MHD_add_response_header(rq->resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+        if (rq->resp)
+                MHD_add_response_header(rq->resp, "Cache-Control", "no-store");
+}
+
+void cx_respond_json(cx_req *rq, unsigned code, json_t *j) {
+        char *text = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        json_decref(j);
+        if (!text) {
+                static const char oom[] = "{\"code\":503,\"message\":\"out of memory\"}";
+                cx_respond(rq, 503, "application/json", oom, strlen(oom));
+                return;
+        }
+        cx_respond(rq, code, "application/json", text, strlen(text));
+        free(text);
+}
+
+void cx_add_header(cx_req *rq, const char *name, const char *value) {
+        if (rq->resp)
+                MHD_add_response_header(rq->resp, name, value);
+}
+
+/* ---- native routes in-process -------------------------------------------------------------- */
+
+static const char *kv_lookup(void *ctx, const char *key) {
+        for (const cx_kv *p = ctx; p && p->k; p++)
+                if (streq(p->k, key))
+                        return p->v;
+        return NULL;
+}
+
+static const char *no_header(void *ctx, const char *key) {
+        return NULL;
+}
+
+unsigned cx_native(cx_req *rq, const char *method, const char *path, const char *body, size_t len,
+        const cx_kv *query, sbx_mgr_reply *rp) {
+        sbx_mgr_request nrq = {.who = &rq->caller,
+                .body = body,
+                .len = len,
+                .query = kv_lookup,
+                .header = no_header,
+                .ctx = (void *) query};
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        if (!sbx_mgr_route(rq->m, method, path, &nrq, rp)) {
+                rp->code = 404;
+                return 404;
+        }
+        return rp->code;
+}
+
+json_t *cx_record(cx_req *rq, const char *id, unsigned *code) {
+        char path[128];
+        if (!id || strlen(id) > 64 || strchr(id, '/') || strchr(id, '?')) {
+                *code = 404;
+                return NULL;
+        }
+        snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
+        sbx_mgr_reply rp;
+        *code = cx_native(rq, "GET", path, NULL, 0, NULL, &rp);
+        json_t *rec = NULL;
+        if (*code == 200 && rp.json) {
+                rec = rp.json;
+                rp.json = NULL;
+        }
+        sbx_mgr_reply_done(&rp);
+        return rec;
+}
+
+bool cx_record_live(const json_t *rec) {
+        const char *st = json_string_value(json_object_get(rec, "state"));
+        return st && (streq(st, "ready") || streq(st, "active"));
+}
+
+int64_t cx_record_ms(const json_t *rec, const char *field) {
+        const char *s = json_string_value(json_object_get(rec, field));
+        if (!s)
+                return 0;
+        struct tm tm = {0};
+        const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (!rest)
+                return 0;
+        int64_t ms = (int64_t) timegm(&tm) * 1000;
+        if (*rest == '.')
+                ms += strtol(rest + 1, NULL, 10) % 1000;
+        return ms;
+}
+
+int64_t cx_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- exec to its end ------------------------------------------------------------------------ */
+
+typedef struct run_ctx {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        atomic_int refs;
+        bool ended;
+        cx_run *r;
+} run_ctx;
+
+static void run_ctx_unref(run_ctx *c) {
+        if (atomic_fetch_sub(&c->refs, 1) != 1)
+                return;
+        pthread_mutex_destroy(&c->lock);
+        pthread_cond_destroy(&c->cond);
+        free(c);
+}
+
+static void append(char **buf, size_t *len, const char *d, size_t n) {
+        char *p = realloc(*buf, *len + n + 1);
+        if (!p)
+                return;
+        memcpy(p + *len, d, n);
+        *len += n;
+        p[*len] = 0;
+        *buf = p;
+}
+
+static void run_output(void *ud, int fd, const char *data, size_t n) {
+        run_ctx *c = ud;
+        pthread_mutex_lock(&c->lock);
+        if (fd == 2)
+                append(&c->r->err, &c->r->err_len, data, n);
+        else
+                append(&c->r->out, &c->r->out_len, data, n);
+        append(&c->r->both, &c->r->both_len, data, n);
+        pthread_mutex_unlock(&c->lock);
+}
+
+static void run_end(void *ud, const json_t *report, const char *error) {
+        run_ctx *c = ud;
+        pthread_mutex_lock(&c->lock);
+        cx_run *r = c->r;
+        if (report) {
+                const json_t *ex = json_object_get(report, "exit");
+                json_t *code = json_object_get(ex, "code"), *sig = json_object_get(ex, "signal");
+                r->exit_code = json_is_integer(code) ? (int) json_integer_value(code) : -1;
+                r->signal = json_is_integer(sig) ? (int) json_integer_value(sig) : 0;
+                snprintf(r->status, sizeof r->status, "%s",
+                        json_string_value(json_object_get(report, "status")) ?: "exited");
+                const char *e = json_string_value(json_object_get(report, "error"));
+                if (e)
+                        r->error = strdup(e);
+        } else {
+                r->exit_code = -1;
+                r->error = strdup(error ? error : "the exec failed");
+        }
+        c->ended = true;
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
+        run_ctx_unref(c);
+}
+
+void cx_run_done(cx_run *r) {
+        free(r->out);
+        free(r->err);
+        free(r->both);
+        free(r->error);
+        json_decref(r->refusal);
+        *r = (cx_run){0};
+}
+
+unsigned cx_exec(cx_req *rq, const char *sandbox_id, char *const *argv, char *const *env, const char *cwd,
+        double timeout_s, const void *in, size_t in_len, cx_run *r) {
+        *r = (cx_run){.exit_code = -1};
+        run_ctx *c = calloc(1, sizeof *c);
+        if (!c) {
+                r->http = 503;
+                r->refusal = json_pack("{s:{s:s, s:s}}", "error", "code", "unavailable", "message", "out of memory");
+                return 503;
+        }
+        pthread_mutex_init(&c->lock, NULL);
+        pthread_cond_init(&c->cond, NULL);
+        atomic_init(&c->refs, 2);
+        c->r = r;
+        int p[2] = {-1, -1};
+        if (in && pipe2(p, O_CLOEXEC) < 0)
+                p[0] = p[1] = -1;
+        sbx_exec_spec spec = {
+                .argv = argv, .env = env, .cwd = cwd, .timeout_s = timeout_s, .stdin_fd = in ? p[0] : -1};
+        sbx_exec_stream_cb cb = {.on_output = run_output, .on_end = run_end, .userdata = c};
+        char exec_id[32];
+        json_t *err = NULL;
+        unsigned code = sbx_mgr_exec_start(rq->m, &rq->caller, sandbox_id, &spec, &cb, exec_id, &err);
+        safe_close(p[0]);
+        if (code) {
+                safe_close(p[1]);
+                r->http = code;
+                r->refusal = err;
+                atomic_fetch_sub(&c->refs, 1); /* the callbacks' reference: they will not run */
+                run_ctx_unref(c);
+                return code;
+        }
+        if (p[1] >= 0) {
+                const char *d = in;
+                for (size_t off = 0; off < in_len;) {
+                        ssize_t w = write(p[1], d + off, in_len - off);
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w <= 0)
+                                break;
+                        off += (size_t) w;
+                }
+                safe_close(p[1]);
+        }
+        pthread_mutex_lock(&c->lock);
+        while (!c->ended)
+                pthread_cond_wait(&c->cond, &c->lock);
+        pthread_mutex_unlock(&c->lock);
+        run_ctx_unref(c);
+        return 0;
+}
+
+/* ---- streams -------------------------------------------------------------------------------- */
+
+#define STREAM_MAX (32u * 1024 * 1024)
+
+struct cx_stream {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        atomic_int refs;
+        char *buf;
+        size_t off, len;
+        bool done, gone;
+        char *keepalive;
+        size_t keepalive_len;
+        double keepalive_s;
+};
+
+cx_stream *cx_stream_new(const void *keepalive, size_t keepalive_len, double keepalive_s) {
+        cx_stream *s = calloc(1, sizeof *s);
+        if (!s)
+                return NULL;
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        atomic_init(&s->refs, 1);
+        if (keepalive && keepalive_len) {
+                s->keepalive = malloc(keepalive_len);
+                if (s->keepalive) {
+                        memcpy(s->keepalive, keepalive, keepalive_len);
+                        s->keepalive_len = keepalive_len;
+                }
+        }
+        s->keepalive_s = keepalive_s;
+        return s;
+}
+
+void cx_stream_unref(cx_stream *s) {
+        if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+                return;
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->cond);
+        free(s->buf);
+        free(s->keepalive);
+        free(s);
+}
+
+bool cx_stream_write(cx_stream *s, const void *data, size_t n) {
+        pthread_mutex_lock(&s->lock);
+        bool ok = !s->gone && !s->done;
+        if (ok && s->len - s->off + n > STREAM_MAX)
+                ok = false, s->gone = true; /* a reader this far behind is taken as gone */
+        if (ok) {
+                if (s->off > 0 && s->off == s->len)
+                        s->off = s->len = 0;
+                char *p = realloc(s->buf, s->len + n);
+                if (p) {
+                        memcpy(p + s->len, data, n);
+                        s->buf = p;
+                        s->len += n;
+                } else
+                        ok = false;
+        }
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        return ok;
+}
+
+void cx_stream_clear(cx_stream *s) {
+        pthread_mutex_lock(&s->lock);
+        s->off = s->len = 0;
+        pthread_mutex_unlock(&s->lock);
+}
+
+void cx_stream_close(cx_stream *s) {
+        pthread_mutex_lock(&s->lock);
+        s->done = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
+        cx_stream *s = cls;
+        pthread_mutex_lock(&s->lock);
+        while (s->off == s->len && !s->done) {
+                if (s->keepalive_s <= 0) {
+                        pthread_cond_wait(&s->cond, &s->lock);
+                        continue;
+                }
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_sec += (time_t) s->keepalive_s;
+                if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) == ETIMEDOUT && s->off == s->len &&
+                        !s->done && s->keepalive) {
+                        size_t n = MIN(max, s->keepalive_len);
+                        memcpy(out, s->keepalive, n);
+                        pthread_mutex_unlock(&s->lock);
+                        return (ssize_t) n;
+                }
+        }
+        ssize_t ret;
+        if (s->off < s->len) {
+                size_t n = MIN(max, s->len - s->off);
+                memcpy(out, s->buf + s->off, n);
+                s->off += n;
+                ret = (ssize_t) n;
+        } else
+                ret = MHD_CONTENT_READER_END_OF_STREAM;
+        pthread_mutex_unlock(&s->lock);
+        return ret;
+}
+
+static void stream_free(void *cls) {
+        cx_stream *s = cls;
+        pthread_mutex_lock(&s->lock);
+        s->gone = true;
+        pthread_mutex_unlock(&s->lock);
+        cx_stream_unref(s);
+}
+
+struct MHD_Response *cx_stream_response(cx_stream *s, const char *ctype) {
+        atomic_fetch_add(&s->refs, 1);
+        struct MHD_Response *r =
+                MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s, stream_free);
+        if (!r) {
+                cx_stream_unref(s);
+                return NULL;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        return r;
+}
+
+/* ---- base64 --------------------------------------------------------------------------------- */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *cx_b64_encode(const void *data, size_t n) {
+        const unsigned char *s = data;
+        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+        if (!out)
+                return NULL;
+        size_t i = 0;
+        for (; i + 2 < n; i += 3) {
+                *o++ = b64[s[i] >> 2];
+                *o++ = b64[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
+                *o++ = b64[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)];
+                *o++ = b64[s[i + 2] & 63];
+        }
+        if (i < n) {
+                *o++ = b64[s[i] >> 2];
+                if (i + 1 < n) {
+                        *o++ = b64[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
+                        *o++ = b64[(s[i + 1] & 15) << 2];
+                } else {
+                        *o++ = b64[(s[i] & 3) << 4];
+                        *o++ = '=';
+                }
+                *o++ = '=';
+        }
+        *o = 0;
+        return out;
+}
+
+static int b64_value(char c) {
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+' || c == '-')
+                return 62;
+        if (c == '/' || c == '_')
+                return 63;
+        return -1;
+}
+
+/* Standard or URL alphabet, padding optional (protobuf JSON accepts both). */
+int cx_b64_decode(const char *s, size_t n, char **ret, size_t *ret_len) {
+        char *out = malloc(n / 4 * 3 + 4);
+        if (!out)
+                return -ENOMEM;
+        size_t o = 0;
+        unsigned acc = 0;
+        int bits = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '=')
+                        break;
+                int v = b64_value(s[i]);
+                if (v < 0) {
+                        free(out);
+                        return -EINVAL;
+                }
+                acc = (acc << 6) | (unsigned) v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[o++] = (char) ((acc >> bits) & 0xff);
+                }
+        }
+        out[o] = 0;
+        *ret = out;
+        *ret_len = o;
+        return 0;
+}
+
+/* ---- multipart ------------------------------------------------------------------------------ */
+
+static const char *memmem_s(const char *h, size_t hl, const char *n, size_t nl) {
+        return memmem(h, hl, n, nl);
+}
+
+/* The value of PARAM="…" (or unquoted) in a header line [s, e). */
+static bool header_param(const char *s, const char *e, const char *param, char *out, size_t size) {
+        size_t pl = strlen(param);
+        for (const char *p = s; p + pl < e; p++) {
+                if (strncasecmp(p, param, pl) != 0 || p[pl] != '=' ||
+                        (p > s && p[-1] != ' ' && p[-1] != ';' && p[-1] != '\t'))
+                        continue;
+                const char *v = p + pl + 1, *ve;
+                if (*v == '"') {
+                        v++;
+                        ve = v;
+                        while (ve < e && *ve != '"')
+                                ve++;
+                } else {
+                        ve = v;
+                        while (ve < e && *ve != ';' && *ve != ' ' && *ve != '\r')
+                                ve++;
+                }
+                size_t n = MIN((size_t) (ve - v), size - 1);
+                memcpy(out, v, n);
+                out[n] = 0;
+                return true;
+        }
+        return false;
+}
+
+int cx_multipart(const char *ctype, const char *body, size_t len, cx_part *parts, size_t max) {
+        char boundary[256];
+        if (!ctype || strncasecmp(ctype, "multipart/form-data", 19) != 0 ||
+                !header_param(ctype, ctype + strlen(ctype), "boundary", boundary + 2, sizeof boundary - 2))
+                return -EINVAL;
+        boundary[0] = boundary[1] = '-';
+        size_t bl = strlen(boundary);
+        const char *end = body + len;
+        const char *p = memmem_s(body, len, boundary, bl);
+        size_t n = 0;
+        while (p && n < max) {
+                p += bl;
+                if (end - p >= 2 && p[0] == '-' && p[1] == '-')
+                        break; /* the closing delimiter */
+                if (end - p >= 2 && p[0] == '\r' && p[1] == '\n')
+                        p += 2;
+                const char *hend = memmem_s(p, (size_t) (end - p), "\r\n\r\n", 4);
+                if (!hend)
+                        return -EINVAL;
+                cx_part *pt = &parts[n];
+                *pt = (cx_part){0};
+                for (const char *line = p; line < hend;) {
+                        const char *le = memmem_s(line, (size_t) (hend - line), "\r\n", 2);
+                        if (!le)
+                                le = hend;
+                        if (strncasecmp(line, "Content-Disposition:", 20) == 0) {
+                                header_param(line + 20, le, "name", pt->name, sizeof pt->name);
+                                header_param(line + 20, le, "filename", pt->filename, sizeof pt->filename);
+                        }
+                        line = le + 2;
+                }
+                const char *data = hend + 4;
+                /* the part ends at CRLF + the delimiter */
+                char delim[260];
+                snprintf(delim, sizeof delim, "\r\n%s", boundary);
+                const char *next = memmem_s(data, (size_t) (end - data), delim, bl + 2);
+                if (!next)
+                        return -EINVAL;
+                pt->data = data;
+                pt->len = (size_t) (next - data);
+                n++;
+                p = next + 2;
+        }
+        return (int) n;
+}
+
+/* ---- paths ---------------------------------------------------------------------------------- */
+
+char *cx_path(const char *p, const char *scratch, const char *const *homes) {
+        if (!p || !*p || strlen(p) > 4000)
+                return NULL;
+        if (!scratch || !*scratch)
+                scratch = "/tmp";
+        char *r = NULL;
+        if (p[0] == '~' && (p[1] == '/' || !p[1])) {
+                if (asprintf(&r, "%s%s", scratch, p + 1) < 0)
+                        return NULL;
+        } else if (p[0] != '/') {
+                if (asprintf(&r, "%s/%s", scratch, p) < 0)
+                        return NULL;
+        } else {
+                for (const char *const *h = homes; h && *h; h++) {
+                        size_t l = strlen(*h);
+                        if (strncmp(p, *h, l) == 0 && (p[l] == '/' || !p[l])) {
+                                if (asprintf(&r, "%s%s", scratch, p + l) < 0)
+                                        return NULL;
+                                break;
+                        }
+                }
+                if (!r)
+                        r = strdup(p);
+        }
+        if (!r)
+                return NULL;
+        /* no trailing slash (but "/"), no empty components */
+        size_t l = strlen(r);
+        while (l > 1 && r[l - 1] == '/')
+                r[--l] = 0;
+        char *w = r;
+        for (const char *s = r; *s; s++)
+                if (!(s[0] == '/' && s[1] == '/'))
+                        *w++ = *s;
+        *w = 0;
+        return r;
+}
+
+/* ---- per-sandbox state ---------------------------------------------------------------------- */
+
+typedef struct box_ent {
+        struct box_ent *next;
+        char id[64];
+        char token[65];
+        sbx_caller who;
+        json_t *env;
+} box_ent;
+
+static pthread_mutex_t boxes_lock = PTHREAD_MUTEX_INITIALIZER;
+static box_ent *boxes;
+
+static box_ent *box_find(const char *id) {
+        for (box_ent *b = boxes; b; b = b->next)
+                if (streq(b->id, id))
+                        return b;
+        return NULL;
+}
+
+void cx_box_set(const char *id, const sbx_caller *who, json_t *env, char ret_token[static 65]) {
+        pthread_mutex_lock(&boxes_lock);
+        box_ent *b = box_find(id);
+        if (!b && (b = calloc(1, sizeof *b))) {
+                snprintf(b->id, sizeof b->id, "%s", id);
+                unsigned char rnd[24];
+                if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd) {
+                        /* never a guessable token: leave it empty (no envd access but by peer) */
+                        b->token[0] = 0;
+                } else
+                        for (size_t i = 0; i < sizeof rnd; i++)
+                                snprintf(b->token + 2 * i, 3, "%02x", rnd[i]);
+                b->who = *who;
+                b->next = boxes;
+                boxes = b;
+        }
+        if (b && env) {
+                json_decref(b->env);
+                b->env = TAKE_PTR(env);
+        }
+        json_decref(env);
+        snprintf(ret_token, 65, "%s", b ? b->token : "");
+        pthread_mutex_unlock(&boxes_lock);
+}
+
+/* Constant time: the token is a secret. */
+static bool token_eq(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+        unsigned char d = la != lb;
+        for (size_t i = 0; i < la && i < lb; i++)
+                d |= (unsigned char) (a[i] ^ b[i]);
+        return d == 0 && la > 0;
+}
+
+bool cx_box_get(const char *id, const char *token, sbx_caller *ret_who, char ***ret_env) {
+        pthread_mutex_lock(&boxes_lock);
+        box_ent *b = box_find(id);
+        bool ok = b && (!token || token_eq(b->token, token));
+        if (ok && ret_who)
+                *ret_who = b->who;
+        if (ok && ret_env) {
+                size_t n = json_object_size(b->env), i = 0;
+                char **v = calloc(n + 1, sizeof *v);
+                const char *k;
+                json_t *val;
+                if (v)
+                        json_object_foreach(b->env, k, val) {
+                                if (json_is_string(val) && asprintf(&v[i], "%s=%s", k, json_string_value(val)) >= 0)
+                                        i++;
+                        }
+                *ret_env = v;
+        }
+        pthread_mutex_unlock(&boxes_lock);
+        return ok;
+}
+
+void cx_box_forget(const char *id) {
+        pthread_mutex_lock(&boxes_lock);
+        for (box_ent **pp = &boxes; *pp; pp = &(*pp)->next)
+                if (streq((*pp)->id, id)) {
+                        box_ent *b = *pp;
+                        *pp = b->next;
+                        json_decref(b->env);
+                        explicit_bzero(b->token, sizeof b->token);
+                        free(b);
+                        break;
+                }
+        pthread_mutex_unlock(&boxes_lock);
+}
+
+void cx_strv_free(char **v) {
+        for (char **p = v; p && *p; p++)
+                free(*p);
+        free(v);
+}
