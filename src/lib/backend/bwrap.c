@@ -158,6 +158,9 @@ static int init_copy(int fd, char *path, size_t size, sbx_error *e) {
         if (fstat(fd, &st) < 0)
                 return sbx_error_set(e, errno, "init", "cannot stat the sandbox init: %m");
         (void) mkdir(dir, 0755);
+        struct stat dst_dir;
+        if (stat(dir, &dst_dir) == 0 && dst_dir.st_uid == 0 && (dst_dir.st_mode & 0555) != 0555)
+                (void) chmod(dir, (dst_dir.st_mode & 07777) | 0555); /* a 0700 cache dir of an older build */
         char dst[PATH_MAX], tmp[PATH_MAX + 16];
         snprintf(dst, sizeof dst, "%s/sandboxer-init.%lld.%lld.%ld", dir, (long long) st.st_size,
                 (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);

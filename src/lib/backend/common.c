@@ -474,7 +474,9 @@ static int cache_dir(char *buf, size_t size) {
                 snprintf(buf, size, "%s/.cache/sandboxer", home);
         else
                 return -ENOENT;
-        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+        /* 0755 as root: the bwrap backend keeps a copy of the init here for run_as to reach;
+         * the cached programs themselves are 0600 */
+        if (mkdir(buf, geteuid() == 0 ? 0755 : 0700) < 0 && errno != EEXIST)
                 return -errno;
         struct stat st;
         if (lstat(buf, &st) < 0)
