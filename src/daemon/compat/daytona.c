@@ -1,6 +1,715 @@
-/* daytona.c — Daytona's API and toolbox on the control plane's server (filled in below). */
+/* daytona.c — Daytona's API on the control plane's server: sandboxes under /api/sandbox (create,
+ * get, list, delete, autostop, toolbox-proxy-url) and the toolbox under /api/toolbox/ID/ (the
+ * toolboxProxyUrl a sandbox answers with): process/execute, files (bulk upload and download,
+ * download, list, info, folder, move, delete), user-home-dir, work-dir. The API key is a
+ * sandboxer token (Authorization: Bearer, which http.c checks). Through the native operations:
+ * a command is an exec, a file the native file route, a listing a command in the sandbox. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "basic/macro.h"
 #include "daemon/compat/compat.h"
 
+static const char *const homes[] = {"/home/daytona", NULL};
+
+static void err(cx_req *rq, unsigned code, const char *fmt, ...) _printf_(3, 4);
+static void err(cx_req *rq, unsigned code, const char *fmt, ...) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        const char *name = code == 400 ? "Bad Request"
+                           : code == 401 ? "Unauthorized"
+                           : code == 403 ? "Forbidden"
+                           : code == 404 ? "Not Found"
+                           : code == 409 ? "Conflict"
+                           : code == 429 ? "Too Many Requests"
+                                         : "Error";
+        cx_respond_json(rq, code, json_pack("{s:i, s:s, s:s}", "statusCode", (int) code, "message", msg, "error", name));
+}
+
+static const char *native_message(const json_t *j) {
+        return json_string_value(json_object_get(json_object_get(j, "error"), "message")) ?: "refused";
+}
+
+static void native_err(cx_req *rq, unsigned code, const json_t *j) {
+        err(rq, code == 410 ? 404 : code == 422 ? 400 : code, "%s", native_message(j));
+}
+
+static void iso_time(int64_t ms, char buf[static 40]) {
+        time_t t = (time_t) (ms / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        size_t n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf + n, 40 - n, ".%03dZ", (int) (ms % 1000));
+}
+
+static const char *state_of(const json_t *rec) {
+        const char *s = json_string_value(json_object_get(rec, "state")) ?: "";
+        if (streq(s, "ready") || streq(s, "active"))
+                return "started";
+        if (streq(s, "requested") || streq(s, "provisioning"))
+                return "creating";
+        if (streq(s, "expired") || streq(s, "destroying"))
+                return "destroying";
+        if (streq(s, "destroyed"))
+                return "destroyed";
+        return "error";
+}
+
+/* http://HOST/api/toolbox: where this server answers, as the client reached it. */
+static void toolbox_url(cx_req *rq, char *buf, size_t size) {
+        const char *host = cx_header(rq, "Host");
+        snprintf(buf, size, "http://%s/api/toolbox", host && *host ? host : "127.0.0.1");
+}
+
+static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
+        const json_t *lim = json_object_get(rec, "limits");
+        const char *id = json_string_value(json_object_get(rec, "id")) ?: "";
+        const char *profile = json_string_value(json_object_get(rec, "profile")) ?: "profile.default";
+        char created[40], updated[40], expires[40], tb[512];
+        iso_time(cx_record_ms(rec, "created_at"), created);
+        iso_time(cx_record_ms(rec, "updated_at"), updated);
+        iso_time(cx_record_ms(rec, "expires_at"), expires);
+        toolbox_url(rq, tb, sizeof tb);
+        json_t *md = json_object_get(rec, "metadata");
+        char **env = NULL;
+        json_t *envj = json_object();
+        if (cx_box_get(id, NULL, NULL, &env))
+                for (char **v = env; v && *v; v++) {
+                        char *eq = strchr(*v, '=');
+                        if (eq) {
+                                *eq = 0;
+                                json_object_set_new(envj, *v, json_string(eq + 1));
+                        }
+                }
+        cx_strv_free(env);
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:O, s:b, s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+                "id", id, "organizationId", json_string_value(json_object_get(rec, "tenant")) ?: "default", "name",
+                id, "snapshot", profile, "user", "sandbox", "env", envj, "labels", md ? md : json_object(), "public",
+                0, "networkBlockAll", 1, "target", "local", "state", state_of(rec), "desiredState",
+                streq(state_of(rec), "destroyed") ? "destroyed" : "started", "createdAt", created, "updatedAt",
+                updated, "autoDestroyAt", expires, "toolboxProxyUrl", tb, "daemonVersion", "sandboxer");
+        json_object_set_new(j, "cpu", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
+        json_object_set_new(j, "gpu", json_integer(0));
+        json_object_set_new(j, "memory",
+                json_real(json_number_value(json_object_get(lim, "memory_mb")) / 1024.0));
+        json_object_set_new(j, "disk", json_real(json_number_value(json_object_get(lim, "scratch_mb")) / 1024.0));
+        json_object_set_new(j, "autoStopInterval", json_integer(0));
+        json_object_set_new(j, "autoArchiveInterval", json_integer(0));
+        json_object_set_new(j, "autoDeleteInterval", json_integer(0));
+        return j;
+}
+
+static bool env_name_ok(const char *k) {
+        if (!*k || (*k >= '0' && *k <= '9'))
+                return false;
+        for (const char *p = k; *p; p++)
+                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                            *p == '_'))
+                        return false;
+        return true;
+}
+
+static bool string_map_ok(const json_t *o, bool env_names) {
+        if (!o || json_is_null(o))
+                return true;
+        if (!json_is_object(o))
+                return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *) o, k, v) if (!json_is_string(v) || (env_names && !env_name_ok(k))) return false;
+        return true;
+}
+
+/* ---- sandboxes ------------------------------------------------------------------------------ */
+
+static void op_create(cx_req *rq) {
+        json_t *body = json_loadb(rq->body, rq->len, 0, NULL);
+        if (!json_is_object(body)) {
+                json_decref(body);
+                err(rq, 400, "the body must be a JSON object");
+                return;
+        }
+        json_t *js = json_object_get(body, "snapshot"), *jl = json_object_get(body, "labels"),
+               *je = json_object_get(body, "env"), *jt = json_object_get(body, "ttlMinutes"),
+               *ja = json_object_get(body, "autoStopInterval");
+        char pb[256];
+        const char *snap = json_string_value(js);
+        const char *profile = !snap || !*snap ? "profile.default"
+                              : strncmp(snap, "profile.", 8) == 0 ? snap
+                              : (snprintf(pb, sizeof pb, "profile.%s", snap), pb);
+        if ((js && !json_is_null(js) && !json_is_string(js)) || !string_map_ok(jl, false) || !string_map_ok(je, true)) {
+                err(rq, 400, "snapshot must name a sandboxer profile, labels and env be objects of strings (env keys "
+                             "variable names)");
+                json_decref(body);
+                return;
+        }
+        if (json_object_get(body, "buildInfo") && !json_is_null(json_object_get(body, "buildInfo"))) {
+                err(rq, 400, "images cannot be built here: name a sandboxer profile as the snapshot");
+                json_decref(body);
+                return;
+        }
+        /* ttlMinutes, else autoStopInterval (minutes; 0 = none): the sandbox's TTL */
+        double minutes = json_is_integer(jt) && json_integer_value(jt) > 0   ? (double) json_integer_value(jt)
+                         : json_is_integer(ja) && json_integer_value(ja) > 0 ? (double) json_integer_value(ja)
+                                                                             : 0;
+        json_t *nb = json_pack("{s:s}", "profile", profile);
+        if (minutes > 0)
+                json_object_set_new(nb, "ttl_s", json_real(minutes * 60));
+        if (json_is_object(jl) && json_object_size(jl))
+                json_object_set(nb, "metadata", jl);
+        char *text = json_dumps(nb, JSON_COMPACT);
+        sbx_mgr_reply rp;
+        unsigned code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
+        free(text);
+        if (code == 400 && streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "field")),
+                                   "ttl_s")) {
+                sbx_mgr_reply_done(&rp);
+                json_object_del(nb, "ttl_s"); /* more than ttl.max: the profile's default */
+                text = json_dumps(nb, JSON_COMPACT);
+                code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
+                free(text);
+        }
+        json_decref(nb);
+        if (code != 201 && code != 200) {
+                native_err(rq, code, rp.json);
+                sbx_mgr_reply_done(&rp);
+                json_decref(body);
+                return;
+        }
+        const char *id = json_string_value(json_object_get(rp.json, "id")) ?: "";
+        const char *backend = json_string_value(json_object_get(rp.json, "backend")) ?: "";
+        if (streq(backend, "landlock") || streq(backend, "none")) {
+                char path[128];
+                snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
+                sbx_mgr_reply dr;
+                cx_native(rq, "DELETE", path, NULL, 0, NULL, &dr);
+                sbx_mgr_reply_done(&dr);
+                err(rq, 400,
+                        "snapshot '%s': profile %s runs on the %s backend, which has no mount namespace, so the "
+                        "sandbox's paths would be the host's; use a profile with isolation.level: container",
+                        snap ? snap : "", profile, backend);
+        } else {
+                char token[65];
+                cx_box_set(id, &rq->caller, json_is_object(je) ? json_incref(je) : NULL, token);
+                cx_respond_json(rq, 200, sandbox_json(rq, rp.json));
+        }
+        sbx_mgr_reply_done(&rp);
+        json_decref(body);
+}
+
+static bool labels_match(const json_t *md, const char *filter) {
+        if (!filter)
+                return true;
+        json_t *f = json_loads(filter, 0, NULL);
+        bool ok = json_is_object(f);
+        const char *k;
+        json_t *v;
+        if (ok)
+                json_object_foreach(f, k, v) {
+                        const char *have = json_string_value(json_object_get(md, k));
+                        if (!have || !json_is_string(v) || !streq(have, json_string_value(v)))
+                                ok = false;
+                }
+        json_decref(f);
+        return ok;
+}
+
+static void op_list(cx_req *rq) {
+        const char *limit = cx_query(rq, "limit"), *cursor = cx_query(rq, "cursor"), *labels = cx_query(rq, "labels");
+        char lim[16] = "100";
+        if (limit) {
+                long l = strtol(limit, NULL, 10);
+                snprintf(lim, sizeof lim, "%ld", l < 1 ? 1 : l > 500 ? 500 : l);
+        }
+        cx_kv q[] = {{"limit", lim}, {cursor ? "cursor" : NULL, cursor}, {NULL, NULL}};
+        sbx_mgr_reply rp;
+        unsigned code = cx_native(rq, "GET", "/v1/sandboxes", NULL, 0, q, &rp);
+        if (code != 200) {
+                native_err(rq, code, rp.json);
+                sbx_mgr_reply_done(&rp);
+                return;
+        }
+        json_t *items = json_array();
+        size_t i;
+        json_t *rec;
+        json_array_foreach(json_object_get(rp.json, "items"), i, rec) {
+                if (labels_match(json_object_get(rec, "metadata"), labels))
+                        json_array_append_new(items, sandbox_json(rq, rec));
+        }
+        json_t *next = json_object_get(rp.json, "next_cursor");
+        cx_respond_json(rq, 200, json_pack("{s:o, s:O}", "items", items, "nextCursor", next ? next : json_null()));
+        sbx_mgr_reply_done(&rp);
+}
+
+static json_t *record(cx_req *rq, const char *id, bool live) {
+        unsigned code;
+        json_t *rec = cx_record(rq, id, &code);
+        if (!rec || (live && !cx_record_live(rec))) {
+                err(rq, 404, "Sandbox with ID or name %s not found", id);
+                json_decref(rec);
+                return NULL;
+        }
+        return rec;
+}
+
+static void op_delete(cx_req *rq, const char *id) {
+        json_t *rec = record(rq, id, false);
+        if (!rec)
+                return;
+        char path[128];
+        snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
+        sbx_mgr_reply rp;
+        unsigned code = cx_native(rq, "DELETE", path, NULL, 0, NULL, &rp);
+        if (code == 200) {
+                cx_respond_json(rq, 200, sandbox_json(rq, rp.json));
+                cx_box_forget(id);
+        } else
+                native_err(rq, code, rp.json);
+        sbx_mgr_reply_done(&rp);
+        json_decref(rec);
+}
+
+/* autostop/MINUTES: the sandbox lives at least that much longer (the native TTL only extends;
+ * capped by the profile's ttl.max); 0 (never) extends it to the cap. */
+static void op_autostop(cx_req *rq, const char *id, const char *arg) {
+        char *end;
+        long minutes = strtol(arg, &end, 10);
+        if (*end || minutes < 0) {
+                err(rq, 400, "autostop: a number of minutes is required");
+                return;
+        }
+        json_t *rec = record(rq, id, true);
+        if (!rec)
+                return;
+        double want = minutes > 0 ? minutes * 60.0 : 366 * 86400.0;
+        double remaining = (double) (cx_record_ms(rec, "expires_at") - cx_now_ms()) / 1000.0;
+        unsigned code = 200;
+        sbx_mgr_reply rp = {.stream_fd = -1};
+        if (want - remaining >= 1) {
+                char path[128], body[64];
+                snprintf(path, sizeof path, "/v1/sandboxes/%s/ttl", id);
+                snprintf(body, sizeof body, "{\"extend_s\":%.3f}", MIN(want - remaining, 366 * 86400.0 - 1));
+                code = cx_native(rq, "POST", path, body, strlen(body), NULL, &rp);
+        }
+        if (code == 200)
+                cx_respond(rq, 200, "application/json", "", 0);
+        else
+                native_err(rq, code, rp.json);
+        sbx_mgr_reply_done(&rp);
+        json_decref(rec);
+}
+
+static void sandboxes(cx_req *rq, const char *path) {
+        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"), del = streq(rq->method, "DELETE");
+        if (streq(path, "/sandbox") || streq(path, "/sandbox/")) {
+                if (post)
+                        op_create(rq);
+                else if (get)
+                        op_list(rq);
+                else
+                        err(rq, 405, "use GET or POST");
+                return;
+        }
+        const char *rest = path + 9;
+        char id[64];
+        const char *slash = strchr(rest, '/');
+        size_t l = slash ? (size_t) (slash - rest) : strlen(rest);
+        if (l == 0 || l >= sizeof id) {
+                err(rq, 404, "Sandbox not found");
+                return;
+        }
+        memcpy(id, rest, l);
+        id[l] = 0;
+        const char *sub = slash ? slash : "";
+        json_t *rec;
+        char tb[512];
+        if (!*sub && get) {
+                if ((rec = record(rq, id, false))) {
+                        cx_respond_json(rq, 200, sandbox_json(rq, rec));
+                        json_decref(rec);
+                }
+        } else if (!*sub && del)
+                op_delete(rq, id);
+        else if (strncmp(sub, "/autostop/", 10) == 0 && post)
+                op_autostop(rq, id, sub + 10);
+        else if (streq(sub, "/toolbox-proxy-url") && get) {
+                if ((rec = record(rq, id, false))) {
+                        toolbox_url(rq, tb, sizeof tb);
+                        cx_respond_json(rq, 200, json_pack("{s:s}", "url", tb));
+                        json_decref(rec);
+                }
+        } else if (streq(sub, "/start") && post) {
+                if ((rec = record(rq, id, true))) {
+                        cx_respond_json(rq, 200, sandbox_json(rq, rec));
+                        json_decref(rec);
+                }
+        } else if (streq(sub, "/last-activity") && post) {
+                if ((rec = record(rq, id, true))) {
+                        cx_respond(rq, 201, "application/json", "", 0);
+                        json_decref(rec);
+                }
+        } else
+                err(rq, 501, "%s %s is not implemented by sandboxer's Daytona surface (sandboxes are started "
+                             "when created and cannot be stopped, archived or resized)",
+                        rq->method, path);
+}
+
+/* ---- toolbox --------------------------------------------------------------------------------- */
+
+typedef struct box {
+        cx_req *rq;
+        const char *id;
+        json_t *rec;
+        char **env;
+        const char *scratch;
+} box;
+
+static unsigned run(box *b, char *const *argv, char *const *extra_env, const char *cwd, double timeout_s, cx_run *r) {
+        size_t n = 0, m = 0;
+        for (char **v = b->env; v && *v; v++)
+                n++;
+        for (char *const *v = extra_env; v && *v; v++)
+                m++;
+        char **env = calloc(n + m + 1, sizeof *env);
+        if (!env)
+                return 503;
+        size_t k = 0;
+        for (char **v = b->env; v && *v; v++)
+                env[k++] = *v;
+        for (char *const *v = extra_env; v && *v; v++)
+                env[k++] = *v;
+        unsigned code = cx_exec(b->rq, b->id, argv, env, cwd, timeout_s, NULL, 0, r);
+        free(env);
+        return code;
+}
+
+static void execute(box *b) {
+        cx_req *rq = b->rq;
+        json_t *body = json_loadb(rq->body, rq->len, 0, NULL);
+        const char *cmd = json_string_value(json_object_get(body, "command"));
+        json_t *jcwd = json_object_get(body, "cwd"), *envs = json_object_get(body, "envs"),
+               *jt = json_object_get(body, "timeout");
+        char **extra = NULL, *cwd = NULL;
+        cx_run r = {0};
+        if (!cmd || !string_map_ok(envs, true) || (jcwd && !json_is_null(jcwd) && !json_is_string(jcwd))) {
+                err(rq, 400, "command (a string) is required; envs must map variable names to strings");
+                goto out;
+        }
+        if (json_is_string(jcwd) && json_string_length(jcwd) && !(cwd = cx_path(json_string_value(jcwd), b->scratch, homes))) {
+                err(rq, 400, "cwd: not a usable path");
+                goto out;
+        }
+        extra = calloc(json_object_size(envs) + 1, sizeof *extra);
+        size_t k = 0;
+        const char *key;
+        json_t *v;
+        if (extra)
+                json_object_foreach(envs, key, v) {
+                        if (asprintf(&extra[k], "%s=%s", key, json_string_value(v)) >= 0)
+                                k++;
+                }
+        double cap = json_number_value(json_object_get(json_object_get(b->rec, "limits"), "timeout_s"));
+        double t = json_is_number(jt) && json_number_value(jt) > 0 ? json_number_value(jt) : 0;
+        if (cap > 0 && (t <= 0 || t > cap))
+                t = cap;
+        char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) cmd, NULL};
+        unsigned code = run(b, argv, extra, cwd, t, &r);
+        if (code) {
+                native_err(rq, code, r.refusal);
+                goto out;
+        }
+        int exit_code = r.exit_code >= 0 ? r.exit_code : r.signal > 0 ? 128 + r.signal : -1;
+        if (streq(r.status, "timeout"))
+                exit_code = 124;
+        cx_respond_json(rq, 200, json_pack("{s:i, s:s%}", "exitCode", exit_code, "result", r.both ? r.both : "", r.both_len));
+out:
+        cx_run_done(&r);
+        cx_strv_free(extra);
+        free(cwd);
+        json_decref(body);
+}
+
+static unsigned file_get(box *b, const char *path, sbx_mgr_reply *rp) {
+        char np[128];
+        snprintf(np, sizeof np, "/v1/sandboxes/%s/files", b->id);
+        cx_kv q[] = {{"path", path}, {NULL, NULL}};
+        return cx_native(b->rq, "GET", np, NULL, 0, q, rp);
+}
+
+static unsigned file_put(box *b, const char *path, const char *data, size_t len, json_t **ret_err) {
+        char np[128];
+        snprintf(np, sizeof np, "/v1/sandboxes/%s/files", b->id);
+        cx_kv q[] = {{"path", path}, {NULL, NULL}};
+        sbx_mgr_reply rp;
+        unsigned code = cx_native(b->rq, "PUT", np, data, len, q, &rp);
+        if (code == 404) { /* the parent directories first */
+                sbx_mgr_reply_done(&rp);
+                cx_run r;
+                char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) "mkdir -p -- \"$(dirname -- \"$1\")\"",
+                        (char *) "sh", (char *) path, NULL};
+                (void) cx_exec(b->rq, b->id, argv, NULL, NULL, 0, NULL, 0, &r);
+                cx_run_done(&r);
+                code = cx_native(b->rq, "PUT", np, data, len, q, &rp);
+        }
+        if (code != 200 && ret_err)
+                *ret_err = json_incref(rp.json);
+        sbx_mgr_reply_done(&rp);
+        return code;
+}
+
+static void bulk_upload(box *b) {
+        cx_req *rq = b->rq;
+        cx_part *parts = calloc(256, sizeof *parts);
+        int n = parts ? cx_multipart(cx_header(rq, "Content-Type"), rq->body, rq->len, parts, 256) : -ENOMEM;
+        if (n < 0) {
+                free(parts);
+                err(rq, 400, "the body must be multipart/form-data with files[i].path and files[i].file parts");
+                return;
+        }
+        /* files[i].path names where files[i].file goes */
+        for (int i = 0; i < n; i++) {
+                char want[300];
+                size_t l = strlen(parts[i].name);
+                if (l < 5 || strcmp(parts[i].name + l - 5, ".file") != 0)
+                        continue;
+                snprintf(want, sizeof want, "%.*s.path", (int) (l - 5), parts[i].name);
+                char dest[4097] = "";
+                for (int j = 0; j < n; j++)
+                        if (streq(parts[j].name, want)) {
+                                snprintf(dest, sizeof dest, "%.*s", (int) MIN(parts[j].len, 4096), parts[j].data);
+                                break;
+                        }
+                _cleanup_free_ char *p = cx_path(dest[0] ? dest : parts[i].filename, b->scratch, homes);
+                json_t *e = NULL;
+                unsigned code = p ? file_put(b, p, parts[i].data, parts[i].len, &e) : 400;
+                if (code != 200) {
+                        if (e)
+                                native_err(rq, code, e);
+                        else
+                                err(rq, 400, "%s: not a usable path", dest);
+                        json_decref(e);
+                        free(parts);
+                        return;
+                }
+        }
+        free(parts);
+        cx_respond(rq, 200, "application/json", "", 0);
+}
+
+static void append(char **buf, size_t *len, const void *d, size_t n) {
+        char *p = realloc(*buf, *len + n);
+        if (!p)
+                return;
+        memcpy(p + *len, d, n);
+        *len += n;
+        *buf = p;
+}
+
+static void bulk_download(box *b) {
+        cx_req *rq = b->rq;
+        json_t *body = json_loadb(rq->body, rq->len, 0, NULL);
+        json_t *paths = json_object_get(body, "paths");
+        if (!json_is_array(paths)) {
+                json_decref(body);
+                err(rq, 400, "paths: an array of paths is required");
+                return;
+        }
+        char boundary[64];
+        snprintf(boundary, sizeof boundary, "sandboxer-%lld", (long long) cx_now_ms());
+        char *out = NULL;
+        size_t len = 0;
+        size_t i;
+        json_t *jp;
+        json_array_foreach(paths, i, jp) {
+                const char *src = json_string_value(jp);
+                if (!src)
+                        continue;
+                _cleanup_free_ char *p = cx_path(src, b->scratch, homes);
+                sbx_mgr_reply rp = {.stream_fd = -1};
+                unsigned code = p ? file_get(b, p, &rp) : 400;
+                char head[4400];
+                int hn;
+                if (code == 200) {
+                        hn = snprintf(head, sizeof head,
+                                "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
+                                "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                                boundary, src, rp.raw_len);
+                        append(&out, &len, head, (size_t) hn);
+                        append(&out, &len, rp.raw ? rp.raw : "", rp.raw_len);
+                } else {
+                        json_t *e = json_pack("{s:s, s:i, s:s}", "message",
+                                rp.json ? native_message(rp.json) : "not a usable path", "statusCode",
+                                code == 410 ? 404 : (int) code, "code", code == 404 ? "FILE_NOT_FOUND" : "ERROR");
+                        char *et = json_dumps(e, JSON_COMPACT);
+                        json_decref(e);
+                        hn = snprintf(head, sizeof head,
+                                "--%s\r\nContent-Disposition: form-data; name=\"error\"; filename=\"%s\"\r\n"
+                                "Content-Type: application/json\r\n\r\n",
+                                boundary, src);
+                        append(&out, &len, head, (size_t) hn);
+                        append(&out, &len, et ? et : "{}", et ? strlen(et) : 2);
+                        free(et);
+                }
+                append(&out, &len, "\r\n", 2);
+                sbx_mgr_reply_done(&rp);
+        }
+        char tail[100], ctype[128];
+        int tn = snprintf(tail, sizeof tail, "--%s--\r\n", boundary);
+        append(&out, &len, tail, (size_t) tn);
+        snprintf(ctype, sizeof ctype, "multipart/form-data; boundary=%s", boundary);
+        cx_respond(rq, 200, ctype, out ? out : "", out ? len : 0);
+        free(out);
+        json_decref(body);
+}
+
+/* FileInfo {name, isDir, size, mode, modTime, permissions, owner, group} from `find -printf`. */
+#define FIND_FORMAT "%y\\0%s\\0%m\\0%M\\0%u\\0%g\\0%T@\\0%p\\0"
+
+static json_t *infos(const char *out, size_t len) {
+        json_t *list = json_array();
+        const char *f[8];
+        size_t k = 0;
+        for (const char *p = out; p < out + len;) {
+                const char *z = memchr(p, 0, (size_t) (out + len - p));
+                if (!z)
+                        break;
+                f[k++] = p;
+                p = z + 1;
+                if (k < 8)
+                        continue;
+                k = 0;
+                const char *name = strrchr(f[7], '/');
+                char mt[40];
+                iso_time((int64_t) (strtod(f[6], NULL) * 1000), mt);
+                json_array_append_new(list,
+                        json_pack("{s:s, s:b, s:I, s:s, s:s, s:s, s:s, s:s, s:s}", "name", name && name[1] ? name + 1 : f[7],
+                                "isDir", f[0][0] == 'd', "size", (json_int_t) strtoll(f[1], NULL, 10), "mode", f[3],
+                                "modTime", mt, "permissions", f[2], "owner", f[4], "group", f[5], "path", f[7]));
+        }
+        return list;
+}
+
+static void files_cmd(box *b, const char *script, const char *a1, const char *a2, bool want_infos, bool one) {
+        cx_req *rq = b->rq;
+        char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) script, (char *) "sh", (char *) a1, (char *) a2, NULL};
+        cx_run r;
+        unsigned code = run(b, argv, NULL, NULL, 0, &r);
+        if (code)
+                native_err(rq, code, r.refusal);
+        else if (r.exit_code == 2)
+                err(rq, 404, "%s: no such file or directory", a1);
+        else if (r.exit_code != 0)
+                err(rq, strstr(r.err ? r.err : "", "ermission denied") ? 403 : 400, "%s",
+                        r.err && *r.err ? r.err : r.error ? r.error : "failed");
+        else if (!want_infos)
+                cx_respond(rq, 200, "application/json", "", 0);
+        else {
+                json_t *l = infos(r.out, r.out_len);
+                if (one)
+                        cx_respond_json(rq, 200, json_incref(json_array_get(l, 0)));
+                else
+                        cx_respond_json(rq, 200, json_incref(l));
+                json_decref(l);
+        }
+        cx_run_done(&r);
+}
+
+#define EXISTS "[ -e \"$1\" ] || [ -L \"$1\" ] || { echo \"$1: no such file or directory\" >&2; exit 2; }\n"
+static const char list_script[] = EXISTS "[ -d \"$1\" ] || { echo \"$1: not a directory\" >&2; exit 20; }\n"
+                                         "exec find \"$1\" -mindepth 1 -maxdepth \"$2\" -printf '" FIND_FORMAT "'\n";
+static const char info_script[] = EXISTS "exec find \"$1\" -maxdepth 0 -printf '" FIND_FORMAT "'\n";
+static const char rm_r_script[] = EXISTS "exec rm -rf -- \"$1\"\n";
+static const char rm_script[] = EXISTS "[ -d \"$1\" ] && exec rmdir -- \"$1\"\nexec rm -f -- \"$1\"\n";
+static const char mv_script[] = EXISTS "exec mv -f -T -- \"$1\" \"$2\"\n";
+
+static void toolbox(cx_req *rq, const char *path) {
+        const char *rest = path + 9; /* after /toolbox/ */
+        char id[64];
+        const char *slash = strchr(rest, '/');
+        size_t l = slash ? (size_t) (slash - rest) : strlen(rest);
+        if (l == 0 || l >= sizeof id || !slash) {
+                err(rq, 404, "no such toolbox endpoint");
+                return;
+        }
+        memcpy(id, rest, l);
+        id[l] = 0;
+        const char *op = slash;
+        box b = {.rq = rq, .id = id};
+        if (!(b.rec = record(rq, id, true)))
+                return;
+        (void) cx_box_get(id, NULL, NULL, &b.env);
+        b.scratch = json_string_value(json_object_get(b.rec, "scratch")) ?: "/tmp";
+        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"), del = streq(rq->method, "DELETE");
+        _cleanup_free_ char *p = cx_path(cx_query(rq, "path"), b.scratch, homes);
+        if (streq(op, "/process/execute") && post)
+                execute(&b);
+        else if (streq(op, "/files/bulk-upload") && post)
+                bulk_upload(&b);
+        else if (streq(op, "/files/bulk-download") && post)
+                bulk_download(&b);
+        else if ((streq(op, "/user-home-dir") || streq(op, "/work-dir")) && get)
+                cx_respond_json(rq, 200, json_pack("{s:s}", "dir", b.scratch));
+        else if (streq(op, "/version") && get)
+                cx_respond_json(rq, 200, json_pack("{s:s}", "version", "sandboxer"));
+        else if (!p && (streq(op, "/files") || strncmp(op, "/files/", 7) == 0) && !streq(op, "/files/move"))
+                err(rq, 400, "path: a path is required");
+        else if (streq(op, "/files/download") && get) {
+                sbx_mgr_reply rp;
+                unsigned code = file_get(&b, p, &rp);
+                if (code == 200)
+                        cx_respond(rq, 200, "application/octet-stream", rp.raw ? rp.raw : "", rp.raw_len);
+                else
+                        native_err(rq, code, rp.json);
+                sbx_mgr_reply_done(&rp);
+        } else if (streq(op, "/files") && get) {
+                const char *d = cx_query(rq, "depth");
+                char depth[16];
+                snprintf(depth, sizeof depth, "%ld", d && strtol(d, NULL, 10) > 0 ? strtol(d, NULL, 10) : 1L);
+                files_cmd(&b, list_script, p, depth, true, false);
+        } else if (streq(op, "/files/info") && get) {
+                files_cmd(&b, info_script, p, NULL, true, true);
+        } else if (streq(op, "/files") && del) {
+                const char *rec = cx_query(rq, "recursive");
+                files_cmd(&b, rec && streq(rec, "true") ? rm_r_script : rm_script, p, NULL, false, false);
+        } else if (streq(op, "/files/folder") && post) {
+                const char *mode = cx_query(rq, "mode");
+                files_cmd(&b, "mkdir -p -m \"$2\" -- \"$1\"", p, mode && *mode ? mode : "755", false, false);
+        } else if (streq(op, "/files/move") && post) {
+                _cleanup_free_ char *src = cx_path(cx_query(rq, "source"), b.scratch, homes);
+                _cleanup_free_ char *dst = cx_path(cx_query(rq, "destination"), b.scratch, homes);
+                if (!src || !dst)
+                        err(rq, 400, "source and destination: paths are required");
+                else
+                        files_cmd(&b, mv_script, src, dst, false, false);
+        } else
+                err(rq, 501, "%s %s is not implemented by sandboxer's Daytona toolbox", rq->method, op);
+        json_decref(b.rec);
+        cx_strv_free(b.env);
+}
+
 bool cx_daytona_handle(cx_req *rq) {
-        return false;
+        const char *u = rq->url;
+        if (strncmp(u, "/api/", 5) != 0)
+                return false;
+        const char *path = u + 4;
+        if (!cx_auth_who(rq)) {
+                err(rq, 401, "a bearer token is required: set DAYTONA_API_KEY to a sandboxer token ('sandboxer token "
+                             "create --actor agt --name NAME --json')");
+                return true;
+        }
+        if (streq(path, "/sandbox") || strncmp(path, "/sandbox/", 9) == 0)
+                sandboxes(rq, path);
+        else if (strncmp(path, "/toolbox/", 9) == 0)
+                toolbox(rq, path);
+        else
+                err(rq, 404, "Cannot %s %s", rq->method, u);
+        return true;
 }
