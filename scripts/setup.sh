@@ -35,6 +35,7 @@ PACKAGES=(
         bubblewrap hyperfine sudo # the bwrap backend, benchmarks
         podman runc catatonit # the podman and docker backends (runc: crun refuses hybrid cgroups; catatonit: the docker API's init)
         man-db groff-base # man page rendering checks
+        nodejs # the E2B and Daytona SDK tests (tests/compat; npm below: a nodejs from elsewhere bundles it)
 )
 
 # ---- 1. packages --------------------------------------------------------------------------------
@@ -68,6 +69,29 @@ else
         [ ${#still[@]} -eq 0 ] || die "still missing after apt-get install: ${still[*]} (log: $log)"
         rm -f "$log"
         say "packages installed"
+fi
+# ---- 1b. the SDKs the compat tests drive (tests/compat: pinned by its package-lock.json) ---------
+# Offline or an npm failure is not fatal: tests/integration/test-compat.sh then skips, saying why.
+if ! command -v npm >/dev/null 2>&1; then
+        say "installing npm (Debian's; for tests/compat)"
+        if [ "$(id -u)" = 0 ]; then
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm >/dev/null 2>&1 || true
+        elif command -v sudo >/dev/null 2>&1; then
+                sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm >/dev/null 2>&1 || true
+        fi
+        command -v npm >/dev/null 2>&1 || say "npm could not be installed: the compat tests will skip"
+fi
+if command -v npm >/dev/null 2>&1; then
+        sum=$(sha256sum "$ROOT/tests/compat/package-lock.json" | cut -d' ' -f1)
+        stamp=$ROOT/tests/compat/node_modules/.sandboxer-lock.sha256
+        if [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then
+                say "tests/compat: node packages are installed"
+        elif (cd "$ROOT/tests/compat" && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1); then
+                echo "$sum" >"$stamp"
+                say "tests/compat: node packages installed (npm ci)"
+        else
+                say "tests/compat: 'npm ci' failed (offline?); the compat tests will skip"
+        fi
 fi
 [ "$build" = 1 ] || exit 0
 

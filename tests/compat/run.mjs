@@ -1,0 +1,257 @@
+// run.mjs — the unmodified `e2b` and `@daytonaio/sdk` packages (pinned in package.json) driven
+// against a real `sandboxer serve` on loopback; prints TAP. Run by
+// tests/integration/test-compat.sh, which sets SANDBOXER (the binary), SBX_TMP (a scratch dir
+// of its own) and, for an unprivileged user, POLICY. The SDKs are configured only through their
+// documented settings: E2B_API_KEY / E2B_API_URL / E2B_SANDBOX_URL, and the Daytona client's
+// apiKey / apiUrl (DAYTONA_API_KEY / DAYTONA_API_URL).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdirSync, openSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+const SBX = process.env.SANDBOXER;
+const TMP = process.env.SBX_TMP;
+if (!SBX || !TMP) {
+  console.log('1..0 # SKIP SANDBOXER and SBX_TMP are needed (run tests/integration/test-compat.sh)');
+  process.exit(0);
+}
+
+let n = 0, failed = 0;
+function ok(cond, name, diag) {
+  n++;
+  if (cond) console.log(`ok ${n} - ${name}`);
+  else {
+    failed++;
+    console.log(`not ok ${n} - ${name}`);
+    if (diag !== undefined) for (const l of String(diag).split('\n').slice(0, 20)) console.log('#   ' + l);
+  }
+  return cond;
+}
+const is = (got, want, name) => ok(JSON.stringify(got) === JSON.stringify(want), name, `got: ${JSON.stringify(got)}\nexpected: ${JSON.stringify(want)}`);
+const diag = (s) => console.log('# ' + s);
+// A step that must not throw: its failure is a failed test, not the end of the run.
+async function step(name, fn) {
+  try { return await fn(); } catch (e) { ok(false, name, (e && e.stack) || e); return undefined; }
+}
+async function throws(name, fn, check) {
+  try { await fn(); ok(false, name, 'no error was thrown'); } catch (e) { ok(check(e), name, `${e && e.constructor && e.constructor.name}: ${e && e.message}`); }
+}
+
+// ---- the server ----------------------------------------------------------------------------
+const ST = path.join(TMP, 'state'), RUN = path.join(TMP, 'run');
+mkdirSync(ST, { recursive: true });
+mkdirSync(RUN, { recursive: true });
+const ENV = { ...process.env, SANDBOXER_STATE_DIR: ST, SANDBOXER_RUNTIME_DIR: RUN };
+const token = (name, tenant) => JSON.parse(execFileSync(SBX, ['token', 'create', '--actor', 'agt', '--name', name, '--tenant', tenant, '--json'], { env: ENV })).token;
+const KEY = token('compat', 'compat'), OTHER = token('other', 'elsewhere');
+const port = await new Promise((res) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
+const BASE = `http://127.0.0.1:${port}`;
+const args = ['serve', '--listen', `127.0.0.1:${port}`, '--stop-sandboxes'];
+if (process.env.POLICY) args.push('--policy', process.env.POLICY);
+const log = openSync(path.join(TMP, 'serve.log'), 'a');
+const server = spawn(SBX, args, { env: ENV, stdio: ['ignore', log, log] });
+let serverExited = false;
+server.on('exit', () => { serverExited = true; });
+async function stop() {
+  if (serverExited) return;
+  server.kill('SIGTERM');
+  for (let i = 0; i < 100 && !serverExited; i++) await new Promise((r) => setTimeout(r, 100));
+  if (!serverExited) server.kill('SIGKILL');
+}
+const native = (method, p, body) => fetch(BASE + p, { method, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+let up = false;
+for (let i = 0; i < 100 && !up && !serverExited; i++) {
+  try { up = (await native('GET', '/healthz')).ok; } catch { await new Promise((r) => setTimeout(r, 100)); }
+}
+if (!up) {
+  console.log('1..0 # SKIP sandboxer serve did not start (see serve.log)');
+  await stop();
+  process.exit(0);
+}
+// A namespace backend is what these surfaces need: without one, say so and skip.
+{
+  const r = await native('POST', '/v1/sandboxes', {});
+  const rec = await r.json();
+  if (r.status !== 201 || rec.backend === 'landlock') {
+    console.log(`1..0 # SKIP no sandbox with a mount namespace here (${r.status} ${rec.backend || JSON.stringify(rec.error)})`);
+    await stop();
+    process.exit(0);
+  }
+  await native('DELETE', `/v1/sandboxes/${rec.id}`);
+}
+
+process.env.E2B_API_KEY = KEY;
+process.env.E2B_API_URL = BASE;
+process.env.E2B_SANDBOX_URL = BASE;
+const { Sandbox, CommandExitError, NotFoundError, FileNotFoundError, AuthenticationError, SandboxNotFoundError } = await import('e2b');
+const { Daytona } = await import('@daytonaio/sdk');
+
+const watchdog = setTimeout(async () => { ok(false, 'the run finished within its time'); await stop(); process.exit(1); }, 240000);
+
+// ---- E2B -----------------------------------------------------------------------------------
+const sbx = await step('e2b: Sandbox.create', () => Sandbox.create({ timeoutMs: 120000, envs: { SBX_SANDBOX_VAR: 'sandbox-wide' }, metadata: { suite: 'compat', run: String(process.pid) } }));
+if (sbx) {
+  ok(/^sbx_/.test(sbx.sandboxId), 'e2b: create answers a sandbox id', sbx.sandboxId);
+  await step('e2b: commands.run', async () => {
+    const r = await sbx.commands.run('echo out; echo err >&2; echo "$SBX_SANDBOX_VAR $CMD_VAR"', { envs: { CMD_VAR: 'per-command' } });
+    is(r.exitCode, 0, 'e2b: run exits 0');
+    is(r.stdout, 'out\nsandbox-wide per-command\n', 'e2b: run stdout, with the sandbox envVars and the command envs');
+    is(r.stderr, 'err\n', 'e2b: run stderr apart');
+  });
+  await step('e2b: cwd', async () => {
+    await sbx.files.makeDir('/tmp/wd');
+    is((await sbx.commands.run('pwd', { cwd: '/tmp/wd' })).stdout, '/tmp/wd\n', 'e2b: run in cwd');
+  });
+  await throws('e2b: a non-zero exit raises CommandExitError with its code and output', () => sbx.commands.run('echo partial; exit 7'),
+    (e) => e instanceof CommandExitError && e.exitCode === 7 && e.stdout === 'partial\n');
+  await step('e2b: streaming', async () => {
+    const seen = [];
+    const t0 = Date.now();
+    const r = await sbx.commands.run('echo first; sleep 1.5; echo second', { onStdout: (d) => seen.push([Date.now() - t0, d]) });
+    const t1 = Date.now() - t0;
+    ok(seen.length >= 2 && seen[0][1] === 'first\n', 'e2b: onStdout sees each line', JSON.stringify(seen));
+    ok(seen.length >= 1 && seen[0][0] < t1 - 1000, 'e2b: onStdout sees the first line before the command ends', JSON.stringify({ seen, end: t1 }));
+    is(r.stdout, 'first\nsecond\n', 'e2b: the result still has all the output');
+  });
+  await step('e2b: background + kill', async () => {
+    const h = await sbx.commands.run('sleep 60', { background: true });
+    ok(typeof h.pid === 'number' && h.pid > 0, 'e2b: a background command has a pid', h.pid);
+    const listed = await sbx.commands.list();
+    ok(listed.some((p) => p.pid === h.pid && p.args.includes('sleep 60')), 'e2b: commands.list shows it', JSON.stringify(listed));
+    is(await h.kill(), true, 'e2b: kill answers true');
+    await throws('e2b: wait on a killed command raises CommandExitError', () => h.wait(), (e) => e instanceof CommandExitError);
+    is(await sbx.commands.kill(h.pid), false, 'e2b: killing it again answers false (not found)');
+  });
+  await step('e2b: background + wait', async () => {
+    const h = await sbx.commands.run('sleep 0.3; echo done', { background: true });
+    is((await h.wait()).stdout, 'done\n', 'e2b: wait on a background command gives its result');
+  });
+  await step('e2b: stdin', async () => {
+    const h = await sbx.commands.run('cat; echo end', { background: true, stdin: true });
+    await sbx.commands.sendStdin(h.pid, 'line one\n');
+    await sbx.commands.sendStdin(h.pid, 'line two\n');
+    await sbx.commands.closeStdin(h.pid);
+    is((await h.wait()).stdout, 'line one\nline two\nend\n', 'e2b: sendStdin and closeStdin reach the command');
+  });
+  await step('e2b: files', async () => {
+    const w = await sbx.files.write('/home/user/hello.txt', 'hello, file');
+    ok(w && w.path && w.name === 'hello.txt', 'e2b: files.write answers the entry', JSON.stringify(w));
+    is(await sbx.files.read('/home/user/hello.txt'), 'hello, file', 'e2b: files.read text (/home/user is the scratch)');
+    is(await sbx.files.read('hello.txt'), 'hello, file', 'e2b: a relative path is the home directory');
+    is((await sbx.commands.run('cat "$HOME/hello.txt"')).stdout, 'hello, file', 'e2b: the command sees the file in its HOME');
+    const bytes = new Uint8Array([0, 1, 2, 254, 255, 10]);
+    await sbx.files.write('/tmp/deep/er/bin.dat', bytes.buffer);
+    is(Array.from(await sbx.files.read('/tmp/deep/er/bin.dat', { format: 'bytes' })), Array.from(bytes), 'e2b: bytes round-trip (parents made)');
+    await throws('e2b: a missing file raises FileNotFoundError', () => sbx.files.read('/tmp/no-such-file'), (e) => e instanceof FileNotFoundError || e instanceof NotFoundError);
+    const names = (await sbx.files.list('/tmp')).map((e) => `${e.name}:${e.type}`).sort();
+    ok(names.includes('hello.txt:file') && names.includes('deep:dir'), 'e2b: files.list', JSON.stringify(names));
+    is(await sbx.files.exists('/tmp/hello.txt'), true, 'e2b: files.exists');
+    const info = await sbx.files.getInfo('/tmp/hello.txt');
+    ok(info.type === 'file' && info.size === 11 && info.modifiedTime instanceof Date, 'e2b: files.getInfo', JSON.stringify(info));
+    is(await sbx.files.makeDir('/tmp/made'), true, 'e2b: makeDir');
+    is(await sbx.files.makeDir('/tmp/made'), false, 'e2b: makeDir of an existing directory answers false');
+    const moved = await sbx.files.rename('/tmp/hello.txt', '/tmp/made/moved.txt');
+    is(moved.path, '/tmp/made/moved.txt', 'e2b: rename');
+    await sbx.files.remove('/tmp/made');
+    is(await sbx.files.exists('/tmp/made/moved.txt'), false, 'e2b: remove');
+  });
+  await step('e2b: setTimeout and getInfo', async () => {
+    const before = await sbx.getInfo();
+    is(before.metadata, { suite: 'compat', run: String(process.pid) }, 'e2b: getInfo has the metadata');
+    is(before.state, 'running', 'e2b: getInfo state');
+    await sbx.setTimeout(900000);
+    const after = await sbx.getInfo();
+    ok(after.endAt - Date.now() > 800000, 'e2b: setTimeout moves endAt', `${before.endAt.toISOString()} -> ${after.endAt.toISOString()}`);
+  });
+  await step('e2b: list', async () => {
+    const items = await Sandbox.list({ query: { metadata: { suite: 'compat' } } }).nextItems();
+    ok(items.some((s) => s.sandboxId === sbx.sandboxId), 'e2b: Sandbox.list with a metadata filter finds it', JSON.stringify(items.map((s) => s.sandboxId)));
+    const none = await Sandbox.list({ query: { metadata: { suite: 'not-this' } } }).nextItems();
+    is(none.length, 0, 'e2b: a filter that matches nothing lists nothing');
+  });
+  await step('e2b: connect', async () => {
+    const again = await Sandbox.connect(sbx.sandboxId);
+    is((await again.commands.run('echo again')).stdout, 'again\n', 'e2b: Sandbox.connect gives a working handle');
+  });
+  await step('e2b: tenants and keys', async () => {
+    await throws('e2b: another tenant cannot see it', () => Sandbox.getInfo(sbx.sandboxId, { apiKey: OTHER }), (e) => e instanceof SandboxNotFoundError || e instanceof NotFoundError);
+    await throws('e2b: an unknown API key is refused', () => Sandbox.list({ apiKey: 'sbx_not_a_token' }).nextItems(), (e) => e instanceof AuthenticationError);
+  });
+  await step('e2b: the native API and the event stream see the same sandbox', async () => {
+    // the stored events of this sandbox (SSE replays them from the start), read until an exec's end
+    const ac = new AbortController();
+    const res = await fetch(`${BASE}/v1/events?sandbox=${sbx.sandboxId}`, { headers: { Authorization: `Bearer ${KEY}` }, signal: ac.signal });
+    const reader = res.body.getReader();
+    let text = '';
+    const until = Date.now() + 10000;
+    while (Date.now() < until && (text.match(/event: sandbox\.exec\n/g) || []).length < 5) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += Buffer.from(value).toString();
+    }
+    ac.abort();
+    const ids = [...text.matchAll(/"exec_id":"(exe_[0-9a-f]+)"/g)].map((m) => m[1]);
+    ok(/event: sandbox\.state\n/.test(text) && ids.length >= 5, 'e2b: each command is a native exec, in the event stream', text.slice(0, 400));
+    const one = ids.length ? await (await native('GET', `/v1/sandboxes/${sbx.sandboxId}/execs/${ids[0]}`)).json() : {};
+    is(one.report && one.report.schema, 'sandboxer.report/v1', 'e2b: with its report through the native API');
+  });
+  await step('e2b: kill', async () => {
+    is(await sbx.isRunning(), true, 'e2b: isRunning before kill');
+    is(await sbx.kill(), true, 'e2b: kill answers true');
+    is(await Sandbox.kill(sbx.sandboxId), false, 'e2b: a second kill answers false (404)');
+    is(await sbx.isRunning(), false, 'e2b: isRunning after kill');
+    await throws('e2b: getInfo after kill raises SandboxNotFoundError', () => Sandbox.getInfo(sbx.sandboxId), (e) => e instanceof SandboxNotFoundError || e instanceof NotFoundError);
+    const rec = await (await native('GET', `/v1/sandboxes/${sbx.sandboxId}`)).json();
+    is(rec.state, 'destroyed', 'e2b: the native record says destroyed');
+  });
+}
+
+// ---- Daytona -------------------------------------------------------------------------------
+const daytona = new Daytona({ apiKey: KEY, apiUrl: `${BASE}/api`, target: 'local' });
+const ds = await step('daytona: create', () => daytona.create({ envVars: { SBX_DAYTONA: 'dv' }, labels: { suite: 'compat-daytona' } }));
+if (ds) {
+  is(ds.state, 'started', 'daytona: the sandbox is started');
+  await step('daytona: executeCommand', async () => {
+    const r = await ds.process.executeCommand('echo hi; echo "$SBX_DAYTONA"; exit 3');
+    is([r.exitCode, r.result], [3, 'hi\ndv\n'], 'daytona: executeCommand exit code and output, with the sandbox env');
+    const r2 = await ds.process.executeCommand('pwd; echo "$X"', '/tmp', { X: 'y' }, 10);
+    is(r2.result, '/tmp\ny\n', 'daytona: cwd and envs');
+  });
+  await step('daytona: files', async () => {
+    await ds.fs.uploadFile(Buffer.from('daytona bytes'), 'up.txt');
+    await ds.fs.uploadFile(Buffer.from([0, 255, 1]), '/tmp/d/bin');
+    is((await ds.fs.downloadFile('up.txt')).toString(), 'daytona bytes', 'daytona: upload and download (relative path)');
+    is(Array.from(await ds.fs.downloadFile('/tmp/d/bin')), [0, 255, 1], 'daytona: bytes round-trip (parents made)');
+    await throws('daytona: a missing file raises an error', () => ds.fs.downloadFile('/tmp/missing'), (e) => /not|no such/i.test(e.message));
+    const names = (await ds.fs.listFiles('/tmp')).map((f) => `${f.name}:${f.isDir}`).sort();
+    ok(names.includes('up.txt:false') && names.includes('d:true'), 'daytona: listFiles', JSON.stringify(names));
+    is((await ds.fs.getFileDetails('/tmp/up.txt')).size, 13, 'daytona: getFileDetails');
+    await ds.fs.createFolder('/tmp/fold', '755');
+    await ds.fs.moveFiles('/tmp/up.txt', '/tmp/fold/up2.txt');
+    is((await ds.fs.downloadFile('/tmp/fold/up2.txt')).toString(), 'daytona bytes', 'daytona: createFolder and moveFiles');
+    await ds.fs.deleteFile('/tmp/fold', true);
+    is((await ds.fs.listFiles('/tmp')).some((f) => f.name === 'fold'), false, 'daytona: deleteFile');
+  });
+  await step('daytona: get, list, autostop', async () => {
+    const got = await daytona.get(ds.id);
+    is([got.id, got.state, got.labels.suite], [ds.id, 'started', 'compat-daytona'], 'daytona: get');
+    const ids = [];
+    for await (const s of daytona.list({ labels: { suite: 'compat-daytona' } })) ids.push(s.id);
+    ok(ids.includes(ds.id), 'daytona: list by label', JSON.stringify(ids));
+    await ds.setAutostopInterval(60);
+    ok(true, 'daytona: setAutostopInterval');
+  });
+  await step('daytona: delete', async () => {
+    await ds.delete();
+    is(ds.state, 'destroyed', 'daytona: delete');
+    const rec = await (await native('GET', `/v1/sandboxes/${ds.id}`)).json();
+    is(rec.state, 'destroyed', 'daytona: the native record says destroyed');
+    await throws('daytona: the toolbox of a deleted sandbox refuses', () => ds.process.executeCommand('true'), (e) => /not found/i.test(e.message));
+  });
+}
+
+clearTimeout(watchdog);
+await stop();
+console.log(`1..${n}`);
+if (failed) console.log(`# failed ${failed} of ${n}`);
+process.exit(failed ? 1 : 0);
