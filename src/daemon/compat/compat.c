@@ -52,7 +52,8 @@ bool cx_auth_token(cx_req *rq, const char *token) {
                 return false;
         snprintf(rq->caller.kind, sizeof rq->caller.kind, "%s", t.actor);
         snprintf(rq->caller.name, sizeof rq->caller.name, "%s", t.name);
-        snprintf(rq->caller.tenant, sizeof rq->caller.tenant, "%s", t.tenant && *t.tenant ? t.tenant : "default");
+        snprintf(rq->caller.tenant, sizeof rq->caller.tenant, "%s",
+                t.tenant && *t.tenant ? t.tenant : "default");
         sbx_token_info_clear(&t);
         return true;
 }
@@ -246,7 +247,8 @@ unsigned cx_exec(cx_req *rq, const char *sandbox_id, char *const *argv, char *co
         run_ctx *c = calloc(1, sizeof *c);
         if (!c) {
                 r->http = 503;
-                r->refusal = json_pack("{s:{s:s, s:s}}", "error", "code", "unavailable", "message", "out of memory");
+                r->refusal = json_pack(
+                        "{s:{s:s, s:s}}", "error", "code", "unavailable", "message", "out of memory");
                 return 503;
         }
         pthread_mutex_init(&c->lock, NULL);
@@ -684,7 +686,8 @@ bool cx_box_get(const char *id, const char *token, sbx_caller *ret_who, char ***
                 json_t *val;
                 if (v)
                         json_object_foreach(b->env, k, val) {
-                                if (json_is_string(val) && asprintf(&v[i], "%s=%s", k, json_string_value(val)) >= 0)
+                                if (json_is_string(val) &&
+                                        asprintf(&v[i], "%s=%s", k, json_string_value(val)) >= 0)
                                         i++;
                         }
                 *ret_env = v;

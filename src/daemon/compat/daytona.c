@@ -24,14 +24,15 @@ static void err(cx_req *rq, unsigned code, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        const char *name = code == 400 ? "Bad Request"
+        const char *name = code == 400   ? "Bad Request"
                            : code == 401 ? "Unauthorized"
                            : code == 403 ? "Forbidden"
                            : code == 404 ? "Not Found"
                            : code == 409 ? "Conflict"
                            : code == 429 ? "Too Many Requests"
                                          : "Error";
-        cx_respond_json(rq, code, json_pack("{s:i, s:s, s:s}", "statusCode", (int) code, "message", msg, "error", name));
+        cx_respond_json(rq, code,
+                json_pack("{s:i, s:s, s:s}", "statusCode", (int) code, "message", msg, "error", name));
 }
 
 static const char *native_message(const json_t *j) {
@@ -90,17 +91,21 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
                         }
                 }
         cx_strv_free(env);
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:O, s:b, s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
-                "id", id, "organizationId", json_string_value(json_object_get(rec, "tenant")) ?: "default", "name",
-                id, "snapshot", profile, "user", "sandbox", "env", envj, "labels", md ? md : json_object(), "public",
-                0, "networkBlockAll", 1, "target", "local", "state", state_of(rec), "desiredState",
-                streq(state_of(rec), "destroyed") ? "destroyed" : "started", "createdAt", created, "updatedAt",
-                updated, "autoDestroyAt", expires, "toolboxProxyUrl", tb, "daemonVersion", "sandboxer");
-        json_object_set_new(j, "cpu", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
+        json_t *j = json_pack(
+                "{s:s, s:s, s:s, s:s, s:s, s:o, s:O, s:b, s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+                "id", id, "organizationId", json_string_value(json_object_get(rec, "tenant")) ?: "default",
+                "name", id, "snapshot", profile, "user", "sandbox", "env", envj, "labels",
+                md ? md : json_object(), "public", 0, "networkBlockAll", 1, "target", "local", "state",
+                state_of(rec), "desiredState", streq(state_of(rec), "destroyed") ? "destroyed" : "started",
+                "createdAt", created, "updatedAt", updated, "autoDestroyAt", expires, "toolboxProxyUrl", tb,
+                "daemonVersion", "sandboxer");
+        json_object_set_new(
+                j, "cpu", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
         json_object_set_new(j, "gpu", json_integer(0));
-        json_object_set_new(j, "memory",
-                json_real(json_number_value(json_object_get(lim, "memory_mb")) / 1024.0));
-        json_object_set_new(j, "disk", json_real(json_number_value(json_object_get(lim, "scratch_mb")) / 1024.0));
+        json_object_set_new(
+                j, "memory", json_real(json_number_value(json_object_get(lim, "memory_mb")) / 1024.0));
+        json_object_set_new(
+                j, "disk", json_real(json_number_value(json_object_get(lim, "scratch_mb")) / 1024.0));
         json_object_set_new(j, "autoStopInterval", json_integer(0));
         json_object_set_new(j, "autoArchiveInterval", json_integer(0));
         json_object_set_new(j, "autoDeleteInterval", json_integer(0));
@@ -124,7 +129,8 @@ static bool string_map_ok(const json_t *o, bool env_names) {
                 return false;
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *) o, k, v) if (!json_is_string(v) || (env_names && !env_name_ok(k))) return false;
+        json_object_foreach(
+                (json_t *) o, k, v) if (!json_is_string(v) || (env_names && !env_name_ok(k))) return false;
         return true;
 }
 
@@ -143,11 +149,15 @@ static void op_create(cx_req *rq) {
         char pb[256];
         const char *snap = json_string_value(js);
         const char *profile = !snap || !*snap ? "profile.default"
-                              : strncmp(snap, "profile.", 8) == 0 ? snap
-                              : (snprintf(pb, sizeof pb, "profile.%s", snap), pb);
-        if ((js && !json_is_null(js) && !json_is_string(js)) || !string_map_ok(jl, false) || !string_map_ok(je, true)) {
-                err(rq, 400, "snapshot must name a sandboxer profile, labels and env be objects of strings (env keys "
-                             "variable names)");
+                              : strncmp(snap, "profile.", 8) == 0
+                                      ? snap
+                                      : (snprintf(pb, sizeof pb, "profile.%s", snap), pb);
+        if ((js && !json_is_null(js) && !json_is_string(js)) || !string_map_ok(jl, false) ||
+                !string_map_ok(je, true)) {
+                err(rq, 400,
+                        "snapshot must name a sandboxer profile, labels and env be objects of strings (env "
+                        "keys "
+                        "variable names)");
                 json_decref(body);
                 return;
         }
@@ -157,9 +167,10 @@ static void op_create(cx_req *rq) {
                 return;
         }
         /* ttlMinutes, else autoStopInterval (minutes; 0 = none): the sandbox's TTL */
-        double minutes = json_is_integer(jt) && json_integer_value(jt) > 0   ? (double) json_integer_value(jt)
-                         : json_is_integer(ja) && json_integer_value(ja) > 0 ? (double) json_integer_value(ja)
-                                                                             : 0;
+        double minutes = json_is_integer(jt) && json_integer_value(jt) > 0 ? (double) json_integer_value(jt)
+                         : json_is_integer(ja) && json_integer_value(ja) > 0
+                                 ? (double) json_integer_value(ja)
+                                 : 0;
         json_t *nb = json_pack("{s:s}", "profile", profile);
         if (minutes > 0)
                 json_object_set_new(nb, "ttl_s", json_real(minutes * 60));
@@ -169,8 +180,9 @@ static void op_create(cx_req *rq) {
         sbx_mgr_reply rp;
         unsigned code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
         free(text);
-        if (code == 400 && streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "field")),
-                                   "ttl_s")) {
+        if (code == 400 &&
+                streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "field")),
+                        "ttl_s")) {
                 sbx_mgr_reply_done(&rp);
                 json_object_del(nb, "ttl_s"); /* more than ttl.max: the profile's default */
                 text = json_dumps(nb, JSON_COMPACT);
@@ -193,7 +205,8 @@ static void op_create(cx_req *rq) {
                 cx_native(rq, "DELETE", path, NULL, 0, NULL, &dr);
                 sbx_mgr_reply_done(&dr);
                 err(rq, 400,
-                        "snapshot '%s': profile %s runs on the %s backend, which has no mount namespace, so the "
+                        "snapshot '%s': profile %s runs on the %s backend, which has no mount namespace, so "
+                        "the "
                         "sandbox's paths would be the host's; use a profile with isolation.level: container",
                         snap ? snap : "", profile, backend);
         } else {
@@ -223,7 +236,8 @@ static bool labels_match(const json_t *md, const char *filter) {
 }
 
 static void op_list(cx_req *rq) {
-        const char *limit = cx_query(rq, "limit"), *cursor = cx_query(rq, "cursor"), *labels = cx_query(rq, "labels");
+        const char *limit = cx_query(rq, "limit"), *cursor = cx_query(rq, "cursor"),
+                   *labels = cx_query(rq, "labels");
         char lim[16] = "100";
         if (limit) {
                 long l = strtol(limit, NULL, 10);
@@ -245,7 +259,8 @@ static void op_list(cx_req *rq) {
                         json_array_append_new(items, sandbox_json(rq, rec));
         }
         json_t *next = json_object_get(rp.json, "next_cursor");
-        cx_respond_json(rq, 200, json_pack("{s:o, s:O}", "items", items, "nextCursor", next ? next : json_null()));
+        cx_respond_json(
+                rq, 200, json_pack("{s:o, s:O}", "items", items, "nextCursor", next ? next : json_null()));
         sbx_mgr_reply_done(&rp);
 }
 
@@ -308,7 +323,8 @@ static void op_autostop(cx_req *rq, const char *id, const char *arg) {
 }
 
 static void sandboxes(cx_req *rq, const char *path) {
-        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"), del = streq(rq->method, "DELETE");
+        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"),
+             del = streq(rq->method, "DELETE");
         if (streq(path, "/sandbox") || streq(path, "/sandbox/")) {
                 if (post)
                         op_create(rq);
@@ -357,8 +373,9 @@ static void sandboxes(cx_req *rq, const char *path) {
                         json_decref(rec);
                 }
         } else
-                err(rq, 501, "%s %s is not implemented by sandboxer's Daytona surface (sandboxes are started "
-                             "when created and cannot be stopped, archived or resized)",
+                err(rq, 501,
+                        "%s %s is not implemented by sandboxer's Daytona surface (sandboxes are started "
+                        "when created and cannot be stopped, archived or resized)",
                         rq->method, path);
 }
 
@@ -372,7 +389,8 @@ typedef struct box {
         const char *scratch;
 } box;
 
-static unsigned run(box *b, char *const *argv, char *const *extra_env, const char *cwd, double timeout_s, cx_run *r) {
+static unsigned run(
+        box *b, char *const *argv, char *const *extra_env, const char *cwd, double timeout_s, cx_run *r) {
         size_t n = 0, m = 0;
         for (char **v = b->env; v && *v; v++)
                 n++;
@@ -403,7 +421,8 @@ static void execute(box *b) {
                 err(rq, 400, "command (a string) is required; envs must map variable names to strings");
                 goto out;
         }
-        if (json_is_string(jcwd) && json_string_length(jcwd) && !(cwd = cx_path(json_string_value(jcwd), b->scratch, homes))) {
+        if (json_is_string(jcwd) && json_string_length(jcwd) &&
+                !(cwd = cx_path(json_string_value(jcwd), b->scratch, homes))) {
                 err(rq, 400, "cwd: not a usable path");
                 goto out;
         }
@@ -429,7 +448,8 @@ static void execute(box *b) {
         int exit_code = r.exit_code >= 0 ? r.exit_code : r.signal > 0 ? 128 + r.signal : -1;
         if (streq(r.status, "timeout"))
                 exit_code = 124;
-        cx_respond_json(rq, 200, json_pack("{s:i, s:s%}", "exitCode", exit_code, "result", r.both ? r.both : "", r.both_len));
+        cx_respond_json(rq, 200,
+                json_pack("{s:i, s:s%}", "exitCode", exit_code, "result", r.both ? r.both : "", r.both_len));
 out:
         cx_run_done(&r);
         cx_strv_free(extra);
@@ -453,8 +473,8 @@ static unsigned file_put(box *b, const char *path, const char *data, size_t len,
         if (code == 404) { /* the parent directories first */
                 sbx_mgr_reply_done(&rp);
                 cx_run r;
-                char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) "mkdir -p -- \"$(dirname -- \"$1\")\"",
-                        (char *) "sh", (char *) path, NULL};
+                char *argv[] = {(char *) "/bin/sh", (char *) "-c",
+                        (char *) "mkdir -p -- \"$(dirname -- \"$1\")\"", (char *) "sh", (char *) path, NULL};
                 (void) cx_exec(b->rq, b->id, argv, NULL, NULL, 0, NULL, 0, &r);
                 cx_run_done(&r);
                 code = cx_native(b->rq, "PUT", np, data, len, q, &rp);
@@ -471,7 +491,8 @@ static void bulk_upload(box *b) {
         int n = parts ? cx_multipart(cx_header(rq, "Content-Type"), rq->body, rq->len, parts, 256) : -ENOMEM;
         if (n < 0) {
                 free(parts);
-                err(rq, 400, "the body must be multipart/form-data with files[i].path and files[i].file parts");
+                err(rq, 400,
+                        "the body must be multipart/form-data with files[i].path and files[i].file parts");
                 return;
         }
         /* files[i].path names where files[i].file goes */
@@ -484,7 +505,8 @@ static void bulk_upload(box *b) {
                 char dest[4097] = "";
                 for (int j = 0; j < n; j++)
                         if (streq(parts[j].name, want)) {
-                                snprintf(dest, sizeof dest, "%.*s", (int) MIN(parts[j].len, 4096), parts[j].data);
+                                snprintf(dest, sizeof dest, "%.*s", (int) MIN(parts[j].len, 4096),
+                                        parts[j].data);
                                 break;
                         }
                 _cleanup_free_ char *p = cx_path(dest[0] ? dest : parts[i].filename, b->scratch, homes);
@@ -547,7 +569,8 @@ static void bulk_download(box *b) {
                 } else {
                         json_t *e = json_pack("{s:s, s:i, s:s}", "message",
                                 rp.json ? native_message(rp.json) : "not a usable path", "statusCode",
-                                code == 410 ? 404 : (int) code, "code", code == 404 ? "FILE_NOT_FOUND" : "ERROR");
+                                code == 410 ? 404 : (int) code, "code",
+                                code == 404 ? "FILE_NOT_FOUND" : "ERROR");
                         char *et = json_dumps(e, JSON_COMPACT);
                         json_decref(e);
                         hn = snprintf(head, sizeof head,
@@ -589,17 +612,20 @@ static json_t *infos(const char *out, size_t len) {
                 const char *name = strrchr(f[7], '/');
                 char mt[40];
                 iso_time((int64_t) (strtod(f[6], NULL) * 1000), mt);
-                json_array_append_new(list,
-                        json_pack("{s:s, s:b, s:I, s:s, s:s, s:s, s:s, s:s, s:s}", "name", name && name[1] ? name + 1 : f[7],
-                                "isDir", f[0][0] == 'd', "size", (json_int_t) strtoll(f[1], NULL, 10), "mode", f[3],
-                                "modTime", mt, "permissions", f[2], "owner", f[4], "group", f[5], "path", f[7]));
+                json_array_append_new(
+                        list, json_pack("{s:s, s:b, s:I, s:s, s:s, s:s, s:s, s:s, s:s}", "name",
+                                      name && name[1] ? name + 1 : f[7], "isDir", f[0][0] == 'd', "size",
+                                      (json_int_t) strtoll(f[1], NULL, 10), "mode", f[3], "modTime", mt,
+                                      "permissions", f[2], "owner", f[4], "group", f[5], "path", f[7]));
         }
         return list;
 }
 
-static void files_cmd(box *b, const char *script, const char *a1, const char *a2, bool want_infos, bool one) {
+static void files_cmd(
+        box *b, const char *script, const char *a1, const char *a2, bool want_infos, bool one) {
         cx_req *rq = b->rq;
-        char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) script, (char *) "sh", (char *) a1, (char *) a2, NULL};
+        char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) script, (char *) "sh", (char *) a1,
+                (char *) a2, NULL};
         cx_run r;
         unsigned code = run(b, argv, NULL, NULL, 0, &r);
         if (code)
@@ -608,7 +634,9 @@ static void files_cmd(box *b, const char *script, const char *a1, const char *a2
                 err(rq, 404, "%s: no such file or directory", a1);
         else if (r.exit_code != 0)
                 err(rq, strstr(r.err ? r.err : "", "ermission denied") ? 403 : 400, "%s",
-                        r.err && *r.err ? r.err : r.error ? r.error : "failed");
+                        r.err && *r.err ? r.err
+                        : r.error       ? r.error
+                                        : "failed");
         else if (!want_infos)
                 cx_respond(rq, 200, "application/json", "", 0);
         else {
@@ -623,8 +651,9 @@ static void files_cmd(box *b, const char *script, const char *a1, const char *a2
 }
 
 #define EXISTS "[ -e \"$1\" ] || [ -L \"$1\" ] || { echo \"$1: no such file or directory\" >&2; exit 2; }\n"
-static const char list_script[] = EXISTS "[ -d \"$1\" ] || { echo \"$1: not a directory\" >&2; exit 20; }\n"
-                                         "exec find \"$1\" -mindepth 1 -maxdepth \"$2\" -printf '" FIND_FORMAT "'\n";
+static const char list_script[] =
+        EXISTS "[ -d \"$1\" ] || { echo \"$1: not a directory\" >&2; exit 20; }\n"
+               "exec find \"$1\" -mindepth 1 -maxdepth \"$2\" -printf '" FIND_FORMAT "'\n";
 static const char info_script[] = EXISTS "exec find \"$1\" -maxdepth 0 -printf '" FIND_FORMAT "'\n";
 static const char rm_r_script[] = EXISTS "exec rm -rf -- \"$1\"\n";
 static const char rm_script[] = EXISTS "[ -d \"$1\" ] && exec rmdir -- \"$1\"\nexec rm -f -- \"$1\"\n";
@@ -647,7 +676,8 @@ static void toolbox(cx_req *rq, const char *path) {
                 return;
         (void) cx_box_get(id, NULL, NULL, &b.env);
         b.scratch = json_string_value(json_object_get(b.rec, "scratch")) ?: "/tmp";
-        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"), del = streq(rq->method, "DELETE");
+        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"),
+             del = streq(rq->method, "DELETE");
         _cleanup_free_ char *p = cx_path(cx_query(rq, "path"), b.scratch, homes);
         if (streq(op, "/process/execute") && post)
                 execute(&b);
@@ -672,7 +702,8 @@ static void toolbox(cx_req *rq, const char *path) {
         } else if (streq(op, "/files") && get) {
                 const char *d = cx_query(rq, "depth");
                 char depth[16];
-                snprintf(depth, sizeof depth, "%ld", d && strtol(d, NULL, 10) > 0 ? strtol(d, NULL, 10) : 1L);
+                snprintf(
+                        depth, sizeof depth, "%ld", d && strtol(d, NULL, 10) > 0 ? strtol(d, NULL, 10) : 1L);
                 files_cmd(&b, list_script, p, depth, true, false);
         } else if (streq(op, "/files/info") && get) {
                 files_cmd(&b, info_script, p, NULL, true, true);
@@ -701,8 +732,10 @@ bool cx_daytona_handle(cx_req *rq) {
                 return false;
         const char *path = u + 4;
         if (!cx_auth_who(rq)) {
-                err(rq, 401, "a bearer token is required: set DAYTONA_API_KEY to a sandboxer token ('sandboxer token "
-                             "create --actor agt --name NAME --json')");
+                err(rq, 401,
+                        "a bearer token is required: set DAYTONA_API_KEY to a sandboxer token ('sandboxer "
+                        "token "
+                        "create --actor agt --name NAME --json')");
                 return true;
         }
         if (streq(path, "/sandbox") || strncmp(path, "/sandbox/", 9) == 0)

@@ -138,7 +138,8 @@ static bool string_map_ok(const json_t *o, bool env_names) {
                 return false;
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *) o, k, v) if (!json_is_string(v) || (env_names && !env_name_ok(k))) return false;
+        json_object_foreach(
+                (json_t *) o, k, v) if (!json_is_string(v) || (env_names && !env_name_ok(k))) return false;
         return true;
 }
 
@@ -159,14 +160,15 @@ static json_t *sandbox_json(const json_t *rec, bool detail) {
         const char *id = json_string_value(json_object_get(rec, "id")) ?: "";
         const char *templ = template_of(rec, tb, sizeof tb);
         json_t *md = json_object_get(rec, "metadata");
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "sandboxID", id, "templateID", templ,
-                "alias", templ, "clientID", "sandboxer", "startedAt", started, "endAt", end, "state", "running",
-                "metadata", md ? md : json_object(), "envdVersion", ENVD_VERSION);
-        json_object_set_new(j, "cpuCount", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "sandboxID", id, "templateID",
+                templ, "alias", templ, "clientID", "sandboxer", "startedAt", started, "endAt", end, "state",
+                "running", "metadata", md ? md : json_object(), "envdVersion", ENVD_VERSION);
         json_object_set_new(
-                j, "memoryMB", json_integer((json_int_t) json_number_value(json_object_get(lim, "memory_mb"))));
-        json_object_set_new(
-                j, "diskSizeMB", json_integer((json_int_t) json_number_value(json_object_get(lim, "scratch_mb"))));
+                j, "cpuCount", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
+        json_object_set_new(j, "memoryMB",
+                json_integer((json_int_t) json_number_value(json_object_get(lim, "memory_mb"))));
+        json_object_set_new(j, "diskSizeMB",
+                json_integer((json_int_t) json_number_value(json_object_get(lim, "scratch_mb"))));
         if (detail)
                 json_object_set_new(j, "domain", json_null());
         return j;
@@ -185,7 +187,8 @@ static bool api_auth(cx_req *rq) {
 
 /* Extend the sandbox so that it lives timeout_s from now (never shortened: the native TTL only
  * extends; capped by the profile's ttl.max). */
-static unsigned set_timeout(cx_req *rq, const char *id, const json_t *rec, double timeout_s, json_t **ret_err) {
+static unsigned set_timeout(
+        cx_req *rq, const char *id, const json_t *rec, double timeout_s, json_t **ret_err) {
         int64_t remaining = cx_record_ms(rec, "expires_at") - cx_now_ms();
         double extend = timeout_s - (double) remaining / 1000.0;
         if (extend < 1)
@@ -213,7 +216,8 @@ static void op_create(cx_req *rq) {
                *jm = json_object_get(body, "metadata"), *je_ = json_object_get(body, "envVars");
         char pb[256];
         if (jt && !json_is_string(jt)) {
-                api_err(rq, 400, "templateID: must be a string (a sandboxer profile: base is profile.default)");
+                api_err(rq, 400,
+                        "templateID: must be a string (a sandboxer profile: base is profile.default)");
                 goto out;
         }
         if (jto && !json_is_null(jto) && (!json_is_number(jto) || json_number_value(jto) <= 0)) {
@@ -242,8 +246,9 @@ static void op_create(cx_req *rq) {
         unsigned code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
         free(text);
         bool capped = false;
-        if (code == 400 && streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "field")),
-                                   "ttl_s")) {
+        if (code == 400 &&
+                streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "field")),
+                        "ttl_s")) {
                 /* more than the profile's ttl.max: the default TTL, extended up to the cap */
                 sbx_mgr_reply_done(&rp);
                 json_object_del(nb, "ttl_s");
@@ -255,7 +260,8 @@ static void op_create(cx_req *rq) {
         json_decref(nb);
         if (code != 201 && code != 200) {
                 if (code == 422)
-                        api_err(rq, 400, "templateID '%s': %s", json_string_value(jt) ?: "base", native_message(rp.json));
+                        api_err(rq, 400, "templateID '%s': %s", json_string_value(jt) ?: "base",
+                                native_message(rp.json));
                 else
                         api_native_err(rq, code, rp.json);
                 sbx_mgr_reply_done(&rp);
@@ -273,9 +279,12 @@ static void op_create(cx_req *rq) {
                 cx_native(rq, "DELETE", path, NULL, 0, NULL, &rp);
                 sbx_mgr_reply_done(&rp);
                 api_err(rq, 400,
-                        "templateID '%s': profile %s runs on the %s backend, which has no mount namespace, so "
-                        "the paths E2B uses (/tmp, /home/user) would not be the sandbox's own; use a profile "
-                        "with isolation.level: container (e.g. base) on a host where a namespace backend works "
+                        "templateID '%s': profile %s runs on the %s backend, which has no mount namespace, "
+                        "so "
+                        "the paths E2B uses (/tmp, /home/user) would not be the sandbox's own; use a "
+                        "profile "
+                        "with isolation.level: container (e.g. base) on a host where a namespace backend "
+                        "works "
                         "(see 'sandboxer doctor')",
                         json_string_value(jt) ?: "base", profile, backend);
                 json_decref(rec);
@@ -287,8 +296,8 @@ static void op_create(cx_req *rq) {
         cx_box_set(id, &rq->caller, json_is_object(je_) ? json_incref(je_) : NULL, token);
         char tb[256];
         json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
-                template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID", "sandboxer",
-                "envdVersion", ENVD_VERSION, "envdAccessToken", token);
+                template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
+                "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
         json_object_set_new(ans, "domain", json_null());
         cx_respond_json(rq, 201, ans);
         json_decref(rec);
@@ -445,8 +454,8 @@ static void op_connect(cx_req *rq, const char *id, unsigned ok_code) {
         char token[65], tb[256];
         cx_box_set(id, &rq->caller, NULL, token);
         json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
-                template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID", "sandboxer",
-                "envdVersion", ENVD_VERSION, "envdAccessToken", token);
+                template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
+                "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
         json_object_set_new(ans, "domain", json_null());
         cx_respond_json(rq, ok_code, ans);
         json_decref(rec);
@@ -455,7 +464,8 @@ static void op_connect(cx_req *rq, const char *id, unsigned ok_code) {
 static void control(cx_req *rq, const char *path) {
         if (!api_auth(rq))
                 return;
-        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"), del = streq(rq->method, "DELETE");
+        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"),
+             del = streq(rq->method, "DELETE");
         if (streq(path, "/sandboxes") || streq(path, "/v2/sandboxes")) {
                 if (post)
                         op_create(rq);
@@ -617,7 +627,8 @@ static void proc_end(void *ud, const json_t *report, const char *error) {
                 snprintf(st, sizeof st, "exit status %d", exit_code);
         else if (status && streq(status, "signaled") && json_is_integer(sig))
                 snprintf(st, sizeof st, "signal: %s",
-                        json_integer_value(sig) == SIGKILL ? "killed" : strsignal((int) json_integer_value(sig)));
+                        json_integer_value(sig) == SIGKILL ? "killed"
+                                                           : strsignal((int) json_integer_value(sig)));
         else
                 snprintf(st, sizeof st, "%s", status ?: "failed");
         if (!report)
@@ -626,8 +637,8 @@ static void proc_end(void *ud, const json_t *report, const char *error) {
                 snprintf(why, sizeof why, "%s%s%s", status, rerr ? ": " : "", rerr ?: "");
         else if (rerr)
                 snprintf(why, sizeof why, "%s", rerr);
-        json_t *end = json_pack("{s:i, s:b, s:s}", "exitCode", exited ? exit_code : (exit_code >= 0 ? exit_code : -1),
-                "exited", exited, "status", st);
+        json_t *end = json_pack("{s:i, s:b, s:s}", "exitCode",
+                exited ? exit_code : (exit_code >= 0 ? exit_code : -1), "exited", exited, "status", st);
         if (why[0])
                 json_object_set_new(end, "error", json_string(why));
         pthread_mutex_lock(&procs_lock);
@@ -695,13 +706,15 @@ static void process_start(envd *e) {
                 goto out;
         }
         if (json_object_get(req, "pty") && !json_is_null(json_object_get(req, "pty"))) {
-                rpc_err(rq, "unimplemented", "a PTY is not available in sandboxer sandboxes (commands run without a terminal)");
+                rpc_err(rq, "unimplemented",
+                        "a PTY is not available in sandboxer sandboxes (commands run without a terminal)");
                 goto out;
         }
         json_t *args = json_object_get(pc, "args"), *envs = json_object_get(pc, "envs");
         json_t *jcwd = json_object_get(pc, "cwd");
         if ((args && !json_is_array(args)) || !string_map_ok(envs, true)) {
-                rpc_err(rq, "invalid_argument", "process.args must be strings and process.envs an object of variables");
+                rpc_err(rq, "invalid_argument",
+                        "process.args must be strings and process.envs an object of variables");
                 goto out;
         }
         size_t na = json_array_size(args), ne = 0;
@@ -731,7 +744,8 @@ static void process_start(envd *e) {
                 if (asprintf(&env[k], "%s=%s", key, json_string_value(val)) >= 0)
                         k++;
         }
-        if (json_is_string(jcwd) && json_string_length(jcwd) && !(cwd = cx_path(json_string_value(jcwd), e->scratch, homes))) {
+        if (json_is_string(jcwd) && json_string_length(jcwd) &&
+                !(cwd = cx_path(json_string_value(jcwd), e->scratch, homes))) {
                 rpc_err(rq, "invalid_argument", "process.cwd: not a usable path");
                 goto out;
         }
@@ -862,7 +876,7 @@ static void process_signal(envd *e) {
         int signo = json_is_integer(sig) ? (int) json_integer_value(sig)
                     : json_is_string(sig) && streq(json_string_value(sig), "SIGNAL_SIGKILL") ? SIGKILL
                     : json_is_string(sig) && streq(json_string_value(sig), "SIGNAL_SIGTERM") ? SIGTERM
-                                                                                              : 0;
+                                                                                             : 0;
         if (signo != SIGKILL && signo != SIGTERM) {
                 json_decref(req);
                 rpc_err(rq, "invalid_argument", "signal: SIGNAL_SIGKILL or SIGNAL_SIGTERM");
@@ -895,9 +909,12 @@ static void process_input(envd *e, bool close_it) {
         size_t n = 0;
         if (!close_it) {
                 json_t *in = json_object_get(json_object_get(req, "input"), "stdin");
-                if (!json_is_string(in) || cx_b64_decode(json_string_value(in), json_string_length(in), &data, &n) < 0) {
+                if (!json_is_string(in) ||
+                        cx_b64_decode(json_string_value(in), json_string_length(in), &data, &n) < 0) {
                         json_decref(req);
-                        rpc_err(rq, json_object_get(json_object_get(req, "input"), "pty") ? "unimplemented" : "invalid_argument",
+                        rpc_err(rq,
+                                json_object_get(json_object_get(req, "input"), "pty") ? "unimplemented"
+                                                                                      : "invalid_argument",
                                 "input.stdin: base64 bytes are required (there is no PTY)");
                         return;
                 }
@@ -918,7 +935,8 @@ static void process_input(envd *e, bool close_it) {
         else if (close_it)
                 cx_respond_json(rq, 200, json_object());
         else if (fd < 0)
-                rpc_err(rq, "failed_precondition", "the process was not started with stdin, or its stdin is closed");
+                rpc_err(rq, "failed_precondition",
+                        "the process was not started with stdin, or its stdin is closed");
         else {
                 bool ok = true;
                 for (size_t off = 0; off < n && ok;) {
@@ -964,7 +982,9 @@ static const char remove_script[] =
         "exec rm -rf -- \"$1\"\n";
 
 static json_t *entry_json(char *const f[9]) {
-        const char *type = f[0][0] == 'd' ? "FILE_TYPE_DIRECTORY" : f[0][0] == 'l' ? "FILE_TYPE_SYMLINK" : "FILE_TYPE_FILE";
+        const char *type = f[0][0] == 'd'   ? "FILE_TYPE_DIRECTORY"
+                           : f[0][0] == 'l' ? "FILE_TYPE_SYMLINK"
+                                            : "FILE_TYPE_FILE";
         const char *path = f[8];
         const char *name = strrchr(path, '/');
         name = name && name[1] ? name + 1 : path;
@@ -975,9 +995,9 @@ static json_t *entry_json(char *const f[9]) {
         char ts[64];
         size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
         snprintf(ts + n, sizeof ts - n, ".%09ldZ", (long) ((mt - (double) secs) * 1e9));
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "name", name, "type", type, "path", path,
-                "size", f[1], "mode", (json_int_t) strtol(f[2], NULL, 8), "permissions", f[3], "owner", f[4], "group",
-                f[5], "modifiedTime", ts);
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "name", name, "type", type,
+                "path", path, "size", f[1], "mode", (json_int_t) strtol(f[2], NULL, 8), "permissions", f[3],
+                "owner", f[4], "group", f[5], "modifiedTime", ts);
         if (f[7][0])
                 json_object_set_new(j, "symlinkTarget", json_string(f[7]));
         return j;
@@ -1003,7 +1023,8 @@ static json_t *entries_json(const char *out, size_t len) {
 
 /* Run a script with arguments; on failure answer the Connect error and return false. */
 static bool fs_run(envd *e, const char *script, const char *a1, const char *a2, cx_run *r) {
-        char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) script, (char *) "sh", (char *) a1, (char *) a2, NULL};
+        char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) script, (char *) "sh", (char *) a1,
+                (char *) a2, NULL};
         unsigned code = cx_exec(e->rq, e->sandbox, argv, e->env, NULL, 0, NULL, 0, r);
         if (code) {
                 rpc_err(e->rq, code == 410 || code == 404 ? "unavailable" : connect_code(code), "%s",
@@ -1045,7 +1066,8 @@ static void filesystem(envd *e, const char *method) {
         const char *src = json_string_value(json_object_get(req, move ? "source" : "path"));
         const char *dst = move ? json_string_value(json_object_get(req, "destination")) : NULL;
         if (!(p1 = cx_path(src, e->scratch, homes)) || (move && !(p2 = cx_path(dst, e->scratch, homes)))) {
-                rpc_err(rq, "invalid_argument", "%s: an absolute path, or one relative to the home directory, is required",
+                rpc_err(rq, "invalid_argument",
+                        "%s: an absolute path, or one relative to the home directory, is required",
                         move ? "source and destination" : "path");
                 goto out;
         }
@@ -1061,9 +1083,12 @@ static void filesystem(envd *e, const char *method) {
         } else if (streq(method, "ListDir")) {
                 json_t *d = json_object_get(req, "depth");
                 char depth[16];
-                snprintf(depth, sizeof depth, "%lld", json_is_integer(d) && json_integer_value(d) > 0 ? (long long) json_integer_value(d) : 1LL);
+                snprintf(depth, sizeof depth, "%lld",
+                        json_is_integer(d) && json_integer_value(d) > 0 ? (long long) json_integer_value(d)
+                                                                        : 1LL);
                 if (fs_run(e, list_script, p1, depth, &r))
-                        cx_respond_json(rq, 200, json_pack("{s:o}", "entries", entries_json(r.out, r.out_len)));
+                        cx_respond_json(
+                                rq, 200, json_pack("{s:o}", "entries", entries_json(r.out, r.out_len)));
         } else if (streq(method, "MakeDir") || move) {
                 if (fs_run(e, move ? move_script : mkdir_script, p1, p2, &r)) {
                         json_t *l = entries_json(r.out, r.out_len);
@@ -1077,7 +1102,8 @@ static void filesystem(envd *e, const char *method) {
                 if (fs_run(e, remove_script, p1, NULL, &r))
                         cx_respond_json(rq, 200, json_object());
         } else
-                rpc_err(rq, "unimplemented", "filesystem.Filesystem/%s is not implemented by sandboxer", method);
+                rpc_err(rq, "unimplemented", "filesystem.Filesystem/%s is not implemented by sandboxer",
+                        method);
 out:
         cx_run_done(&r);
         free(p1);
@@ -1101,8 +1127,8 @@ static unsigned file_put(envd *e, const char *path, const char *data, size_t len
                 /* envd makes the parent directories */
                 sbx_mgr_reply_done(&rp);
                 cx_run r;
-                char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) "mkdir -p -- \"$(dirname -- \"$1\")\"",
-                        (char *) "sh", (char *) path, NULL};
+                char *argv[] = {(char *) "/bin/sh", (char *) "-c",
+                        (char *) "mkdir -p -- \"$(dirname -- \"$1\")\"", (char *) "sh", (char *) path, NULL};
                 if (cx_exec(e->rq, e->sandbox, argv, NULL, NULL, 0, NULL, 0, &r) == 0 && r.exit_code == 0)
                         code = cx_native(e->rq, "PUT", np, data, len, q, &rp);
                 else
@@ -1162,10 +1188,12 @@ static void files(envd *e) {
                 for (int i = 0; i < n && code == 200; i++) {
                         if (!streq(parts[i].name, "file"))
                                 continue;
-                        _cleanup_free_ char *p = cx_path(qpath ? qpath : parts[i].filename, e->scratch, homes);
+                        _cleanup_free_ char *p =
+                                cx_path(qpath ? qpath : parts[i].filename, e->scratch, homes);
                         if (!p) {
                                 code = 400;
-                                err = json_pack("{s:{s:s}}", "error", "message", "a file path is required (path or the part's filename)");
+                                err = json_pack("{s:{s:s}}", "error", "message",
+                                        "a file path is required (path or the part's filename)");
                                 break;
                         }
                         code = file_put(e, p, parts[i].data, parts[i].len, &err);
@@ -1178,7 +1206,8 @@ static void files(envd *e) {
                 _cleanup_free_ char *p = cx_path(qpath, e->scratch, homes);
                 if (enc && strcasecmp(enc, "identity") != 0) {
                         code = 400;
-                        err = json_pack("{s:{s:s}}", "error", "message", "Content-Encoding is not supported (envd 0.5.6)");
+                        err = json_pack("{s:{s:s}}", "error", "message",
+                                "Content-Encoding is not supported (envd 0.5.6)");
                 } else if (!p) {
                         code = 400;
                         err = json_pack("{s:{s:s}}", "error", "message", "path: a file path is required");
@@ -1186,7 +1215,8 @@ static void files(envd *e) {
                         json_array_append_new(written, written_json(p));
         } else {
                 code = 400;
-                err = json_pack("{s:{s:s}}", "error", "message", "the body must be multipart/form-data or application/octet-stream");
+                err = json_pack("{s:{s:s}}", "error", "message",
+                        "the body must be multipart/form-data or application/octet-stream");
         }
         if (code != 200)
                 files_err(rq, code, err);
@@ -1201,7 +1231,8 @@ static void files(envd *e) {
 static void envd_handle(cx_req *rq, const char *sandbox) {
         const char *path = rq->url;
         bool health = streq(path, "/health");
-        bool rpc = strncmp(path, "/process.Process/", 17) == 0 || strncmp(path, "/filesystem.Filesystem/", 23) == 0;
+        bool rpc = strncmp(path, "/process.Process/", 17) == 0 ||
+                   strncmp(path, "/filesystem.Filesystem/", 23) == 0;
         envd e = {.rq = rq, .sandbox = sandbox};
         /* who: the peer or bearer http.c saw, else the sandbox's access token */
         bool authed;
@@ -1212,7 +1243,8 @@ static void envd_handle(cx_req *rq, const char *sandbox) {
                 authed = cx_box_get(sandbox, cx_header(rq, "X-Access-Token") ?: "", &rq->caller, &e.env);
         if (!authed) {
                 if (health)
-                        api_err(rq, 502, "sandbox %s is not running (or this access token is not its)", sandbox);
+                        api_err(rq, 502, "sandbox %s is not running (or this access token is not its)",
+                                sandbox);
                 else if (rpc)
                         rpc_err(rq, "unauthenticated", "X-Access-Token is not this sandbox's access token");
                 else
