@@ -1992,7 +1992,7 @@ typedef struct execs_ctx {
 static int execs_cb(void *ud, int n, const char *const *cols) {
         execs_ctx *c = ud;
         json_error_t je;
-        json_t *rep = cols[5] ? json_loads(cols[5], 0, &je) : NULL;
+        json_t *rep = n > 5 && cols[5] ? json_loads(cols[5], 0, &je) : NULL;
         json_t *x = json_object();
         json_object_set_new(x, "exec_id", json_string(cols[0] ? cols[0] : ""));
         json_object_set_new(x, "status", cols[1] ? json_string(cols[1]) : json_null());

@@ -562,7 +562,7 @@ static int sql_locked(sbx_store *s, const char *sql, int (*row)(void *, int, con
                 n++;
                 if (row) {
                         int nc = sqlite3_column_count(st);
-                        const char *cols[32];
+                        const char *cols[32] = {0};
                         if (nc > 32)
                                 nc = 32;
                         for (int c = 0; c < nc; c++)
