@@ -284,6 +284,12 @@ static int bwrap_run(
                                 (unsigned) uid, (unsigned) st.st_uid);
         }
 
+        /* bubblewrap binds the workspace by its path, as uid: it must be able to reach it */
+        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE && root &&
+                (r = sbx_backend_check_reachable(
+                         cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
+                return r;
+
         /* Limits around bubblewrap: the child joins the cgroup before it execs bwrap. Not
          * RLIMIT_NPROC: bubblewrap's outer process still counts the host uid's tasks. */
         sbx_limit_context lc = {.fresh_userns = false, .scratch_tmpfs = true};

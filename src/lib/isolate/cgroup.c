@@ -720,7 +720,9 @@ static int rmdir_tree(const char *path, bool real, bool retry) {
                                 r = negative_errno();
                 }
         }
-        uint64_t deadline = now_usec() + 1000000;
+        /* a group stays busy while its last tasks are released; on a loaded host that can take
+         * more than a second */
+        uint64_t deadline = now_usec() + 3000000;
         for (uint64_t wait = 1000;; wait = MIN(wait * 2, 50000ULL)) {
                 if (rmdir(path) == 0 || errno == ENOENT)
                         return r;
