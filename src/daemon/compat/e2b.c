@@ -765,8 +765,9 @@ static void process_start(envd *e) {
         atomic_init(&p->refs, 2); /* the callbacks' and ours */
         snprintf(p->sandbox, sizeof p->sandbox, "%s", e->sandbox);
         p->stdin_w = pin[1];
-        p->config = json_pack("{s:s, s:O, s:O}", "cmd", cmd, "args", args ? args : json_array(), "envs",
-                envs ? envs : json_object());
+        /* "o" steals: a fresh array/object, or one more reference to the request's */
+        p->config = json_pack("{s:s, s:o, s:o}", "cmd", cmd, "args", args ? json_incref(args) : json_array(),
+                "envs", envs ? json_incref(envs) : json_object());
         if (json_is_string(jcwd))
                 json_object_set(p->config, "cwd", jcwd);
         if (json_is_string(json_object_get(req, "tag")))
