@@ -160,9 +160,9 @@ static json_t *sandbox_json(const json_t *rec, bool detail) {
         const char *id = json_string_value(json_object_get(rec, "id")) ?: "";
         const char *templ = template_of(rec, tb, sizeof tb);
         json_t *md = json_object_get(rec, "metadata");
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "sandboxID", id, "templateID",
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "sandboxID", id, "templateID",
                 templ, "alias", templ, "clientID", "sandboxer", "startedAt", started, "endAt", end, "state",
-                "running", "metadata", md ? md : json_object(), "envdVersion", ENVD_VERSION);
+                "running", "metadata", md ? json_incref(md) : json_object(), "envdVersion", ENVD_VERSION);
         json_object_set_new(
                 j, "cpuCount", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
         json_object_set_new(j, "memoryMB",
