@@ -79,6 +79,31 @@ static int pick_runtime(char *runtime, size_t size, char *reason, size_t rsize) 
         return -EOPNOTSUPP;
 }
 
+/* podman's default storage (overlay) cannot live on an overlayfs (a container's or a live
+ * system's root) without fuse-overlayfs; containers then fail at every run. */
+static bool storage_unusable(void) {
+        char p[PATH_MAX] = "/var/lib/containers/storage";
+        struct statfs sf;
+        while (statfs(p, &sf) < 0) {
+                char *slash = strrchr(p, '/');
+                if (!slash || slash == p)
+                        return false;
+                *slash = 0;
+        }
+        if (sf.f_type != 0x794c7630 /* OVERLAYFS_SUPER_MAGIC */)
+                return false;
+        if (access("/usr/bin/fuse-overlayfs", X_OK) == 0)
+                return false;
+        char conf[8192] = "";
+        int fd = open("/etc/containers/storage.conf", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                ssize_t n = read(fd, conf, sizeof conf - 1);
+                conf[n > 0 ? n : 0] = 0;
+                close(fd);
+        }
+        return !strstr(conf, "driver = \"vfs\"");
+}
+
 static int podman_probe(char *reason, size_t size) {
         char path[PATH_MAX], runtime[PATH_MAX], base[PATH_MAX];
         int fd = sbx_backend_open_tool("podman", path, sizeof path);
@@ -90,6 +115,12 @@ static int podman_probe(char *reason, size_t size) {
         int r = pick_runtime(runtime, sizeof runtime, reason, size);
         if (r < 0)
                 return r;
+        if (storage_unusable()) {
+                snprintf(reason, size,
+                        "podman's overlay storage cannot sit on this overlayfs root (/var/lib/containers); "
+                        "install fuse-overlayfs, or set driver = \"vfs\" in /etc/containers/storage.conf");
+                return -EOPNOTSUPP;
+        }
         if (geteuid() != 0) {
                 /* rootless podman needs subordinate ids for its user namespace */
                 snprintf(reason, size,
