@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/base64.h"
 #include "basic/macro.h"
 #include "daemon/http.h"
 #include "verbs.h"
@@ -678,20 +679,11 @@ static void put_data(FILE *f, json_t *data, json_t *enc) {
         if (!s)
                 return;
         if (enc && json_string_value(enc) && streq(json_string_value(enc), "base64")) {
-                static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-                uint32_t acc = 0;
-                int bits = 0;
-                for (; *s && *s != '='; s++) {
-                        const char *p = strchr(b64, *s);
-                        if (!p)
-                                continue;
-                        acc = acc << 6 | (uint32_t) (p - b64);
-                        bits += 6;
-                        if (bits >= 8) {
-                                bits -= 8;
-                                fputc((int) ((acc >> bits) & 0xff), f);
-                        }
-                }
+                char *bytes = NULL;
+                size_t n = 0;
+                if (sbx_base64_decode(s, strlen(s), false, &bytes, &n) >= 0)
+                        fwrite(bytes, 1, n, f);
+                free(bytes);
         } else
                 fwrite(s, 1, json_string_length(data), f);
         fflush(f);
@@ -824,22 +816,8 @@ static int client_exec(int argc, char **argv) {
                 while ((n = read(0, buf, sizeof buf)) > 0)
                         collect(&in, buf, (size_t) n);
                 /* bytes as they are: base64 keeps binary input intact */
-                static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-                size_t ol = 4 * ((in.len + 2) / 3);
-                char *enc = malloc(ol + 1);
-                size_t j = 0;
-                for (size_t i = 0; enc && i < in.len; i += 3) {
-                        const unsigned char *s = (const unsigned char *) in.body;
-                        uint32_t v = (uint32_t) s[i] << 16 |
-                                     (i + 1 < in.len ? (uint32_t) s[i + 1] << 8 : 0) |
-                                     (i + 2 < in.len ? s[i + 2] : 0);
-                        enc[j++] = b64[(v >> 18) & 63];
-                        enc[j++] = b64[(v >> 12) & 63];
-                        enc[j++] = i + 1 < in.len ? b64[(v >> 6) & 63] : '=';
-                        enc[j++] = i + 2 < in.len ? b64[v & 63] : '=';
-                }
+                char *enc = sbx_base64_encode(in.body ? in.body : "", in.len);
                 if (enc) {
-                        enc[j] = 0;
                         json_object_set_new(body, "stdin", json_string(enc));
                         json_object_set_new(body, "stdin_encoding", json_string("base64"));
                 }

@@ -28,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "basic/base64.h"
 #include "sandboxer/sandboxer.h"
 #include "verbs.h"
 
@@ -289,15 +290,6 @@ static int listen_on(const char *path) {
 }
 
 /* --secrets-fd: {"NAME": "BASE64", ...} from the server, read once; never in argv or env. */
-static int b64val(char c) {
-        return c >= 'A' && c <= 'Z'   ? c - 'A'
-               : c >= 'a' && c <= 'z' ? c - 'a' + 26
-               : c >= '0' && c <= '9' ? c - '0' + 52
-               : c == '+'             ? 62
-               : c == '/'             ? 63
-                                      : -1;
-}
-
 static int read_secrets(sbx_run *run, int fd) {
         json_error_t je;
         FILE *f = fdopen(fd, "r");
@@ -318,27 +310,9 @@ static int read_secrets(sbx_run *run, int fd) {
                         r = -EINVAL;
                         break;
                 }
-                size_t n = strlen(s), o = 0;
-                unsigned char *buf = malloc(n / 4 * 3 + 4);
-                uint32_t acc = 0;
-                int bits = 0;
-                for (size_t i = 0; buf && i < n; i++) {
-                        if (s[i] == '=')
-                                break;
-                        int x = b64val(s[i]);
-                        if (x < 0) {
-                                r = -EINVAL;
-                                break;
-                        }
-                        acc = acc << 6 | (uint32_t) x;
-                        bits += 6;
-                        if (bits >= 8) {
-                                bits -= 8;
-                                buf[o++] = (unsigned char) (acc >> bits);
-                        }
-                }
-                if (!buf)
-                        r = -ENOMEM;
+                char *buf = NULL;
+                size_t o = 0;
+                r = sbx_base64_decode(s, strlen(s), false, &buf, &o);
                 if (r >= 0)
                         r = sbx_run_add_secret(run, k, buf, o);
                 if (buf) {

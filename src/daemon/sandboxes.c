@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/base64.h"
 #include "basic/macro.h"
 #include "basic/rm-rf.h"
 #include "basic/sha256.h"
@@ -1545,53 +1546,11 @@ static bool utf8_valid(const unsigned char *s, size_t n) {
         return true;
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 static json_t *base64_json(const unsigned char *s, size_t n) {
-        size_t olen = 4 * ((n + 2) / 3);
-        char *o = malloc(olen + 1);
-        if (!o)
-                return json_null();
-        size_t j = 0;
-        for (size_t i = 0; i < n; i += 3) {
-                uint32_t v = (uint32_t) s[i] << 16 | (i + 1 < n ? (uint32_t) s[i + 1] << 8 : 0) |
-                             (i + 2 < n ? s[i + 2] : 0);
-                o[j++] = b64[(v >> 18) & 63];
-                o[j++] = b64[(v >> 12) & 63];
-                o[j++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-                o[j++] = i + 2 < n ? b64[v & 63] : '=';
-        }
-        json_t *r = json_stringn(o, j);
+        char *o = sbx_base64_encode(s, n);
+        json_t *r = o ? json_string(o) : json_null();
         free(o);
         return r;
-}
-
-static int base64_decode(const char *s, size_t n, char **ret, size_t *ret_len) {
-        char *o = malloc(n / 4 * 3 + 3);
-        if (!o)
-                return -ENOMEM;
-        size_t j = 0;
-        uint32_t acc = 0;
-        int bits = 0;
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                if (c == '=' || c == '\n' || c == '\r')
-                        continue;
-                const char *p = strchr(b64, c);
-                if (!p || !c) {
-                        free(o);
-                        return -EINVAL;
-                }
-                acc = acc << 6 | (uint32_t) (p - b64);
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        o[j++] = (char) ((acc >> bits) & 0xff);
-                }
-        }
-        *ret = o;
-        *ret_len = j;
-        return 0;
 }
 
 typedef struct exec_args {
@@ -1695,8 +1654,8 @@ static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_repl
         if (in) {
                 a->has_stdin = true;
                 if (enc && streq(json_string_value(enc), "base64")) {
-                        if (base64_decode(json_string_value(in), json_string_length(in), &a->stdin_data,
-                                    &a->stdin_len) < 0) {
+                        if (sbx_base64_decode(json_string_value(in), json_string_length(in), false,
+                                    &a->stdin_data, &a->stdin_len) < 0) {
                                 json_decref(envv);
                                 reply_err(rp, 400, "invalid_argument", "stdin", "stdin: not valid base64");
                                 goto fail;

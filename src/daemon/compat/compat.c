@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/base64.h"
 #include "basic/macro.h"
 #include "daemon/compat/compat.h"
 
@@ -429,76 +430,13 @@ struct MHD_Response *cx_stream_response(cx_stream *s, const char *ctype) {
 
 /* ---- base64 --------------------------------------------------------------------------------- */
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 char *cx_b64_encode(const void *data, size_t n) {
-        const unsigned char *s = data;
-        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-        if (!out)
-                return NULL;
-        size_t i = 0;
-        for (; i + 2 < n; i += 3) {
-                *o++ = b64[s[i] >> 2];
-                *o++ = b64[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
-                *o++ = b64[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)];
-                *o++ = b64[s[i + 2] & 63];
-        }
-        if (i < n) {
-                *o++ = b64[s[i] >> 2];
-                if (i + 1 < n) {
-                        *o++ = b64[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
-                        *o++ = b64[(s[i + 1] & 15) << 2];
-                } else {
-                        *o++ = b64[(s[i] & 3) << 4];
-                        *o++ = '=';
-                }
-                *o++ = '=';
-        }
-        *o = 0;
-        return out;
-}
-
-static int b64_value(char c) {
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+' || c == '-')
-                return 62;
-        if (c == '/' || c == '_')
-                return 63;
-        return -1;
+        return sbx_base64_encode(data, n);
 }
 
 /* Standard or URL alphabet, padding optional (protobuf JSON accepts both). */
 int cx_b64_decode(const char *s, size_t n, char **ret, size_t *ret_len) {
-        char *out = malloc(n / 4 * 3 + 4);
-        if (!out)
-                return -ENOMEM;
-        size_t o = 0;
-        unsigned acc = 0;
-        int bits = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] == '=')
-                        break;
-                int v = b64_value(s[i]);
-                if (v < 0) {
-                        free(out);
-                        return -EINVAL;
-                }
-                acc = (acc << 6) | (unsigned) v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[o++] = (char) ((acc >> bits) & 0xff);
-                }
-        }
-        out[o] = 0;
-        *ret = out;
-        *ret_len = o;
-        return 0;
+        return sbx_base64_decode(s, n, true, ret, ret_len);
 }
 
 /* ---- multipart ------------------------------------------------------------------------------ */
