@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "basic/sha256.h"
+#include "backend/common.h"
 #include "daemon/store.h"
 #include "isolate/mount.h"
 
@@ -178,29 +180,13 @@ int sbx_state_dir(const char *flag, char **ret) {
 }
 
 int sbx_runtime_dir(char **ret) {
-        const char *d = getenv("SANDBOXER_RUNTIME_DIR");
-        char *p = NULL;
-        if (d && *d)
-                p = strdup(d);
-        else if (geteuid() == 0)
-                p = strdup("/run/sandboxer");
-        else if (getenv("XDG_RUNTIME_DIR") && *getenv("XDG_RUNTIME_DIR")) {
-                if (asprintf(&p, "%s/sandboxer", getenv("XDG_RUNTIME_DIR")) < 0)
-                        p = NULL;
-        } else if (asprintf(&p, "/tmp/sandboxer-%u", (unsigned) getuid()) < 0) /* as the library does */
-                p = NULL;
-        if (!p)
-                return -ENOMEM;
-        /* Ours alone: created 0700 (0711 as root, as the library's) if missing; anything else there
-         * is refused. */
-        struct stat st;
-        if ((mkdir(p, geteuid() == 0 ? 0711 : 0700) < 0 && errno != EEXIST) || lstat(p, &st) < 0 ||
-                !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022)) {
-                free(p);
-                return -EPERM;
-        }
-        *ret = p;
-        return 0;
+        /* the library's: the same directory the sandboxes' scratch and cgroup names live by */
+        char buf[PATH_MAX];
+        int r = sbx_backend_runtime_dir(buf, sizeof buf);
+        if (r < 0)
+                return r;
+        *ret = strdup(buf);
+        return *ret ? 0 : -ENOMEM;
 }
 
 static int exec_sql(sbx_store *s, const char *sql, sbx_error *e, const char *step) {

@@ -103,8 +103,11 @@ static int exec_command(char **argv, char **envp) {
 static bool pid_ns_init;
 static sigset_t fwd; /* what the init takes with sigwaitinfo: SIGCHLD and what it forwards */
 
-static void kill_children_once(void) {
-        char path[64], buf[4096];
+static bool is_runner(pid_t p);
+
+/* SIGKILL to each of our children (but the runners of a persistent sandbox, when spare_runners). */
+static void kill_children(bool spare_runners) {
+        char path[64], buf[16384];
         snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -119,7 +122,7 @@ static void kill_children_once(void) {
                 long pid = strtol(p, &end, 10);
                 if (end == p)
                         break;
-                if (pid > 0)
+                if (pid > 0 && !(spare_runners && is_runner((pid_t) pid)))
                         (void) kill((pid_t) pid, SIGKILL);
                 p = end;
                 while (*p == ' ' || *p == '\n')
@@ -134,7 +137,7 @@ static void kill_leftovers(void) {
         }
         /* Kill, reap, repeat: grandchildren are re-parented to us as their parents die. */
         for (int round = 0; round < 10000; round++) {
-                kill_children_once();
+                kill_children(false);
                 int st;
                 pid_t p = waitpid(-1, &st, 0);
                 if (p < 0 && errno == ECHILD)
@@ -287,27 +290,7 @@ static void reap_and_sweep(void) {
                                 break;
                         }
         }
-        char path[64], buf[16384];
-        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                return;
-        buf[n] = 0;
-        for (char *q = buf; *q;) {
-                char *end;
-                long pid = strtol(q, &end, 10);
-                if (end == q)
-                        break;
-                if (pid > 0 && !is_runner((pid_t) pid))
-                        (void) kill((pid_t) pid, SIGKILL);
-                q = end;
-                while (*q == ' ' || *q == '\n')
-                        q++;
-        }
+        kill_children(true);
 }
 
 static int copy_fd(int from, int to) {

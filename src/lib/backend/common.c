@@ -459,6 +459,19 @@ static bool under_seccomp(void) {
  * (violations answer their errno on their own) for where no listener can be installed — absent
  * when observation is required, or when allow_spawn: false needs the listener to let exactly
  * one execve through. The init loads it for itself and everything under it. */
+/* Create dir (mode) if missing; 0, or -EPERM when what is there is not a directory of ours that
+ * only we can write. */
+static int own_dir(const char *dir, mode_t mode) {
+        if (mkdir(dir, mode) < 0 && errno != EEXIST)
+                return -errno;
+        struct stat st;
+        if (lstat(dir, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+                return -EPERM;
+        return 0;
+}
+
 /* The cache dir: $SANDBOXER_CACHE_DIR, /var/cache/sandboxer as root, $XDG_CACHE_HOME/sandboxer or
  * ~/.cache/sandboxer; created 0700; -EPERM when what is there is not a directory of ours that
  * only we can write. */
@@ -476,14 +489,7 @@ static int cache_dir(char *buf, size_t size) {
                 return -ENOENT;
         /* 0755 as root: the bwrap backend keeps a copy of the init here for run_as to reach;
          * the cached programs themselves are 0600 */
-        if (mkdir(buf, geteuid() == 0 ? 0755 : 0700) < 0 && errno != EEXIST)
-                return -errno;
-        struct stat st;
-        if (lstat(buf, &st) < 0)
-                return -errno;
-        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-                return -EPERM;
-        return 0;
+        return own_dir(buf, geteuid() == 0 ? 0755 : 0700);
 }
 
 /* The compiled programs are cached in the cache dir (ours alone), keyed by the
@@ -1036,13 +1042,5 @@ int sbx_backend_runtime_dir(char *buf, size_t size) {
                 snprintf(buf, size, "%s/sandboxer", env);
         else
                 snprintf(buf, size, "/tmp/sandboxer-%u", (unsigned) getuid());
-        bool root = geteuid() == 0;
-        if (mkdir(buf, root ? 0711 : 0700) < 0 && errno != EEXIST)
-                return -errno;
-        struct stat st;
-        if (lstat(buf, &st) < 0)
-                return -errno;
-        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-                return -EPERM;
-        return 0;
+        return own_dir(buf, geteuid() == 0 ? 0711 : 0700);
 }
