@@ -1566,16 +1566,6 @@ static void exec_args_done(exec_args *a) {
         free(a->stdin_data);
 }
 
-static bool env_name_ok(const char *k) {
-        if (!*k || (*k >= '0' && *k <= '9'))
-                return false;
-        for (const char *p = k; *p; p++)
-                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-                            *p == '_'))
-                        return false;
-        return true;
-}
-
 static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_reply *rp) {
         json_t *body = parse_body(rq, rp, false);
         if (!body)
@@ -1610,10 +1600,11 @@ static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_repl
                 const char *k;
                 json_t *v;
                 json_object_foreach(env, k, v) {
-                        if (!env_name_ok(k) || memchr(json_string_value(v), 0, json_string_length(v))) {
+                        const char *why = "values may not hold NUL";
+                        if (sbx_env_name_check(k, &why) < 0 ||
+                                memchr(json_string_value(v), 0, json_string_length(v))) {
                                 json_decref(envv);
-                                reply_err(rp, 400, "invalid_argument", "env",
-                                        "env: '%.64s' is not a variable name", k);
+                                reply_err(rp, 400, "invalid_argument", "env", "env: '%.64s': %s", k, why);
                                 goto fail;
                         }
                         char *kv;

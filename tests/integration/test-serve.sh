@@ -61,7 +61,7 @@ free_port() {
         python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-plan 64
+plan 74
 
 # ---- tokens ----
 "$SANDBOXER" token create --actor agt --name bot-1 --tenant t1 --state-dir "$ST" --json >"$SBX_TMP/t1.json" 2>"$SBX_TMP/err"
@@ -130,6 +130,16 @@ is $? 125 "serve --listen garbage exits 125"
 like "$(cat "$SBX_TMP/err")" "invalid listen address 'garbage'.*unix:PATH or HOST:PORT" "and says what an address looks like"
 "$SANDBOXER" serve --listen 127.0.0.1:99999 --state-dir "$ST" 2>/dev/null
 is $? 125 "serve with port 99999 exits 125"
+for bad in "--warm-pool x" "--warm-pool 65" "--quota-sandboxes -1" "--quota-execs 1e3" "--quota-memory-mb lots" \
+        "--secrets-dir $SBX_TMP/none" "--secrets-dir relative" "--policy $SBX_TMP/none.yaml"; do
+        # shellcheck disable=SC2086 # each case is an option and its value
+        "$SANDBOXER" serve $bad --listen "unix:$SBX_TMP/bad.sock" --state-dir "$ST" 2>"$SBX_TMP/err"
+        is "$?:$(grep -c -- "serve: ${bad%% *}" "$SBX_TMP/err")" "125:1" "serve $bad exits 125, naming the option"
+done
+"$SANDBOXER" supervise --id x --socket "$SBX_TMP/s.sock" --state "$SBX_TMP/sv" --ready-fd abc 2>"$SBX_TMP/err"
+is "$?:$(grep -c -- '--ready-fd' "$SBX_TMP/err")" "125:1" "supervise --ready-fd abc exits 125, naming it"
+"$SANDBOXER" supervise --socket "$SBX_TMP/s.sock" 2>/dev/null
+is $? 125 "supervise without --id and --state exits 125"
 
 # ---- audit log ----
 AUDIT=$ST/audit.log

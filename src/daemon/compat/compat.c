@@ -17,6 +17,7 @@
 #include "basic/base64.h"
 #include "basic/macro.h"
 #include "daemon/compat/compat.h"
+#include "policy/policy.h"
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
@@ -426,6 +427,22 @@ struct MHD_Response *cx_stream_response(cx_stream *s, const char *ctype) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
         MHD_add_response_header(r, "Cache-Control", "no-store");
         return r;
+}
+
+/* ---- request checks ---------------------------------------------------------------------- */
+
+bool cx_string_map_ok(const json_t *o, bool env_names) {
+        if (!o || json_is_null(o))
+                return true;
+        if (!json_is_object(o))
+                return false;
+        const char *k, *why;
+        json_t *v;
+        json_object_foreach((json_t *) o, k, v) {
+                if (!json_is_string(v) || (env_names && sbx_env_name_check(k, &why) < 0))
+                        return false;
+        }
+        return true;
 }
 
 /* ---- base64 --------------------------------------------------------------------------------- */

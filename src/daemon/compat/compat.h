@@ -104,6 +104,8 @@ void cx_stream_unref(cx_stream *s);
 struct MHD_Response *cx_stream_response(cx_stream *s, const char *ctype);
 
 /* base64 */
+/* null, or an object of strings (with env_names: each key a variable a request may set). */
+bool cx_string_map_ok(const json_t *o, bool env_names);
 char *cx_b64_encode(const void *data, size_t n);
 int cx_b64_decode(const char *s, size_t n, char **ret, size_t *ret_len);
 

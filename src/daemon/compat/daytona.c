@@ -112,28 +112,6 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
         return j;
 }
 
-static bool env_name_ok(const char *k) {
-        if (!*k || (*k >= '0' && *k <= '9'))
-                return false;
-        for (const char *p = k; *p; p++)
-                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-                            *p == '_'))
-                        return false;
-        return true;
-}
-
-static bool string_map_ok(const json_t *o, bool env_names) {
-        if (!o || json_is_null(o))
-                return true;
-        if (!json_is_object(o))
-                return false;
-        const char *k;
-        json_t *v;
-        json_object_foreach(
-                (json_t *) o, k, v) if (!json_is_string(v) || (env_names && !env_name_ok(k))) return false;
-        return true;
-}
-
 /* ---- sandboxes ------------------------------------------------------------------------------ */
 
 static void op_create(cx_req *rq) {
@@ -152,8 +130,8 @@ static void op_create(cx_req *rq) {
                               : strncmp(snap, "profile.", 8) == 0
                                       ? snap
                                       : (snprintf(pb, sizeof pb, "profile.%s", snap), pb);
-        if ((js && !json_is_null(js) && !json_is_string(js)) || !string_map_ok(jl, false) ||
-                !string_map_ok(je, true)) {
+        if ((js && !json_is_null(js) && !json_is_string(js)) || !cx_string_map_ok(jl, false) ||
+                !cx_string_map_ok(je, true)) {
                 err(rq, 400,
                         "snapshot must name a sandboxer profile, labels and env be objects of strings (env "
                         "keys "
@@ -417,7 +395,8 @@ static void execute(box *b) {
                *jt = json_object_get(body, "timeout");
         char **extra = NULL, *cwd = NULL;
         cx_run r = {0};
-        if (!cmd || !string_map_ok(envs, true) || (jcwd && !json_is_null(jcwd) && !json_is_string(jcwd))) {
+        if (!cmd || !cx_string_map_ok(envs, true) ||
+                (jcwd && !json_is_null(jcwd) && !json_is_string(jcwd))) {
                 err(rq, 400, "command (a string) is required; envs must map variable names to strings");
                 goto out;
         }

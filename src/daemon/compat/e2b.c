@@ -121,28 +121,6 @@ static const char *template_of(const json_t *rec, char *buf, size_t size) {
         return buf;
 }
 
-static bool env_name_ok(const char *k) {
-        if (!*k || (*k >= '0' && *k <= '9'))
-                return false;
-        for (const char *p = k; *p; p++)
-                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-                            *p == '_'))
-                        return false;
-        return true;
-}
-
-static bool string_map_ok(const json_t *o, bool env_names) {
-        if (!o || json_is_null(o))
-                return true;
-        if (!json_is_object(o))
-                return false;
-        const char *k;
-        json_t *v;
-        json_object_foreach(
-                (json_t *) o, k, v) if (!json_is_string(v) || (env_names && !env_name_ok(k))) return false;
-        return true;
-}
-
 static void iso_time(int64_t ms, char buf[static 40]) {
         time_t t = (time_t) (ms / 1000);
         struct tm tm;
@@ -224,11 +202,11 @@ static void op_create(cx_req *rq) {
                 api_err(rq, 400, "timeout: must be a positive number of seconds");
                 goto out;
         }
-        if (!string_map_ok(jm, false)) {
+        if (!cx_string_map_ok(jm, false)) {
                 api_err(rq, 400, "metadata: must be an object of strings");
                 goto out;
         }
-        if (!string_map_ok(je_, true)) {
+        if (!cx_string_map_ok(je_, true)) {
                 api_err(rq, 400, "envVars: must be an object of strings with variable names as keys");
                 goto out;
         }
@@ -712,7 +690,7 @@ static void process_start(envd *e) {
         }
         json_t *args = json_object_get(pc, "args"), *envs = json_object_get(pc, "envs");
         json_t *jcwd = json_object_get(pc, "cwd");
-        if ((args && !json_is_array(args)) || !string_map_ok(envs, true)) {
+        if ((args && !json_is_array(args)) || !cx_string_map_ok(envs, true)) {
                 rpc_err(rq, "invalid_argument",
                         "process.args must be strings and process.envs an object of variables");
                 goto out;

@@ -262,6 +262,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_policy *, sbx_policy_free);
 int sbx_policy_parse(const char *text, size_t len, const char *name, sbx_policy **ret, sbx_error *e);
 /* path NULL: /etc/sandboxer/policy.yaml if it exists, else the built-in default. */
 int sbx_policy_load(const char *path, sbx_policy **ret, sbx_error *e);
+
+/* An environment variable a profile, a flag or an API request may set: [A-Za-z_][A-Za-z0-9_]*, at
+ * most 255 bytes, and not TMPDIR nor SANDBOXER_* (set by sandboxer itself). 0, or -EINVAL/-EPERM
+ * with *ret_why saying which rule. */
+int sbx_env_name_check(const char *name, const char **ret_why);
 const char *sbx_builtin_policy_text(void);
 
 /* Check that profile p only narrows policy pol for mode m: limits within the ceilings of

@@ -394,6 +394,10 @@ int yparse_limits(yctx *c, const yaml_node_t *n, const char *where, sbx_source s
 
 /* ---- environment ---- */
 
+int sbx_env_name_check(const char *name, const char **ret_why) {
+        return env_name_check(name, ret_why);
+}
+
 int env_name_check(const char *name, const char **ret_why) {
         if (!*name || strlen(name) > 255 || !(isalpha((unsigned char) name[0]) || name[0] == '_')) {
                 *ret_why = "names are [A-Za-z_][A-Za-z0-9_]*";
