@@ -805,8 +805,15 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 break;
                         }
                         case EV_NOTIFY:
-                                if (s.listener_fd >= 0)
+                                if (s.listener_fd >= 0 && (evs[i].events & EPOLLIN))
                                         handle_notify(&s);
+                                if (s.listener_fd >= 0 && (evs[i].events & (EPOLLHUP | EPOLLERR)) &&
+                                        !(evs[i].events & EPOLLIN)) {
+                                        /* No task is left under the filter (the init is exiting):
+                                         * the listener stays "ready" from now on; watching it would
+                                         * spin while the kernel tears the namespaces down. */
+                                        (void) epoll_ctl(s.ep, EPOLL_CTL_DEL, s.listener_fd, NULL);
+                                }
                                 break;
                         case EV_EXTRA:
                                 p->on_extra(p->extra_userdata);
