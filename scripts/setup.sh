@@ -28,6 +28,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 # What the build, the tests and the tools around them use (Debian 12 package names).
 PACKAGES=(
         build-essential gcc libc6-dev meson ninja-build pkg-config # toolchain
+        musl-tools # the static sandbox init (src/init: glibc's start-up is slow on VMs)
         libseccomp-dev libyaml-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev # libraries
         clang llvm libclang-rt-14-dev clang-format # fuzzing (libFuzzer), symbolizer, format check
         python3 python3-jsonschema # report schema checks, test helpers
