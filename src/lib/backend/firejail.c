@@ -102,6 +102,25 @@ static int add_blacklist(FILE *a, char *const *keep, const char *dir, int depth,
         return r;
 }
 
+/* uid's home directory: /etc/passwd read directly (fgetpwent_r: no NSS modules to load, so the
+ * CLI can be linked statically), else $HOME when uid is our own (a directory user, e.g. LDAP). */
+static int home_of(uid_t uid, char *buf, size_t size) {
+        _cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
+        struct passwd pw, *pwp;
+        char line[4096];
+        while (f && fgetpwent_r(f, &pw, line, sizeof line, &pwp) == 0)
+                if (pw.pw_uid == uid && pw.pw_dir && pw.pw_dir[0] == '/') {
+                        snprintf(buf, size, "%s", pw.pw_dir);
+                        return 0;
+                }
+        const char *h = getenv("HOME");
+        if (uid == getuid() && h && h[0] == '/') {
+                snprintf(buf, size, "%s", h);
+                return 0;
+        }
+        return -ENOENT;
+}
+
 static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *const *init_argv,
         const char *profile_path, FILE *profile, char ***ret, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
@@ -129,12 +148,10 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *c
                 if (strv_extend(&a, fixed[i]) < 0)
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
         /* firejail keeps the invoking user's home writable under --read-only=/: say it again. */
-        struct passwd pw, *pwp = NULL;
-        char pwbuf[4096];
-        if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) == 0 && pwp && pw.pw_dir &&
-                pw.pw_dir[0] == '/' && !streq(pw.pw_dir, "/")) {
+        char home[PATH_MAX];
+        if (home_of(uid, home, sizeof home) == 0 && !streq(home, "/")) {
                 _cleanup_free_ char *ro = NULL;
-                if (asprintf(&ro, "--read-only=%s", pw.pw_dir) < 0 || strv_consume(&a, TAKE_PTR(ro)) < 0)
+                if (asprintf(&ro, "--read-only=%s", home) < 0 || strv_consume(&a, TAKE_PTR(ro)) < 0)
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
         }
         if (!pr->net_allow && strv_extend(&a, "--net=none") < 0)
