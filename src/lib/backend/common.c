@@ -493,16 +493,19 @@ static int cache_dir(char *buf, size_t size) {
 }
 
 /* The compiled programs are cached in the cache dir (ours alone), keyed by the
- * options and by the identity of the code that compiled them (the file holding this library:
- * device, inode, size, mtime), so a rebuild never reads an older table's programs. Compiling
- * costs ~0.4 ms a run; reading the cache ~0.03 ms. */
+ * options and by the identity of the code that compiled them (the file holding this library, or
+ * the program itself when linked statically: device, inode, size, mtime), so a rebuild never reads an older
+ * table's programs. Compiling costs ~0.4 ms a run; reading the cache ~0.03 ms. */
 static int seccomp_cache_path(
         const sbx_seccomp_opts *o, const sbx_seccomp_opts *po, bool obs, bool pl, char *buf, size_t size) {
         Dl_info di;
         struct stat st;
         char rt[PATH_MAX];
-        if (!dladdr((void *) sbx_seccomp_build, &di) || !di.dli_fname || stat(di.dli_fname, &st) < 0 ||
-                cache_dir(rt, sizeof rt) < 0)
+        /* A static binary has no loader to ask: the code is the running program's. */
+        const char *code = dladdr((void *) sbx_seccomp_build, &di) && di.dli_fname && di.dli_fname[0]
+                                   ? di.dli_fname
+                                   : "/proc/self/exe";
+        if (stat(code, &st) < 0 || cache_dir(rt, sizeof rt) < 0)
                 return -ENOENT;
         struct {
                 sbx_seccomp_opts o, po;
