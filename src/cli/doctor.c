@@ -17,6 +17,7 @@ enum {
         F_SECCOMP,
         F_SECCOMP_NOTIFY,
         F_NO_NEW_PRIVS,
+        F_LANDLOCK_AUDIT,
         F_PIDFD_OPEN,
         F_CLONE3,
         F_CLOSE_RANGE,
@@ -36,6 +37,7 @@ static const char *const feature_names[_F_MAX] = {
         [F_SECCOMP] = "seccomp",
         [F_SECCOMP_NOTIFY] = "seccomp_user_notif",
         [F_NO_NEW_PRIVS] = "no_new_privs",
+        [F_LANDLOCK_AUDIT] = "landlock_audit",
         [F_PIDFD_OPEN] = "pidfd_open",
         [F_CLONE3] = "clone3",
         [F_CLOSE_RANGE] = "close_range",
@@ -98,6 +100,9 @@ static void probe_all(sbx_probe_result res[_F_MAX]) {
                         break;
                 case F_NO_NEW_PRIVS:
                         r = sbx_probe_no_new_privs(&res[i]);
+                        break;
+                case F_LANDLOCK_AUDIT:
+                        r = sbx_probe_landlock_audit(&res[i]);
                         break;
                 case F_PIDFD_OPEN:
                         r = sbx_probe_pidfd_open(&res[i]);

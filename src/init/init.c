@@ -2,7 +2,7 @@
  * and when the command ends kills what it left behind at once and reports to the supervisor.
  * Static and small; it runs with the sandbox's environment and no capabilities.
  *
- * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N]
+ * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N] [--landlock-log]
  *                       -- COMMAND [ARG]...
  *        sandboxer-init [...] --serve --        a persistent sandbox: commands come as requests
  *                                               (protocol.h), each run by a runner it forks
@@ -33,6 +33,10 @@
 #include <unistd.h>
 
 #include "protocol.h"
+
+#ifndef LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+#define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (1U << 1) /* Landlock ABI 7 */
+#endif
 
 static uint64_t now_ns(void) {
         struct timespec ts;
@@ -583,6 +587,7 @@ int main(int argc, char **argv) {
         const char *cwd = NULL;
         bool tty = false, serve = false;
         int seccomp_fd = -1, landlock_fd = -1;
+        unsigned landlock_flags = 0;
         int i = 1;
 
         for (; i < argc; i++) {
@@ -599,6 +604,10 @@ int main(int argc, char **argv) {
                         seccomp_fd = parse_fd(argv[++i]);
                 else if (strcmp(argv[i], "--landlock-fd") == 0 && i + 1 < argc)
                         landlock_fd = parse_fd(argv[++i]);
+                else if (strcmp(argv[i], "--landlock-log") == 0)
+                        /* the supervisor reads the kernel's denial records (audit): the
+                         * command's, after our exec of it, are to be logged (ABI 7) */
+                        landlock_flags = LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON;
                 else
                         return 125;
         }
@@ -646,7 +655,7 @@ int main(int argc, char **argv) {
                 return 125;
         }
         if (landlock_fd >= 0) {
-                if (syscall(SYS_landlock_restrict_self, landlock_fd, 0) < 0) {
+                if (syscall(SYS_landlock_restrict_self, landlock_fd, landlock_flags) < 0) {
                         send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: enforce the Landlock ruleset");
                         return 125;
                 }

@@ -46,7 +46,7 @@ python3 - "$tmp/out.json" >"$tmp/feat" 2>&1 <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 f = d["features"]
-for name in ("namespaces", "landlock", "seccomp", "seccomp_user_notif", "no_new_privs", "pidfd_open",
+for name in ("namespaces", "landlock", "seccomp", "seccomp_user_notif", "no_new_privs", "landlock_audit", "pidfd_open",
              "clone3", "close_range", "openat2", "cgroup", "cgroup_memory", "cgroup_pids", "cgroup_cpu",
              "cgroup_freezer"):
     assert name in f, "missing feature " + name

@@ -25,6 +25,7 @@
 #include "basic/sha256.h"
 #include "basic/strv.h"
 #include "basic/debug.h"
+#include "isolate/audit.h"
 #include "isolate/landlock.h"
 #include "init/protocol.h"
 #include "supervise/supervise.h"
@@ -110,11 +111,13 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
         return 0;
 }
 
-int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, char *const *argv, char ***ret) {
+int sbx_backend_init_argv(
+        const char *cwd, bool landlock, bool landlock_log, bool seccomp, char *const *argv, char ***ret) {
         _cleanup_strv_free_ char **a = NULL;
         if (strv_extend(&a, "sandboxer-init") < 0 || strv_extend(&a, "--cwd") < 0 ||
                 strv_extend(&a, cwd) < 0 ||
                 (landlock && (strv_extend(&a, "--landlock-fd") < 0 || strv_extend(&a, "5") < 0)) ||
+                (landlock && landlock_log && strv_extend(&a, "--landlock-log") < 0) ||
                 (seccomp && (strv_extend(&a, "--seccomp-fd") < 0 || strv_extend(&a, "4") < 0)) ||
                 (!argv && strv_extend(&a, "--serve") < 0) || strv_extend(&a, "--") < 0)
                 return -ENOMEM;
@@ -817,6 +820,48 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
         return 0;
 }
 
+int sbx_backend_audit_reader(
+        const sbx_config *cfg, const sbx_run_io *io, int ll_abi, bool mounts, sbx_report *rep) {
+        const sbx_profile *pr = cfg->profile;
+        if (pr->observe_fs_writes) {
+                rep->fs_write_evidence = "notify";
+                snprintf(rep->fs_write_note, sizeof rep->fs_write_note,
+                        "observe.fs_writes: write-intent calls are routed to the supervisor, which "
+                        "refuses those outside the writable set");
+                return -1;
+        }
+        char why[200];
+        int fd = -1;
+        if (pr->observe == SBX_OBSERVE_OFF)
+                snprintf(why, sizeof why, "observe: off");
+        else if (io->persist)
+                snprintf(why, sizeof why, "a persistent sandbox does not read the audit log");
+        else if (ll_abi < 7)
+                snprintf(why, sizeof why, "Landlock ABI %d writes no audit records (7 does)", ll_abi);
+        else if (geteuid() != 0)
+                snprintf(why, sizeof why, "reading the kernel's audit log needs root");
+        else if (sbx_audit_probe(why, sizeof why) >= 0 && (fd = sbx_audit_open()) < 0) {
+                snprintf(why, sizeof why, "cannot open the audit log: %s", strerror(-fd));
+                fd = -1;
+        }
+        if (fd >= 0) {
+                rep->fs_write_evidence = "landlock_audit";
+                snprintf(rep->fs_write_note, sizeof rep->fs_write_note, "%s",
+                        mounts ? "the kernel's Landlock denial records; a write onto a read-only mount "
+                                 "is refused by the mount first and not recorded (observe.fs_writes "
+                                 "records those)"
+                               : "the kernel's Landlock denial records (with the path the kernel "
+                                 "resolved; for a creation, its directory)");
+                return fd;
+        }
+        rep->fs_write_evidence = "none";
+        snprintf(rep->fs_write_note, sizeof rep->fs_write_note,
+                "%s: refused writes are not recorded (observe.fs_writes: true records them, at a cost per "
+                "write)",
+                why);
+        return -1;
+}
+
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
         sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
@@ -878,6 +923,15 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 }
         }
 
+        if (!rep->fs_write_evidence) {
+                rep->fs_write_evidence = pr->observe_fs_writes && sc_opts ? "notify" : "none";
+                snprintf(rep->fs_write_note, sizeof rep->fs_write_note, "%s",
+                        pr->observe_fs_writes && sc_opts
+                                ? "observe.fs_writes: write-intent calls are routed to the supervisor"
+                                : "refused writes are not recorded on this backend (observe.fs_writes: "
+                                  "true records them)");
+        }
+
         sbx_spawned sv;
         uint64_t t0 = sbx_now_ns();
         sbx_debug_mark("spawning");
@@ -919,6 +973,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 .cmd_strict = pr->cmd_mode == SBX_CMD_MODE_STRICT,
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
                 .reap_orphans = no_pidns,
+                .audit_fd = sp->audit_fd > 0 ? sp->audit_fd : -1,
         };
         if (cg) {
                 svp.kill_all = kill_cgroup;

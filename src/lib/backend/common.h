@@ -29,7 +29,8 @@ bool sbx_backend_exec_allowed(const sbx_profile *pr, const char *path);
 int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret);
 
 /* The init's argv: sandboxer-init --cwd DIR [--landlock-fd 5] [--seccomp-fd 4] -- ARGV */
-int sbx_backend_init_argv(const char *cwd, bool landlock, bool seccomp, char *const *argv, char ***ret);
+int sbx_backend_init_argv(
+        const char *cwd, bool landlock, bool landlock_log, bool seccomp, char *const *argv, char ***ret);
 
 typedef struct sbx_limit_context {
         bool fresh_userns; /* the sandbox has a uid of its own in a fresh user namespace */
@@ -71,6 +72,14 @@ int sbx_backend_ll_add_commands(int fd, int abi, const sbx_profile *pr, sbx_erro
 
 /* Resolve path and add a Landlock rule for it (absent paths are skipped). */
 int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, sbx_error *e);
+
+/* The kernel's own Landlock denial records as the evidence of refused writes: a socket on the
+ * audit log where they can be read (root, the host's audit enabled, Landlock ABI 7, a one-shot
+ * run, observation not off, observe.fs_writes not asked), else -1; the report's
+ * fs_write_evidence says which source and why. `mounts`: the backend has read-only mounts,
+ * which refuse a write before Landlock sees it. */
+int sbx_backend_audit_reader(
+        const sbx_config *cfg, const sbx_run_io *io, int ll_abi, bool mounts, sbx_report *rep);
 
 /* Start the sandbox described by sp (the backend filled ids, namespaces, mounts, Landlock,
  * seccomp, init), with stdio pipes, the cgroup joined, then supervise it and write the outcome

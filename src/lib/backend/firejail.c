@@ -250,7 +250,7 @@ static int firejail_run(
                 (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
                                            : ws     ? cfg->workspace
                                                     : SCRATCH_DIR,
-                         false, sc_fd >= 0, argv, &init_argv)) < 0)
+                         false, false, sc_fd >= 0, argv, &init_argv)) < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
         char base[PATH_MAX - 64], profile_path[PATH_MAX];
         if ((r = sbx_backend_runtime_dir(base, sizeof base)) < 0)

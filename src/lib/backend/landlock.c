@@ -143,7 +143,7 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
 static int landlock_run(
         const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
-        _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
+        _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF, audit_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
         run_dir d = {0};
@@ -213,12 +213,13 @@ static int landlock_run(
         if ((r = sbx_backend_build_seccomp(cfg, &extra, &sc_opts, &sc_fd, e)) < 0)
                 goto out;
 
+        audit_fd = sbx_backend_audit_reader(cfg, io, ll_abi, false, rep);
         bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
         if ((r = sbx_backend_build_env(cfg, d.scratch, ws ? cfg->workspace : NULL, &env)) < 0 ||
                 (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
                                            : ws     ? cfg->workspace
                                                     : d.scratch,
-                         true, sc_fd >= 0, argv, &init_argv)) < 0) {
+                         true, audit_fd >= 0, sc_fd >= 0, argv, &init_argv)) < 0) {
                 r = sbx_error_set(e, r, "environment", "out of memory");
                 goto out;
         }
@@ -236,6 +237,7 @@ static int landlock_run(
                 .landlock_fd = ll_fd,
                 .landlock_abi = ll_abi,
                 .seccomp_fd = sc_fd,
+                .audit_fd = audit_fd,
                 .drop_caps = true,
                 .drop_bounding = root,
                 .last_cap = sbx_caps_last_cap(),

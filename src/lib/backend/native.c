@@ -323,7 +323,7 @@ static int native_run(
         const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
-        _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF;
+        _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF, audit_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
         sbx_seccomp_opts sc_opts = {0};
@@ -370,7 +370,8 @@ static int native_run(
         if (r < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
         const char *cwd = cfg->cwd ? cfg->cwd : ws ? ws_mount : SCRATCH_DIR;
-        r = sbx_backend_init_argv(cwd, ll_fd >= 0, sc_fd >= 0, argv, &init_argv);
+        audit_fd = ll_fd >= 0 ? sbx_backend_audit_reader(cfg, io, ll_abi, true, rep) : -1;
+        r = sbx_backend_init_argv(cwd, ll_fd >= 0, audit_fd >= 0, sc_fd >= 0, argv, &init_argv);
         if (r < 0)
                 return sbx_error_set(e, r, "init argv", "out of memory");
 
@@ -407,6 +408,7 @@ static int native_run(
                 .inside_rules = rules,
                 .n_inside_rules = n_rules,
                 .seccomp_fd = sc_fd,
+                .audit_fd = audit_fd,
                 .drop_caps = !sbx_backend_bench_disabled("caps"),
                 .drop_bounding = !sbx_backend_bench_disabled("caps"),
                 .last_cap = sbx_caps_last_cap(),

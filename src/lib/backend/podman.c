@@ -377,7 +377,7 @@ static int podman_run(
                 (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
                                            : ws     ? ws_mount
                                                     : SBX_OCI_SCRATCH,
-                         false, sc_fd >= 0, argv, &init_argv)) < 0 ||
+                         false, false, sc_fd >= 0, argv, &init_argv)) < 0 ||
                 (r = tool_env(&tenv)) < 0)
                 return sbx_error_set(e, -r, "environment", "out of memory");
         if ((r = sbx_oci_binds(cfg, rep, &binds, e)) < 0)

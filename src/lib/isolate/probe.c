@@ -3,6 +3,9 @@
  * reason and the fix. */
 #include "isolate/probe.h"
 
+#include "isolate/audit.h"
+#include "isolate/landlock.h"
+
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
@@ -607,6 +610,23 @@ int sbx_probe_no_new_privs(sbx_probe_result *ret) {
                 return result(ret, false, errno, "prctl(PR_GET_NO_NEW_PRIVS)",
                         "no_new_privs is not supported (kernel older than 3.5)");
         return result(ret, true, 0, NULL, v ? "supported (already set on this process)" : "supported");
+}
+
+int sbx_probe_landlock_audit(sbx_probe_result *ret) {
+        if (!ret)
+                return -EINVAL;
+        char why[200];
+        if (sbx_landlock_abi() < 7)
+                return result(ret, false, EOPNOTSUPP, "landlock",
+                        "Landlock ABI < 7 writes no denial records (Linux 6.15+); refused writes are "
+                        "recorded only with observe.fs_writes");
+        int r = sbx_audit_probe(why, sizeof why);
+        if (r < 0)
+                return result(ret, false, -r, "audit",
+                        "%s; refused writes are recorded only with observe.fs_writes", why);
+        return result(ret, true, 0, NULL,
+                "the kernel's Landlock denial records are readable: refused writes are recorded at no "
+                "cost to allowed ones");
 }
 
 /* ---- cgroups --------------------------------------------------------------------------------- */

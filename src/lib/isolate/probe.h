@@ -35,6 +35,8 @@ int sbx_probe_seccomp(sbx_probe_result *ret);
 /* SECCOMP_RET_USER_NOTIF, and a trial child that installs a listener (EBUSY when already nested
  * under one: runs would be enforced but unobserved). */
 int sbx_probe_seccomp_notify(sbx_probe_result *ret);
+/* Landlock's denial records (ABI 7) readable from the audit log: root, the host's audit on. */
+int sbx_probe_landlock_audit(sbx_probe_result *ret);
 int sbx_probe_pidfd_open(sbx_probe_result *ret);
 int sbx_probe_clone3(sbx_probe_result *ret);
 int sbx_probe_close_range(sbx_probe_result *ret);

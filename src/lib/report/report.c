@@ -427,6 +427,14 @@ int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret) {
         jsonw_kv_string(&w, "isolation", r->isolation);
         jsonw_kv_string(&w, "backend_reason", r->backend_reason);
         jsonw_kv_string(&w, "observation", r->observation);
+        jsonw_key(&w, "fs_write_evidence");
+        if (r->fs_write_evidence) {
+                jsonw_begin_object(&w);
+                jsonw_kv_string(&w, "source", r->fs_write_evidence);
+                jsonw_kv_string(&w, "note", r->fs_write_note[0] ? r->fs_write_note : NULL);
+                jsonw_end_object(&w);
+        } else
+                jsonw_null(&w);
 
         jsonw_key(&w, "violations");
         jsonw_begin_array(&w);
@@ -567,6 +575,8 @@ int sbx_report_copy_setup(sbx_report *dst, const sbx_report *src) {
         dst->isolation = src->isolation;
         dst->config = src->config;
         dst->observation = src->observation;
+        dst->fs_write_evidence = src->fs_write_evidence;
+        memcpy(dst->fs_write_note, src->fs_write_note, sizeof dst->fs_write_note);
         memcpy(dst->limit_mechanism, src->limit_mechanism, sizeof dst->limit_mechanism);
         if (src->backend_reason && sbx_report_set_backend_reason(dst, "%s", src->backend_reason) < 0)
                 return -ENOMEM;

@@ -111,6 +111,11 @@ typedef struct sbx_report {
         sbx_mount_info *mounts; /* owned */
         size_t n_mounts;
         const char *observation; /* "active" | "unavailable" | "off" */
+        /* Where the evidence of refused file writes comes from: "landlock_audit" (the kernel's
+         * own Landlock denial records), "notify" (observe.fs_writes), "none" (refused, not
+         * recorded); NULL before a backend decided. The note says why (what is missing). */
+        const char *fs_write_evidence;
+        char fs_write_note[512];
         /* The fences in force, by name ("namespaces", "landlock", "seccomp", "capabilities",
          * "no_new_privs", "user"), each a short statement of what was enforced. */
 #define SBX_REPORT_MAX_FENCES 12

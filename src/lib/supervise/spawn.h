@@ -58,6 +58,9 @@ typedef struct sbx_spawn_params {
          * (~10-15 ms on v1). They close on exec. */
         const int *self_attach_fds;
         size_t n_self_attach_fds;
+        /* Not the spawn's: an audit log socket (sbx_backend_audit_reader()) carried to the
+         * supervisor by sbx_backend_launch; 0 or -1 for none. Close-on-exec. */
+        int audit_fd;
         /* Called in the parent after clone and before the child goes on (e.g. cgroup v1 attach). */
         int (*after_clone)(pid_t pid, void *userdata, sbx_error *e);
         void *userdata;

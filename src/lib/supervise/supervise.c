@@ -21,9 +21,40 @@
 #include <termios.h>
 
 #include "init/protocol.h"
+#include "isolate/audit.h"
 #include "supervise/spawn.h"
 
-enum { EV_PIDFD = 1, EV_STATUS, EV_OUT, EV_ERR, EV_TIMER, EV_SIGNAL, EV_OOM, EV_NOTIFY, EV_TTYIN, EV_EXTRA };
+enum {
+        EV_PIDFD = 1,
+        EV_STATUS,
+        EV_OUT,
+        EV_ERR,
+        EV_TIMER,
+        EV_SIGNAL,
+        EV_OOM,
+        EV_NOTIFY,
+        EV_TTYIN,
+        EV_EXTRA,
+        EV_AUDIT
+};
+
+/* The Landlock access records of one audit event, held until the event says whose domain they
+ * are of (its AUDIT_LANDLOCK_DOMAIN record follows them) and which call was refused (its
+ * AUDIT_SYSCALL record, present where the host audits syscalls). */
+#define AUDIT_EVENT_MAX 4
+typedef struct audit_event {
+        uint64_t serial;
+        size_t n;
+        struct {
+                uint64_t domain;
+                char blockers[64];
+                char path[512];
+                char addr[64];
+                char port[16];
+        } acc[AUDIT_EVENT_MAX];
+        int syscall_nr; /* -1 unknown */
+        pid_t pid; /* 0 unknown */
+} audit_event;
 
 typedef struct loop_state {
         const sbx_supervise_params *p;
@@ -40,6 +71,10 @@ typedef struct loop_state {
         int listener_fd;
         bool exec_seen;
         pid_t cur_pid; /* the caller of the notification being handled */
+        int audit_fd;
+        uint64_t ll_domain; /* the sandbox's Landlock domain, once an audit record named it */
+        audit_event aev;
+        int audit_backlog; /* from the last status reply; -1 while one is awaited */
 } loop_state;
 
 static void kill_sandbox(loop_state *s) {
@@ -537,6 +572,165 @@ static void handle_notify(loop_state *s) {
         }
 }
 
+/* ---- Landlock's denial records (audit) ------------------------------------------------------ */
+
+static const char *const fs_write_blockers[] = {"fs.write_file", "fs.truncate", "fs.remove_dir",
+        "fs.remove_file", "fs.make_char", "fs.make_dir", "fs.make_reg", "fs.make_sock", "fs.make_fifo",
+        "fs.make_block", "fs.make_sym", "fs.refer", NULL};
+
+static bool blockers_write(const char *b) {
+        /* "fs.write_file,fs.truncate": any of them */
+        for (const char *const *w = fs_write_blockers; *w; w++) {
+                size_t l = strlen(*w);
+                for (const char *p = strstr(b, *w); p; p = strstr(p + 1, *w))
+                        if ((p == b || p[-1] == ',') && (p[l] == 0 || p[l] == ','))
+                                return true;
+        }
+        return false;
+}
+
+/* The event is complete: record its denials if they are the sandbox's. */
+static void audit_flush(loop_state *s) {
+        audit_event *ev = &s->aev;
+        for (size_t i = 0; s->ll_domain && i < ev->n; i++) {
+                if (ev->acc[i].domain != s->ll_domain)
+                        continue;
+                const char *b = ev->acc[i].blockers;
+                const char *call = ev->syscall_nr >= 0 ? sbx_seccomp_syscall_name(ev->syscall_nr) : NULL;
+                sbx_detail d[5];
+                size_t nd = 0;
+                sbx_violation_kind kind;
+                if (strncmp(b, "net.", 4) == 0) {
+                        kind = SBX_VIOLATION_NETWORK_ACCESS;
+                        if (ev->acc[i].addr[0])
+                                d[nd++] = (sbx_detail){.key = "address", .str = ev->acc[i].addr};
+                        if (ev->acc[i].port[0])
+                                d[nd++] = (sbx_detail){
+                                        .key = "port", .num = strtol(ev->acc[i].port, NULL, 10)};
+                } else if (blockers_write(b)) {
+                        kind = SBX_VIOLATION_FILESYSTEM_WRITE;
+                        if (ev->acc[i].path[0])
+                                d[nd++] = (sbx_detail){.key = "path", .str = ev->acc[i].path};
+                } else
+                        continue; /* reads, execution, scopes: refused, not a violation kind */
+                d[nd++] = (sbx_detail){.key = "access", .str = (char *) b};
+                d[nd++] = (sbx_detail){.key = "source", .str = (char *) "landlock_audit"};
+                s->cur_pid = ev->pid;
+                record_pid(s, ev->pid, kind, s->p->kill_on_violation ? "killed" : "denied", call, d, nd);
+                if (s->p->kill_on_violation) {
+                        s->res->violation_killed = true;
+                        kill_sandbox(s);
+                }
+        }
+        *ev = (audit_event){.syscall_nr = -1};
+}
+
+static void audit_take(loop_state *s, const sbx_audit_msg *m) {
+        char v[64];
+        if (m->type == SBX_AUDIT_GET) {
+                s->audit_backlog = sbx_audit_backlog(m->payload, m->payload_len);
+                return;
+        }
+        if (!m->text || (m->type != SBX_AUDIT_LANDLOCK_ACCESS && m->type != SBX_AUDIT_LANDLOCK_DOMAIN &&
+                                m->type != SBX_AUDIT_SYSCALL && m->type != SBX_AUDIT_EOE))
+                return;
+        if (m->serial != s->aev.serial) {
+                audit_flush(s);
+                s->aev.serial = m->serial;
+        }
+        audit_event *ev = &s->aev;
+        switch (m->type) {
+        case SBX_AUDIT_LANDLOCK_ACCESS:
+                if (ev->n < AUDIT_EVENT_MAX &&
+                        sbx_audit_field(m->text, m->len, "domain", false, v, sizeof v)) {
+                        ev->acc[ev->n].domain = strtoull(v, NULL, 16);
+                        if (!sbx_audit_field(m->text, m->len, "blockers", false, ev->acc[ev->n].blockers,
+                                    sizeof ev->acc[ev->n].blockers))
+                                snprintf(ev->acc[ev->n].blockers, sizeof ev->acc[ev->n].blockers, "?");
+                        if (!sbx_audit_field(m->text, m->len, "path", true, ev->acc[ev->n].path,
+                                    sizeof ev->acc[ev->n].path))
+                                ev->acc[ev->n].path[0] = 0;
+                        if (!sbx_audit_field(m->text, m->len, "daddr", false, ev->acc[ev->n].addr,
+                                    sizeof ev->acc[ev->n].addr) &&
+                                !sbx_audit_field(m->text, m->len, "saddr", false, ev->acc[ev->n].addr,
+                                        sizeof ev->acc[ev->n].addr))
+                                ev->acc[ev->n].addr[0] = 0;
+                        if (!sbx_audit_field(m->text, m->len, "dest", false, ev->acc[ev->n].port,
+                                    sizeof ev->acc[ev->n].port) &&
+                                !sbx_audit_field(m->text, m->len, "src", false, ev->acc[ev->n].port,
+                                        sizeof ev->acc[ev->n].port))
+                                ev->acc[ev->n].port[0] = 0;
+                        ev->n++;
+                }
+                break;
+        case SBX_AUDIT_LANDLOCK_DOMAIN:
+                /* "domain=ID status=allocated mode=enforcing pid=N ...": N made the domain; the
+                 * init makes the sandbox's, so its pid names ours. */
+                if (!s->ll_domain && sbx_audit_field(m->text, m->len, "status", false, v, sizeof v) &&
+                        streq(v, "allocated") &&
+                        sbx_audit_field(m->text, m->len, "pid", false, v, sizeof v) &&
+                        strtol(v, NULL, 10) == s->init_pid &&
+                        sbx_audit_field(m->text, m->len, "domain", false, v, sizeof v))
+                        s->ll_domain = strtoull(v, NULL, 16);
+                break;
+        case SBX_AUDIT_SYSCALL:
+                if (sbx_audit_field(m->text, m->len, "syscall", false, v, sizeof v))
+                        ev->syscall_nr = (int) strtol(v, NULL, 10);
+                if (sbx_audit_field(m->text, m->len, "pid", false, v, sizeof v))
+                        ev->pid = (pid_t) strtol(v, NULL, 10);
+                break;
+        case SBX_AUDIT_EOE:
+                audit_flush(s);
+                break;
+        default:
+                break;
+        }
+}
+
+/* Everything the audit socket holds now. */
+static void audit_read(loop_state *s) {
+        char buf[16384] __attribute__((aligned(8)));
+        for (;;) {
+                ssize_t n = recv(s->audit_fd, buf, sizeof buf, MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == ENOBUFS) { /* records were lost: go on with the next */
+                                s->res->audit_lost = true;
+                                continue;
+                        }
+                        return;
+                }
+                const void *b = buf;
+                size_t len = (size_t) n;
+                sbx_audit_msg m;
+                while (sbx_audit_next(&b, &len, &m) > 0)
+                        audit_take(s, &m);
+        }
+}
+
+/* The sandbox is gone: its records are in the kernel's queue, on their way to us. Read until
+ * the kernel's backlog is empty (one status round trip when it already is), at most 50 ms. */
+static void audit_drain(loop_state *s) {
+        uint64_t deadline = sbx_now_ns() + 50 * 1000000ull;
+        for (int round = 0; round < 32; round++) {
+                s->audit_backlog = -1;
+                if (sbx_audit_request_status(s->audit_fd) < 0)
+                        break;
+                while (s->audit_backlog < 0 && sbx_now_ns() < deadline) {
+                        struct pollfd pfd = {.fd = s->audit_fd, .events = POLLIN};
+                        if (poll(&pfd, 1, 5) < 0 && errno != EINTR)
+                                break;
+                        audit_read(s);
+                }
+                if (s->audit_backlog <= 0 || sbx_now_ns() >= deadline)
+                        break;
+                (void) poll(NULL, 0, 1);
+        }
+        audit_read(s);
+        audit_flush(s);
+}
+
 static void handle_status(loop_state *s) {
         for (;;) {
                 struct sbx_init_msg m;
@@ -657,7 +851,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 .fwd_out_ok = p->fwd_out >= 0,
                 .fwd_err_ok = p->fwd_err >= 0,
                 .timer_fd = -1,
-                .listener_fd = -1};
+                .listener_fd = -1,
+                .audit_fd = p->audit_fd > 0 ? p->audit_fd : -1,
+                .aev = {.syscall_nr = -1}};
         int sfd = -1, r = 0;
         struct termios saved_tio;
         bool raw = false;
@@ -703,7 +899,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 || (r = add_fd(s.ep, sfd, EV_SIGNAL)) < 0 ||
                 (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0 ||
                 (r = add_fd(s.ep, tty ? p->tty_in : -1, EV_TTYIN)) < 0 ||
-                (r = add_fd(s.ep, p->on_extra ? p->extra_fd : -1, EV_EXTRA)) < 0) {
+                (r = add_fd(s.ep, p->on_extra ? p->extra_fd : -1, EV_EXTRA)) < 0 ||
+                (r = add_fd(s.ep, s.audit_fd, EV_AUDIT)) < 0) {
                 r = sbx_error_set(e, r, "supervise: epoll_ctl", "epoll_ctl: %s", strerror(-r));
                 goto finish;
         }
@@ -818,6 +1015,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                         case EV_EXTRA:
                                 p->on_extra(p->extra_userdata);
                                 break;
+                        case EV_AUDIT:
+                                audit_read(&s);
+                                break;
                         case EV_OOM:
                                 /* The memory limit ends the sandbox, not one victim: v1 has no
                                  * oom.group, so we end the rest ourselves. */
@@ -850,6 +1050,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
         if (p->reap_orphans)
                 reap_orphans();
         res->reaped_ns = sbx_now_ns();
+        if (s.audit_fd >= 0)
+                audit_drain(&s);
         if (res->ended_ns == 0)
                 res->ended_ns = res->reaped_ns;
 

@@ -72,6 +72,12 @@ typedef struct sbx_supervise_params {
         const sbx_notify_route *route;
         /* The init reported SBX_INIT_MSG_SERVING (persistent): called once, in the loop. */
         void (*on_serving)(void *userdata, const char *observation);
+        /* A socket on the audit log (sbx_audit_open(), the caller's) when the init logs the
+         * sandbox's Landlock denials (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON): each one of the
+         * sandbox's domain is recorded — writes as FilesystemWriteViolation, TCP as
+         * NetworkAccessViolation — with the path (or address) the kernel resolved. After the
+         * init is gone the kernel's backlog is drained. 0 or -1: none. */
+        int audit_fd;
         /* Another descriptor to watch: on_extra(extra_userdata) when it is readable. */
         int extra_fd;
         void (*on_extra)(void *userdata);
@@ -104,6 +110,7 @@ typedef struct sbx_supervise_result {
         bool observation_unavailable; /* the init could not install a listener (nested) */
         uint64_t notifications; /* answered */
         bool violation_killed; /* the sandbox was ended for a refused call */
+        bool audit_lost; /* the audit socket overflowed: some denial records were not read */
 } sbx_supervise_result;
 
 /* Run the loop until the init is gone and reaped. Takes ownership of out_fd, err_fd and
