@@ -74,7 +74,8 @@ start_docker_api() {
         command -v podman >/dev/null 2>&1 || return 1
         local sock=$SBX_TMP/docker-api.sock conf=$SBX_TMP/containers.conf
         printf '[engine]\nruntime = "runc"\n' >"$conf"
-        CONTAINERS_CONF=$conf podman system service --time=0 "unix://$sock" >"$SBX_TMP/docker-api.log" 2>&1 &
+        # from a directory of its own: the conmon of each container writes files into its cwd
+        (cd "$SBX_TMP" && CONTAINERS_CONF=$conf exec podman system service --time=0 "unix://$sock") >"$SBX_TMP/docker-api.log" 2>&1 &
         docker_svc_pid=$!
         for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
         [ -S "$sock" ] || return 1

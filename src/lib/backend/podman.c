@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include "basic/rm-rf.h"
 #include "basic/strv.h"
 #include "isolate/caps.h"
 
@@ -277,6 +278,7 @@ typedef struct podman_start {
         int tool_fd, seccomp_fd;
         char *const *argv, *const *envp;
         bool root;
+        const char *cwd; /* private: conmon writes files into its cwd (an `oom` on OOM) */
 } podman_start;
 
 static int start_podman(void *ud, int in_fd, int out_fd, int err_fd, int status_fd, pid_t *ret_pid,
@@ -296,6 +298,7 @@ static int start_podman(void *ud, int in_fd, int out_fd, int err_fd, int status_
                 .cgroup_fd = -1,
                 /* rootless podman runs setuid newuidmap: no_new_privs is the init's to set */
                 .setuid_helper = !ps->root,
+                .tool_cwd = ps->cwd,
         };
         sbx_rlimit_plan_init(&sp.rlimits);
         sbx_spawned sv;
@@ -428,8 +431,22 @@ static int podman_run(
                     ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
 
-        podman_start ps = {
-                .tool_fd = tool_fd, .seccomp_fd = sc_fd, .argv = p_argv, .envp = tenv, .root = root};
+        /* The client and its conmon start in a directory of their own, removed afterwards: conmon
+         * writes an `oom` file into its working directory when the container runs out of memory,
+         * which would otherwise be the caller's. */
+        char rt[PATH_MAX], cwd[PATH_MAX + 64];
+        if ((r = sbx_backend_runtime_dir(rt, sizeof rt)) < 0)
+                return sbx_error_set(
+                        e, -r, "runtime dir", "cannot use the runtime directory %s: %s", rt, strerror(-r));
+        snprintf(cwd, sizeof cwd, "%s/podman-%s", rt, rep->id);
+        if (mkdir(cwd, 0700) < 0 && errno != EEXIST)
+                return sbx_error_set(e, errno, "runtime dir", "cannot create %s: %m", cwd);
+        podman_start ps = {.tool_fd = tool_fd,
+                .seccomp_fd = sc_fd,
+                .argv = p_argv,
+                .envp = tenv,
+                .root = root,
+                .cwd = cwd};
         sbx_oci_launch l = {
                 .start = start_podman,
                 .userdata = &ps,
@@ -439,6 +456,7 @@ static int podman_run(
                 .oom_report_fd = -1,
         };
         r = sbx_oci_run(cfg, io, rep, &l, e);
+        (void) sbx_rm_rf(cwd);
         uint64_t t = sbx_now_ns();
         /* podman's --rm did not get to run where the client was killed (or never started the
          * container right): remove it, then our cgroup can go. */

@@ -142,6 +142,10 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
                 if (hi[i] < 0)
                         (void) close(i);
 
+        if (p->tool_cwd && !(p->clone_flags & CLONE_NEWNS) && chdir(p->tool_cwd) < 0) {
+                sbx_child_fail(&ce, errno, "chdir", p->tool_cwd);
+                child_die(errfd, &ce);
+        }
         if (p->drop_bounding) {
                 int r2 = sbx_caps_drop_bounding(p->last_cap);
                 if (r2 < 0) {

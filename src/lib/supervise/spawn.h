@@ -58,6 +58,10 @@ typedef struct sbx_spawn_params {
          * (~10-15 ms on v1). They close on exec. */
         const int *self_attach_fds;
         size_t n_self_attach_fds;
+        /* Without a mount namespace: the directory the program starts in (NULL: ours). A sandbox
+         * tool's client is started in a private one — podman's conmon writes files there (`oom`
+         * when the container's memory ran out). */
+        const char *tool_cwd;
         /* Not the spawn's: an audit log socket (sbx_backend_audit_reader()) carried to the
          * supervisor by sbx_backend_launch; 0 or -1 for none. Close-on-exec. */
         int audit_fd;
