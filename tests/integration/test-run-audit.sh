@@ -8,6 +8,9 @@
 . "$(dirname "$0")/common-policy.sh"
 
 CTL="python3 $SBX_SRC/tests/tools/audit-ctl.py"
+# a runtime dir of our own: sandboxer remembers the host's audit state there for a few seconds
+export SANDBOXER_RUNTIME_DIR=$SBX_TMP/rt
+forget() { rm -f "$SANDBOXER_RUNTIME_DIR/audit.state"; }
 abi=$("$SANDBOXER" doctor --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("landlock_abi", 0))' 2>/dev/null || echo 0)
 [ "${abi:-0}" -ge 6 ] || skip_all "Landlock ABI $abi here; the landlock backend needs 6"
 LLP=$SBX_TMP/ll.yaml
@@ -38,7 +41,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 [ "${abi:-0}" -ge 7 ] || skip_all "Landlock ABI $abi here: denial records need 7"
 $CTL status >/dev/null 2>&1 || skip_all "the kernel's audit cannot be asked here (no CONFIG_AUDIT, or a container)"
-plan 23
+plan 25
 
 # ---- audit off: said so, nothing else changes ----
 state0=$($CTL status)
@@ -56,6 +59,7 @@ fi
 STATE=$SBX_TMP/audit.state
 $CTL on "$STATE" >/dev/null || { echo "Bail out! cannot turn audit on"; exit 1; }
 trap '$CTL restore "$STATE" >/dev/null; sbx_cleanup' EXIT
+forget
 is "$("$SANDBOXER" doctor --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["features"]["landlock_audit"]["available"])')" \
         True "doctor: landlock_audit available once audit is on"
 
@@ -118,6 +122,17 @@ run_sbx --policy "$POL" --backend landlock --profile "$NP" -- /bin/sh -c "echo x
 is "$(evidence)" notify "observe.fs_writes: fs_write_evidence.source notify"
 is "$(json_get "$SBX_REPORT" '[v["detail"].get("source") for v in d["violations"] if v["kind"] == "FilesystemWriteViolation"]')" "[null]" \
         "one violation, from the notification (not twice)"
+
+# audit turned off while a sandbox runs: the run says so rather than claim the evidence
+"$SANDBOXER" run "${L[@]}" --report "$SBX_TMP/off.json" -- /bin/sh -c "sleep 0.5; echo x >> $ww 2>/dev/null; true" &
+sleep 0.2
+echo 0 >"$SBX_TMP/off.state"
+$CTL restore "$SBX_TMP/off.state" >/dev/null
+wait
+SBX_REPORT=$SBX_TMP/off.json
+is "$(evidence)" none "audit turned off during a run: fs_write_evidence.source none"
+like "$(json_get "$SBX_REPORT" 'd["fs_write_evidence"]["note"]')" "audit was off at the end of the run" "saying so"
+$CTL on "$SBX_TMP/off2.state" >/dev/null
 
 rm -f "$ww" "$ww.a" "$ww.b"
 $CTL restore "$STATE" >/dev/null

@@ -820,6 +820,42 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
         return 0;
 }
 
+/* The host's audit state, as sbx_audit_probe() answers it, remembered for a few seconds in the
+ * runtime dir: the kernel answers a status request from a kernel thread it makes for the reply
+ * (~0.1 ms), too much to ask before every run where the answer is almost always the same. A
+ * stale "on" costs nothing false: the status asked at the end of the run says whether audit was
+ * still on, and the report follows it. */
+#define AUDIT_STATE_TTL_NS (5 * 1000000000ull)
+static int audit_state(void) {
+        char rt[PATH_MAX], path[PATH_MAX + 32], buf[16];
+        if (sbx_backend_runtime_dir(rt, sizeof rt) < 0)
+                return sbx_audit_probe();
+        snprintf(path, sizeof path, "%s/audit.state", rt);
+        struct stat st;
+        struct timespec now;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+                clock_gettime(CLOCK_REALTIME, &now) == 0) {
+                int64_t age = ((int64_t) now.tv_sec - st.st_mtim.tv_sec) * 1000000000ll +
+                              (now.tv_nsec - st.st_mtim.tv_nsec);
+                ssize_t n = read(fd, buf, sizeof buf - 1);
+                if (age >= 0 && (uint64_t) age < AUDIT_STATE_TTL_NS && n > 0) {
+                        buf[n] = 0;
+                        return (int) strtol(buf, NULL, 10);
+                }
+        }
+        int r = sbx_audit_probe();
+        char tmp[PATH_MAX + 48];
+        snprintf(tmp, sizeof tmp, "%s.%d", path, (int) getpid());
+        _cleanup_close_ int w = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (w >= 0) {
+                int k = snprintf(buf, sizeof buf, "%d\n", r);
+                if (write(w, buf, (size_t) k) != k || rename(tmp, path) < 0)
+                        (void) unlink(tmp);
+        }
+        return r;
+}
+
 int sbx_backend_audit_reader(
         const sbx_config *cfg, const sbx_run_io *io, int ll_abi, bool mounts, sbx_report *rep) {
         const sbx_profile *pr = cfg->profile;
@@ -831,7 +867,7 @@ int sbx_backend_audit_reader(
                 return -1;
         }
         char why[200];
-        int fd = -1;
+        int fd = -1, r;
         if (pr->observe == SBX_OBSERVE_OFF)
                 snprintf(why, sizeof why, "observe: off");
         else if (io->persist)
@@ -840,7 +876,9 @@ int sbx_backend_audit_reader(
                 snprintf(why, sizeof why, "Landlock ABI %d writes no audit records (7 does)", ll_abi);
         else if (geteuid() != 0)
                 snprintf(why, sizeof why, "reading the kernel's audit log needs root");
-        else if (sbx_audit_probe(why, sizeof why) >= 0 && (fd = sbx_audit_open()) < 0) {
+        else if ((r = audit_state()) < 0)
+                snprintf(why, sizeof why, "%s", sbx_audit_why(r));
+        else if ((fd = sbx_audit_open()) < 0) {
                 snprintf(why, sizeof why, "cannot open the audit log: %s", strerror(-fd));
                 fd = -1;
         }
@@ -1007,6 +1045,15 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         }
         sbx_supervise_result res;
         int r2 = sbx_supervise(&svp, &res, r < 0 ? NULL : e);
+        if (svp.audit_fd >= 0 && res.audit_off) {
+                rep->fs_write_evidence = "none";
+                snprintf(rep->fs_write_note, sizeof rep->fs_write_note,
+                        "the host's audit was off at the end of the run: refused writes may not all be "
+                        "recorded");
+        } else if (svp.audit_fd >= 0 && res.audit_lost)
+                snprintf(rep->fs_write_note, sizeof rep->fs_write_note,
+                        "the kernel's Landlock denial records; some were lost (a burst beyond the "
+                        "socket's buffer): the counts are low");
         if (io->persist)
                 sbx_persist_detach(io->persist);
         if (r >= 0)

@@ -53,57 +53,60 @@ int sbx_audit_backlog(const void *payload, size_t len) {
         return (int) (st.backlog > INT32_MAX ? INT32_MAX : st.backlog);
 }
 
-int sbx_audit_probe(char *why, size_t size) {
-        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
-        if (fd < 0) {
-                int r = -errno;
-                snprintf(why, size, "no audit socket: %s (a kernel without CONFIG_AUDIT?)", strerror(-r));
-                return r;
+int sbx_audit_enabled(const void *payload, size_t len) {
+        struct status_head st;
+        if (len < sizeof st)
+                return -EINVAL;
+        memcpy(&st, payload, sizeof st);
+        return st.enabled != 0;
+}
+
+const char *sbx_audit_why(int err) {
+        switch (err) {
+        case 0:
+                return "the host's audit is on";
+        case -ENOTCONN:
+                return "the host's audit is disabled (auditctl -e 1 turns it on; add '-a never,task' to "
+                       "keep "
+                       "syscall auditing off)";
+        case -EPERM:
+                return "reading audit needs CAP_AUDIT_CONTROL and CAP_AUDIT_READ (root)";
+        case -ECONNREFUSED:
+                return "audit is not offered in this namespace (a container)";
+        case -EAFNOSUPPORT:
+        case -EPROTONOSUPPORT:
+                return "no audit in this kernel (CONFIG_AUDIT)";
+        default:
+                return "the kernel did not answer its audit status";
         }
+}
+
+int sbx_audit_probe(void) {
+        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+        if (fd < 0)
+                return -errno;
         int r = sbx_audit_request_status(fd);
         for (int tries = 0; r >= 0 && tries < 4; tries++) {
                 struct pollfd p = {.fd = fd, .events = POLLIN};
-                if (poll(&p, 1, 200) <= 0) {
-                        r = -ETIMEDOUT;
-                        break;
-                }
-                char buf[1024];
+                if (poll(&p, 1, 200) <= 0)
+                        return -ETIMEDOUT;
+                char buf[1024] __attribute__((aligned(8)));
                 ssize_t n = recv(fd, buf, sizeof buf, 0);
-                if (n < (ssize_t) sizeof(struct nlmsghdr)) {
-                        r = n < 0 ? -errno : -EBADMSG;
-                        break;
-                }
+                if (n < (ssize_t) sizeof(struct nlmsghdr))
+                        return n < 0 ? -errno : -EBADMSG;
                 struct nlmsghdr *h = (struct nlmsghdr *) buf;
                 if (h->nlmsg_type == NLMSG_ERROR && (size_t) n >= NLMSG_LENGTH(sizeof(int))) {
                         int err;
                         memcpy(&err, NLMSG_DATA(h), sizeof err);
                         if (err == 0)
                                 continue; /* an acknowledgement: the status follows */
-                        r = err;
-                        break;
+                        return err;
                 }
-                if (h->nlmsg_type != SBX_AUDIT_GET || h->nlmsg_len > (size_t) n ||
-                        h->nlmsg_len < NLMSG_LENGTH(sizeof(struct status_head))) {
-                        r = -EBADMSG;
-                        break;
-                }
-                struct status_head st;
-                memcpy(&st, NLMSG_DATA(h), sizeof st);
-                if (st.enabled == 0) {
-                        snprintf(why, size,
-                                "the host's audit is disabled (auditctl -e 1 turns it on; add "
-                                "'-a never,task' to keep syscall auditing off)");
-                        return -ENOTCONN;
-                }
-                return 0;
+                if (h->nlmsg_type != SBX_AUDIT_GET || h->nlmsg_len > (size_t) n)
+                        return -EBADMSG;
+                return sbx_audit_enabled(NLMSG_DATA(h), h->nlmsg_len - NLMSG_HDRLEN) > 0 ? 0 : -ENOTCONN;
         }
-        if (r == -EPERM)
-                snprintf(why, size, "reading audit needs CAP_AUDIT_CONTROL and CAP_AUDIT_READ (root)");
-        else if (r == -ECONNREFUSED)
-                snprintf(why, size, "audit is not offered in this namespace (a container)");
-        else
-                snprintf(why, size, "cannot ask the kernel for its audit status: %s", strerror(-r));
-        return r;
+        return r < 0 ? r : -EBADMSG;
 }
 
 int sbx_audit_open(void) {

@@ -15,10 +15,13 @@
 #define SBX_AUDIT_LANDLOCK_ACCESS 1423
 #define SBX_AUDIT_LANDLOCK_DOMAIN 1424
 
-/* 0 when this process can read the audit log and audit is enabled; otherwise -errno and *why
- * (what is missing, and the fix). Asks the kernel (AUDIT_GET): needs CAP_AUDIT_CONTROL in the
- * initial user namespace, so it is a root-only source. */
-int sbx_audit_probe(char *why, size_t size);
+/* 0 when this process can read the audit log and audit is enabled; otherwise -errno:
+ * -ENOTCONN audit disabled, -EPERM not root, -ECONNREFUSED not in the initial namespaces,
+ * -EAFNOSUPPORT no audit in the kernel. Asks the kernel (AUDIT_GET, which it answers from a
+ * kernel thread made for the reply: ~0.1 ms), so callers cache it. */
+int sbx_audit_probe(void);
+/* What a probe's answer means for a person: the cause and the fix. */
+const char *sbx_audit_why(int err);
 
 /* A non-blocking, close-on-exec socket on the read-only log group (AUDIT_NLGRP_READLOG), with a
  * receive buffer large enough for a burst of denials; -errno. */
@@ -29,6 +32,8 @@ int sbx_audit_open(void);
 int sbx_audit_request_status(int fd);
 /* The backlog of an AUDIT_GET reply's payload, or -EINVAL when it is too short. */
 int sbx_audit_backlog(const void *payload, size_t len);
+/* Whether the reply says audit is enabled (1, 0), or -EINVAL. */
+int sbx_audit_enabled(const void *payload, size_t len);
 
 /* One record of a datagram received from the socket. */
 typedef struct sbx_audit_msg {

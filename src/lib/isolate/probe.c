@@ -615,15 +615,14 @@ int sbx_probe_no_new_privs(sbx_probe_result *ret) {
 int sbx_probe_landlock_audit(sbx_probe_result *ret) {
         if (!ret)
                 return -EINVAL;
-        char why[200];
         if (sbx_landlock_abi() < 7)
                 return result(ret, false, EOPNOTSUPP, "landlock",
                         "Landlock ABI < 7 writes no denial records (Linux 6.15+); refused writes are "
                         "recorded only with observe.fs_writes");
-        int r = sbx_audit_probe(why, sizeof why);
+        int r = sbx_audit_probe();
         if (r < 0)
                 return result(ret, false, -r, "audit",
-                        "%s; refused writes are recorded only with observe.fs_writes", why);
+                        "%s; refused writes are recorded only with observe.fs_writes", sbx_audit_why(r));
         return result(ret, true, 0, NULL,
                 "the kernel's Landlock denial records are readable: refused writes are recorded at no "
                 "cost to allowed ones");

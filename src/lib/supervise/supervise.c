@@ -629,6 +629,8 @@ static void audit_take(loop_state *s, const sbx_audit_msg *m) {
         char v[64];
         if (m->type == SBX_AUDIT_GET) {
                 s->audit_backlog = sbx_audit_backlog(m->payload, m->payload_len);
+                if (sbx_audit_enabled(m->payload, m->payload_len) == 0)
+                        s->res->audit_off = true;
                 return;
         }
         if (!m->text || (m->type != SBX_AUDIT_LANDLOCK_ACCESS && m->type != SBX_AUDIT_LANDLOCK_DOMAIN &&

@@ -111,6 +111,7 @@ typedef struct sbx_supervise_result {
         uint64_t notifications; /* answered */
         bool violation_killed; /* the sandbox was ended for a refused call */
         bool audit_lost; /* the audit socket overflowed: some denial records were not read */
+        bool audit_off; /* the host's audit was found disabled at the end of the run */
 } sbx_supervise_result;
 
 /* Run the loop until the init is gone and reaped. Takes ownership of out_fd, err_fd and
