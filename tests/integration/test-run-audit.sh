@@ -41,7 +41,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 [ "${abi:-0}" -ge 7 ] || skip_all "Landlock ABI $abi here: denial records need 7"
 $CTL status >/dev/null 2>&1 || skip_all "the kernel's audit cannot be asked here (no CONFIG_AUDIT, or a container)"
-plan 25
+plan 26
 
 # ---- audit off: said so, nothing else changes ----
 state0=$($CTL status)
@@ -77,6 +77,13 @@ ok $([ ! -e /var/tmp/sbx-audit-$$-new ] && echo 0 || echo 1) "a creation in a wo
 is "$(fsw)" "/var/tmp fs.make_reg landlock_audit" "recorded with the directory the kernel resolved and fs.make_reg"
 is "$(json_get "$SBX_REPORT" '[v["count"] for v in d["violations"] if v["kind"] == "FilesystemWriteViolation"]')" "[1]" \
         "counted once"
+
+# ---- the remembered audit state: a damaged file is asked again, not believed ----
+printf 'garbage\n' >"$SANDBOXER_RUNTIME_DIR/audit.state"
+touch "$SANDBOXER_RUNTIME_DIR/audit.state"
+run_sbx "${L[@]}" -- /bin/true
+is "$(evidence):$(cat "$SANDBOXER_RUNTIME_DIR/audit.state")" "landlock_audit:0" \
+        "a damaged audit.state is replaced by the kernel's answer (audit on: 0)"
 
 # ---- allowed writes: nothing recorded ----
 run_sbx "${L[@]}" -- /bin/sh -c 'i=0; while [ $i -lt 200 ]; do echo $i > "$TMPDIR/f$i"; i=$((i+1)); done; ls "$TMPDIR" | wc -l'

@@ -841,7 +841,12 @@ static int audit_state(void) {
                 ssize_t n = read(fd, buf, sizeof buf - 1);
                 if (age >= 0 && (uint64_t) age < AUDIT_STATE_TTL_NS && n > 0) {
                         buf[n] = 0;
-                        return (int) strtol(buf, NULL, 10);
+                        char *end;
+                        errno = 0;
+                        long v = strtol(buf, &end, 10);
+                        /* "0\n" or "-ERRNO\n" as written below; anything else is asked again */
+                        if (errno == 0 && end != buf && streq(end, "\n") && v <= 0 && v > -4096)
+                                return (int) v;
                 }
         }
         int r = sbx_audit_probe();
