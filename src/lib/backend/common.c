@@ -864,13 +864,8 @@ static int audit_state(void) {
 int sbx_backend_audit_reader(
         const sbx_config *cfg, const sbx_run_io *io, int ll_abi, bool mounts, sbx_report *rep) {
         const sbx_profile *pr = cfg->profile;
-        if (pr->observe_fs_writes) {
-                rep->fs_write_evidence = "notify";
-                snprintf(rep->fs_write_note, sizeof rep->fs_write_note,
-                        "observe.fs_writes: write-intent calls are routed to the supervisor, which "
-                        "refuses those outside the writable set");
-                return -1;
-        }
+        if (pr->observe_fs_writes)
+                return -1; /* the notification is the source: sbx_backend_launch says so */
         char why[200];
         int fd = -1, r;
         if (pr->observe == SBX_OBSERVE_OFF)
@@ -970,7 +965,8 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 rep->fs_write_evidence = pr->observe_fs_writes && sc_opts ? "notify" : "none";
                 snprintf(rep->fs_write_note, sizeof rep->fs_write_note, "%s",
                         pr->observe_fs_writes && sc_opts
-                                ? "observe.fs_writes: write-intent calls are routed to the supervisor"
+                                ? "observe.fs_writes: write-intent calls are routed to the supervisor, "
+                                  "which refuses those outside the writable set"
                                 : "refused writes are not recorded on this backend (observe.fs_writes: "
                                   "true records them)");
         }

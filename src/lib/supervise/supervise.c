@@ -615,7 +615,6 @@ static void audit_flush(loop_state *s) {
                         continue; /* reads, execution, scopes: refused, not a violation kind */
                 d[nd++] = (sbx_detail){.key = "access", .str = (char *) b};
                 d[nd++] = (sbx_detail){.key = "source", .str = (char *) "landlock_audit"};
-                s->cur_pid = ev->pid;
                 record_pid(s, ev->pid, kind, s->p->kill_on_violation ? "killed" : "denied", call, d, nd);
                 if (s->p->kill_on_violation) {
                         s->res->violation_killed = true;
