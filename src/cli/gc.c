@@ -1,6 +1,7 @@
 /* gc.c — `sandboxer gc`: remove what runs killed with SIGKILL left behind: sandbox cgroups whose
- * processes are all gone, and scratch directories "run-*" in the runtime dir whose owning
- * process (the pid in their "pid" file) is dead. Never touches anything that is still in use. */
+ * processes are all gone, and scratch directories in the runtime dir whose owning process (named
+ * in the directory's name, or in the "pid" file of the older "run-*" layout) is dead. Never touches anything
+ * that is still in use. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -21,7 +22,7 @@
 static void help(void) {
         printf("sandboxer gc [--json] [--dry-run] [--min-age S] [--runtime-dir DIR]\n\n"
                "Remove what killed runs left behind: sandbox cgroups (under this process's cgroup,\n"
-               "\"sandboxer\" subtree) whose processes are all gone, and scratch directories run-*\n"
+               "\"sandboxer\" subtree) whose processes are all gone, and scratch directories (run_*)\n"
                "in the runtime dir whose owning process is dead. Groups younger than --min-age\n"
                "seconds (default %d) are left alone: they may belong to a run being set up.\n\n"
                "  --json             print {\"dry_run\", \"cgroups\": [...], \"scratch\": [...], "
@@ -111,8 +112,9 @@ static int rm_tree_at(int parent_fd, const char *name, const char *path) {
         return 0;
 }
 
-/* Hook for scratch/run directories: "run-*" entries whose "pid" file names a dead process. An
- * entry without a pid file is kept (no way to tell it is not in use). */
+/* Hook for scratch/run directories: "run_<id>.<pid>.<pidns>" entries whose owner (in the name) is
+ * dead, and the older "run-*" entries whose "pid" file names a dead process. An entry whose owner
+ * cannot be told is kept (no way to tell it is not in use). */
 static int gc_runtime(const char *dir, bool dry_run, char ***removed, char ***errors) {
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
@@ -127,21 +129,29 @@ static int gc_runtime(const char *dir, bool dry_run, char ***removed, char ***er
         }
         struct dirent *de;
         while ((de = readdir(d))) {
-                if (strncmp(de->d_name, "run-", 4) != 0)
+                bool owned = strncmp(de->d_name, "run_", 4) == 0;
+                if (!owned && strncmp(de->d_name, "run-", 4) != 0)
                         continue;
                 _cleanup_free_ char *path = NULL, *pidfile = NULL;
                 if (asprintf(&path, "%s/%s", dir, de->d_name) < 0 || asprintf(&pidfile, "%s/pid", path) < 0)
                         break;
-                FILE *f = fopen(pidfile, "re");
-                if (!f)
-                        continue;
-                long pid = 0;
-                int n = fscanf(f, "%ld", &pid);
-                fclose(f);
-                if (n != 1 || pid <= 0)
-                        continue;
-                if (kill((pid_t) pid, 0) == 0 || errno == EPERM)
-                        continue; /* its run is alive */
+                if (owned) {
+                        /* run_<id>.<pid>.<pidns>: the owner is in the name */
+                        if (!sbx_owned_name_dead(de->d_name))
+                                continue;
+                } else {
+                        /* run-<id>/pid: the layout of sandboxer before 2026-11-24 */
+                        FILE *f = fopen(pidfile, "re");
+                        if (!f)
+                                continue;
+                        long pid = 0;
+                        int n = fscanf(f, "%ld", &pid);
+                        fclose(f);
+                        if (n != 1 || pid <= 0)
+                                continue;
+                        if (kill((pid_t) pid, 0) == 0 || errno == EPERM)
+                                continue; /* its run is alive */
+                }
                 int r = dry_run ? 0 : rm_tree_at(dfd, de->d_name, path);
                 if (r < 0) {
                         char *msg = NULL;

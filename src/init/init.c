@@ -106,6 +106,12 @@ static int exec_command(char **argv, char **envp) {
  * else the same uid runs on the host. */
 static bool pid_ns_init;
 static sigset_t fwd; /* what the init takes with sigwaitinfo: SIGCHLD and what it forwards */
+/* Without a pid namespace of our own (the landlock backend), the supervisor's death must still
+ * end the command's whole tree: the kernel kills only us (PR_SET_PDEATHSIG), and what we started
+ * would be re-parented to the host and live on. So our death signal is one we catch, and the
+ * answer is kill_leftovers() — every descendant comes back to us as a subreaper. (A command that
+ * sends it to us ends its own sandbox, nothing more.) */
+static int deathsig = SIGKILL;
 
 static bool is_runner(pid_t p);
 
@@ -451,6 +457,8 @@ static int serve_loop(void) {
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGHUP);
+        if (deathsig != SIGKILL)
+                sigaddset(&set, deathsig);
         int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0) {
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: signalfd");
@@ -554,6 +562,10 @@ static int run_command(char **argv, const char *cwd) {
                 int s = sigwaitinfo(&fwd, &si);
                 if (s < 0)
                         continue;
+                if (s == deathsig && !pid_ns_init) {
+                        kill_leftovers();
+                        _exit(137);
+                }
                 if (s != SIGCHLD) {
                         /* Forward to the command's process group (it is a session leader). */
                         if (kill(-child, s) < 0)
@@ -620,9 +632,6 @@ int main(int argc, char **argv) {
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: prctl(PR_SET_CHILD_SUBREAPER)");
                 return 125;
         }
-        /* If the supervisor dies, the sandbox dies (it also arms this before exec'ing us). */
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-
         sigset_t all;
         sigfillset(&all);
         sigprocmask(SIG_BLOCK, &all, NULL);
@@ -631,6 +640,17 @@ int main(int argc, char **argv) {
                 SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
         for (size_t k = 0; k < sizeof fwd_sigs / sizeof fwd_sigs[0]; k++)
                 sigaddset(&fwd, fwd_sigs[k]);
+
+        /* If the supervisor dies, the sandbox dies (it armed SIGKILL before exec'ing us; as pid 1
+         * that takes the namespace with it). Replacing it is atomic: no moment without one. */
+        pid_t parent = getppid();
+        if (!pid_ns_init) {
+                deathsig = SIGRTMAX;
+                sigaddset(&fwd, deathsig);
+        }
+        (void) prctl(PR_SET_PDEATHSIG, deathsig, 0, 0, 0);
+        if (getppid() != parent)
+                return 125; /* gone before the signal was armed: nothing is started */
 
         if (seccomp_fd >= 0) {
                 int r = read_blob(seccomp_fd);

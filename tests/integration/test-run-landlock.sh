@@ -168,5 +168,33 @@ if [ $root = 0 ]; then
 else
         skip "fail-closed without best_effort: only an ordinary user lacks cgroups and mounts" 3
 fi
+# --- a run killed with SIGKILL: its scratch (named for its owner) goes with the next run, or gc ---
+killed_scratch() { # start a sleeping python, SIGKILL sandboxer; sets KSCR (its scratch)
+        local i out=$SBX_TMP/killed.$1.out
+        leftovers_snapshot
+        "$SANDBOXER" run "${L[@]}" -- $PY -c 'import os, time; print(os.environ["TMPDIR"], flush=True); open(os.environ["TMPDIR"] + "/f", "w").write("x"); time.sleep(30)' >"$out" 2>"$out.err" &
+        local kpid=$!
+        for ((i = 0; i < 100; i++)); do [ -s "$out" ] && break; sleep 0.05; done
+        KSCR=$(head -1 "$out")
+        kill -9 $kpid
+        wait $kpid 2>/dev/null
+        [ -n "$KSCR" ] || diag "$(cat "$out.err")"
+        like "$KSCR" "/run_[0-9a-f]{24}\.$kpid\.[0-9a-f]+$" "killed run: its scratch is named for its owner ($KSCR)"
+        ok $([ -d "$KSCR" ] && echo 0 || echo 1) "killed run: it left its scratch"
+        # the command dies with its supervisor: no pid namespace here, so the init kills its tree
+        for ((i = 0; i < 40; i++)); do pgrep -f '^/usr/bin/python3 -c import os, time' >/dev/null || break; sleep 0.05; done
+        ok $([ $i -lt 40 ] && echo 0 || echo 1) "killed run: the command died with its supervisor"
+}
+killed_scratch 1
+run_sbx "${L[@]}" -- $PY -c 'pass'
+is "$SBX_RC" 0 "the next run succeeds"
+ok $([ ! -e "$KSCR" ] && echo 0 || echo 1) "the next run removed the killed run's scratch"
+assert_no_leftovers "killed run: nothing left after the next run"
+killed_scratch 2
+out=$("$SANDBOXER" gc --json 2>&1)
+like "$out" "${KSCR##*/}" "sandboxer gc: lists the killed run's scratch"
+ok $([ ! -e "$KSCR" ] && echo 0 || echo 1) "sandboxer gc: removed it"
+assert_no_leftovers "killed run: nothing left after gc"
+
 assert_no_leftovers
 done_testing

@@ -1417,6 +1417,11 @@ static bool owner_dead(const char *name, uint64_t our_ns) {
         return kill(pid, 0) < 0 && errno == ESRCH;
 }
 
+bool sbx_owned_name_dead(const char *name) {
+        uint64_t ns = own_pidns();
+        return ns != 0 && owner_dead(name, ns);
+}
+
 static bool owner_alive(const char *name, uint64_t our_ns) {
         pid_t pid;
         uint64_t ns;

@@ -198,6 +198,10 @@ int sbx_cgroup_gc(
  * -ENAMETOOLONG, or -errno when the pid namespace cannot be told (stat /proc/self/ns/pid). */
 int sbx_cgroup_owned_name(const char *id, char *buf, size_t size);
 
+/* Is the owner of a name made by sbx_cgroup_owned_name() (a cgroup, a per-run directory) known
+ * to be dead? False for any other name, and for an owner in another pid namespace. */
+bool sbx_owned_name_dead(const char *name);
+
 /* The cheap clean-up every run does at its start: one getdents64() per distinct base (3
  * syscalls each), no stat, no file read. Entries named by sbx_cgroup_owned_name() whose owner
  * is dead (same pid namespace as ours, kill(pid, 0) = ESRCH) are removed in every hierarchy,
