@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include "backend/common.h"
 #include "basic/jsonw.h"
 #include "basic/strv.h"
 #include "isolate/cgroup.h"
@@ -35,17 +36,18 @@ static void help(void) {
                 GC_DEFAULT_MIN_AGE_S);
 }
 
+/* The runtime directory runs use (sbx_backend_runtime_dir(): SANDBOXER_RUNTIME_DIR, /run/sandboxer
+ * as root, $XDG_RUNTIME_DIR/sandboxer, else /tmp/sandboxer-UID), or the one given. */
 static int runtime_dir(const char *flag, char **ret) {
-        const char *d = flag ? flag : getenv("SANDBOXER_RUNTIME_DIR");
-        char *p = NULL;
-        if (d)
-                p = strdup(d);
-        else if (geteuid() == 0)
-                p = strdup("/run/sandboxer");
-        else if (getenv("XDG_RUNTIME_DIR") && asprintf(&p, "%s/sandboxer", getenv("XDG_RUNTIME_DIR")) < 0)
-                p = NULL;
-        else if (!getenv("XDG_RUNTIME_DIR"))
-                return -ENOENT;
+        char buf[PATH_MAX];
+        if (flag)
+                snprintf(buf, sizeof buf, "%s", flag);
+        else {
+                int r = sbx_backend_runtime_dir(buf, sizeof buf);
+                if (r < 0)
+                        return r;
+        }
+        char *p = strdup(buf);
         if (!p)
                 return -ENOMEM;
         *ret = p;
@@ -239,7 +241,13 @@ int verb_gc(int argc, char **argv) {
 
         _cleanup_free_ char *rt = NULL;
         r = runtime_dir(rt_flag, &rt);
-        if (r >= 0) {
+        if (r < 0) {
+                char *msg = NULL;
+                if (asprintf(&msg, "the runtime directory: %s%s", strerror(-r),
+                            r == -EPERM ? " (not ours: owned by another uid or writable by others)" : "") >=
+                        0)
+                        (void) strv_consume(&errors, msg);
+        } else {
                 r = gc_runtime(rt, dry_run, &scratch, &errors);
                 if (r < 0) {
                         char *msg = NULL;

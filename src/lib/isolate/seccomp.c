@@ -684,8 +684,8 @@ int sbx_seccomp_build(const sbx_seccomp_opts *o, sbx_seccomp_prog **ret, sbx_err
          * the filter is installed, does the same (install here: 155 us -> 61 us). */
         r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
         if (r < 0)
-                return sbx_error_set(e, r, "seccomp: build", "cannot ask libseccomp for a binary tree: %s",
-                        strerror(-r));
+                return sbx_error_set(
+                        e, r, "seccomp: build", "cannot ask libseccomp for a binary tree: %s", strerror(-r));
 
         for (size_t i = 0; i < ELEMENTSOF(rules); i++) {
                 const rule *ru = &rules[i];
