@@ -112,6 +112,16 @@ static sigset_t fwd; /* what the init takes with sigwaitinfo: SIGCHLD and what i
  * answer is kill_leftovers() — every descendant comes back to us as a subreaper. (A command that
  * sends it to us ends its own sandbox, nothing more.) */
 static int deathsig = SIGKILL;
+/* The supervisor's end of fd 3 closing (it died, whatever killed it) raises this (O_ASYNC): a
+ * second way to learn of its death that needs no parent-child link — under firejail, a set-uid
+ * program whose exec clears PR_SET_PDEATHSIG, and in containers, the supervisor is no parent of
+ * ours. 0 when not armed. */
+static int hupsig;
+
+static bool supervisor_gone(void) {
+        struct pollfd p = {.fd = SBX_INIT_STATUS_FD, .events = 0};
+        return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
 
 static bool is_runner(pid_t p);
 
@@ -562,10 +572,12 @@ static int run_command(char **argv, const char *cwd) {
                 int s = sigwaitinfo(&fwd, &si);
                 if (s < 0)
                         continue;
-                if (s == deathsig && !pid_ns_init) {
+                if ((s == deathsig && !pid_ns_init) || (s == hupsig && supervisor_gone())) {
                         kill_leftovers();
                         _exit(137);
                 }
+                if (s == hupsig)
+                        continue;
                 if (s != SIGCHLD) {
                         /* Forward to the command's process group (it is a session leader). */
                         if (kill(-child, s) < 0)
@@ -694,5 +706,14 @@ int main(int argc, char **argv) {
 
         if (serve)
                 return serve_loop();
+        int fl = fcntl(SBX_INIT_STATUS_FD, F_GETFL);
+        if (fl >= 0 && fcntl(SBX_INIT_STATUS_FD, F_SETOWN, getpid()) == 0 &&
+                fcntl(SBX_INIT_STATUS_FD, F_SETSIG, SIGRTMAX - 1) == 0 &&
+                fcntl(SBX_INIT_STATUS_FD, F_SETFL, fl | O_ASYNC) == 0) {
+                hupsig = SIGRTMAX - 1;
+                sigaddset(&fwd, hupsig);
+        }
+        if (supervisor_gone())
+                return 125; /* gone already: nothing is started */
         return run_command(argv + i, cwd);
 }

@@ -21,9 +21,10 @@
  * on this host (a unix socket).
  *
  * Lifetime: the relay deletes the container; a run the supervisor ended (timeout, output cap,
- * cancellation: the relay is killed) is deleted by the backend before it returns. Containers
- * are labelled io.sandboxer.owner=<pid>.<pid namespace>: each run first deletes those of dead
- * owners (left when sandboxer was killed; their `timeout` watchdog had already ended them).
+ * cancellation: the relay is killed) is deleted by the backend before it returns; a run whose
+ * sandboxer was killed is deleted by the relay's guard process at once (guard_start()).
+ * Containers are labelled io.sandboxer.owner=<pid>.<pid namespace>: each run first deletes those
+ * of dead owners (should a guard have failed too; their `timeout` watchdog ends them anyway).
  *
  * What the exit code cannot tell apart, said here and in docs/backends.md: 126/127 from
  * `timeout` (not executable / not found) and a command's own 126/127; 128+N from a command that
@@ -498,6 +499,53 @@ static void relay_msg(uint32_t type, int32_t a, int32_t b, const char *text) {
         (void) send(SBX_INIT_STATUS_FD, &m, sizeof m, MSG_NOSIGNAL);
 }
 
+/* The guard: a process of the relay's that deletes the container when sandboxer dies (it is
+ * killed with SIGKILL: the relay, our child, dies with it by PR_SET_PDEATHSIG, and the engine
+ * would run the container on to its `timeout` watchdog). It holds nothing but a copy of the
+ * status socket (fd 3), whose other end is the supervisor's: when the relay dies the guard is
+ * told (its own death signal) and deletes the container only if that end is gone too — a
+ * supervisor that killed the relay itself (timeout, cancellation) deletes the container. The
+ * relay ends it at a normal end. */
+static pid_t guard_pid;
+
+static void guard_stop(void) {
+        if (guard_pid > 0) {
+                (void) kill(guard_pid, SIGKILL);
+                (void) waitpid(guard_pid, NULL, 0);
+                guard_pid = 0;
+        }
+}
+
+static void guard_start(const docker_relay *d, const char *id) {
+        pid_t relay = getpid();
+        sigset_t set, old;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigprocmask(SIG_BLOCK, &set, &old);
+        pid_t pid = fork();
+        if (pid != 0) {
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                guard_pid = pid > 0 ? pid : 0;
+                return;
+        }
+        int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd = 0; fd < 3; fd++)
+                (void) dup2(nul, fd); /* not the supervisor's pipes: it reads them to their end */
+        (void) syscall(SYS_close_range, 4, ~0U, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == relay) {
+                int sig;
+                (void) sigwait(&set, &sig);
+        }
+        struct pollfd p = {.fd = 3, .events = 0};
+        if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
+                char path[256];
+                snprintf(path, sizeof path, API "/containers/%s?force=1", id);
+                (void) api_call(d->sock, "DELETE", path, NULL, NULL, 0, NULL);
+        }
+        _exit(0);
+}
+
 static _noreturn_ void relay_fail(int err, const char *what, const char *body) {
         char text[64];
         char msg[512] = "";
@@ -507,6 +555,7 @@ static _noreturn_ void relay_fail(int err, const char *what, const char *body) {
         /* the whole story on stderr (the message field of the report is 64 bytes) */
         dprintf(2, "sandboxer: docker: %s%s%s\n", what, msg[0] ? ": " : "", msg);
         relay_msg(SBX_INIT_MSG_SETUP_FAILED, err, 0, text);
+        guard_stop();
         _exit(125);
 }
 
@@ -607,6 +656,7 @@ static _noreturn_ void relay_main(docker_relay *d) {
                 relay_fail(r < 0 ? -r : EPROTO, "create the container", resp);
         free(resp);
         resp = NULL;
+        guard_start(d, id);
 
         /* attach before start, so that no output is lost */
         int s = api_connect(d->sock, 0);
@@ -648,6 +698,7 @@ static _noreturn_ void relay_main(docker_relay *d) {
                 }
         snprintf(path, sizeof path, API "/containers/%s?force=1", id);
         (void) api_call(d->sock, "DELETE", path, NULL, NULL, 0, NULL);
+        guard_stop();
 
         if (code < 0)
                 relay_fail(EPROTO, "wait for the container", NULL);
