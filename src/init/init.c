@@ -34,6 +34,12 @@
 
 #include "protocol.h"
 
+/* Landlock ABI 6: a ruleset that only scopes signals (struct landlock_ruleset_attr's layout). */
+struct sbx_ll_scope_attr {
+        uint64_t handled_access_fs, handled_access_net, scoped;
+};
+#define SBX_LL_SCOPE_SIGNAL (1ULL << 1)
+#define SBX_LL_CREATE_RULESET_VERSION (1U << 0)
 #ifndef LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
 #define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (1U << 1) /* Landlock ABI 7 */
 #endif
@@ -155,14 +161,34 @@ static void kill_leftovers(void) {
                 (void) kill(-1, SIGKILL);
                 return;
         }
-        /* Kill, reap, repeat: grandchildren are re-parented to us as their parents die. */
-        for (int round = 0; round < 10000; round++) {
+        /* Kill, reap, repeat: grandchildren are re-parented to us as their parents die. Until
+         * none is left (the pids limit bounds how many there can be; the cap is only against a
+         * kernel that never says ECHILD). */
+        for (long round = 0; round < 10000000; round++) {
                 kill_children(false);
-                int st;
-                pid_t p = waitpid(-1, &st, 0);
+                pid_t p = waitpid(-1, NULL, 0);
                 if (p < 0 && errno == ECHILD)
                         return;
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
         }
+}
+
+/* Without a pid namespace the command would share its init's Landlock domain and so could signal
+ * it — SIGSTOP included, which no death signal then wakes. A nested domain that scopes signals
+ * (ABI 6) keeps the command's signals inside itself; the init still reaches it (a domain may
+ * signal its nested ones). Only where the init is not pid 1: there the kernel drops what a
+ * namespace's processes send their init. */
+static bool nest_signal_scope;
+
+static int enter_signal_scope(void) {
+        struct sbx_ll_scope_attr a = {.scoped = SBX_LL_SCOPE_SIGNAL};
+        int fd = (int) syscall(SYS_landlock_create_ruleset, &a, sizeof a, 0);
+        if (fd < 0)
+                return -errno;
+        int r = syscall(SYS_landlock_restrict_self, fd, 0) < 0 ? -errno : 0;
+        close(fd);
+        return r;
 }
 
 #define MAX_BPF_INSNS 8192
@@ -532,7 +558,11 @@ static int run_command(char **argv, const char *cwd) {
                 if (isatty(0))
                         (void) ioctl(0, TIOCSCTTY, 0);
                 int32_t m[2] = {0, 0};
-                if (cwd && chdir(cwd) < 0) {
+                int r = nest_signal_scope ? enter_signal_scope() : 0;
+                if (r < 0) {
+                        m[0] = -r;
+                        m[1] = 2;
+                } else if (cwd && chdir(cwd) < 0) {
                         m[0] = errno;
                         m[1] = 1;
                 } else {
@@ -557,8 +587,9 @@ static int run_command(char **argv, const char *cwd) {
         close(ep[0]);
 
         bool exec_failed = n == (ssize_t) sizeof msg;
-        static const char *const steps[] = {NULL, "chdir to the working directory"};
-        if (exec_failed && msg[1] == 1)
+        static const char *const steps[] = {NULL, "chdir to the working directory",
+                "init: keep the command's signals off its init (Landlock signal scope)"};
+        if (exec_failed && (msg[1] == 1 || msg[1] == 2))
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, msg[0], 0, steps[msg[1]]);
         else if (exec_failed) {
                 int e = msg[0];
@@ -713,7 +744,12 @@ int main(int argc, char **argv) {
                 hupsig = SIGRTMAX - 1;
                 sigaddset(&fwd, hupsig);
         }
-        if (supervisor_gone())
+        /* Where Landlock can scope signals (ABI 6), the command gets a nested domain that does. */
+        long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, SBX_LL_CREATE_RULESET_VERSION);
+        nest_signal_scope = !pid_ns_init && abi >= 6;
+        sigset_t pending;
+        if (supervisor_gone() || getppid() != parent ||
+                (sigpending(&pending) == 0 && deathsig != SIGKILL && sigismember(&pending, deathsig)))
                 return 125; /* gone already: nothing is started */
         return run_command(argv + i, cwd);
 }

@@ -168,14 +168,23 @@ if [ $root = 0 ]; then
 else
         skip "fail-closed without best_effort: only an ordinary user lacks cgroups and mounts" 3
 fi
+# --- the command cannot signal its init (no pid namespace here: a nested Landlock signal scope) ---
+# A stopped init would never hear of its supervisor's death, and the command would outlive it.
+printf 'id: t.spawn\nversion: "1.0.0"\nextends: profile.default\nisolation:\n  level: policy\n' >"$SBX_TMP/spawn.yaml"
+run_sbx --policy "$POL" --backend landlock --profile "$SBX_TMP/spawn.yaml" -- sh -c 'kill -STOP $PPID 2>/dev/null; echo "stop:$?"; kill -0 $PPID 2>/dev/null; echo "probe:$?"'
+is "$SBX_RC/$(tr '\n' ' ' <<<"$SBX_OUT")" "0/stop:1 probe:1 " "the command cannot stop (or even probe) its init; the run ends normally"
+
 # --- a run killed with SIGKILL: its scratch (named for its owner) goes with the next run, or gc ---
 killed_scratch() { # start a sleeping python, SIGKILL sandboxer; sets KSCR (its scratch)
         local i out=$SBX_TMP/killed.$1.out
         leftovers_snapshot
+        cp "$SBX_TMP/leftovers.before" "$SBX_TMP/leftovers.killed"
         "$SANDBOXER" run "${L[@]}" -- $PY -c 'import os, time; print(os.environ["TMPDIR"], flush=True); open(os.environ["TMPDIR"] + "/f", "w").write("x"); time.sleep(30)' >"$out" 2>"$out.err" &
         local kpid=$!
         for ((i = 0; i < 100; i++)); do [ -s "$out" ] && break; sleep 0.05; done
         KSCR=$(head -1 "$out")
+        pgrep -f '^/usr/bin/python3 -c import os, time' >/dev/null
+        ok $? "killed run: the command was running when sandboxer was killed"
         kill -9 $kpid
         wait $kpid 2>/dev/null
         [ -n "$KSCR" ] || diag "$(cat "$out.err")"
@@ -188,12 +197,14 @@ killed_scratch() { # start a sleeping python, SIGKILL sandboxer; sets KSCR (its 
 killed_scratch 1
 run_sbx "${L[@]}" -- $PY -c 'pass'
 is "$SBX_RC" 0 "the next run succeeds"
-ok $([ ! -e "$KSCR" ] && echo 0 || echo 1) "the next run removed the killed run's scratch"
+ok $([ -n "$KSCR" ] && [ ! -e "$KSCR" ] && echo 0 || echo 1) "the next run removed the killed run's scratch"
+cp "$SBX_TMP/leftovers.killed" "$SBX_TMP/leftovers.before" # against the state before the killed run
 assert_no_leftovers "killed run: nothing left after the next run"
 killed_scratch 2
 out=$("$SANDBOXER" gc --json 2>&1)
 like "$out" "${KSCR##*/}" "sandboxer gc: lists the killed run's scratch"
-ok $([ ! -e "$KSCR" ] && echo 0 || echo 1) "sandboxer gc: removed it"
+ok $([ -n "$KSCR" ] && [ ! -e "$KSCR" ] && echo 0 || echo 1) "sandboxer gc: removed it"
+cp "$SBX_TMP/leftovers.killed" "$SBX_TMP/leftovers.before"
 assert_no_leftovers "killed run: nothing left after gc"
 
 assert_no_leftovers

@@ -518,24 +518,30 @@ static void guard_stop(void) {
 
 static void guard_start(const docker_relay *d, const char *id) {
         pid_t relay = getpid();
-        sigset_t set, old;
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        sigprocmask(SIG_BLOCK, &set, &old);
+        sigset_t all, old;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, &old);
         pid_t pid = fork();
         if (pid != 0) {
                 sigprocmask(SIG_SETMASK, &old, NULL);
                 guard_pid = pid > 0 ? pid : 0;
                 return;
         }
+        /* Every signal blocked, a process group of its own (no Ctrl-C, no signal to the caller's
+         * group ends it early), nothing of the supervisor's but the copy of fd 3. */
+        (void) setpgid(0, 0);
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         for (int fd = 0; fd < 3; fd++)
-                (void) dup2(nul, fd); /* not the supervisor's pipes: it reads them to their end */
-        (void) syscall(SYS_close_range, 4, ~0U, 0);
-        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() == relay) {
-                int sig;
-                (void) sigwait(&set, &sig);
+                if (nul < 0 || dup2(nul, fd) < 0)
+                        (void) close(fd); /* not the supervisor's pipes: it reads them to their end */
+        if (syscall(SYS_close_range, 4, ~0U, 0) < 0)
+                for (int fd = 4; fd < 1024; fd++)
+                        (void) close(fd);
+        (void) prctl(PR_SET_PDEATHSIG, SIGRTMAX);
+        while (getppid() == relay) {
+                siginfo_t si;
+                struct timespec ts = {.tv_sec = 1};
+                (void) sigtimedwait(&all, &si, &ts);
         }
         struct pollfd p = {.fd = 3, .events = 0};
         if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
