@@ -170,8 +170,8 @@ else
 fi
 # --- the command cannot signal its init (no pid namespace here: a nested Landlock signal scope) ---
 # A stopped init would never hear of its supervisor's death, and the command would outlive it.
-printf 'id: t.spawn\nversion: "1.0.0"\nextends: profile.default\nisolation:\n  level: policy\n' >"$SBX_TMP/spawn.yaml"
-run_sbx --policy "$POL" --backend landlock --profile "$SBX_TMP/spawn.yaml" -- sh -c 'kill -STOP $PPID 2>/dev/null; echo "stop:$?"; kill -0 $PPID 2>/dev/null; echo "probe:$?"'
+# (sh's builtins only: profile.python allows no second process)
+run_sbx "${L[@]}" -- /bin/sh -c 'kill -STOP $PPID 2>/dev/null; echo "stop:$?"; kill -0 $PPID 2>/dev/null; echo "probe:$?"'
 is "$SBX_RC/$(tr '\n' ' ' <<<"$SBX_OUT")" "0/stop:1 probe:1 " "the command cannot stop (or even probe) its init; the run ends normally"
 
 # --- a run killed with SIGKILL: its scratch (named for its owner) goes with the next run, or gc ---
