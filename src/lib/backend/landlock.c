@@ -18,8 +18,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include "basic/rm-rf.h"
@@ -70,25 +68,16 @@ static void run_dir_remove(run_dir *d) {
  * the runtime directory. Best effort; `sandboxer gc` does the same and reports. */
 static void run_dirs_gc(const char *base) {
         _cleanup_close_ int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        _cleanup_strv_free_ char **dead = NULL;
+        if (fd < 0 || sbx_owned_dead_scan(fd, &dead) < 0)
                 return;
-        char buf[4096];
-        for (;;) {
-                long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-                if (n <= 0)
-                        break;
-                for (long off = 0; off < n;) {
-                        struct dirent64 *de = (struct dirent64 *) (buf + off);
-                        off += de->d_reclen;
-                        if (de->d_type != DT_DIR || strncmp(de->d_name, "run_", 4) != 0 ||
-                                !sbx_owned_name_dead(de->d_name))
-                                continue;
-                        char path[PATH_MAX];
-                        if ((size_t) snprintf(path, sizeof path, "%s/%s", base, de->d_name) >= sizeof path)
-                                continue;
-                        (void) umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW); /* EINVAL: not a mount */
-                        (void) sbx_rm_rf(path);
-                }
+        STRV_FOREACH(n, dead) {
+                char path[PATH_MAX];
+                if (strncmp(*n, "run_", 4) != 0 ||
+                        (size_t) snprintf(path, sizeof path, "%s/%s", base, *n) >= sizeof path)
+                        continue;
+                (void) umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW); /* EINVAL: not a mount */
+                (void) sbx_rm_rf(path);
         }
 }
 

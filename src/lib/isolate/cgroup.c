@@ -1448,11 +1448,36 @@ static int probe_bases(
         return 0;
 }
 
+int sbx_owned_dead_scan(int fd, char ***names) {
+        uint64_t our_ns = 0;
+        char buf[8192];
+        for (;;) {
+                long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                for (long off = 0; off < n;) {
+                        struct dirent64 *de = (struct dirent64 *) (buf + off);
+                        off += de->d_reclen;
+                        if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+                                strv_contains(*names, de->d_name))
+                                continue;
+                        if (our_ns == 0 && (our_ns = own_pidns()) == 0)
+                                return -errno;
+                        if (owner_dead(de->d_name, our_ns) && strv_extend(names, de->d_name) < 0)
+                                return -ENOMEM;
+                }
+                /* A short batch is the whole directory (kernfs fills what fits). */
+                if ((size_t) n < sizeof buf / 2)
+                        return 0;
+        }
+}
+
 int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_names) {
         const sbx_cgroup_controller_probe *bases[_SBX_CG_CONTROLLER_MAX + 1];
         _cleanup_strv_free_ char **dead = NULL;
         size_t nb;
-        uint64_t our_ns = 0;
         int removed = 0;
 
         if (!probe)
@@ -1464,26 +1489,9 @@ int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_
                 _cleanup_close_ int fd = open(bases[b]->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd < 0)
                         continue; /* no base yet, or not ours to read */
-                char buf[8192];
-                for (;;) {
-                        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-                        if (n <= 0)
-                                break;
-                        for (long off = 0; off < n;) {
-                                struct dirent64 *de = (struct dirent64 *) (buf + off);
-                                off += de->d_reclen;
-                                if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
-                                        strv_contains(dead, de->d_name))
-                                        continue;
-                                if (our_ns == 0 && (our_ns = own_pidns()) == 0)
-                                        return -errno;
-                                if (owner_dead(de->d_name, our_ns) && strv_extend(&dead, de->d_name) < 0)
-                                        return -ENOMEM;
-                        }
-                        /* A short batch is the whole directory (kernfs fills what fits). */
-                        if ((size_t) n < sizeof buf / 2)
-                                break;
-                }
+                int r = sbx_owned_dead_scan(fd, &dead);
+                if (r == -ENOMEM)
+                        return r;
         }
         if (!dead)
                 return 0;

@@ -202,6 +202,10 @@ int sbx_cgroup_owned_name(const char *id, char *buf, size_t size);
  * to be dead? False for any other name, and for an owner in another pid namespace. */
 bool sbx_owned_name_dead(const char *name);
 
+/* Add to *names the subdirectories of the directory open at fd whose names (sbx_cgroup_owned_name())
+ * name a dead owner, each once: names only, a getdents64() per batch. 0 or -errno. */
+int sbx_owned_dead_scan(int fd, char ***names);
+
 /* The cheap clean-up every run does at its start: one getdents64() per distinct base (3
  * syscalls each), no stat, no file read. Entries named by sbx_cgroup_owned_name() whose owner
  * is dead (same pid namespace as ours, kill(pid, 0) = ESRCH) are removed in every hierarchy,
