@@ -38,10 +38,12 @@ static void help(void) {
 
 /* The runtime directory runs use (sbx_backend_runtime_dir(): SANDBOXER_RUNTIME_DIR, /run/sandboxer
  * as root, $XDG_RUNTIME_DIR/sandboxer, else /tmp/sandboxer-UID), or the one given. */
-static int runtime_dir(const char *flag, char **ret) {
+static int runtime_dir(const char *flag, bool dry_run, char **ret) {
         char buf[PATH_MAX];
         if (flag)
                 snprintf(buf, sizeof buf, "%s", flag);
+        else if (dry_run)
+                sbx_backend_runtime_dir_path(buf, sizeof buf); /* a dry run creates nothing either */
         else {
                 int r = sbx_backend_runtime_dir(buf, sizeof buf);
                 if (r < 0)
@@ -240,7 +242,7 @@ int verb_gc(int argc, char **argv) {
         }
 
         _cleanup_free_ char *rt = NULL;
-        r = runtime_dir(rt_flag, &rt);
+        r = runtime_dir(rt_flag, dry_run, &rt);
         if (r < 0) {
                 char *msg = NULL;
                 if (asprintf(&msg, "the runtime directory: %s%s", strerror(-r),

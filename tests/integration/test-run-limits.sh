@@ -228,5 +228,7 @@ else
         skip "no cgroups unprivileged here" 1
 fi
 assert_no_leftovers "killed run: nothing left after gc"
+SANDBOXER_RUNTIME_DIR=$SBX_TMP/rt-dry "$SANDBOXER" gc --dry-run >/dev/null 2>&1
+ok $([ $? = 0 ] && [ ! -e "$SBX_TMP/rt-dry" ] && echo 0 || echo 1) "sandboxer gc --dry-run creates nothing, not even the runtime directory"
 
 done_testing

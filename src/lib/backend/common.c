@@ -1138,7 +1138,7 @@ void sbx_backend_debug_argv(const char *tool, char *const *argv) {
         fputc('\n', stderr);
 }
 
-int sbx_backend_runtime_dir(char *buf, size_t size) {
+void sbx_backend_runtime_dir_path(char *buf, size_t size) {
         const char *env = secure_getenv("SANDBOXER_RUNTIME_DIR");
         if (env && env[0] == '/')
                 snprintf(buf, size, "%s", env);
@@ -1148,5 +1148,9 @@ int sbx_backend_runtime_dir(char *buf, size_t size) {
                 snprintf(buf, size, "%s/sandboxer", env);
         else
                 snprintf(buf, size, "/tmp/sandboxer-%u", (unsigned) getuid());
+}
+
+int sbx_backend_runtime_dir(char *buf, size_t size) {
+        sbx_backend_runtime_dir_path(buf, size);
         return own_dir(buf, geteuid() == 0 ? 0711 : 0700);
 }

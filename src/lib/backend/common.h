@@ -107,3 +107,5 @@ void sbx_backend_debug_argv(const char *tool, char *const *argv);
  * sandboxer, else /tmp/sandboxer-UID) into buf, created if needed; -EPERM when what is there is
  * not a directory of ours writable only by us. */
 int sbx_backend_runtime_dir(char *buf, size_t size);
+/* Its path only: nothing is created or checked (what `gc --dry-run` looks at). */
+void sbx_backend_runtime_dir_path(char *buf, size_t size);
