@@ -137,7 +137,7 @@ static int gc_runtime(const char *dir, bool dry_run, char ***removed, char ***er
                 if (!owned && strncmp(de->d_name, "run-", 4) != 0)
                         continue;
                 _cleanup_free_ char *path = NULL, *pidfile = NULL;
-                if (asprintf(&path, "%s/%s", dir, de->d_name) < 0 || asprintf(&pidfile, "%s/pid", path) < 0)
+                if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
                         break;
                 if (owned) {
                         /* run_<id>.<pid>.<pidns>: the owner is in the name */
@@ -145,6 +145,8 @@ static int gc_runtime(const char *dir, bool dry_run, char ***removed, char ***er
                                 continue;
                 } else {
                         /* run-<id>/pid: the layout of sandboxer before 2026-11-24 */
+                        if (asprintf(&pidfile, "%s/pid", path) < 0)
+                                break;
                         FILE *f = fopen(pidfile, "re");
                         if (!f)
                                 continue;

@@ -745,8 +745,8 @@ int main(int argc, char **argv) {
                 sigaddset(&fwd, hupsig);
         }
         /* Where Landlock can scope signals (ABI 6), the command gets a nested domain that does. */
-        long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, SBX_LL_CREATE_RULESET_VERSION);
-        nest_signal_scope = !pid_ns_init && abi >= 6;
+        nest_signal_scope = !pid_ns_init && syscall(SYS_landlock_create_ruleset, NULL, 0,
+                                                    SBX_LL_CREATE_RULESET_VERSION) >= 6;
         sigset_t pending;
         if (supervisor_gone() || getppid() != parent ||
                 (sigpending(&pending) == 0 && deathsig != SIGKILL && sigismember(&pending, deathsig)))

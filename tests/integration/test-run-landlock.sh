@@ -207,5 +207,25 @@ ok $([ -n "$KSCR" ] && [ ! -e "$KSCR" ] && echo 0 || echo 1) "sandboxer gc: remo
 cp "$SBX_TMP/leftovers.killed" "$SBX_TMP/leftovers.before"
 assert_no_leftovers "killed run: nothing left after gc"
 
+# --- names in the runtime directory that only look like a run's: never taken for a dead one ---
+# (garbage, no pid, a pid namespace of 0, a live owner: pid 1 in ours, another namespace's)
+rt=$(dirname "${KSCR:-/nonexistent/x}")
+ns=$(printf '%x' "$(stat -L -c %i /proc/self/ns/pid)")
+junk=(run_garbage run_x.notapid.ff "run_y.1.0" "run_z.1.$ns" "run_w.999999999.1234abcd" "run_v..$ns")
+if [ -d "$rt" ]; then
+        for j in "${junk[@]}"; do mkdir "$rt/$j"; done
+        run_sbx "${L[@]}" -- $PY -c 'pass'
+        is "$SBX_RC" 0 "a run beside look-alike names in the runtime directory succeeds"
+        left=0; for j in "${junk[@]}"; do [ -d "$rt/$j" ] && left=$((left + 1)); done
+        is "$left" "${#junk[@]}" "and removes none of them"
+        out=$("$SANDBOXER" gc --json 2>&1)
+        ok $([[ $out != *run_garbage* && $out != *notapid* && $out != *run_z.* && $out != *run_w.* ]] && echo 0 || echo 1) "sandboxer gc lists none of them"
+        left=0; for j in "${junk[@]}"; do [ -d "$rt/$j" ] && left=$((left + 1)); done
+        is "$left" "${#junk[@]}" "and removes none of them"
+        for j in "${junk[@]}"; do rmdir "$rt/$j"; done
+else
+        skip "no runtime directory seen" 4
+fi
+
 assert_no_leftovers
 done_testing

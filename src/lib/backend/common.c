@@ -828,8 +828,9 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
 #define AUDIT_STATE_TTL_NS (5 * 1000000000ull)
 static int audit_state(void) {
         char rt[PATH_MAX], path[PATH_MAX + 32], buf[16];
-        if (sbx_backend_runtime_dir(rt, sizeof rt) < 0)
-                return sbx_audit_probe();
+        /* the path alone to read (the file's owner is checked); the directory is made, and
+         * checked, only to write */
+        sbx_backend_runtime_dir_path(rt, sizeof rt);
         snprintf(path, sizeof path, "%s/audit.state", rt);
         struct stat st;
         struct timespec now;
@@ -850,6 +851,8 @@ static int audit_state(void) {
                 }
         }
         int r = sbx_audit_probe();
+        if (sbx_backend_runtime_dir(rt, sizeof rt) < 0)
+                return r;
         char tmp[PATH_MAX + 48];
         snprintf(tmp, sizeof tmp, "%s.%d", path, (int) getpid());
         _cleanup_close_ int w = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);

@@ -104,7 +104,8 @@ int sbx_audit_probe(void) {
                 }
                 if (h->nlmsg_type != SBX_AUDIT_GET || h->nlmsg_len > (size_t) n)
                         return -EBADMSG;
-                return sbx_audit_enabled(NLMSG_DATA(h), h->nlmsg_len - NLMSG_HDRLEN) > 0 ? 0 : -ENOTCONN;
+                int on = sbx_audit_enabled(NLMSG_DATA(h), h->nlmsg_len - NLMSG_HDRLEN);
+                return on < 0 ? -EBADMSG : on ? 0 : -ENOTCONN;
         }
         return r < 0 ? r : -EBADMSG;
 }

@@ -1368,8 +1368,17 @@ int sbx_cgroup_event_fd(sbx_cgroup *cg) {
 /* The inode number of our pid namespace; 0 when it cannot be told. It never changes for a
  * process (unshare(CLONE_NEWPID) affects its children only). */
 static uint64_t own_pidns(void) {
-        struct stat st;
-        return stat("/proc/self/ns/pid", &st) < 0 ? 0 : (uint64_t) st.st_ino;
+        /* Asked once per process (a run names its cgroups and scans up to six bases for dead
+         * owners); a child made into a new pid namespace has another pid, so asks again. */
+        static pid_t cached_pid;
+        static uint64_t cached_ns;
+        pid_t me = getpid();
+        if (cached_pid != me || cached_ns == 0) {
+                struct stat st;
+                cached_ns = stat("/proc/self/ns/pid", &st) < 0 ? 0 : (uint64_t) st.st_ino;
+                cached_pid = me;
+        }
+        return cached_ns;
 }
 
 int sbx_cgroup_owned_name(const char *id, char *buf, size_t size) {
