@@ -275,6 +275,7 @@ int verb_serve(int argc, char **argv) {
         while (sigwait(&mask, &sig) != 0)
                 ;
         fprintf(stderr, "level=info event=stopping signal=%s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        sbx_mgr_stop(mgr);
         sbx_http_server_free(srv);
         sbx_mgr_free(mgr);
         return 0;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -85,10 +86,44 @@ struct sbx_mgr {
         char **warm_profiles;
         pthread_t filler;
         bool filler_started;
+        /* detached threads (exec streams, event streams, the compat surfaces' execs): counted, so
+         * that the manager outlives them; stop_efd wakes the ones that wait on a sandbox */
+        unsigned workers;
+        pthread_cond_t workers_cond;
+        int stop_efd;
         char policy_sha[65]; /* of the policy file last seen (state dir: policy.sha256) */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------- */
+
+/* A detached thread that uses the manager: counted while it runs (sbx_mgr_free waits for the
+ * count to fall to zero). worker_done() is the thread's last touch of m. */
+static int worker_start(sbx_mgr *m, void *(*fn)(void *), void *arg) {
+        pthread_mutex_lock(&m->lock);
+        m->workers++;
+        pthread_mutex_unlock(&m->lock);
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        int r = pthread_create(&t, &at, fn, arg);
+        pthread_attr_destroy(&at);
+        if (r != 0) {
+                pthread_mutex_lock(&m->lock);
+                m->workers--;
+                pthread_cond_broadcast(&m->workers_cond);
+                pthread_mutex_unlock(&m->lock);
+                return -r;
+        }
+        return 0;
+}
+
+static void worker_done(sbx_mgr *m) {
+        pthread_mutex_lock(&m->lock);
+        m->workers--;
+        pthread_cond_broadcast(&m->workers_cond);
+        pthread_mutex_unlock(&m->lock);
+}
 
 static int64_t now_ms(void) {
         struct timespec ts;
@@ -1462,8 +1497,18 @@ static void collect(char **buf, size_t *len, size_t *cap, const char *d, size_t 
 }
 
 /* Run one request through the supervisor: the command's stdin from in_data, its output through
- * io. Returns the supervisor's answer (NULL: the supervisor is gone). */
-static json_t *sv_exec(box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io) {
+ * io. Returns the supervisor's answer; NULL when the supervisor is gone, or when the server stops
+ * before the exec ends (the exec goes on; a re-adopting server takes its report in): no_answer()
+ * says which. */
+static const char *no_answer(sbx_mgr *m, const char *gone) {
+        pthread_mutex_lock(&m->lock);
+        bool stopping = m->stopping;
+        pthread_mutex_unlock(&m->lock);
+        return stopping ? "the server is stopping (the exec goes on in the sandbox)" : gone;
+}
+
+static json_t *sv_exec(
+        sbx_mgr *m, box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io) {
         int fd = sv_connect(b);
         if (fd < 0)
                 return NULL;
@@ -1493,15 +1538,18 @@ static json_t *sv_exec(box *b, json_t *req, const char *in_data, size_t in_len, 
         close(errp[1]);
         outp[1] = errp[1] = -1;
         in = safe_close(in);
-        struct pollfd pf[2] = {{.fd = outp[0], .events = POLLIN}, {.fd = errp[0], .events = POLLIN}};
+        struct pollfd pf[3] = {{.fd = outp[0], .events = POLLIN}, {.fd = errp[0], .events = POLLIN},
+                {.fd = m->stop_efd, .events = POLLIN}};
         int open_n = 2;
         char buf[65536];
         while (open_n > 0) {
-                int k = poll(pf, 2, -1);
+                int k = poll(pf, 3, -1);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
                         break;
+                if (pf[2].revents)
+                        goto out; /* the server stops */
                 for (int i = 0; i < 2; i++) {
                         if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                                 continue;
@@ -1521,7 +1569,15 @@ static json_t *sv_exec(box *b, json_t *req, const char *in_data, size_t in_len, 
                                 collect(&io->err, &io->err_len, &io->err_cap, buf, (size_t) n);
                 }
         }
-        ans = sv_recv(fd, -1);
+        for (;;) { /* the report, unless the server stops first */
+                struct pollfd rf[2] = {{.fd = fd, .events = POLLIN}, {.fd = m->stop_efd, .events = POLLIN}};
+                int k = poll(rf, 2, -1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k > 0 && !rf[1].revents)
+                        ans = sv_recv(fd, -1);
+                break;
+        }
 out:
         safe_close(in);
         for (int i = 0; i < 2; i++) {
@@ -1697,8 +1753,8 @@ static void running_add(sbx_mgr *m, box *b, const char *exec_id, json_t *argv) {
         if (!b->running)
                 b->running = json_object();
         json_object_set_new(b->running, exec_id,
-                json_pack("{s:s, s:O, s:o}", "exec_id", exec_id, "argv", argv, "started_at",
-                        time_json(now_ms())));
+                json_pack("{s:s, s:s, s:O, s:o}", "exec_id", exec_id, "status", "running", "argv", argv,
+                        "started_at", time_json(now_ms())));
         pthread_mutex_unlock(&m->lock);
 }
 
@@ -1816,8 +1872,8 @@ static void *stream_thread(void *arg) {
         exec_io io = {.sink = stream_sink, .ud = s};
         stream_line(s, json_pack("{s:s, s:s, s:s}", "type", "start", "exec_id", s->a.exec_id, "sandbox_id",
                                s->b->id));
-        json_t *ans =
-                sv_exec(s->b, s->a.req, s->a.has_stdin ? s->a.stdin_data : NULL, s->a.stdin_len, -1, &io);
+        json_t *ans = sv_exec(
+                s->m, s->b, s->a.req, s->a.has_stdin ? s->a.stdin_data : NULL, s->a.stdin_len, -1, &io);
         if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
                 exec_end(s->m, s->b, s->a.exec_id, ans);
                 json_t *rep = json_object_get(ans, "report");
@@ -1840,14 +1896,16 @@ static void *stream_thread(void *arg) {
                                        err_json("unavailable", NULL, "%s",
                                                ans ? json_string_value(json_object_get(ans, "error"))
                                                                ?: "exec failed"
-                                                   : "the sandbox's supervisor is gone")));
+                                                   : no_answer(s->m, "the sandbox's supervisor is gone"))));
         }
         json_decref(ans);
         running_del(s->m, s->b, s->a.exec_id);
         close(s->fd);
-        box_put(s->m, s->b);
+        sbx_mgr *m = s->m;
+        box_put(m, s->b);
         exec_args_done(&s->a);
         free(s);
+        worker_done(m);
         return NULL;
 }
 
@@ -1881,12 +1939,7 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                 s->b = b;
                 s->a = a;
                 s->fd = p[1];
-                pthread_t t;
-                pthread_attr_t at;
-                pthread_attr_init(&at);
-                pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-                if (pthread_create(&t, &at, stream_thread, s) != 0) {
-                        pthread_attr_destroy(&at);
+                if (worker_start(m, stream_thread, s) < 0) {
                         close(p[0]);
                         close(p[1]);
                         pthread_mutex_lock(&m->lock);
@@ -1898,14 +1951,13 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                         box_put(m, b);
                         return reply_err(rp, 503, "unavailable", NULL, "cannot start the stream");
                 }
-                pthread_attr_destroy(&at);
                 rp->code = 200;
                 rp->ctype = "application/x-ndjson";
                 rp->stream_fd = p[0];
                 return 200;
         }
         exec_io io = {0};
-        json_t *ans = sv_exec(b, a.req, a.has_stdin ? a.stdin_data : NULL, a.stdin_len, -1, &io);
+        json_t *ans = sv_exec(m, b, a.req, a.has_stdin ? a.stdin_data : NULL, a.stdin_len, -1, &io);
         if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
                 exec_end(m, b, a.exec_id, ans);
                 rp->code = 200;
@@ -1921,8 +1973,9 @@ static unsigned op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                         reply_err(rp, 409, "conflict", NULL, "the exec could not start: %s",
                                 json_string_value(json_object_get(ans, "error")) ?: "unknown");
                 else
-                        reply_err(rp, 503, "unavailable", NULL,
-                                "the sandbox's supervisor did not answer (it is gone or busy)");
+                        reply_err(rp, 503, "unavailable", NULL, "%s",
+                                no_answer(
+                                        m, "the sandbox's supervisor did not answer (it is gone or busy)"));
         }
         json_decref(ans);
         running_del(m, b, a.exec_id);
@@ -1995,10 +2048,8 @@ static unsigned op_execs(
         }
         if (exec_id) {
                 json_t *one = json_array_size(c.items) ? json_incref(json_array_get(c.items, 0)) : NULL;
-                if (!one && json_array_size(running)) {
-                        one = json_deep_copy(json_array_get(running, 0));
-                        json_object_set_new(one, "status", json_string("running"));
-                }
+                if (!one && json_array_size(running))
+                        one = json_incref(json_array_get(running, 0));
                 json_decref(c.items);
                 json_decref(running);
                 if (!one)
@@ -2063,7 +2114,8 @@ static unsigned op_files(
         json_t *req = json_pack("{s:s, s:s, s:[s], s:I}", "op", "exec", "kind", put ? "put" : "get", "argv",
                 path, "output_cap", (json_int_t) FILE_MAX);
         exec_io io = {0};
-        json_t *ans = sv_exec(b, req, put ? (rq->body ? rq->body : "") : NULL, put ? rq->len : 0, -1, &io);
+        json_t *ans =
+                sv_exec(m, b, req, put ? (rq->body ? rq->body : "") : NULL, put ? rq->len : 0, -1, &io);
         json_decref(req);
         if (!ans)
                 reply_err(rp, 503, "unavailable", NULL, "the sandbox's supervisor did not answer");
@@ -2274,6 +2326,7 @@ static void *sse_thread(void *arg) {
         }
         close(s->fd);
         free(s);
+        worker_done(m);
         return NULL;
 }
 
@@ -2303,18 +2356,12 @@ static unsigned op_events(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
         s->after = after;
         snprintf(s->sandbox, sizeof s->sandbox, "%s", sb ? sb : "");
         snprintf(s->tenant, sizeof s->tenant, "%s", rq->who->tenant);
-        pthread_t t;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &at, sse_thread, s) != 0) {
+        if (worker_start(m, sse_thread, s) < 0) {
                 close(p[0]);
                 close(p[1]);
                 free(s);
-                pthread_attr_destroy(&at);
                 return reply_err(rp, 503, "unavailable", NULL, "cannot start the stream");
         }
-        pthread_attr_destroy(&at);
         rp->code = 200;
         rp->ctype = "text/event-stream";
         rp->stream_fd = p[0];
@@ -2662,6 +2709,11 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
                 return -ENOMEM;
         m->store = store;
         m->o = *o;
+        m->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (m->stop_efd < 0) {
+                free(m);
+                return -errno;
+        }
         m->state_dir = strdup(o->state_dir);
         m->runtime_dir = strdup(o->runtime_dir);
         /* sandboxer-supervise next to this program (build tree, bin → libexec), else the verb */
@@ -2711,6 +2763,8 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
         pthread_cond_init(&m->ev_cond, &ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&m->workers_cond, &ca);
         pthread_condattr_destroy(&ca);
         if (!m->state_dir || !m->runtime_dir || !m->exe) {
                 sbx_mgr_free(m);
@@ -2767,13 +2821,37 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         return 0;
 }
 
-sbx_mgr *sbx_mgr_free(sbx_mgr *m) {
+void sbx_mgr_stop(sbx_mgr *m) {
         if (!m)
-                return NULL;
+                return;
         pthread_mutex_lock(&m->lock);
         m->stopping = true;
         pthread_cond_broadcast(&m->ev_cond);
         pthread_mutex_unlock(&m->lock);
+        (void) eventfd_write(m->stop_efd, 1);
+}
+
+sbx_mgr *sbx_mgr_free(sbx_mgr *m) {
+        if (!m)
+                return NULL;
+        sbx_mgr_stop(m);
+        /* the detached threads first: each ends once its client or its sandbox lets go (an exec
+         * waiting on its sandbox is released by stop_efd; a stream writer by its closed pipe) */
+        pthread_mutex_lock(&m->lock);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += 10;
+        while (m->workers > 0)
+                if (pthread_cond_timedwait(&m->workers_cond, &m->lock, &until) == ETIMEDOUT)
+                        break;
+        unsigned left = m->workers;
+        pthread_mutex_unlock(&m->lock);
+        if (left > 0) {
+                /* freeing under a running thread would be a use-after-free: the process is on its
+                 * way out, so the manager is left to it */
+                fprintf(stderr, "level=warning event=stop_threads_left count=%u\n", left);
+                return NULL;
+        }
         if (m->reaper_started)
                 pthread_join(m->reaper, NULL);
         if (m->filler_started)
@@ -2811,6 +2889,7 @@ sbx_mgr *sbx_mgr_free(sbx_mgr *m) {
         free(m->policy_file);
         free(m->secrets_dir);
         free(m->audit_path);
+        safe_close(m->stop_efd);
         free(m);
         return NULL;
 }
@@ -2881,7 +2960,7 @@ static void cexec_sink(void *ud, int which, const char *data, size_t n) {
 static void *cexec_thread(void *arg) {
         cexec *c = arg;
         exec_io io = {.sink = cexec_sink, .ud = c};
-        json_t *ans = sv_exec(c->b, c->req, NULL, 0, c->in_fd, &io);
+        json_t *ans = sv_exec(c->m, c->b, c->req, NULL, 0, c->in_fd, &io);
         safe_close(c->in_fd);
         if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
                 exec_end(c->m, c->b, c->exec_id, ans);
@@ -2894,13 +2973,15 @@ static void *cexec_thread(void *arg) {
                 if (c->cb.on_end)
                         c->cb.on_end(c->cb.userdata, NULL,
                                 ans ? json_string_value(json_object_get(ans, "error")) ?: "the exec failed"
-                                    : "the sandbox's supervisor is gone");
+                                    : no_answer(c->m, "the sandbox's supervisor is gone"));
         }
         running_del(c->m, c->b, c->exec_id);
         json_decref(ans);
         json_decref(c->req);
-        box_put(c->m, c->b);
+        sbx_mgr *m = c->m;
+        box_put(m, c->b);
         free(c);
+        worker_done(m);
         return NULL;
 }
 
@@ -2952,12 +3033,7 @@ unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandb
         audit(m, who, "sandbox.exec", b->id, "started", exec_id);
         running_add(m, b, exec_id, argv);
         json_decref(argv);
-        pthread_t t;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (!c || pthread_create(&t, &at, cexec_thread, c) != 0) {
-                pthread_attr_destroy(&at);
+        if (!c || worker_start(m, cexec_thread, c) < 0) {
                 pthread_mutex_lock(&m->lock);
                 b->execs_running--;
                 pthread_mutex_unlock(&m->lock);
@@ -2971,7 +3047,6 @@ unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandb
                 *err = err_json("unavailable", NULL, "cannot start the exec's thread");
                 return 503;
         }
-        pthread_attr_destroy(&at);
         return 0;
 }
 

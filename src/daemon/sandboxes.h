@@ -44,7 +44,12 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
 /* Reconcile the store with what runs: re-adopt live supervisors, fail and clean up the lost
  * ones, destroy orphans; then start the reaper. Before the server opens its sockets. */
 int sbx_mgr_start(sbx_mgr *m, sbx_error *e);
-/* Stop the reaper (and, with stop_sandboxes, destroy every sandbox); free. */
+/* The server stops: wake the threads that wait (event streams, execs waiting on a sandbox, which
+ * let go of it: the exec goes on and a re-adopting server takes its report in). Before the HTTP
+ * server stops, so that no request handler is left waiting on a sandbox. */
+void sbx_mgr_stop(sbx_mgr *m);
+/* sbx_mgr_stop(); wait for the detached threads; stop the reaper (and, with stop_sandboxes,
+ * destroy every sandbox); free. */
 sbx_mgr *sbx_mgr_free(sbx_mgr *m);
 
 /* A request's parts. */
