@@ -41,7 +41,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 [ "${abi:-0}" -ge 7 ] || skip_all "Landlock ABI $abi here: denial records need 7"
 $CTL status >/dev/null 2>&1 || skip_all "the kernel's audit cannot be asked here (no CONFIG_AUDIT, or a container)"
-plan 26
+plan 31
 
 # ---- audit off: said so, nothing else changes ----
 state0=$($CTL status)
@@ -115,11 +115,22 @@ run_sbx --policy "$POL" --backend landlock --profile "$KP" -- /bin/sh -c "echo x
 is "$(json_get "$SBX_REPORT" 'd["status"]')" violation "on_violation: kill ends the sandbox on the recorded denial (status violation)"
 ok $([[ $SBX_OUT != *survived* ]] && echo 0 || echo 1) "the command did not go on"
 
-# ---- the native backend: the read-only mounts refuse first ----
-run_sbx --policy "$POL" --backend native -- /bin/sh -c 'echo x > /etc/sbx-audit 2>/dev/null; true'
+# ---- the native backend: its own tree is recorded; the host's read-only binds refuse first ----
+run_sbx --policy "$POL" --backend native -- /bin/sh -c 'echo x > /etc/sbx-audit; echo rc=$?; mkdir /sbx-audit-dir; echo rc=$?; ls /etc/sbx-audit 2>&1 >/dev/null | grep -c "No such"'
 is "$(evidence)" landlock_audit "native backend: landlock_audit as well"
-like "$(json_get "$SBX_REPORT" 'd["fs_write_evidence"]["note"]')" "read-only mount is refused by the mount first" \
-        "and the note says what it cannot see: writes onto read-only mounts"
+is "$SBX_OUT" "$(printf 'rc=2\nrc=1\n1')" "native: a creation in /etc and a mkdir in / are refused (the root is Landlock's to refuse)"
+like "$SBX_ERR" "Permission denied" "refused by Landlock (EACCES), not by a read-only mount (EROFS)"
+is "$(fsw | sort)" "$(printf '/ fs.make_dir landlock_audit\n/etc fs.make_reg landlock_audit')" \
+        "native: both recorded, with the directory the kernel resolved and the right refused"
+run_sbx --policy "$POL" --backend native -- /bin/sh -c 'echo x > /usr/sbx-audit 2>/dev/null; true'
+is "$(json_get "$SBX_REPORT" 'len(d["violations"])')" 0 "native: a write onto the read-only bind of /usr is refused by the mount first, not recorded"
+like "$(json_get "$SBX_REPORT" 'd["fs_write_evidence"]["note"]')" "read-only bind of a host path .* is refused by the mount first" \
+        "and the note says what it cannot see: writes onto the host's read-only binds"
+OP=$SBX_TMP/obs-off.yaml
+printf 'id: test.audit-obs-off\nversion: "1.0.0"\nobserve: off\n' >"$OP"
+chmod 644 "$OP"
+run_sbx --policy "$POL" --backend native --profile "$OP" -- /bin/sh -c 'mkdir /sbx-audit-dir'
+like "$SBX_ERR" "Read-only file system" "native, records not read (observe: off): the root is a read-only mount as well"
 
 # ---- observe.fs_writes asks for the notification instead ----
 NP=$SBX_TMP/notify.yaml

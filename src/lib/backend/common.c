@@ -888,11 +888,16 @@ int sbx_backend_audit_reader(
         if (fd >= 0) {
                 rep->fs_write_evidence = "landlock_audit";
                 snprintf(rep->fs_write_note, sizeof rep->fs_write_note, "%s",
-                        mounts ? "the kernel's Landlock denial records; a write onto a read-only mount "
-                                 "is refused by the mount first and not recorded (observe.fs_writes "
-                                 "records those)"
-                               : "the kernel's Landlock denial records (with the path the kernel "
-                                 "resolved; for a creation, its directory)");
+                        mounts ? "the kernel's Landlock denial records (the path the kernel resolved; "
+                                 "for a creation, its directory), for writes into the sandbox's own "
+                                 "tree (/etc/x, /x): a write onto a read-only bind of a host path "
+                                 "(/usr, the workspace) is refused by the mount first, and one that "
+                                 "the file's permissions refuse, by those first: neither is recorded "
+                                 "(observe.fs_writes records them)"
+                               : "the kernel's Landlock denial records (the path the kernel resolved; "
+                                 "for a creation, its directory); a write that the file's permissions "
+                                 "refuse is refused before Landlock and not recorded (observe.fs_writes "
+                                 "records it)");
                 return fd;
         }
         rep->fs_write_evidence = "none";

@@ -371,6 +371,9 @@ static int native_run(
                 return sbx_error_set(e, r, "environment", "out of memory");
         const char *cwd = cfg->cwd ? cfg->cwd : ws ? ws_mount : SCRATCH_DIR;
         audit_fd = ll_fd >= 0 ? sbx_backend_audit_reader(cfg, io, ll_abi, true, rep) : -1;
+        /* the records are the evidence: a write into the sandbox's own tree (/etc/x, /x) must
+         * reach Landlock to be recorded, so its root is not also a read-only mount */
+        plan->root_writable = audit_fd >= 0;
         r = sbx_backend_init_argv(cwd, ll_fd >= 0, audit_fd >= 0, sc_fd >= 0, argv, &init_argv);
         if (r < 0)
                 return sbx_error_set(e, r, "init argv", "out of memory");

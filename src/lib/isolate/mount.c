@@ -417,8 +417,10 @@ int sbx_mount_plan_execute(const sbx_mount_plan *p, sbx_child_error *err) {
                 return sbx_child_fail(err, errno, "detach old root", SBX_OLDROOT);
         if (rmdir(SBX_OLDROOT) < 0)
                 return sbx_child_fail(err, errno, "rmdir", SBX_OLDROOT);
-        /* The root tmpfs itself: read-only like everything but scratch and an rw workspace. */
-        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+        /* The root tmpfs itself: read-only like everything but scratch and an rw workspace (or
+         * Landlock's alone, when its denial records are the evidence: see root_writable). */
+        if (!p->root_writable &&
+                mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
                 return sbx_child_fail(err, errno, "make root read-only", "/");
         return 0;
 }

@@ -43,6 +43,10 @@ typedef struct sbx_mount_plan {
         sbx_mount_op *ops;
         size_t n_ops, n_alloc;
         char *staging; /* where the new root tmpfs is mounted before pivot_root */
+        /* leave the root tmpfs (the sandbox's own, 8 MiB, thrown away with it) writable at the
+         * mount: Landlock alone refuses writes there, so the kernel records each refusal; a
+         * read-only mount would refuse first, unrecorded. Only when the records are read. */
+        bool root_writable;
 } sbx_mount_plan;
 
 #define SBX_OLDROOT "/.oldroot"

@@ -635,6 +635,16 @@ static void audit_take(loop_state *s, const sbx_audit_msg *m) {
         if (!m->text || (m->type != SBX_AUDIT_LANDLOCK_ACCESS && m->type != SBX_AUDIT_LANDLOCK_DOMAIN &&
                                 m->type != SBX_AUDIT_SYSCALL && m->type != SBX_AUDIT_EOE))
                 return;
+        /* "domain=ID status=allocated mode=enforcing pid=N ...": N made the domain; the init
+         * makes the sandbox's, so its pid names ours. The kernel writes this record after the
+         * domain's first denial, under a serial of its own when no syscall record ties them (the
+         * host audits no syscalls): learnt before that denial's event is flushed below. */
+        if (m->type == SBX_AUDIT_LANDLOCK_DOMAIN && !s->ll_domain &&
+                sbx_audit_field(m->text, m->len, "status", false, v, sizeof v) && streq(v, "allocated") &&
+                sbx_audit_field(m->text, m->len, "pid", false, v, sizeof v) &&
+                strtol(v, NULL, 10) == s->init_pid &&
+                sbx_audit_field(m->text, m->len, "domain", false, v, sizeof v))
+                s->ll_domain = strtoull(v, NULL, 16);
         if (m->serial != s->aev.serial) {
                 audit_flush(s);
                 s->aev.serial = m->serial;
@@ -663,16 +673,6 @@ static void audit_take(loop_state *s, const sbx_audit_msg *m) {
                                 ev->acc[ev->n].port[0] = 0;
                         ev->n++;
                 }
-                break;
-        case SBX_AUDIT_LANDLOCK_DOMAIN:
-                /* "domain=ID status=allocated mode=enforcing pid=N ...": N made the domain; the
-                 * init makes the sandbox's, so its pid names ours. */
-                if (!s->ll_domain && sbx_audit_field(m->text, m->len, "status", false, v, sizeof v) &&
-                        streq(v, "allocated") &&
-                        sbx_audit_field(m->text, m->len, "pid", false, v, sizeof v) &&
-                        strtol(v, NULL, 10) == s->init_pid &&
-                        sbx_audit_field(m->text, m->len, "domain", false, v, sizeof v))
-                        s->ll_domain = strtoull(v, NULL, 16);
                 break;
         case SBX_AUDIT_SYSCALL:
                 if (sbx_audit_field(m->text, m->len, "syscall", false, v, sizeof v))
