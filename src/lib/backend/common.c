@@ -1086,6 +1086,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         }
 
         r = sbx_backend_classify(cfg, rep, &res, &svp, cg, t0, sv.ready_ns, NULL, e);
+        sbx_debug_mark("outcome classified");
         if (r < 0)
                 return r;
         return 0;

@@ -10,6 +10,7 @@
  *   host processes visible in /proc (cmdlines), host hostname → declared (no pid/uts namespace)
  *   loopback                    → none at all (no network namespace of its own) */
 #include "backend/common.h"
+#include "basic/debug.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -204,6 +205,7 @@ static int landlock_run(
         r = run_dir_make(&d, rep, uid, gid, cfg->limits.value[SBX_LIMIT_SCRATCH_MB], e);
         if (r < 0)
                 goto out;
+        sbx_debug_mark("scratch made");
         if (d.mounted)
                 (void) sbx_report_add_mount(rep, "tmpfs", d.scratch, "tmpfs");
         else
@@ -217,6 +219,7 @@ static int landlock_run(
                 if (r < 0)
                         goto out;
         }
+        sbx_debug_mark("limits planned (cgroup created)");
         init_fd = sbx_backend_open_init(e);
         if (init_fd < 0) {
                 r = init_fd;
@@ -224,11 +227,14 @@ static int landlock_run(
         }
         if ((r = build_landlock(cfg, &d, &ll_fd, &ll_abi, e)) < 0)
                 goto out;
+        sbx_debug_mark("landlock ruleset built");
         sbx_seccomp_opts extra = {.deny_inet = true, .deny_metadata = true};
         if ((r = sbx_backend_build_seccomp(cfg, &extra, &sc_opts, &sc_fd, e)) < 0)
                 goto out;
 
+        sbx_debug_mark("seccomp programs built");
         audit_fd = sbx_backend_audit_reader(cfg, io, ll_abi, false, rep);
+        sbx_debug_mark("audit state known");
         bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
         if ((r = sbx_backend_build_env(cfg, d.scratch, ws ? cfg->workspace : NULL, &env)) < 0 ||
                 (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
@@ -283,6 +289,7 @@ static int landlock_run(
         r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 out:
         run_dir_remove(&d);
+        sbx_debug_mark("scratch removed");
         return r;
 }
 
