@@ -277,6 +277,7 @@ int verb_serve(int argc, char **argv) {
         fprintf(stderr, "level=info event=stopping signal=%s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         sbx_mgr_stop(mgr);
         sbx_http_server_free(srv);
-        sbx_mgr_free(mgr);
+        if (sbx_mgr_close(mgr) == -EBUSY)
+                (void) TAKE_PTR(store); /* threads left running still use it: the exit frees it */
         return 0;
 }

@@ -1458,9 +1458,15 @@ static box *usable_box(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sb
         }
         pthread_mutex_lock(&m->lock);
         bool ok = !b->busy && (streq(b->state, "ready") || streq(b->state, "active"));
+        bool stopping = m->stopping;
         char st[16];
         snprintf(st, sizeof st, "%s", b->state);
         pthread_mutex_unlock(&m->lock);
+        if (stopping) { /* an exec started now would be let go of at once */
+                reply_err(rp, 503, "unavailable", NULL, "the server is stopping");
+                box_put(m, b);
+                return NULL;
+        }
         if (!ok) {
                 reply_err(rp, 409, "conflict", NULL, "sandbox %s is %s%s", id, st,
                         streq(st, "ready") ? " (being recreated or destroyed)" : "");
@@ -1500,11 +1506,18 @@ static void collect(char **buf, size_t *len, size_t *cap, const char *d, size_t 
  * io. Returns the supervisor's answer; NULL when the supervisor is gone, or when the server stops
  * before the exec ends (the exec goes on; a re-adopting server takes its report in): no_answer()
  * says which. */
-static const char *no_answer(sbx_mgr *m, const char *gone) {
+static bool mgr_stopping(sbx_mgr *m) {
         pthread_mutex_lock(&m->lock);
         bool stopping = m->stopping;
         pthread_mutex_unlock(&m->lock);
-        return stopping ? "the server is stopping (the exec goes on in the sandbox)" : gone;
+        return stopping;
+}
+
+static const char *no_answer(sbx_mgr *m, const char *gone) {
+        return mgr_stopping(m)
+                       ? "the server is stopping: the exec was left running in the sandbox (the rest "
+                         "of its output is not delivered; the next server takes its report in)"
+                       : gone;
 }
 
 static json_t *sv_exec(
@@ -1574,7 +1587,7 @@ static json_t *sv_exec(
                 int k = poll(rf, 2, -1);
                 if (k < 0 && errno == EINTR)
                         continue;
-                if (k > 0 && !rf[1].revents)
+                if (k > 0 && rf[0].revents) /* the report is there: it wins over the stop */
                         ans = sv_recv(fd, -1);
                 break;
         }
@@ -1891,12 +1904,15 @@ static void *stream_thread(void *arg) {
                 pthread_mutex_lock(&s->m->lock);
                 s->b->execs_running--;
                 pthread_mutex_unlock(&s->m->lock);
-                stream_line(s, json_pack("{s:s, s:s, s:s, s:n, s:n, s:o}", "type", "end", "exec_id",
-                                       s->a.exec_id, "status", "setup_error", "exit_code", "signal", "error",
-                                       err_json("unavailable", NULL, "%s",
-                                               ans ? json_string_value(json_object_get(ans, "error"))
-                                                               ?: "exec failed"
-                                                   : no_answer(s->m, "the sandbox's supervisor is gone"))));
+                /* "detached": the server stopped and let go of an exec that had started */
+                stream_line(s,
+                        json_pack("{s:s, s:s, s:s, s:n, s:n, s:o}", "type", "end", "exec_id", s->a.exec_id,
+                                "status", !ans && mgr_stopping(s->m) ? "detached" : "setup_error",
+                                "exit_code", "signal", "error",
+                                err_json("unavailable", NULL, "%s",
+                                        ans ? json_string_value(json_object_get(ans, "error"))
+                                                        ?: "exec failed"
+                                            : no_answer(s->m, "the sandbox's supervisor is gone"))));
         }
         json_decref(ans);
         running_del(s->m, s->b, s->a.exec_id);
@@ -2118,7 +2134,8 @@ static unsigned op_files(
                 sv_exec(m, b, req, put ? (rq->body ? rq->body : "") : NULL, put ? rq->len : 0, -1, &io);
         json_decref(req);
         if (!ans)
-                reply_err(rp, 503, "unavailable", NULL, "the sandbox's supervisor did not answer");
+                reply_err(rp, 503, "unavailable", NULL, "%s",
+                        no_answer(m, "the sandbox's supervisor did not answer"));
         else if (!json_is_true(json_object_get(ans, "ok")) ||
                  json_integer_value(json_object_get(ans, "exit")) < 0) {
                 int err = (int) json_integer_value(json_object_get(ans, "errno"));
@@ -2709,10 +2726,18 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
                 return -ENOMEM;
         m->store = store;
         m->o = *o;
+        pthread_mutex_init(&m->lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_cond_init(&m->ev_cond, &ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&m->workers_cond, &ca);
+        pthread_condattr_destroy(&ca);
         m->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (m->stop_efd < 0) {
-                free(m);
-                return -errno;
+                int r = -errno;
+                sbx_mgr_free(m);
+                return r;
         }
         m->state_dir = strdup(o->state_dir);
         m->runtime_dir = strdup(o->runtime_dir);
@@ -2759,13 +2784,6 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
                 }
                 (void) strv_extend(&m->warm_profiles, *w);
         }
-        pthread_mutex_init(&m->lock, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_cond_init(&m->ev_cond, &ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&m->workers_cond, &ca);
-        pthread_condattr_destroy(&ca);
         if (!m->state_dir || !m->runtime_dir || !m->exe) {
                 sbx_mgr_free(m);
                 return -ENOMEM;
@@ -2832,8 +2850,13 @@ void sbx_mgr_stop(sbx_mgr *m) {
 }
 
 sbx_mgr *sbx_mgr_free(sbx_mgr *m) {
+        (void) sbx_mgr_close(m);
+        return NULL;
+}
+
+int sbx_mgr_close(sbx_mgr *m) {
         if (!m)
-                return NULL;
+                return 0;
         sbx_mgr_stop(m);
         /* the detached threads first: each ends once its client or its sandbox lets go (an exec
          * waiting on its sandbox is released by stop_efd; a stream writer by its closed pipe) */
@@ -2850,7 +2873,7 @@ sbx_mgr *sbx_mgr_free(sbx_mgr *m) {
                 /* freeing under a running thread would be a use-after-free: the process is on its
                  * way out, so the manager is left to it */
                 fprintf(stderr, "level=warning event=stop_threads_left count=%u\n", left);
-                return NULL;
+                return -EBUSY;
         }
         if (m->reaper_started)
                 pthread_join(m->reaper, NULL);
@@ -2891,7 +2914,7 @@ sbx_mgr *sbx_mgr_free(sbx_mgr *m) {
         free(m->audit_path);
         safe_close(m->stop_efd);
         free(m);
-        return NULL;
+        return 0;
 }
 
 void sbx_mgr_metrics(sbx_mgr *m, FILE *f) {

@@ -51,6 +51,9 @@ void sbx_mgr_stop(sbx_mgr *m);
 /* sbx_mgr_stop(); wait for the detached threads; stop the reaper (and, with stop_sandboxes,
  * destroy every sandbox); free. */
 sbx_mgr *sbx_mgr_free(sbx_mgr *m);
+/* The same, saying whether it could: -EBUSY when threads were still running after 10 s, and the
+ * manager was left allocated for them (so is what they use: the caller must not free the store). */
+int sbx_mgr_close(sbx_mgr *m);
 
 /* A request's parts. */
 typedef struct sbx_mgr_request {

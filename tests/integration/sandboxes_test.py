@@ -770,6 +770,11 @@ def main():
     ok(got.get("plain", (0,))[0] in (0, 503) and got.get("stream", (0,))[0] in (0, 200),
        "SIGTERM: the open execs' clients get an answer or a closed connection, no hang",
        {k: v[:2] for k, v in got.items()})
+    pl, st = got.get("plain", (0, {})), got.get("stream", (0, b""))
+    ends = [json.loads(x) for x in (st[1] if isinstance(st[1], bytes) else b"").decode(errors="replace").splitlines()
+            if x.startswith('{"type":"end"')]
+    ok((pl[0] != 503 or "stopping" in json.dumps(pl[1])) and all(e.get("status") == "detached" for e in ends),
+       "SIGTERM: an answered exec says the server is stopping; a stream's end says detached", (pl, ends))
     ok(start(), "serve starts again")
     items = []
     for _ in range(80):
