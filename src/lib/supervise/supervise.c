@@ -42,6 +42,7 @@ enum {
  * are of (its AUDIT_LANDLOCK_DOMAIN record follows them) and which call was refused (its
  * AUDIT_SYSCALL record, present where the host audits syscalls). */
 #define AUDIT_EVENT_MAX 4
+#define AUDIT_HELD_MAX 4
 typedef struct audit_event {
         uint64_t serial;
         size_t n;
@@ -74,6 +75,8 @@ typedef struct loop_state {
         int audit_fd;
         uint64_t ll_domain; /* the sandbox's Landlock domain, once an audit record named it */
         audit_event aev;
+        audit_event held[AUDIT_HELD_MAX]; /* before ll_domain is known: see audit_flush() */
+        size_t n_held, held_next;
         int audit_backlog; /* from the last status reply; -1 while one is awaited */
 } loop_state;
 
@@ -589,9 +592,8 @@ static bool blockers_write(const char *b) {
         return false;
 }
 
-/* The event is complete: record its denials if they are the sandbox's. */
-static void audit_flush(loop_state *s) {
-        audit_event *ev = &s->aev;
+/* Record an event's denials that are the sandbox's. */
+static void audit_record(loop_state *s, const audit_event *ev) {
         for (size_t i = 0; s->ll_domain && i < ev->n; i++) {
                 if (ev->acc[i].domain != s->ll_domain)
                         continue;
@@ -603,14 +605,14 @@ static void audit_flush(loop_state *s) {
                 if (strncmp(b, "net.", 4) == 0) {
                         kind = SBX_VIOLATION_NETWORK_ACCESS;
                         if (ev->acc[i].addr[0])
-                                d[nd++] = (sbx_detail){.key = "address", .str = ev->acc[i].addr};
+                                d[nd++] = (sbx_detail){.key = "address", .str = (char *) ev->acc[i].addr};
                         if (ev->acc[i].port[0])
                                 d[nd++] = (sbx_detail){
                                         .key = "port", .num = strtol(ev->acc[i].port, NULL, 10)};
                 } else if (blockers_write(b)) {
                         kind = SBX_VIOLATION_FILESYSTEM_WRITE;
                         if (ev->acc[i].path[0])
-                                d[nd++] = (sbx_detail){.key = "path", .str = ev->acc[i].path};
+                                d[nd++] = (sbx_detail){.key = "path", .str = (char *) ev->acc[i].path};
                 } else
                         continue; /* reads, execution, scopes: refused, not a violation kind */
                 d[nd++] = (sbx_detail){.key = "access", .str = (char *) b};
@@ -621,7 +623,27 @@ static void audit_flush(loop_state *s) {
                         kill_sandbox(s);
                 }
         }
+}
+
+/* The event is complete: record its denials if they are the sandbox's. Before the sandbox's
+ * domain is known (its record follows the domain's first denial, under a serial of its own when
+ * no syscall record ties them, and another process's records may come between), the last few
+ * events with denials are held, and recorded once it is. */
+static void audit_flush(loop_state *s) {
+        audit_event *ev = &s->aev;
+        if (!s->ll_domain && ev->n > 0) {
+                s->held[s->held_next++ % AUDIT_HELD_MAX] = *ev;
+                if (s->n_held < AUDIT_HELD_MAX)
+                        s->n_held++;
+        } else
+                audit_record(s, ev);
         *ev = (audit_event){.syscall_nr = -1};
+}
+
+static void audit_domain_known(loop_state *s) {
+        for (size_t k = 0; k < s->n_held; k++) /* oldest first */
+                audit_record(s, &s->held[(s->held_next - s->n_held + k) % AUDIT_HELD_MAX]);
+        s->n_held = 0;
 }
 
 static void audit_take(loop_state *s, const sbx_audit_msg *m) {
@@ -643,8 +665,10 @@ static void audit_take(loop_state *s, const sbx_audit_msg *m) {
                 sbx_audit_field(m->text, m->len, "status", false, v, sizeof v) && streq(v, "allocated") &&
                 sbx_audit_field(m->text, m->len, "pid", false, v, sizeof v) &&
                 strtol(v, NULL, 10) == s->init_pid &&
-                sbx_audit_field(m->text, m->len, "domain", false, v, sizeof v))
+                sbx_audit_field(m->text, m->len, "domain", false, v, sizeof v)) {
                 s->ll_domain = strtoull(v, NULL, 16);
+                audit_domain_known(s);
+        }
         if (m->serial != s->aev.serial) {
                 audit_flush(s);
                 s->aev.serial = m->serial;
