@@ -1,6 +1,7 @@
 /* gc.c — `sandboxer gc`: remove what runs killed with SIGKILL left behind: sandbox cgroups whose
- * processes are all gone, and scratch directories in the runtime dir whose owning process (named
- * in the directory's name, or in the "pid" file of the older "run-*" layout) is dead. Never touches anything
+ * processes are all gone, and the run_* entries in the runtime dir (scratch directories, a
+ * wrapper backend's profile or working directory) whose owning process (named in the entry's
+ * name, or in the "pid" file of the older "run-*" layout) is dead. Never touches anything
  * that is still in use. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,8 +24,9 @@
 static void help(void) {
         printf("sandboxer gc [--json] [--dry-run] [--min-age S] [--runtime-dir DIR]\n\n"
                "Remove what killed runs left behind: sandbox cgroups (under this process's cgroup,\n"
-               "\"sandboxer\" subtree) whose processes are all gone, and scratch directories (run_*)\n"
-               "in the runtime dir whose owning process is dead. Groups younger than --min-age\n"
+               "\"sandboxer\" subtree) whose processes are all gone, and the run_* entries in the\n"
+               "runtime dir (scratch, a wrapper backend's profile or working directory) whose\n"
+               "owning process is dead. Groups younger than --min-age\n"
                "seconds (default %d) are left alone: they may belong to a run being set up.\n\n"
                "  --json             print {\"dry_run\", \"cgroups\": [...], \"scratch\": [...], "
                "\"errors\": [...]}\n"
@@ -171,6 +173,41 @@ static int gc_runtime(const char *dir, bool dry_run, char ***removed, char ***er
         return 0;
 }
 
+/* The groups an OCI runtime (runc under podman) made below ours in the v1 hierarchies sandboxer
+ * does not use itself (blkio, devices, cpuset, name=systemd, ...): <root>/<hierarchy>/sandboxer/
+ * <id>.<pid>.<pidns> whose owner is dead. The probed hierarchies are sbx_cgroup_gc()'s. */
+static void gc_engine_cgroups(const char *root, bool dry_run, char ***removed, char ***errors) {
+        DIR *d = opendir(root);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+                        continue;
+                char dir[PATH_MAX];
+                if ((size_t) snprintf(dir, sizeof dir, "%s/%s/sandboxer", root, de->d_name) >= sizeof dir)
+                        continue;
+                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_strv_free_ char **dead = NULL;
+                if (fd < 0 || sbx_owned_dead_scan(fd, &dead) < 0)
+                        continue;
+                STRV_FOREACH(n, dead) {
+                        char *path = NULL;
+                        if (asprintf(&path, "%s/%s", dir, *n) < 0)
+                                break;
+                        if (!dry_run && unlinkat(fd, *n, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+                                char *msg = NULL;
+                                if (asprintf(&msg, "%s: %m", path) >= 0)
+                                        (void) strv_consume(errors, msg);
+                                free(path);
+                                continue;
+                        }
+                        (void) strv_consume(removed, path);
+                }
+        }
+        closedir(d);
+}
+
 int verb_gc(int argc, char **argv) {
         enum { ARG_MIN_AGE = 0x100, ARG_RUNTIME_DIR };
         static const struct option options[] = {
@@ -241,6 +278,7 @@ int verb_gc(int argc, char **argv) {
                                 (void) strv_consume(&errors, msg);
                 }
                 sbx_cgroup_probe_result_done(&probe);
+                gc_engine_cgroups(root ? root : "/sys/fs/cgroup", dry_run, &cgroups, &errors);
         }
 
         _cleanup_free_ char *rt = NULL;

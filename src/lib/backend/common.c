@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <grp.h>
 
+#include "basic/rm-rf.h"
 #include "basic/sha256.h"
 #include "basic/strv.h"
 #include "basic/debug.h"
@@ -862,6 +864,21 @@ static int audit_state(void) {
                         (void) unlink(tmp);
         }
         return r;
+}
+
+void sbx_backend_runtime_gc(const char *base) {
+        _cleanup_close_ int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_strv_free_ char **dead = NULL;
+        if (fd < 0 || sbx_owned_dead_scan(fd, &dead) < 0)
+                return;
+        STRV_FOREACH(n, dead) {
+                char path[PATH_MAX];
+                if (strncmp(*n, "run_", 4) != 0 ||
+                        (size_t) snprintf(path, sizeof path, "%s/%s", base, *n) >= sizeof path)
+                        continue;
+                (void) umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW); /* EINVAL: not a mount */
+                (void) sbx_rm_rf(path);
+        }
 }
 
 int sbx_backend_audit_reader(

@@ -107,5 +107,9 @@ void sbx_backend_debug_argv(const char *tool, char *const *argv);
  * sandboxer, else /tmp/sandboxer-UID) into buf, created if needed; -EPERM when what is there is
  * not a directory of ours writable only by us. */
 int sbx_backend_runtime_dir(char *buf, size_t size);
+/* What runs killed with SIGKILL left in the runtime directory base: the entries named
+ * "run_<id>.<pid>.<pidns>" (a scratch directory, a wrapper's profile or working directory) whose
+ * owner is dead. One getdents; best effort (`sandboxer gc` does the same and reports). */
+void sbx_backend_runtime_gc(const char *base);
 /* Its path only: nothing is created or checked (what `gc --dry-run` looks at). */
 void sbx_backend_runtime_dir_path(char *buf, size_t size);

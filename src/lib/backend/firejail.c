@@ -252,12 +252,18 @@ static int firejail_run(
                                                     : SCRATCH_DIR,
                          false, false, sc_fd >= 0, argv, &init_argv)) < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
-        char base[PATH_MAX - 64], profile_path[PATH_MAX];
+        char base[PATH_MAX - 64], profile_path[PATH_MAX + 128];
         if ((r = sbx_backend_runtime_dir(base, sizeof base)) < 0)
                 return sbx_error_set(e, r, "firejail",
                         "cannot use the runtime directory %s: %s; set SANDBOXER_RUNTIME_DIR", base,
                         strerror(-r));
-        snprintf(profile_path, sizeof profile_path, "%s/firejail-%s.profile", base, rep->id + 4);
+        /* named for its owner, as the landlock backend's scratch: a killed run's profile is removed
+         * by the next run (sbx_backend_runtime_gc) or `sandboxer gc` */
+        char owned[96];
+        if ((r = sbx_cgroup_owned_name(rep->id, owned, sizeof owned)) < 0)
+                return sbx_error_set(e, r, "firejail", "cannot name the firejail profile: %s", strerror(-r));
+        sbx_backend_runtime_gc(base);
+        snprintf(profile_path, sizeof profile_path, "%s/%s", base, owned);
         _cleanup_close_ int pfd =
                 open(profile_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (pfd < 0)

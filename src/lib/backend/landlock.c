@@ -65,23 +65,6 @@ static void run_dir_remove(run_dir *d) {
         d->made = d->mounted = false;
 }
 
-/* Scratch directories that runs killed with SIGKILL left (their owner is dead): one getdents of
- * the runtime directory. Best effort; `sandboxer gc` does the same and reports. */
-static void run_dirs_gc(const char *base) {
-        _cleanup_close_ int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_strv_free_ char **dead = NULL;
-        if (fd < 0 || sbx_owned_dead_scan(fd, &dead) < 0)
-                return;
-        STRV_FOREACH(n, dead) {
-                char path[PATH_MAX];
-                if (strncmp(*n, "run_", 4) != 0 ||
-                        (size_t) snprintf(path, sizeof path, "%s/%s", base, *n) >= sizeof path)
-                        continue;
-                (void) umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW); /* EINVAL: not a mount */
-                (void) sbx_rm_rf(path);
-        }
-}
-
 static int run_dir_make(
         run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid, double scratch_mb, sbx_error *e) {
         bool root = geteuid() == 0;
@@ -95,7 +78,7 @@ static int run_dir_make(
         if (r < 0)
                 return sbx_error_set(e, r, "scratch", "cannot create the runtime directory %s: %s", d->base,
                         strerror(-r));
-        run_dirs_gc(d->base);
+        sbx_backend_runtime_gc(d->base);
         char name[96];
         if ((r = sbx_cgroup_owned_name(rep->id, name, sizeof name)) < 0)
                 return sbx_error_set(e, r, "scratch", "cannot name the scratch directory: %s", strerror(-r));

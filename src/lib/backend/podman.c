@@ -434,11 +434,17 @@ static int podman_run(
         /* The client and its conmon start in a directory of their own, removed afterwards: conmon
          * writes an `oom` file into its working directory when the container runs out of memory,
          * which would otherwise be the caller's. */
-        char rt[PATH_MAX], cwd[PATH_MAX + 64];
+        char rt[PATH_MAX], cwd[PATH_MAX + 128];
         if ((r = sbx_backend_runtime_dir(rt, sizeof rt)) < 0)
                 return sbx_error_set(
                         e, -r, "runtime dir", "cannot use the runtime directory %s: %s", rt, strerror(-r));
-        snprintf(cwd, sizeof cwd, "%s/podman-%s", rt, rep->id);
+        /* named for its owner: a killed run's directory is removed by the next run or `sandboxer gc` */
+        char owned[96];
+        if ((r = sbx_cgroup_owned_name(rep->id, owned, sizeof owned)) < 0)
+                return sbx_error_set(
+                        e, -r, "runtime dir", "cannot name the working directory: %s", strerror(-r));
+        sbx_backend_runtime_gc(rt);
+        snprintf(cwd, sizeof cwd, "%s/%s", rt, owned);
         if (mkdir(cwd, 0700) < 0 && errno != EEXIST)
                 return sbx_error_set(e, errno, "runtime dir", "cannot create %s: %m", cwd);
         podman_start ps = {.tool_fd = tool_fd,

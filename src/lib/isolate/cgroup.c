@@ -1469,7 +1469,7 @@ int sbx_owned_dead_scan(int fd, char ***names) {
                 for (long off = 0; off < n;) {
                         struct dirent64 *de = (struct dirent64 *) (buf + off);
                         off += de->d_reclen;
-                        if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+                        if ((de->d_type != DT_DIR && de->d_type != DT_REG) || de->d_name[0] == '.' ||
                                 strv_contains(*names, de->d_name))
                                 continue;
                         if (our_ns == 0 && (our_ns = own_pidns()) == 0)
