@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "backend/common.h"
+#include "backend/oci.h"
 #include "basic/jsonw.h"
 #include "basic/strv.h"
 #include "isolate/cgroup.h"
@@ -173,41 +174,6 @@ static int gc_runtime(const char *dir, bool dry_run, char ***removed, char ***er
         return 0;
 }
 
-/* The groups an OCI runtime (runc under podman) made below ours in the v1 hierarchies sandboxer
- * does not use itself (blkio, devices, cpuset, name=systemd, ...): <root>/<hierarchy>/sandboxer/
- * <id>.<pid>.<pidns> whose owner is dead. The probed hierarchies are sbx_cgroup_gc()'s. */
-static void gc_engine_cgroups(const char *root, bool dry_run, char ***removed, char ***errors) {
-        DIR *d = opendir(root);
-        if (!d)
-                return;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
-                        continue;
-                char dir[PATH_MAX];
-                if ((size_t) snprintf(dir, sizeof dir, "%s/%s/sandboxer", root, de->d_name) >= sizeof dir)
-                        continue;
-                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                _cleanup_strv_free_ char **dead = NULL;
-                if (fd < 0 || sbx_owned_dead_scan(fd, &dead) < 0)
-                        continue;
-                STRV_FOREACH(n, dead) {
-                        char *path = NULL;
-                        if (asprintf(&path, "%s/%s", dir, *n) < 0)
-                                break;
-                        if (!dry_run && unlinkat(fd, *n, AT_REMOVEDIR) < 0 && errno != ENOENT) {
-                                char *msg = NULL;
-                                if (asprintf(&msg, "%s: %m", path) >= 0)
-                                        (void) strv_consume(errors, msg);
-                                free(path);
-                                continue;
-                        }
-                        (void) strv_consume(removed, path);
-                }
-        }
-        closedir(d);
-}
-
 int verb_gc(int argc, char **argv) {
         enum { ARG_MIN_AGE = 0x100, ARG_RUNTIME_DIR };
         static const struct option options[] = {
@@ -278,7 +244,9 @@ int verb_gc(int argc, char **argv) {
                                 (void) strv_consume(&errors, msg);
                 }
                 sbx_cgroup_probe_result_done(&probe);
-                gc_engine_cgroups(root ? root : "/sys/fs/cgroup", dry_run, &cgroups, &errors);
+                /* and what an OCI runtime made below ours in the v1 hierarchies sandboxer does not
+                 * use itself (blkio, devices, cpuset, name=systemd) */
+                sbx_oci_cgroup_gc(root ? root : "/sys/fs/cgroup", dry_run, &cgroups, &errors);
         }
 
         _cleanup_free_ char *rt = NULL;

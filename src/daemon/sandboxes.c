@@ -1502,10 +1502,6 @@ static void collect(char **buf, size_t *len, size_t *cap, const char *d, size_t 
         (*buf)[*len] = 0;
 }
 
-/* Run one request through the supervisor: the command's stdin from in_data, its output through
- * io. Returns the supervisor's answer; NULL when the supervisor is gone, or when the server stops
- * before the exec ends (the exec goes on; a re-adopting server takes its report in): no_answer()
- * says which. */
 static bool mgr_stopping(sbx_mgr *m) {
         pthread_mutex_lock(&m->lock);
         bool stopping = m->stopping;
@@ -1520,6 +1516,10 @@ static const char *no_answer(sbx_mgr *m, const char *gone) {
                        : gone;
 }
 
+/* Run one request through the supervisor: the command's stdin from in_data, its output through
+ * io. Returns the supervisor's answer; NULL when the supervisor is gone, or when the server stops
+ * before the exec ends (the exec goes on; a re-adopting server takes its report in): no_answer()
+ * says which. */
 static json_t *sv_exec(
         sbx_mgr *m, box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io) {
         int fd = sv_connect(b);

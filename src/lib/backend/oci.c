@@ -397,39 +397,47 @@ static void closedirp(DIR **d) {
 }
 #define _cleanup_closedir_ _cleanup_(closedirp)
 
-/* The owner's pid in "<id>.<pid>.<pidns>" (sbx_cgroup_owned_name()), or 0. */
-static pid_t owner_of(const char *name) {
-        const char *dot = strchr(name, '.');
-        if (!dot)
-                return 0;
-        char *end;
-        long pid = strtol(dot + 1, &end, 10);
-        return *end == '.' && pid > 0 ? (pid_t) pid : 0;
+void sbx_oci_cgroup_gc(const char *root, bool dry_run, char ***removed, char ***errors) {
+        _cleanup_closedir_ DIR *d = opendir(root);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+                        continue;
+                char dir[PATH_MAX];
+                if ((size_t) snprintf(dir, sizeof dir, "%s/%s/sandboxer", root, de->d_name) >= sizeof dir)
+                        continue;
+                _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_strv_free_ char **dead = NULL;
+                if (fd < 0 || sbx_owned_dead_scan(fd, &dead) < 0)
+                        continue;
+                STRV_FOREACH(n, dead) {
+                        if (!dry_run && unlinkat(fd, *n, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+                                char *msg = NULL;
+                                if (errors && asprintf(&msg, "%s/%s: %m", dir, *n) >= 0)
+                                        (void) strv_consume(errors, msg);
+                                continue;
+                        }
+                        char *path = NULL;
+                        if (removed && asprintf(&path, "%s/%s", dir, *n) >= 0)
+                                (void) strv_consume(removed, path);
+                }
+        }
 }
 
 void sbx_oci_cgroup_sweep(const char *name) {
-        _cleanup_closedir_ DIR *root = opendir("/sys/fs/cgroup");
-        if (!root)
+        if (!name) {
+                sbx_oci_cgroup_gc("/sys/fs/cgroup", false, NULL, NULL);
                 return;
+        }
+        _cleanup_closedir_ DIR *root = opendir("/sys/fs/cgroup");
         struct dirent *de;
-        while ((de = readdir(root))) {
+        while (root && (de = readdir(root))) {
                 if (de->d_name[0] == '.')
                         continue;
-                char dir[PATH_MAX];
-                snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s/sandboxer", de->d_name);
-                if (name) {
-                        char path[PATH_MAX];
-                        if ((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path)
-                                (void) rmdir(path);
-                        continue;
-                }
-                _cleanup_closedir_ DIR *d = opendir(dir);
-                struct dirent *ge;
-                while (d && (ge = readdir(d))) {
-                        pid_t pid = ge->d_type == DT_DIR ? owner_of(ge->d_name) : 0;
-                        if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
-                                (void) unlinkat(dirfd(d), ge->d_name, AT_REMOVEDIR);
-                }
+                char path[PATH_MAX];
+                if ((size_t) snprintf(path, sizeof path, "/sys/fs/cgroup/%s/sandboxer/%s", de->d_name,
+                            name) < sizeof path)
+                        (void) rmdir(path);
         }
 }
 

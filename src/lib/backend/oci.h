@@ -52,6 +52,10 @@ int sbx_oci_seccomp_file(const char *json, char *buf, size_t size, sbx_error *e)
  * parent in hierarchies sandboxer does not use (blkio, devices, name=systemd, ...) and leaves
  * it. name NULL: every such group whose owning supervisor is dead. Best effort. */
 void sbx_oci_cgroup_sweep(const char *name);
+/* The dead-owner case, for `sandboxer gc` too: below root (a cgroupfs, or a fake tree), every
+ * <hierarchy>/sandboxer/<id>.<pid>.<pidns> whose owner is dead; each removed (or, dry_run, that
+ * would be) is added to *removed, each failure to *errors (either may be NULL). */
+void sbx_oci_cgroup_gc(const char *root, bool dry_run, char ***removed, char ***errors);
 
 typedef struct sbx_oci_launch {
         /* Start the engine client with these as its 0, 1, 2 and 3 (the status socket): 0 and the
