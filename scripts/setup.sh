@@ -28,7 +28,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 # What the build, the tests and the tools around them use (Debian 12 package names).
 PACKAGES=(
         build-essential gcc libc6-dev meson ninja-build pkg-config # toolchain
-        musl-tools # the static sandbox init (src/init: glibc's start-up is slow on VMs)
+        musl-tools gperf curl # the sandbox init and the CLI against musl (glibc's start-up is slow on VMs; scripts/musl-deps.sh)
         libseccomp-dev libyaml-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev # libraries
         clang llvm libclang-rt-14-dev clang-format # fuzzing (libFuzzer), symbolizer, format check
         python3 python3-jsonschema # report schema checks, test helpers
@@ -107,6 +107,17 @@ if command -v npm >/dev/null 2>&1; then
 fi
 [ "$build" = 1 ] || exit 0
 
+# ---- 1c. libseccomp and libyaml for musl (the CLI; scripts/musl-deps.sh) -------------------------
+# Offline or a failure is not fatal: the CLI is then linked against glibc (slower to start).
+musl_new=0
+if ! bash "$ROOT/scripts/musl-deps.sh" --check; then
+        if bash "$ROOT/scripts/musl-deps.sh"; then
+                musl_new=1
+        else
+                say "no musl build of libseccomp and libyaml: the CLI is linked against glibc"
+        fi
+fi
+
 # ---- 2. build -----------------------------------------------------------------------------------
 werror=false
 [ "${CI:-}" = true ] && werror=true
@@ -118,6 +129,9 @@ if [ -f "$BUILD/meson-private/coredata.dat" ]; then
         if [ "$current" != "$werror" ]; then
                 say "reconfiguring $BUILD (werror=$werror)"
                 meson configure "$BUILD" -Dwerror=$werror || meson setup --wipe "$BUILD" -Dwerror=$werror
+        elif [ "$musl_new" = 1 ]; then
+                say "reconfiguring $BUILD (a musl build of libseccomp and libyaml is there now)"
+                meson setup --reconfigure "$BUILD"
         else
                 say "$BUILD is configured (werror=$werror)"
         fi

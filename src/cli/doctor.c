@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "basic/error.h"
 #include "basic/host.h"
 #include "basic/jsonw.h"
 #include "isolate/probe.h"
@@ -308,7 +309,7 @@ static int print_json(const char *kernel, int landlock_abi, const sbx_probe_resu
                 jsonw_kv_string(&w, "detail", res[i].detail);
                 if (!res[i].available && res[i].errnum > 0) {
                         jsonw_kv_string(&w, "step", res[i].step[0] ? res[i].step : NULL);
-                        jsonw_kv_string(&w, "errno", strerrorname_np(res[i].errnum));
+                        jsonw_kv_string(&w, "errno", sbx_errno_name(res[i].errnum));
                 }
                 jsonw_end_object(&w);
         }

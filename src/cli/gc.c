@@ -16,6 +16,7 @@
 #include "backend/common.h"
 #include "backend/oci.h"
 #include "basic/jsonw.h"
+#include "basic/missing.h"
 #include "basic/strv.h"
 #include "isolate/cgroup.h"
 #include "verbs.h"

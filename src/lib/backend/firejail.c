@@ -102,17 +102,32 @@ static int add_blacklist(FILE *a, char *const *keep, const char *dir, int depth,
         return r;
 }
 
-/* uid's home directory: /etc/passwd read directly (fgetpwent_r: no NSS modules to load, so the
- * CLI can be linked statically), else $HOME when uid is our own (a directory user, e.g. LDAP). */
+/* uid's home directory: /etc/passwd read directly (no NSS modules to load, so the CLI can be
+ * linked statically, against either libc), else $HOME when uid is our own (a directory user, e.g.
+ * LDAP). Lines are name:password:uid:gid:gecos:home:shell. */
 static int home_of(uid_t uid, char *buf, size_t size) {
         _cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
-        struct passwd pw, *pwp;
         char line[4096];
-        while (f && fgetpwent_r(f, &pw, line, sizeof line, &pwp) == 0)
-                if (pw.pw_uid == uid && pw.pw_dir && pw.pw_dir[0] == '/') {
-                        snprintf(buf, size, "%s", pw.pw_dir);
-                        return 0;
+        while (f && fgets(line, sizeof line, f)) {
+                char *field[7] = {0}, *p = line;
+                size_t n = 0;
+                line[strcspn(line, "\n")] = 0;
+                while (n < ELEMENTSOF(field) && p) {
+                        field[n++] = p;
+                        p = strchr(p, ':');
+                        if (p)
+                                *p++ = 0;
                 }
+                char *end;
+                if (n < 6 || !field[2][0])
+                        continue;
+                errno = 0;
+                unsigned long u = strtoul(field[2], &end, 10);
+                if (errno || *end || u != (unsigned long) uid || field[5][0] != '/')
+                        continue;
+                snprintf(buf, size, "%s", field[5]);
+                return 0;
+        }
         const char *h = getenv("HOME");
         if (uid == getuid() && h && h[0] == '/') {
                 snprintf(buf, size, "%s", h);

@@ -1,6 +1,7 @@
 /* error.c — filling and formatting struct sbx_error. */
 #include "error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,4 +52,77 @@ const char *sbx_error_format(const sbx_error *e, char *buf, size_t size) {
         else
                 snprintf(buf, size, "%s: %s", e->step, strerror(e->errnum));
         return buf;
+}
+
+/* "ENOSYS" for ENOSYS: glibc's strerrorname_np(), else the names a probe or a set-up step can
+ * report (musl has no such table); NULL for any other. */
+const char *sbx_errno_name(int errnum) {
+#ifdef __GLIBC__
+        return strerrorname_np(errnum);
+#else
+#define N(x) [x] = #x
+        static const char *const names[] = {
+                N(EPERM),
+                N(ENOENT),
+                N(ESRCH),
+                N(EINTR),
+                N(EIO),
+                N(ENXIO),
+                N(E2BIG),
+                N(ENOEXEC),
+                N(EBADF),
+                N(ECHILD),
+                N(EAGAIN),
+                N(ENOMEM),
+                N(EACCES),
+                N(EFAULT),
+                N(EBUSY),
+                N(EEXIST),
+                N(EXDEV),
+                N(ENODEV),
+                N(ENOTDIR),
+                N(EISDIR),
+                N(EINVAL),
+                N(ENFILE),
+                N(EMFILE),
+                N(ENOTTY),
+                N(ETXTBSY),
+                N(EFBIG),
+                N(ENOSPC),
+                N(ESPIPE),
+                N(EROFS),
+                N(EMLINK),
+                N(EPIPE),
+                N(ERANGE),
+                N(EDEADLK),
+                N(ENAMETOOLONG),
+                N(ENOSYS),
+                N(ENOTEMPTY),
+                N(ELOOP),
+                N(ENODATA),
+                N(ETIME),
+                N(EPROTO),
+                N(EOVERFLOW),
+                N(EUSERS),
+                N(ENOTSOCK),
+                N(EPROTONOSUPPORT),
+                N(EOPNOTSUPP),
+                N(EAFNOSUPPORT),
+                N(EADDRINUSE),
+                N(EADDRNOTAVAIL),
+                N(ENETUNREACH),
+                N(ECONNRESET),
+                N(ENOBUFS),
+                N(ETIMEDOUT),
+                N(ECONNREFUSED),
+                N(EALREADY),
+                N(EINPROGRESS),
+                N(ESTALE),
+                N(EDQUOT),
+                N(ECANCELED),
+                N(EOWNERDEAD),
+        };
+#undef N
+        return errnum > 0 && (size_t) errnum < ELEMENTSOF(names) ? names[errnum] : NULL;
+#endif
 }

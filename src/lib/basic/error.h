@@ -20,5 +20,7 @@ int sbx_error_setv(sbx_error *e, int errnum, const char *step, const char *fmt, 
 /* Same, with a file position (line/column 1-based). */
 int sbx_error_set_at(sbx_error *e, int errnum, const char *file, unsigned line, unsigned column,
         const char *fmt, ...) _printf_(6, 7);
+/* The errno's symbolic name ("ENOSYS"), NULL if unknown. */
+const char *sbx_errno_name(int errnum);
 /* "file:line:col: message" or "step: message" into buf. */
 const char *sbx_error_format(const sbx_error *e, char *buf, size_t size);

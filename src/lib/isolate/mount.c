@@ -14,6 +14,8 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "basic/missing.h"
+
 sbx_mount_plan *sbx_mount_plan_free(sbx_mount_plan *p) {
         if (!p)
                 return NULL;
