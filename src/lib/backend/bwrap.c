@@ -19,6 +19,7 @@
  * after any ruleset we could build outside, and the init cannot add rules for them), hence no
  * filesystem.exec allowlist; no generated /etc/passwd (it would need one more descriptor). */
 #include "backend/common.h"
+#include "basic/debug.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -112,18 +113,8 @@ static int add_bind(char ***a, sbx_report *rep, const char *host, const char *ta
  * (those are the init's, observed), in a memfd bubblewrap reads at fd 5. */
 static int build_bwrap_seccomp(const sbx_config *cfg, int *ret_fd, sbx_error *e) {
         sbx_seccomp_opts o = {.kill_on_violation = cfg->profile->on_violation == SBX_ON_VIOLATION_KILL};
-        _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *prog = NULL;
-        int r = sbx_seccomp_build(&o, &prog, e);
-        if (r < 0)
-                return r;
-        _cleanup_close_ int fd = memfd_create("sandboxer-bwrap-seccomp", MFD_CLOEXEC);
-        if (fd < 0)
-                return sbx_error_set(e, errno, "seccomp", "memfd_create: %m");
-        if ((r = sbx_seccomp_write_bpf(prog, fd)) < 0 || lseek(fd, 0, SEEK_SET) < 0)
-                return sbx_error_set(
-                        e, r < 0 ? -r : errno, "seccomp", "cannot write bubblewrap's seccomp program");
-        *ret_fd = TAKE_FD(fd);
-        return 0;
+        /* bwrap reads the program from the descriptor's offset to its end */
+        return sbx_backend_seccomp_raw_fd(&o, ret_fd, e);
 }
 
 /* Every directory on the way searchable by uid/gid, the file readable and executable by it. */
@@ -293,6 +284,7 @@ static int bwrap_run(
         /* Limits around bubblewrap: the child joins the cgroup before it execs bwrap. Not
          * RLIMIT_NPROC: bubblewrap's outer process still counts the host uid's tasks. */
         sbx_limit_context lc = {.fresh_userns = false, .scratch_tmpfs = true};
+        sbx_debug_mark("bwrap found, workspace checked");
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;
         tool_fd = sbx_backend_open_tool("bwrap", tool, sizeof tool);
@@ -314,6 +306,7 @@ static int bwrap_run(
                 (r = init_copy(init_fd, init_path, sizeof init_path, e)) < 0)
                 return r;
 
+        sbx_debug_mark("limits planned (cgroup created), init reachable");
         if ((r = sbx_backend_build_seccomp(cfg, NULL, &sc_opts, &sc_fd, e)) < 0 ||
                 (r = build_bwrap_seccomp(cfg, &bw_sc_fd, e)) < 0)
                 return r;
@@ -327,6 +320,7 @@ static int bwrap_run(
                 return sbx_error_set(e, -r, "environment", "out of memory");
         if ((r = build_argv(cfg, rep, init_path, init_argv, &bw_argv, e)) < 0)
                 return r;
+        sbx_debug_mark("seccomp programs and bwrap's command line built");
         sbx_backend_debug_argv("bwrap", bw_argv);
 
         sbx_spawn_params sp = {

@@ -1,0 +1,129 @@
+/* test-alloc.c — the musl CLI's allocator (src/cli/alloc.c), built here under other names so that
+ * it runs beside the test's own libc allocator: classes, reuse, zeroing, realloc, alignment,
+ * large blocks, bad arguments. */
+#define malloc ta_malloc
+#define free ta_free
+#define calloc ta_calloc
+#define realloc ta_realloc
+#define malloc_usable_size ta_malloc_usable_size
+#define aligned_alloc ta_aligned_alloc
+#define memalign ta_memalign
+#define posix_memalign ta_posix_memalign
+#include "../../src/cli/alloc.c"
+#undef malloc
+#undef free
+#undef calloc
+#undef realloc
+#undef malloc_usable_size
+#undef aligned_alloc
+#undef memalign
+#undef posix_memalign
+
+#include <stdio.h>
+
+#include "tap.h"
+
+static bool all_bytes(const unsigned char *p, size_t n, unsigned char v) {
+        for (size_t i = 0; i < n; i++)
+                if (p[i] != v)
+                        return false;
+        return true;
+}
+
+int main(void) {
+        /* every size up to past the largest class: 16-aligned, usable >= asked, writable */
+        bool aligned = true, big_enough = true;
+        for (size_t n = 0; n < 300000; n = n < 64 ? n + 1 : n * 5 / 4) {
+                unsigned char *p = ta_malloc(n);
+                if (!p || ((uintptr_t) p & 15))
+                        aligned = false;
+                if (!p || ta_malloc_usable_size(p) < n)
+                        big_enough = false;
+                if (p)
+                        memset(p, 0xab, n);
+                ta_free(p);
+        }
+        ok(aligned, "every block is 16-aligned");
+        ok(big_enough, "every block holds at least what was asked");
+
+        /* a freed block is the next one of its class */
+        void *a = ta_malloc(100);
+        ta_free(a);
+        void *b = ta_malloc(120); /* 100 and 120 share the 128 class */
+        ok(a == b, "a freed block is reused for the same class");
+        void *c = ta_malloc(120);
+        ok(c != b, "a live block is not handed out twice");
+
+        /* calloc zeroes a reused block */
+        memset(b, 0xcd, 120);
+        ta_free(b);
+        unsigned char *z = ta_calloc(12, 10);
+        ok(z == b && all_bytes(z, 120, 0), "calloc zeroes a reused block");
+        volatile size_t half = SIZE_MAX / 2;
+        errno = 0;
+        ok(ta_calloc(half, 3) == NULL && errno == ENOMEM, "calloc: overflow is ENOMEM");
+
+        /* realloc keeps the contents, grows across classes, stays put when it fits */
+        char *s = ta_malloc(10);
+        strcpy(s, "sandboxer");
+        char *s2 = ta_realloc(s, 12);
+        ok(s2 == s, "realloc within the class stays in place");
+        char *s3 = ta_realloc(s2, 5000);
+        ok(s3 && strcmp(s3, "sandboxer") == 0, "realloc to a larger class keeps the contents");
+        char *s4 = ta_realloc(s3, 400000);
+        ok(s4 && strcmp(s4, "sandboxer") == 0 && ta_malloc_usable_size(s4) >= 400000,
+                "realloc to a large block keeps the contents");
+        char *s5 = ta_realloc(s4, 20);
+        ok(s5 && strcmp(s5, "sandboxer") == 0 && ta_malloc_usable_size(s5) < 400000,
+                "realloc down from a large block gives the mapping back and keeps the contents");
+        ta_free(s5);
+        ok(ta_realloc(NULL, 7) != NULL, "realloc(NULL) is malloc");
+
+        /* a large block: its own mapping, zero-filled, usable */
+        unsigned char *big = ta_calloc(1, 1 << 20);
+        ok(big && all_bytes(big, 1 << 20, 0), "a large calloc is zero-filled");
+        memset(big, 1, 1 << 20);
+        ta_free(big);
+
+        /* over-aligned allocations, and freeing them */
+        bool al = true;
+        for (size_t align = 32; align <= 8192; align *= 2) {
+                void *p = ta_aligned_alloc(align, 100);
+                if (!p || ((uintptr_t) p & (align - 1)) || ta_malloc_usable_size(p) < 100)
+                        al = false;
+                if (p)
+                        memset(p, 0x5a, 100);
+                ta_free(p);
+        }
+        ok(al, "aligned_alloc honours alignments 32..8192 and the block is usable");
+        void *pm = NULL;
+        is_int(ta_posix_memalign(&pm, 64, 10), 0, "posix_memalign(64)");
+        ok(pm && ((uintptr_t) pm & 63) == 0, "posix_memalign's block is 64-aligned");
+        ta_free(pm);
+        is_int(ta_posix_memalign(&pm, 3, 10), EINVAL,
+                "posix_memalign: an alignment that is no power of two");
+        errno = 0;
+        ok(ta_aligned_alloc(48, 10) == NULL && errno == EINVAL, "aligned_alloc: 48 is EINVAL");
+
+        /* many blocks live at once: across arenas, none overlapping */
+        enum { N = 5000 };
+        static unsigned char *live[N];
+        bool distinct = true;
+        for (int i = 0; i < N; i++) {
+                live[i] = ta_malloc(200 + (size_t) (i % 7) * 100);
+                if (!live[i]) {
+                        distinct = false;
+                        break;
+                }
+                memset(live[i], i & 0xff, 200);
+        }
+        for (int i = 0; i < N && distinct; i++)
+                if (!all_bytes(live[i], 200, (unsigned char) (i & 0xff)))
+                        distinct = false;
+        ok(distinct, "%d live blocks (several arenas) keep their own contents", N);
+        for (int i = 0; i < N; i++)
+                ta_free(live[i]);
+        ta_free(NULL);
+        ok(true, "free(NULL) is a no-op");
+        return done_testing();
+}
