@@ -110,12 +110,13 @@ fi
 # ---- 1c. libseccomp and libyaml for musl (the CLI; scripts/musl-deps.sh) -------------------------
 # Offline or a failure is not fatal: the CLI is then linked against glibc (slower to start).
 musl_new=0
-if ! bash "$ROOT/scripts/musl-deps.sh" --check; then
-        if bash "$ROOT/scripts/musl-deps.sh"; then
-                musl_new=1
-        else
-                say "no musl build of libseccomp and libyaml: the CLI is linked against glibc"
-        fi
+if bash "$ROOT/scripts/musl-deps.sh" --check; then
+        say "libseccomp and libyaml for musl are built (.cache/musl): the CLI is linked against musl"
+elif bash "$ROOT/scripts/musl-deps.sh"; then
+        musl_new=1
+        say "the CLI will be linked against musl"
+else
+        say "no musl build of libseccomp and libyaml: the CLI is linked against glibc"
 fi
 
 # ---- 2. build -----------------------------------------------------------------------------------

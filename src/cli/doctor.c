@@ -12,6 +12,13 @@
 #include "policy/policy.h"
 #include "verbs.h"
 
+/* which libc this CLI is linked against (src/cli/meson.build: musl where it can be) */
+#ifdef __GLIBC__
+#define CLI_LIBC "glibc"
+#else
+#define CLI_LIBC "musl"
+#endif
+
 enum {
         F_NAMESPACES,
         F_LANDLOCK,
@@ -292,6 +299,11 @@ static int print_json(const char *kernel, int landlock_abi, const sbx_probe_resu
 
         jsonw_init(&w, true);
         jsonw_begin_object(&w);
+        jsonw_key(&w, "build");
+        jsonw_begin_object(&w);
+        jsonw_kv_string(&w, "version", SBX_VERSION);
+        jsonw_kv_string(&w, "libc", CLI_LIBC);
+        jsonw_end_object(&w);
         jsonw_kv_string(&w, "kernel", kernel);
         if (landlock_abi >= 0)
                 jsonw_kv_int(&w, "landlock_abi", landlock_abi);
@@ -358,6 +370,7 @@ static void print_table(const char *kernel, int landlock_abi, const sbx_probe_re
         for (size_t i = 0; i < n; i++)
                 w = MAX(w, (int) strlen(lines[i].name));
 
+        printf("sandboxer %s (this CLI linked against %s)\n", SBX_VERSION, CLI_LIBC);
         printf("kernel %s, Landlock ABI %d, cgroup %s, running as %s\n\n", kernel, landlock_abi,
                 sbx_cgroup_layout_to_string(sbx_host_cgroup_layout()),
                 sbx_host_unprivileged() ? "an ordinary user" : "root");

@@ -24,7 +24,7 @@ skip() {
 }
 diag() { sed 's/^/# /' "$@"; }
 
-echo "1..12"
+echo "1..13"
 
 "$SANDBOXER" doctor --json >"$tmp/out.json" 2>"$tmp/err"
 rc=$?
@@ -38,9 +38,23 @@ assert isinstance(d.get("kernel"), str) and d["kernel"], "kernel"
 assert d.get("landlock_abi") is None or isinstance(d["landlock_abi"], int), "landlock_abi"
 assert d.get("cgroup") in ("v1", "v2", "hybrid", "none"), "cgroup"
 assert isinstance(d.get("unprivileged"), bool), "unprivileged"
+assert d.get("build", {}).get("libc") in ("musl", "glibc"), "build.libc"
+assert isinstance(d["build"].get("version"), str) and d["build"]["version"], "build.version"
 EOF
-ok $? "output is JSON with kernel, landlock_abi, cgroup, unprivileged"
+ok $? "output is JSON with build, kernel, landlock_abi, cgroup, unprivileged"
 [ -s "$tmp/shape" ] && diag "$tmp/shape"
+
+# the libc doctor names is the one the binary was linked with: a musl CLI is a static PIE
+libc=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["build"]["libc"])' "$tmp/out.json" 2>/dev/null)
+"$SANDBOXER" doctor 2>/dev/null | head -n1 >"$tmp/first"
+st=0
+grep -q "linked against $libc" "$tmp/first" || st=1
+if [ "$libc" = musl ] && command -v readelf >/dev/null 2>&1 && readelf -l "$SANDBOXER" 2>/dev/null | grep -q INTERP; then
+        echo "a musl CLI with a program interpreter (dynamically linked)" >>"$tmp/first"
+        st=1
+fi
+ok $st "doctor names the CLI's libc ($libc) in its first line, and a musl CLI has no loader"
+[ "$st" = 0 ] || diag "$tmp/first"
 
 python3 - "$tmp/out.json" >"$tmp/feat" 2>&1 <<'EOF'
 import json, sys

@@ -61,6 +61,21 @@ like "$SBX_OUT" 'No such file' "it is absent, not merely denied"
 run_sbx "${S[@]}" -- /bin/sh -c 'ls /'
 is "$(echo $SBX_OUT)" "bin dev etc lib lib64 proc tmp usr" "the root holds only the read list, /dev, /proc, /tmp"
 
+# The loader's index comes with the library directories (not with a read list without them), so
+# a dynamic program finds its libraries as on the host, without the hwcaps search.
+if [ -f /etc/ld.so.cache ]; then
+        run_sbx "${S[@]}" -- /bin/sh -c 'ls /etc; head -c 16 /etc/ld.so.cache | tr -cd "a-z-"'
+        like "$SBX_OUT" 'ld\.so\.cache' "/etc/ld.so.cache is in the view with the library directories"
+        like "$SBX_OUT" 'glibc-ld' "and it is the host's (its magic is readable)"
+        nolib=$SBX_TMP/nolib.yaml
+        printf 'id: nolib\nversion: "1.0.0"\nextends: profile.default\nfilesystem:\n  read: [/etc/hosts]\n' >"$nolib"
+        "$SANDBOXER" run --policy "$POL" --profile "$nolib" --dry-run >"$SBX_TMP/nolib.out" 2>&1
+        ok $(grep -q 'filesystem.read .*"/etc/hosts"\]' "$SBX_TMP/nolib.out" && ! grep -q ld.so.cache "$SBX_TMP/nolib.out" && echo 0 || echo 1) \
+                "a read list without library directories does not get it"
+else
+        skip "the host has no /etc/ld.so.cache" 3
+fi
+
 # /, /etc, /usr are read-only; /tmp (scratch) is writable.
 for p in /x /etc/x /usr/x /usr/bin/x /dev/x /proc/x; do
         run_sbx "${S[@]}" -- /bin/sh -c "echo pwned > $p && echo WROTE"
