@@ -18,6 +18,7 @@
 # DIR already holds this script's build, 1 otherwise, and builds nothing.
 set -euo pipefail
 
+CALLER_PWD=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 PREFIX=$ROOT/.cache/musl
@@ -32,6 +33,7 @@ while [ $# -gt 0 ]; do
         esac
         shift
 done
+case $PREFIX in /*) ;; *) PREFIX=$CALLER_PWD/$PREFIX ;; esac
 say() { printf 'musl-deps: %s\n' "$*"; }
 fail() { printf 'musl-deps: %s\n' "$*" >&2; exit 1; }
 
@@ -60,11 +62,12 @@ multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 work=$(mktemp -d /tmp/sbx-musl-deps.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 log=$work/build.log
+: >"$log"
 say "fetching Debian's sources of libseccomp and libyaml"
 for s in "${SOURCES[@]}"; do
         IFS='|' read -r name url sum <<<"$s"
         curl -fsS --retry 2 --connect-timeout 10 -o "$work/$name" "$url" ||
-                fail "cannot fetch $url (offline?); the CLI will be linked against glibc"
+                fail "cannot fetch $url: offline, or Debian has replaced this version (then update SOURCES in this script); the CLI will be linked against glibc"
         echo "$sum  $work/$name" | sha256sum -c --quiet - >/dev/null 2>&1 ||
                 fail "$name does not match its SHA-256 ($sum); not building it"
 done
@@ -75,10 +78,22 @@ ln -s /usr/include/linux "$work/uapi/linux"
 ln -s /usr/include/asm-generic "$work/uapi/asm-generic"
 ln -s "/usr/include/$multiarch/asm" "$work/uapi/asm"
 
-stage=$work/prefix
+# staged beside the prefix (same file system: the final rename is atomic), the stamp written last
+mkdir -p "$(dirname "$PREFIX")"
+stage=$(mktemp -d "$(dirname "$PREFIX")/.musl-stage.XXXXXX")
+trap 'rm -rf "$work" "$stage"' EXIT
 mkdir -p "$stage/lib" "$stage/include"
-say "building libseccomp 2.5.4 (with Debian's patches) against musl"
-(
+# A step that fails must fail the build: set -e is not in force in a subshell run as the left
+# side of ||, so each runs on its own line and its status is taken after.
+step() { # step NAME FUNCTION
+        local rc=0
+        set +e
+        ( set -e; "$2" ) >>"$log" 2>&1
+        rc=$?
+        set -e
+        [ "$rc" = 0 ] || { tail -n 30 "$log" >&2; fail "building $1 failed (log above)"; }
+}
+build_seccomp() {
         cd "$work"
         tar xzf libseccomp_2.5.4.orig.tar.gz
         tar xJf libseccomp_2.5.4-1+deb12u1.debian.tar.xz
@@ -92,10 +107,8 @@ say "building libseccomp 2.5.4 (with Debian's patches) against musl"
         make -s -j"$(nproc)" -C src
         make -s -C src install-libLTLIBRARIES
         make -s -C include install-includeHEADERS
-) >"$log" 2>&1 || { tail -n 30 "$log" >&2; fail "building libseccomp failed (log above)"; }
-
-say "building libyaml 0.2.5 against musl"
-(
+}
+build_yaml() {
         cd "$work"
         tar xzf libyaml_0.2.5.orig.tar.gz
         cd libyaml-0.2.5
@@ -105,12 +118,21 @@ say "building libyaml 0.2.5 against musl"
         done
         ar rcs "$stage/lib/libyaml.a" src/*.o
         cp include/yaml.h "$stage/include/"
-) >>"$log" 2>&1 || { tail -n 30 "$log" >&2; fail "building libyaml failed (log above)"; }
+}
+say "building libseccomp 2.5.4 (with Debian's patches) against musl"
+step libseccomp build_seccomp
+say "building libyaml 0.2.5 against musl"
+step libyaml build_yaml
+for f in lib/libseccomp.a lib/libyaml.a include/seccomp.h include/yaml.h; do
+        [ -s "$stage/$f" ] || { tail -n 30 "$log" >&2; fail "$f is missing after the build"; }
+done
+ar t "$stage/lib/libyaml.a" | grep -q '^parser.o$' && ar t "$stage/lib/libseccomp.a" | grep -q 'api.o$' ||
+        { tail -n 30 "$log" >&2; fail "an archive lacks its objects"; }
 
 # replace the prefix only once everything built: an interrupted run leaves the old one whole
 rm -f "$stage/lib/"*.la
 echo "$STAMP_TEXT" >"$stage/.built"
-mkdir -p "$(dirname "$PREFIX")"
+chmod 755 "$stage"
 rm -rf "$PREFIX.old"
 [ ! -e "$PREFIX" ] || mv "$PREFIX" "$PREFIX.old"
 mv "$stage" "$PREFIX"

@@ -29,10 +29,11 @@
 #define ARENA_SIZE (1u << 20)
 #define INFO_LARGE ((size_t) -1)
 #define INFO_ALIGNED ((size_t) -2)
+#define INFO_FREE ((size_t) 1 << 32) /* or'ed in while the block is on its free list */
 
 struct hdr {
         size_t size; /* LARGE: the mapping's length; ALIGNED: the distance back to the holder */
-        size_t info; /* 1 + the class index, INFO_LARGE or INFO_ALIGNED */
+        size_t info; /* 1 + the class index (| INFO_FREE on its free list), INFO_LARGE or INFO_ALIGNED */
 };
 
 /* usable sizes; each a multiple of 16, so every block stays 16-aligned */
@@ -117,6 +118,7 @@ static void *alloc(size_t n, bool *fresh) {
         void *p = free_list[c];
         if (p) {
                 free_list[c] = *(void **) p;
+                ((struct hdr *) p - 1)->info = c + 1;
                 unlock();
                 *fresh = false;
                 return p;
@@ -166,10 +168,12 @@ void free(void *p) {
                 return;
         }
         if (h->info == 0 || h->info > N_CLASS)
-                abort(); /* not a block of ours: a double free or a wild pointer */
+                abort(); /* a double free (INFO_FREE is set) or not a block of ours */
+        size_t c = h->info - 1;
         lock();
-        *(void **) p = free_list[h->info - 1];
-        free_list[h->info - 1] = p;
+        h->info |= INFO_FREE;
+        *(void **) p = free_list[c];
+        free_list[c] = p;
         unlock();
 }
 
@@ -234,9 +238,11 @@ void *memalign(size_t align, size_t n) {
 int posix_memalign(void **ret, size_t align, size_t n) {
         if (align < sizeof(void *))
                 return EINVAL;
+        int saved = errno; /* it reports by its return value and leaves errno alone */
         void *p = aligned_alloc(align, n);
-        if (!p)
-                return errno;
-        *ret = p;
-        return 0;
+        int r = p ? 0 : errno;
+        errno = saved;
+        if (p)
+                *ret = p;
+        return r;
 }

@@ -19,7 +19,9 @@
 #undef memalign
 #undef posix_memalign
 
+#include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
 
 #include "tap.h"
 
@@ -125,5 +127,22 @@ int main(void) {
                 ta_free(live[i]);
         ta_free(NULL);
         ok(true, "free(NULL) is a no-op");
+
+        /* a double free is caught (abort), not a block handed out twice */
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+                void *d = ta_malloc(40);
+                ta_free(d);
+                ta_free(d);
+                _exit(0);
+        }
+        int st = 0;
+        ok(pid > 0 && waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+                "a double free aborts");
+        errno = 1234;
+        void *pm2 = NULL;
+        ok(ta_posix_memalign(&pm2, 64, 8) == 0 && errno == 1234, "posix_memalign leaves errno alone");
+        ta_free(pm2);
         return done_testing();
 }

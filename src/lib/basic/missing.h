@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #ifndef __GLIBC__
+/* musl 1.2.3 declares none of these; a later one may declare some (1.2.5 has statx): each is
+ * defined here only where the libc's headers did not. */
+#ifndef OPEN_TREE_CLONE
 #include <linux/mount.h> /* OPEN_TREE_*, MOVE_MOUNT_*, struct mount_attr, MOUNT_ATTR_* */
-#include <linux/stat.h> /* struct statx, STATX_* */
 
 static inline int open_tree(int dfd, const char *path, unsigned flags) {
         return (int) syscall(SYS_open_tree, dfd, path, flags);
@@ -25,8 +27,13 @@ static inline int open_tree(int dfd, const char *path, unsigned flags) {
 static inline int move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags) {
         return (int) syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
 }
+#endif
+
+#ifndef STATX_TYPE
+#include <linux/stat.h> /* struct statx, STATX_* */
 
 static inline int statx(int dfd, const char *path, int flags, unsigned mask, struct statx *buf) {
         return (int) syscall(SYS_statx, dfd, path, flags, mask, buf);
 }
+#endif
 #endif
