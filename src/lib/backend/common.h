@@ -49,10 +49,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_cgroup *, sbx_backend_cgroup_destroy);
 /* The seccomp programs for the init (observed, and plain where no listener can be had), as a
  * sealed memfd; *ret_opts are the observed program's options, for the supervisor to classify
  * notifications with. `extra` adds options (deny_inet, deny_metadata). */
-/* One program, no listener, raw BPF from the descriptor's offset (bwrap --seccomp), cached. */
-int sbx_backend_seccomp_raw_fd(const sbx_seccomp_opts *o, int *ret_fd, sbx_error *e);
 int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *extra,
         sbx_seccomp_opts *ret_opts, int *ret_fd, sbx_error *e);
+/* One program, no listener, raw BPF from the descriptor's offset (bwrap --seccomp), cached. */
+int sbx_backend_seccomp_raw_fd(const sbx_seccomp_opts *o, int *ret_fd, sbx_error *e);
 
 /* Benchmark builds only (-Dbench_knobs=true): SANDBOXER_BENCH_DISABLE lists layers to skip. */
 bool sbx_backend_bench_disabled(const char *layer);

@@ -289,21 +289,16 @@ static int resolve_env(const sbx_request *req, sbx_config *c, sbx_error *e) {
 /* The dynamic loader's index of the library directories goes with them: when a library directory
  * is readable (/usr, /lib, /lib64 or one below them), so is /etc/ld.so.cache, if the host has one.
  * Without it a dynamic program finds only the default directories' libraries, not those the
- * host's ld.so.conf.d adds (BLAS alternatives, for one), and the loader first tries ~36 hwcaps
+ * host's ld.so.conf adds (/usr/local/lib, for one), and the loader first tries ~36 hwcaps
  * paths for each library, each refused or missing. The cache names paths, nothing else. */
-static bool path_under(const char *path, const char *dir) {
-        size_t n = strlen(dir);
-        return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
-
 static int add_loader_cache(sbx_profile *p) {
         static const char cache[] = "/etc/ld.so.cache";
         bool libs = false;
         STRV_FOREACH(r, p->fs_read) {
-                if (streq(*r, "/") || streq(*r, "/etc") || streq(*r, cache))
+                if (path_is_under(cache, *r))
                         return 0; /* already readable */
-                if (path_under(*r, "/usr") || path_under(*r, "/lib") || path_under(*r, "/lib64"))
-                        libs = true;
+                libs = libs || path_is_under(*r, "/usr") || path_is_under(*r, "/lib") ||
+                       path_is_under(*r, "/lib64");
         }
         struct stat st;
         if (!libs || lstat(cache, &st) < 0 || !S_ISREG(st.st_mode))
