@@ -1,5 +1,6 @@
 /* test-policy.c — profiles, the policy file and config resolution: every class of bad input
  * fails with file:line:column and the key; narrowing and overrides follow the policy. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "basic/sha256.h"
 #include "basic/strv.h"
+#include "policy/policy-internal.h"
 #include "policy/policy.h"
 #include "tap.h"
 
@@ -302,6 +304,93 @@ static void test_values(void) {
                                  "workspace: {path: null}\nfilesystem: {exec: null}\n",
                         "observe scalar, nulls");
         ok(o && o->observe == SBX_OBSERVE_OFF && o->field_set[SBX_F_TTL], "observe: off parsed");
+}
+
+static bool str_same(const char *a, const char *b) {
+        return a && b ? streq(a, b) : a == b;
+}
+
+static bool strv_same(char *const *a, char *const *b) {
+        if (!a || !b)
+                return a == b;
+        for (; *a && *b; a++, b++)
+                if (!streq(*a, *b))
+                        return false;
+        return !*a && !*b;
+}
+
+/* The build-time snapshot (builtin-snapshot.h) is what the parser makes of each built-in: the
+ * strings and lists compared one by one, everything else byte for byte once those pointers are
+ * cleared, so a field snapshot-gen.c does not write out (or a pointer it does not know) fails. */
+static void test_snapshot(void) {
+        for (const char *const *id = sbx_builtin_profile_ids(); *id; id++) {
+                _cleanup_(sbx_profile_freep) sbx_profile *a = NULL, *b = NULL;
+                size_t len;
+                const char *text = builtin_profile_text_len(*id, &len);
+                char key[128];
+                snprintf(key, sizeof key, "builtin:%s", *id);
+                sbx_error e = {};
+                if (!ok(sbx_profile_parse(text, len, key, &a, &e) == 0 &&
+                                    builtin_profile_snapshot(*id, &b) == 0,
+                            "%s: parsed and snapshot", *id)) {
+                        skip(2, "no profile");
+                        continue;
+                }
+                bool same = str_same(a->id, b->id) && str_same(a->version, b->version) &&
+                            str_same(a->extends, b->extends) && str_same(a->source_file, b->source_file) &&
+                            str_same(a->ws_path, b->ws_path) && str_same(a->ws_mount, b->ws_mount) &&
+                            str_same(a->route_strategy, b->route_strategy) &&
+                            str_same(a->cost_class, b->cost_class) &&
+                            str_same(a->latency_class, b->latency_class) && str_same(a->cwd, b->cwd) &&
+                            strv_same(a->egress, b->egress) && strv_same(a->fs_read, b->fs_read) &&
+                            strv_same(a->fs_write, b->fs_write) && strv_same(a->fs_exec, b->fs_exec) &&
+                            strv_same(a->cmd_allow, b->cmd_allow) && strv_same(a->cmd_deny, b->cmd_deny) &&
+                            strv_same(a->secrets, b->secrets) &&
+                            strv_same(a->placement_prefer, b->placement_prefer) &&
+                            strv_same(a->placement_fallback, b->placement_fallback) &&
+                            strv_same(a->route_fallback, b->route_fallback) &&
+                            strv_same(a->route_constraints, b->route_constraints) && a->n_env == b->n_env;
+                for (size_t i = 0; same && i < a->n_env; i++)
+                        same = streq(a->env[i].name, b->env[i].name) &&
+                               streq(a->env[i].value, b->env[i].value);
+                ok(same, "%s: snapshot has the parse's strings, lists and env", *id);
+                sbx_profile x, y;
+                memcpy(&x, a, sizeof x);
+                memcpy(&y, b, sizeof y);
+                sbx_profile *const pv[] = {&x, &y};
+                for (size_t i = 0; i < 2; i++) {
+                        sbx_profile *p = pv[i];
+                        p->id = p->version = p->extends = p->source_file = p->ws_path = p->ws_mount = NULL;
+                        p->route_strategy = p->cost_class = p->latency_class = p->cwd = NULL;
+                        p->egress = p->fs_read = p->fs_write = p->fs_exec = p->cmd_allow = p->cmd_deny =
+                                NULL;
+                        p->secrets = p->placement_prefer = p->placement_fallback = p->route_fallback = NULL;
+                        p->route_constraints = NULL;
+                        p->env = NULL;
+                }
+                ok(memcmp(&x, &y, sizeof x) == 0, "%s: snapshot equals the parse in every other byte", *id);
+        }
+
+        _cleanup_(sbx_policy_freep) sbx_policy *a = NULL, *b = NULL;
+        size_t len;
+        const char *text = builtin_policy_text_len(&len);
+        sbx_error e = {};
+        if (ok(sbx_policy_parse(text, len, "builtin", &a, &e) == 0 && builtin_policy_snapshot(&b) == 0,
+                    "policy: parsed and snapshot")) {
+                ok(str_same(a->source_file, b->source_file) &&
+                                strv_same(a->write_allowed, b->write_allowed) &&
+                                strv_same(a->egress_allowed, b->egress_allowed),
+                        "policy: snapshot has the parse's strings and lists");
+                sbx_policy x, y;
+                memcpy(&x, a, sizeof x);
+                memcpy(&y, b, sizeof y);
+                x.source_file = y.source_file = NULL;
+                x.write_allowed = y.write_allowed = x.egress_allowed = y.egress_allowed = NULL;
+                ok(memcmp(&x, &y, sizeof x) == 0, "policy: snapshot equals the parse in every other byte");
+        } else
+                skip(2, "no policy");
+        ok(builtin_profile_snapshot("profile.nope", &(sbx_profile *){NULL}) == -ENOENT,
+                "no snapshot for an unknown id");
 }
 
 static void test_builtins(void) {
@@ -951,6 +1040,7 @@ int main(void) {
         test_structure();
         test_values();
         test_builtins();
+        test_snapshot();
         test_sha256();
         test_extends();
         test_search_path();

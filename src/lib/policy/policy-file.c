@@ -323,6 +323,9 @@ static int policy_parse(const char *text, size_t len, const char *name, const sb
 }
 
 static int builtin_policy(sbx_policy **ret, sbx_error *e) {
+        int r = builtin_policy_snapshot(ret);
+        if (r != -ENOENT)
+                return r < 0 ? sbx_error_set(e, r, "policy", "out of memory") : 0;
         size_t len;
         const char *text = builtin_policy_text_len(&len);
         return policy_parse(text, len, "builtin", NULL, ret, e);

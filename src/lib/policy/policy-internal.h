@@ -58,3 +58,8 @@ int env_name_check(const char *name, const char **ret_why);
 /* Built-in lookups (builtin.c). */
 const char *builtin_policy_text_len(size_t *ret_len);
 const char *builtin_profile_text_len(const char *id, size_t *ret_len);
+/* The built-ins as parsed at build time (builtin-snapshot.h): what sbx_profile_parse() and
+ * sbx_policy_parse() make of the texts above, without the parse. -ENOENT for an id that is not
+ * a built-in (and always in snapshot-gen itself), -ENOMEM. */
+int builtin_profile_snapshot(const char *id, sbx_profile **ret);
+int builtin_policy_snapshot(sbx_policy **ret);

@@ -1070,7 +1070,11 @@ static int load_by_id(const char *id, sbx_profile **ret, char **ret_key, sbx_err
                 return -ENOENT;
         if (asprintf(&key, "builtin:%s", id) < 0)
                 return -ENOMEM;
-        r = sbx_profile_parse(text, len, key, &p, e);
+        r = builtin_profile_snapshot(id, &p);
+        if (r == -ENOMEM)
+                return sbx_error_set(e, r, "profile: load", "out of memory");
+        if (r < 0)
+                r = sbx_profile_parse(text, len, key, &p, e);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(p);
