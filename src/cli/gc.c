@@ -259,11 +259,18 @@ int verb_gc(int argc, char **argv) {
                         0)
                         (void) strv_consume(&errors, msg);
         } else {
-                r = gc_runtime(rt, dry_run, &scratch, &errors);
-                if (r < 0) {
-                        char *msg = NULL;
-                        if (asprintf(&msg, "%s: %s", rt, strerror(-r)) >= 0)
-                                (void) strv_consume(&errors, msg);
+                /* and where the landlock backend puts its scratch when that is elsewhere
+                 * (sbx_backend_scratch_dir(): /dev/shm/sandboxer as root on a disk /run) */
+                char sd[PATH_MAX];
+                sbx_backend_scratch_dir_path(sd, sizeof sd);
+                const char *dirs[] = {rt, !rt_flag && !streq(sd, rt) ? sd : NULL};
+                for (size_t i = 0; i < ELEMENTSOF(dirs) && dirs[i]; i++) {
+                        r = gc_runtime(dirs[i], dry_run, &scratch, &errors);
+                        if (r < 0) {
+                                char *msg = NULL;
+                                if (asprintf(&msg, "%s: %s", dirs[i], strerror(-r)) >= 0)
+                                        (void) strv_consume(&errors, msg);
+                        }
                 }
         }
 

@@ -135,7 +135,7 @@ _sbx_state() {
         fi
         {
                 shopt -s nullglob
-                for p in /tmp/sandboxer* /run/sandboxer/* "${XDG_RUNTIME_DIR:-/run/user/$(id -u)}"/sandboxer/*; do
+                for p in /tmp/sandboxer* /run/sandboxer/* /dev/shm/sandboxer/* "${XDG_RUNTIME_DIR:-/run/user/$(id -u)}"/sandboxer/*; do
                         echo "file $p"
                 done
                 find /sys/fs/cgroup -type d -path '*/sandboxer*/*' 2>/dev/null | sed 's/^/cgroup /'

@@ -33,6 +33,29 @@ print(t)'
 scratch=$(tail -1 "$SBX_OUT_FILE")
 like "$(head -1 "$SBX_OUT_FILE")" "^True 0o700 \[\]$" "scratch is TMPDIR and HOME, mode 0700, empty at start"
 ok $([ -n "$scratch" ] && [ ! -e "$scratch" ] && echo 0 || echo 1) "the scratch directory is removed after the run ($scratch)"
+# where: as root the scratch is a tmpfs mounted on a directory made for the run; on a /run that
+# is a disk filesystem that directory goes to /dev/shm/sandboxer (no journalled mkdir/rmdir),
+# unless SANDBOXER_RUNTIME_DIR names the place, or /dev/shm/sandboxer is not ours
+if [ $root = 1 ] && [ -z "${SANDBOXER_RUNTIME_DIR:-}" ]; then
+        if [ "$(stat -f -c %T /run/sandboxer)" != tmpfs ] && [ "$(stat -f -c %T /dev/shm)" = tmpfs ]; then
+                like "$scratch" "^/dev/shm/sandboxer/run_" "root, /run on disk: the scratch's mount point is in /dev/shm/sandboxer"
+                if id sbxtest >/dev/null 2>&1 && rmdir /dev/shm/sandboxer 2>/dev/null; then
+                        install -d -o sbxtest -m 0711 /dev/shm/sandboxer
+                        run_sbx "${L[@]}" -- $PY -c 'import os; print(os.environ["TMPDIR"])'
+                        like "$SBX_RC:$SBX_OUT" "^0:/run/sandboxer/run_" "a /dev/shm/sandboxer of another user is not used: the runtime directory is"
+                        rmdir /dev/shm/sandboxer
+                else
+                        skip "no user sbxtest, or /dev/shm/sandboxer is in use"
+                fi
+        else
+                like "$scratch" "^/run/sandboxer/run_" "root, /run a tmpfs: the scratch is in the runtime directory"
+                skip "/dev/shm/sandboxer is not used here"
+        fi
+        SANDBOXER_RUNTIME_DIR=$SBX_TMP/rt2 run_sbx "${L[@]}" -- $PY -c 'import os; print(os.environ["TMPDIR"])'
+        like "$SBX_RC:$SBX_OUT" "^0:$SBX_TMP/rt2/run_" "SANDBOXER_RUNTIME_DIR holds the scratch when it is set"
+else
+        skip "as root without SANDBOXER_RUNTIME_DIR" 3
+fi
 for target in /tmp/sbx-ll-probe "$HOME/sbx-ll-probe" /var/tmp/sbx-ll-probe "$ws/new"; do
         run_sbx "${L[@]}" -- $PY -c "open('$target','w')"
         ok $([ "$SBX_RC" != 0 ] && [ ! -e "$target" ] && echo 0 || echo 1) "cannot create $target"

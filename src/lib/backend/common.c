@@ -18,10 +18,12 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <grp.h>
+#include <linux/magic.h>
 
 #include "basic/rm-rf.h"
 #include "basic/sha256.h"
@@ -1213,4 +1215,36 @@ void sbx_backend_runtime_dir_path(char *buf, size_t size) {
 int sbx_backend_runtime_dir(char *buf, size_t size) {
         sbx_backend_runtime_dir_path(buf, size);
         return own_dir(buf, geteuid() == 0 ? 0711 : 0700);
+}
+
+#define SHM_SCRATCH_DIR "/dev/shm/sandboxer"
+
+static bool on_memory_fs(const char *path) {
+        struct statfs sf;
+        return statfs(path, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+}
+
+/* Root, no SANDBOXER_RUNTIME_DIR, the runtime directory (runtime) on disk, /dev/shm a tmpfs. */
+static bool scratch_in_shm(const char *runtime) {
+        return geteuid() == 0 && !secure_getenv("SANDBOXER_RUNTIME_DIR") && !on_memory_fs(runtime) &&
+               on_memory_fs("/dev/shm");
+}
+
+int sbx_backend_scratch_dir(char *buf, size_t size) {
+        int r = sbx_backend_runtime_dir(buf, size);
+        if (r < 0 || !scratch_in_shm(buf))
+                return r;
+        /* a /dev/shm/sandboxer planted by another user is not used (own_dir refuses it): the
+         * runtime directory serves as before */
+        if (own_dir(SHM_SCRATCH_DIR, 0711) >= 0)
+                snprintf(buf, size, "%s", SHM_SCRATCH_DIR);
+        return 0;
+}
+
+void sbx_backend_scratch_dir_path(char *buf, size_t size) {
+        sbx_backend_runtime_dir_path(buf, size);
+        struct stat st;
+        if (scratch_in_shm(buf) && lstat(SHM_SCRATCH_DIR, &st) == 0 && S_ISDIR(st.st_mode) &&
+                st.st_uid == geteuid())
+                snprintf(buf, size, "%s", SHM_SCRATCH_DIR);
 }

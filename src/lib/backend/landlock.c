@@ -68,7 +68,7 @@ static void run_dir_remove(run_dir *d) {
 static int run_dir_make(
         run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid, double scratch_mb, sbx_error *e) {
         bool root = geteuid() == 0;
-        int r = sbx_backend_runtime_dir(d->base, sizeof d->base);
+        int r = sbx_backend_scratch_dir(d->base, sizeof d->base);
         if (r == -EPERM)
                 /* A directory somebody else planted (e.g. in /tmp) must not hold our scratch. */
                 return sbx_error_set(e, EPERM, "scratch",
