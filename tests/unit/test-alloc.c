@@ -1,6 +1,6 @@
 /* test-alloc.c — the musl CLI's allocator (src/cli/alloc.c), built here under other names so that
  * it runs beside the test's own libc allocator: classes, reuse, zeroing, realloc, alignment,
- * large blocks, bad arguments. */
+ * large blocks, bad arguments. And its open() (src/cli/musl-libc.c), the same way. */
 #define malloc ta_malloc
 #define free ta_free
 #define calloc ta_calloc
@@ -19,8 +19,16 @@
 #undef memalign
 #undef posix_memalign
 
+#include <fcntl.h> /* before the rename: glibc's own declarations (and fortify wrappers) of open */
+#define open ta_open
+int ta_open(const char *path, int flags, ...);
+#include "../../src/cli/musl-libc.c"
+#undef open
+
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "tap.h"
@@ -32,7 +40,41 @@ static bool all_bytes(const unsigned char *p, size_t n, unsigned char v) {
         return true;
 }
 
+/* open(): one system call, the same results as libc's */
+static void test_open(void) {
+        int fd = ta_open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ok(fd >= 0 && (fcntl(fd, F_GETFD) & FD_CLOEXEC), "open: O_CLOEXEC gives a close-on-exec fd");
+        if (fd >= 0)
+                close(fd);
+        fd = ta_open("/dev/null", O_RDWR);
+        ok(fd >= 0 && !(fcntl(fd, F_GETFD) & FD_CLOEXEC) && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR,
+                "open: without it, not; O_RDWR kept");
+        if (fd >= 0)
+                close(fd);
+        char dir[] = "/tmp/test-alloc-XXXXXX", path[64];
+        if (mkdtemp(dir)) {
+                snprintf(path, sizeof path, "%s/f", dir);
+                mode_t old = umask(0);
+                fd = ta_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+                umask(old);
+                struct stat st;
+                ok(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0640,
+                        "open: O_CREAT takes the mode");
+                if (fd >= 0)
+                        close(fd);
+                errno = 0;
+                ok(ta_open(path, O_WRONLY | O_CREAT | O_EXCL, 0600) == -1 && errno == EEXIST,
+                        "open: O_EXCL on an existing file: -1, EEXIST");
+                unlink(path);
+                rmdir(dir);
+        } else
+                skip(2, "mkdtemp");
+        errno = 0;
+        ok(ta_open("/nonexistent/x", O_RDONLY) == -1 && errno == ENOENT, "open: a missing file: -1, ENOENT");
+}
+
 int main(void) {
+        test_open();
         /* every size up to past the largest class: 16-aligned, usable >= asked, writable */
         bool aligned = true, big_enough = true;
         for (size_t n = 0; n < 300000; n = n < 64 ? n + 1 : n * 5 / 4) {
