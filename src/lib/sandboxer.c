@@ -34,7 +34,9 @@ struct sbx_run {
         char *failure;
         int in_fd, out_fd, err_fd;
         bool tty, handle_signals;
-        char *report_json;
+        char *report_json; /* made from last_rep when first asked for */
+        sbx_report *last_rep; /* the last run's report, and the configuration it points to */
+        sbx_config *last_cfg;
         char *error;
         sbx_secret *secrets;
         size_t n_secrets;
@@ -70,6 +72,8 @@ _public_ sbx_run *sbx_run_free(sbx_run *r) {
         free(r->bad_limit);
         free(r->failure);
         free(r->report_json);
+        sbx_report_free(r->last_rep);
+        sbx_config_free(r->last_cfg);
         free(r->error);
         for (size_t i = 0; i < r->n_secrets; i++) {
                 free(r->secrets[i].name);
@@ -162,6 +166,8 @@ _public_ int sbx_run_set_handle_signals(sbx_run *r, bool on) {
         return 0;
 }
 _public_ const char *sbx_run_report_json(sbx_run *r) {
+        if (!r->report_json && r->last_rep)
+                (void) sbx_report_to_json(r->last_rep, true, &r->report_json);
         return r->report_json;
 }
 _public_ const char *sbx_run_error(sbx_run *r) {
@@ -314,11 +320,16 @@ static int check_commands(const sbx_config *cfg, char *const *argv, sbx_report *
                 cmd, denied ? "denied" : "not allowed");
 }
 
-static int finish(sbx_run *r, sbx_report *rep) {
+/* The run's report is kept (with the configuration it points to), and written as JSON only when
+ * sbx_run_report_json() asks: `sandboxer run` without --report does not pay for it. */
+static int finish(sbx_run *r, sbx_report **rep, sbx_config **cfg) {
         free(r->report_json);
         r->report_json = NULL;
-        (void) sbx_report_to_json(rep, true, &r->report_json);
-        return rep->cli_exit;
+        sbx_report_free(r->last_rep);
+        sbx_config_free(r->last_cfg);
+        r->last_rep = TAKE_PTR(*rep);
+        r->last_cfg = TAKE_PTR(*cfg);
+        return r->last_rep->cli_exit;
 }
 
 _public_ int sbx_run_execute(sbx_run *r) {
@@ -417,7 +428,7 @@ _public_ int sbx_run_execute(sbx_run *r) {
         if (rep->wall_ms == 0)
                 rep->wall_ms = (int64_t) ((sbx_now_ns() - t0) / 1000000);
         sbx_debug_mark("report written");
-        return finish(r, rep);
+        return finish(r, &rep, &cfg);
 }
 
 #if HAVE_LINUX
@@ -473,7 +484,7 @@ _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
         if (rep->wall_ms == 0)
                 rep->wall_ms = (int64_t) ((sbx_now_ns() - t0) / 1000000);
         sbx_sandbox_free_internal(sb);
-        return finish(r, rep);
+        return finish(r, &rep, &cfg);
 }
 #else
 _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
