@@ -571,18 +571,23 @@ static bool procs_empty(sbx_cgroup *cg) {
         return true;
 }
 
-static sbx_cgroup *real_create(
-        const sbx_cgroup_probe_result *p, const char *what, const sbx_cgroup_limits *lim) {
+static sbx_cgroup *real_create_flags(
+        const sbx_cgroup_probe_result *p, const char *what, const sbx_cgroup_limits *lim, unsigned flags) {
         char name[64];
         sbx_error e = {};
         sbx_cgroup *cg = NULL;
         snprintf(name, sizeof name, "test-cgroup-%d-%s", (int) getpid(), what);
-        int r = sbx_cgroup_create(p, name, lim, 0, 0, &cg, &e);
+        int r = sbx_cgroup_create(p, name, lim, 0, flags, &cg, &e);
         if (!is_int(r, 0, "real %s: create %s", what, name))
                 diag("%s", e.message);
         if (cg)
                 track(cg);
         return cg;
+}
+
+static sbx_cgroup *real_create(
+        const sbx_cgroup_probe_result *p, const char *what, const sbx_cgroup_limits *lim) {
+        return real_create_flags(p, what, lim, 0);
 }
 
 static void destroy_checked(sbx_cgroup **cg, const char *what) {
@@ -595,7 +600,7 @@ static void destroy_checked(sbx_cgroup **cg, const char *what) {
         reap_all();
 }
 
-#define REAL_TESTS 58
+#define REAL_TESTS 65
 
 static void test_real_v1(void) {
         sbx_cgroup_probe_result p;
@@ -747,6 +752,33 @@ static void test_real_v1(void) {
                         what);
                 destroy_checked(&cg, what);
         }
+
+        /* A sandbox with a pid namespace of its own (SBX_CG_CREATE_NO_TRACKING): on a hybrid host
+         * no cgroup2 group and no freezer, only the limits' groups; killing what they hold still
+         * works (stopped processes too: SIGKILL needs no thaw). */
+        if (p.v2.usable && p.v2_kill) {
+                sbx_cgroup_limits ln = {.memory_bytes = 64u << 20, .pids = 16};
+                cg = real_create_flags(&p, "notrack", &ln, SBX_CG_CREATE_NO_TRACKING);
+                if (cg) {
+                        ok(sbx_cgroup_v2_fd(cg) < 0 && !sbx_cgroup_path(cg, SBX_CG_FREEZER) &&
+                                        sbx_cgroup_path(cg, SBX_CG_MEMORY) &&
+                                        sbx_cgroup_path(cg, SBX_CG_PIDS),
+                                "real notrack: memory and pids groups, no cgroup2 or freezer group");
+                        pid_t pid = fork_attached(cg, child_stopped_tree, NULL);
+                        st = 0;
+                        (void) waitpid(pid, &st, WUNTRACED);
+                        usleep(100000);
+                        is_int(sbx_cgroup_kill(cg), 0, "real notrack: kill");
+                        ok(procs_empty(cg), "real notrack: every group empty");
+                        st = 0;
+                        (void) waitpid(pid, &st, 0);
+                        ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+                                "real notrack: stopped child died of SIGKILL");
+                        destroy_checked(&cg, "notrack");
+                } else
+                        skip(6, "no cgroup");
+        } else
+                skip(7, "not a hybrid host with a cgroup2 tracking group");
 
         /* clone3(CLONE_INTO_CGROUP) with the cgroup2 tracking group of a hybrid host. */
         if (p.v2.usable) {

@@ -208,7 +208,8 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                 r = sbx_cgroup_owned_name(rep->id, name, sizeof name);
                 if (r < 0)
                         snprintf(name, sizeof name, "%s", rep->id);
-                r = sbx_cgroup_create(&probe, name, &cl, all, 0, &cg, &ce);
+                r = sbx_cgroup_create(
+                        &probe, name, &cl, all, ctx->own_pidns ? SBX_CG_CREATE_NO_TRACKING : 0, &cg, &ce);
                 if (r < 0)
                         cg = NULL;
                 /* Why a limit may end up without a cgroup: the probe's reason (with its fix), or

@@ -34,6 +34,7 @@ int sbx_backend_init_argv(
 
 typedef struct sbx_limit_context {
         bool fresh_userns; /* the sandbox has a uid of its own in a fresh user namespace */
+        bool own_pidns; /* and a pid namespace: its PID 1's death kills the whole tree */
         bool scratch_tmpfs; /* scratch is a tmpfs with size= */
 } sbx_limit_context;
 

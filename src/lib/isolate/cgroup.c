@@ -931,14 +931,16 @@ int sbx_cgroup_create(const sbx_cgroup_probe_result *probe, const char *name, co
 
         /* One group per distinct hierarchy directory. */
         unsigned v2_mask = 0;
+        bool no_tracking = flags & SBX_CG_CREATE_NO_TRACKING;
         for (size_t i = 0; i < _SBX_CG_CONTROLLER_MAX; i++) {
                 const sbx_cgroup_controller_probe *c = &probe->ctl[i];
                 if (!controller_usable(c, flags))
                         continue;
                 /* v1 freezer and cpuacct only duplicate what a cgroup2 group with cgroup.kill
                  * does (kill the tree; cpu.stat): each would cost a mkdir, an attach — the
-                 * expensive part — and an rmdir per run. */
-                if (probe->v2_kill && probe->v2.usable && c->version == SBX_CG_V1 &&
+                 * expensive part — and an rmdir per run. Nor are they made for a sandbox whose
+                 * pid namespace does the killing (SBX_CG_CREATE_NO_TRACKING). */
+                if (((probe->v2_kill && probe->v2.usable) || no_tracking) && c->version == SBX_CG_V1 &&
                         (i == SBX_CG_FREEZER || i == SBX_CG_CPUACCT))
                         continue;
                 r = group_add(cg, c, name);
@@ -948,7 +950,7 @@ int sbx_cgroup_create(const sbx_cgroup_probe_result *probe, const char *name, co
                 if (c->version == SBX_CG_V2 && (i == SBX_CG_MEMORY || i == SBX_CG_PIDS || i == SBX_CG_CPU))
                         v2_mask |= 1u << i;
         }
-        if (probe->v2.usable) {
+        if (probe->v2.usable && !(no_tracking && v2_mask == 0)) {
                 r = group_add(cg, &probe->v2, name);
                 if (r < 0)
                         return r;
