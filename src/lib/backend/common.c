@@ -754,7 +754,10 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
         rep->max_rss_kb = res.rusage.ru_maxrss;
         rep->stdout_bytes = res.stdout_bytes;
         sbx_cgroup_stats cst = {0};
-        bool have_stats = cg && sbx_cgroup_stats_read(cg, &cst) >= 0;
+        /* what the report uses; the peak memory only as evidence of an OOM, below */
+        bool have_stats =
+                cg && sbx_cgroup_stats_read_some(
+                              cg, SBX_CG_STAT_OOM | SBX_CG_STAT_PIDS | SBX_CG_STAT_PIDS_REFUSED, &cst) >= 0;
         if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
                 rep->pids_peak = (int64_t) cst.pids_peak;
         rep->stderr_bytes = res.stderr_bytes;
@@ -825,6 +828,9 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
         }
         rep->observation = res.listener ? "active" : res.observation_unavailable ? "unavailable" : "off";
         if (res.oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
+                sbx_cgroup_stats peak;
+                if (cg && sbx_cgroup_stats_read_some(cg, SBX_CG_STAT_MEMORY_PEAK, &peak) >= 0)
+                        cst.memory_peak_bytes = peak.memory_peak_bytes;
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
                 /* Evidence from the cgroup itself: its OOM event (we end the sandbox on it, which
                  * can beat the kernel's own OOM kill, then oom_kills stays 0) and its counters. */

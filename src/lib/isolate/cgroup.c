@@ -211,16 +211,20 @@ static int read_u64_at(const char *dir, const char *file, uint64_t *ret) {
 }
 
 /* "key value" lines (memory.events, cpu.stat, memory.oom_control, pids.events). */
+static int key_u64(const char *t, const char *key, uint64_t *ret) {
+        size_t kl = strlen(key);
+        for (const char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (strncmp(l, key, kl) == 0 && (l[kl] == ' ' || l[kl] == '\t'))
+                        return parse_u64(l + kl, ret);
+        return -ENODATA;
+}
+
 static int read_key_u64_at(const char *dir, const char *file, const char *key, uint64_t *ret) {
         _cleanup_free_ char *t = NULL;
         int r = read_at(dir, file, &t);
         if (r < 0)
                 return r;
-        size_t kl = strlen(key);
-        for (char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-                if (strncmp(l, key, kl) == 0 && (l[kl] == ' ' || l[kl] == '\t'))
-                        return parse_u64(l + kl, ret);
-        return -ENODATA;
+        return key_u64(t, key, ret);
 }
 
 /* Is word one of the whitespace-separated words of text? */
@@ -1231,10 +1235,25 @@ int sbx_cgroup_kill(sbx_cgroup *cg) {
 int sbx_cgroup_destroy(sbx_cgroup *cg) {
         if (!cg)
                 return 0;
+        cg->v2_fd = safe_close(cg->v2_fd);
+        /* The common end: the sandbox is gone and every group empty, which rmdir itself tells
+         * (EBUSY while a process is in one). So the groups go first, and the kill — which reads
+         * each group to find its processes — runs only for what rmdir refused. */
+        bool left = false;
+        for (size_t i = cg->n; i-- > 0;) {
+                cg_group *g = &cg->g[i];
+                if (!g->created)
+                        continue;
+                if (g->real && rmdir(g->path) == 0)
+                        g->created = false;
+                else
+                        left = true;
+        }
+        if (!left)
+                return 0;
         int r = sbx_cgroup_kill(cg);
         if (r == -EOPNOTSUPP)
                 r = 0;
-        cg->v2_fd = safe_close(cg->v2_fd);
         for (size_t i = cg->n; i-- > 0;) {
                 cg_group *g = &cg->g[i];
                 if (!g->created)
@@ -1252,6 +1271,10 @@ int sbx_cgroup_destroy(sbx_cgroup *cg) {
 }
 
 int sbx_cgroup_stats_read(sbx_cgroup *cg, sbx_cgroup_stats *ret) {
+        return sbx_cgroup_stats_read_some(cg, SBX_CG_STAT_ALL, ret);
+}
+
+int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *ret) {
         if (!cg || !ret)
                 return -EINVAL;
         sbx_cgroup_stats s = {
@@ -1270,40 +1293,57 @@ int sbx_cgroup_stats_read(sbx_cgroup *cg, sbx_cgroup_stats *ret) {
         if (mi >= 0) {
                 const char *p = cg->g[mi].path;
                 if (cg->g[mi].version == SBX_CG_V2) {
-                        if (read_key_u64_at(p, "memory.events", "oom_kill", &v) >= 0)
-                                s.oom_kills = v;
-                        if (read_key_u64_at(p, "memory.events", "max", &v) >= 0)
-                                s.memory_max_hits = v;
-                        if (read_u64_at(p, "memory.peak", &v) >= 0)
+                        _cleanup_free_ char *t = NULL;
+                        if ((what & (SBX_CG_STAT_OOM | SBX_CG_STAT_MEMORY_MAX_HITS)) &&
+                                read_at(p, "memory.events", &t) >= 0) {
+                                if ((what & SBX_CG_STAT_OOM) && key_u64(t, "oom_kill", &v) >= 0)
+                                        s.oom_kills = v;
+                                if ((what & SBX_CG_STAT_MEMORY_MAX_HITS) && key_u64(t, "max", &v) >= 0)
+                                        s.memory_max_hits = v;
+                        }
+                        if ((what & SBX_CG_STAT_MEMORY_PEAK) && read_u64_at(p, "memory.peak", &v) >= 0)
                                 s.memory_peak_bytes = v;
                 } else {
-                        if (read_key_u64_at(p, "memory.oom_control", "oom_kill", &v) >= 0)
+                        if ((what & SBX_CG_STAT_OOM) &&
+                                read_key_u64_at(p, "memory.oom_control", "oom_kill", &v) >= 0)
                                 s.oom_kills = v;
                         /* With memsw = memory the memsw counter is charged first and takes the
                          * failures; count whichever saw more. */
-                        if (read_u64_at(p, "memory.failcnt", &v) >= 0)
-                                s.memory_max_hits = v;
-                        uint64_t w;
-                        if (read_u64_at(p, "memory.memsw.failcnt", &w) >= 0 &&
-                                (s.memory_max_hits == SBX_CG_UNKNOWN || w > s.memory_max_hits))
-                                s.memory_max_hits = w;
-                        if (read_u64_at(p, "memory.max_usage_in_bytes", &v) >= 0)
+                        if (what & SBX_CG_STAT_MEMORY_MAX_HITS) {
+                                if (read_u64_at(p, "memory.failcnt", &v) >= 0)
+                                        s.memory_max_hits = v;
+                                uint64_t w;
+                                if (read_u64_at(p, "memory.memsw.failcnt", &w) >= 0 &&
+                                        (s.memory_max_hits == SBX_CG_UNKNOWN || w > s.memory_max_hits))
+                                        s.memory_max_hits = w;
+                        }
+                        if ((what & SBX_CG_STAT_MEMORY_PEAK) &&
+                                read_u64_at(p, "memory.max_usage_in_bytes", &v) >= 0)
                                 s.memory_peak_bytes = v;
                 }
         }
         int pi = cg->ctl_group[SBX_CG_PIDS];
         if (pi >= 0) {
                 const char *p = cg->g[pi].path;
-                if (read_u64_at(p, "pids.current", &v) >= 0) {
-                        s.pids_current = v;
-                        cg->pids_peak_seen = MAX(cg->pids_peak_seen, v);
+                if (what & SBX_CG_STAT_PIDS) {
+                        if (read_u64_at(p, "pids.peak", &v) >= 0)
+                                s.pids_peak = v;
+                        /* pids.current where asked for everything, or where it stands in for
+                         * the missing pids.peak */
+                        if ((what == SBX_CG_STAT_ALL || s.pids_peak == SBX_CG_UNKNOWN) &&
+                                read_u64_at(p, "pids.current", &v) >= 0) {
+                                s.pids_current = v;
+                                cg->pids_peak_seen = MAX(cg->pids_peak_seen, v);
+                                if (s.pids_peak == SBX_CG_UNKNOWN)
+                                        s.pids_peak = cg->pids_peak_seen;
+                        }
                 }
-                if (read_u64_at(p, "pids.peak", &v) >= 0)
-                        s.pids_peak = v;
-                else if (s.pids_current != SBX_CG_UNKNOWN)
-                        s.pids_peak = cg->pids_peak_seen;
-                if (read_key_u64_at(p, "pids.events", "max", &v) >= 0)
+                if ((what & SBX_CG_STAT_PIDS_REFUSED) && read_key_u64_at(p, "pids.events", "max", &v) >= 0)
                         s.pids_refused = v;
+        }
+        if (!(what & SBX_CG_STAT_CPU)) {
+                *ret = s;
+                return 0;
         }
         int ci = cg->ctl_group[SBX_CG_CPU], ai = cg->ctl_group[SBX_CG_CPUACCT],
             vi = cg->ctl_group[CG_V2_INDEX];
