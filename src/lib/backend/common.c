@@ -156,13 +156,15 @@ static sbx_mechanism mech_of(sbx_cg_version v) {
         return v == SBX_CG_V2 ? SBX_MECH_CGROUP_V2 : v == SBX_CG_V1 ? SBX_MECH_CGROUP_V1 : SBX_MECH_NONE;
 }
 
-/* Clean-up at run start of what runs killed with SIGKILL left behind: their cgroups (mounts and
- * scratch live in the sandbox's own mount namespace and die with it). The hot path, so nothing
- * but one getdents64() per cgroup base: groups are named "<run id>.<supervisor pid>.<pid ns>"
+/* Clean-up of what runs killed with SIGKILL left behind: their cgroups (mounts and scratch live
+ * in the sandbox's own mount namespace and die with it). On every run, so nothing but one
+ * getdents64() per cgroup base: groups are named "<run id>.<supervisor pid>.<pid ns>"
  * (sbx_cgroup_owned_name()), and a name whose supervisor is dead is a leftover — no stamp file,
- * no stat, no file read. Best effort: what cannot be removed yet (still populated while its
- * processes die) is left for a later run or `sandboxer gc`. */
-static void gc_leftovers_at_start(const sbx_cgroup_probe_result *probe) {
+ * no stat, no file read. Done once the sandbox is running (sbx_backend_launch), while its command
+ * starts on another CPU; here only when no group was made (then nothing waits for it). Best
+ * effort: what cannot be removed yet (still populated while its processes die) is left for a
+ * later run or `sandboxer gc`. */
+static void gc_leftovers(const sbx_cgroup_probe_result *probe) {
         (void) sbx_cgroup_gc_dead_owners(probe, NULL);
 }
 
@@ -193,7 +195,6 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
         sbx_cgroup *cg = NULL;
         int r = sbx_cgroup_probe("/sys/fs/cgroup", NULL, &probe);
         if (r >= 0) {
-                gc_leftovers_at_start(&probe);
                 sbx_cgroup_limits cl = {
                         .memory_bytes = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
                         .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
@@ -210,8 +211,10 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                         snprintf(name, sizeof name, "%s", rep->id);
                 r = sbx_cgroup_create(
                         &probe, name, &cl, all, ctx->own_pidns ? SBX_CG_CREATE_NO_TRACKING : 0, &cg, &ce);
-                if (r < 0)
+                if (r < 0) {
                         cg = NULL;
+                        gc_leftovers(&probe);
+                }
                 /* Why a limit may end up without a cgroup: the probe's reason (with its fix), or
                  * why creating the group failed. */
                 for (size_t i = 0; i < ELEMENTSOF(cg_limits); i++) {
@@ -1044,6 +1047,8 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         sbx_debug_mark("spawning");
         r = sbx_spawn(sp, &sv, e);
         sbx_debug_mark("init running");
+        if (r >= 0 && cg)
+                (void) sbx_cgroup_gc_dead_siblings(cg); /* see gc_leftovers() */
         for (int i = 0; i < n_cg_fds; i++)
                 close(cg_fds[i]);
         close(outp[1]), close(errp[1]), close(spair[1]);

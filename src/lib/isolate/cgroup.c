@@ -630,13 +630,37 @@ struct sbx_cgroup {
         int v2_fd;
         sbx_cg_version mech[_SBX_CG_LIMIT_MAX];
         uint64_t pids_peak_seen;
+        /* the probe's distinct bases, for sbx_cgroup_gc_dead_siblings() */
+        char *gc_base[_SBX_CG_CONTROLLER_MAX + 1];
+        bool gc_real[_SBX_CG_CONTROLLER_MAX + 1];
+        size_t n_gc;
 };
+
+/* The distinct bases of the probed hierarchies (a co-mounted cpu,cpuacct counts once). */
+static int probe_bases(
+        const sbx_cgroup_probe_result *probe, const sbx_cgroup_controller_probe **ret, size_t *n) {
+        *n = 0;
+        for (size_t i = 0; i <= _SBX_CG_CONTROLLER_MAX; i++) {
+                const sbx_cgroup_controller_probe *c =
+                        i < _SBX_CG_CONTROLLER_MAX ? &probe->ctl[i] : &probe->v2;
+                if (!c->base || c->version == SBX_CG_NONE)
+                        continue;
+                bool seen = false;
+                for (size_t j = 0; j < *n && !seen; j++)
+                        seen = streq(ret[j]->base, c->base);
+                if (!seen)
+                        ret[(*n)++] = c;
+        }
+        return 0;
+}
 
 sbx_cgroup *sbx_cgroup_free(sbx_cgroup *cg) {
         if (!cg)
                 return NULL;
         for (size_t i = 0; i < cg->n; i++)
                 free(cg->g[i].path);
+        for (size_t i = 0; i < cg->n_gc; i++)
+                free(cg->gc_base[i]);
         safe_close(cg->v2_fd);
         free(cg->name);
         free(cg);
@@ -910,6 +934,15 @@ int sbx_cgroup_create(const sbx_cgroup_probe_result *probe, const char *name, co
         cg->name = strdup(name);
         if (!cg->name)
                 return -ENOMEM;
+        const sbx_cgroup_controller_probe *bases[_SBX_CG_CONTROLLER_MAX + 1];
+        size_t nb;
+        (void) probe_bases(probe, bases, &nb);
+        for (size_t b = 0; b < nb; b++) {
+                if (!(cg->gc_base[b] = strdup(bases[b]->base)))
+                        return -ENOMEM;
+                cg->gc_real[b] = bases[b]->real;
+                cg->n_gc = b + 1;
+        }
 
         bool requested[_SBX_CG_LIMIT_MAX] = {
                 [SBX_CG_LIMIT_MEMORY] = lim->memory_bytes > 0,
@@ -1482,22 +1515,6 @@ static bool owner_alive(const char *name, uint64_t our_ns) {
 }
 
 /* The distinct bases of the probed hierarchies (v1 controllers sharing a mount share one). */
-static int probe_bases(
-        const sbx_cgroup_probe_result *probe, const sbx_cgroup_controller_probe **ret, size_t *n) {
-        *n = 0;
-        for (size_t i = 0; i <= _SBX_CG_CONTROLLER_MAX; i++) {
-                const sbx_cgroup_controller_probe *c =
-                        i < _SBX_CG_CONTROLLER_MAX ? &probe->ctl[i] : &probe->v2;
-                if (!c->base || c->version == SBX_CG_NONE)
-                        continue;
-                bool seen = false;
-                for (size_t j = 0; j < *n && !seen; j++)
-                        seen = streq(ret[j]->base, c->base);
-                if (!seen)
-                        ret[(*n)++] = c;
-        }
-        return 0;
-}
 
 int sbx_owned_dead_scan(int fd, char ***names) {
         uint64_t our_ns = 0;
@@ -1525,19 +1542,14 @@ int sbx_owned_dead_scan(int fd, char ***names) {
         }
 }
 
-int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_names) {
-        const sbx_cgroup_controller_probe *bases[_SBX_CG_CONTROLLER_MAX + 1];
+static int gc_dead_owners(char *const *base, const bool *real, size_t nb, char ***ret_names) {
         _cleanup_strv_free_ char **dead = NULL;
-        size_t nb;
         int removed = 0;
 
-        if (!probe)
-                return -EINVAL;
-        (void) probe_bases(probe, bases, &nb);
         /* One getdents64() per base, names only: a base holds the groups of live runs (and
          * now and then a leftover), so this stays a few syscalls. */
         for (size_t b = 0; b < nb; b++) {
-                _cleanup_close_ int fd = open(bases[b]->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_close_ int fd = open(base[b], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd < 0)
                         continue; /* no base yet, or not ours to read */
                 int r = sbx_owned_dead_scan(fd, &dead);
@@ -1552,11 +1564,11 @@ int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_
                 bool gone = true;
                 for (size_t b = 0; b < nb; b++) {
                         _cleanup_free_ char *path = NULL;
-                        if (path_join(&path, bases[b]->base, *d) < 0)
+                        if (path_join(&path, base[b], *d) < 0)
                                 return -ENOMEM;
                         /* No retry: a group still populated (its processes dying) waits for the
                          * next run; the hot path never sleeps. */
-                        if (rmdir_tree(path, bases[b]->real, false) < 0)
+                        if (rmdir_tree(path, real[b], false) < 0)
                                 gone = false;
                 }
                 if (gone) {
@@ -1568,6 +1580,27 @@ int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_
         if (ret_names)
                 *ret_names = TAKE_PTR(names);
         return removed;
+}
+
+int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_names) {
+        const sbx_cgroup_controller_probe *bases[_SBX_CG_CONTROLLER_MAX + 1];
+        char *base[_SBX_CG_CONTROLLER_MAX + 1];
+        bool real[_SBX_CG_CONTROLLER_MAX + 1];
+        size_t nb;
+        if (!probe)
+                return -EINVAL;
+        (void) probe_bases(probe, bases, &nb);
+        for (size_t b = 0; b < nb; b++) {
+                base[b] = bases[b]->base;
+                real[b] = bases[b]->real;
+        }
+        return gc_dead_owners(base, real, nb, ret_names);
+}
+
+int sbx_cgroup_gc_dead_siblings(sbx_cgroup *cg) {
+        if (!cg)
+                return -EINVAL;
+        return gc_dead_owners(cg->gc_base, cg->gc_real, cg->n_gc, NULL);
 }
 
 /* Does the group or any group below it list a process? */

@@ -236,3 +236,6 @@ int sbx_owned_dead_scan(int fd, char ***names);
  * any other form (those are for sbx_cgroup_gc()). Returns the number of groups removed or
  * -errno; if ret_names is non-NULL, the names removed (a strv the caller frees). */
 int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_names);
+/* The same over the bases of the probe cg was made from: for a caller that cleans up once its
+ * own sandbox has started, off the path to the command. */
+int sbx_cgroup_gc_dead_siblings(sbx_cgroup *cg);
