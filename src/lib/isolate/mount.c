@@ -202,7 +202,21 @@ int sbx_mkdir_p(const char *path, mode_t mode) {
         return 0;
 }
 
-/* Create the parent directories of path and an empty file or directory at path to mount on. */
+/* The parent directory make_mount_point() made last: a plan's mount points come grouped by
+ * directory (/dev/null, /dev/zero, ...), and each mkdir of an existing parent is a system call
+ * on the path to the command. Forgotten when something is mounted on it or above it. (The
+ * child runs one plan; nothing else in it uses this.) */
+static char made_parent[4096];
+
+static void forget_parent_under(const char *target) {
+        size_t n = strlen(target);
+        if (strncmp(made_parent, target, n) == 0 &&
+                (made_parent[n] == 0 || made_parent[n] == '/' || (n == 1 && target[0] == '/')))
+                made_parent[0] = 0;
+}
+
+/* Create the parent directories of path and an empty file or directory at path to mount on; what
+ * is there already is used as it is (e.g. a file under a read-only bind of its parent). */
 static int make_mount_point(const char *path, bool dir) {
         char buf[4096];
         size_t n = strlen(path);
@@ -212,22 +226,22 @@ static int make_mount_point(const char *path, bool dir) {
         char *slash = strrchr(buf, '/');
         if (slash && slash != buf) {
                 *slash = 0;
-                int r = sbx_mkdir_p(buf, 0755);
-                if (r < 0)
-                        return r;
+                if (!streq(buf, made_parent)) {
+                        int r = sbx_mkdir_p(buf, 0755);
+                        if (r < 0)
+                                return r;
+                        memcpy(made_parent, buf, (size_t) (slash - buf) + 1);
+                }
         }
-        struct stat st;
-        if (lstat(path, &st) == 0) /* already there, e.g. under a read-only bind of its parent */
-                return 0;
         if (dir) {
                 if (mkdir(path, 0755) < 0 && errno != EEXIST)
                         return -errno;
                 return 0;
         }
-        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0444);
+        /* O_EXCL: an existing file (or device, or directory) is never opened, only found */
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0444);
         if (fd < 0) {
-                /* A ro bind may already hold the file (e.g. /etc/passwd under a bound /etc). */
-                if (errno == EROFS || errno == EEXIST)
+                if (errno == EEXIST || errno == EROFS)
                         return 0;
                 return -errno;
         }
@@ -331,12 +345,29 @@ static int run_op(const sbx_mount_op *op, sbx_child_error *err) {
                             "newinstance,ptmxmode=0666,mode=620") < 0)
                         return sbx_child_fail(err, errno, "mount devpts", op->target);
                 return 0;
-        case SBX_MOP_SYMLINK:
-                r = make_mount_point(op->target, true); /* parents */
-                (void) rmdir(op->target);
-                if (symlink(op->data, op->target) < 0 && errno != EEXIST)
-                        return sbx_child_fail(err, errno, "create symlink", op->target);
+        case SBX_MOP_SYMLINK: {
+                char parent[4096];
+                size_t n = strlen(op->target);
+                if (n >= sizeof parent)
+                        return sbx_child_fail(err, ENAMETOOLONG, "create symlink", op->target);
+                memcpy(parent, op->target, n + 1);
+                char *slash = strrchr(parent, '/');
+                if (slash && slash != parent) {
+                        *slash = 0;
+                        if (!streq(parent, made_parent) && (r = sbx_mkdir_p(parent, 0755)) < 0)
+                                return sbx_child_fail(err, r, "create symlink", op->target);
+                        memcpy(made_parent, parent, (size_t) (slash - parent) + 1);
+                }
+                if (symlink(op->data, op->target) < 0) {
+                        if (errno != EEXIST)
+                                return sbx_child_fail(err, errno, "create symlink", op->target);
+                        /* an empty directory in its place (made as a parent before) gives way;
+                         * anything else there stays */
+                        if (rmdir(op->target) == 0 && symlink(op->data, op->target) < 0)
+                                return sbx_child_fail(err, errno, "create symlink", op->target);
+                }
                 return 0;
+        }
         case SBX_MOP_FILE:
                 r = write_file(op->target, op->data, op->data_len, op->mode ? op->mode : 0644);
                 if (r < 0)
@@ -409,10 +440,15 @@ int sbx_mount_plan_execute(const sbx_mount_plan *p, sbx_child_error *err) {
         if (chdir("/") < 0)
                 return sbx_child_fail(err, errno, "chdir", "/");
 
+        made_parent[0] = 0;
         for (size_t i = 0; i < p->n_ops; i++) {
                 int r = run_op(&p->ops[i], err);
                 if (r < 0)
                         return r;
+                /* a mount on or above the remembered parent hides it */
+                if (p->ops[i].type != SBX_MOP_SYMLINK && p->ops[i].type != SBX_MOP_FILE &&
+                        p->ops[i].type != SBX_MOP_MKDIR)
+                        forget_parent_under(p->ops[i].target);
         }
 
         if (umount2(SBX_OLDROOT, MNT_DETACH) < 0)
