@@ -427,15 +427,16 @@ int sbx_backend_ll_add_commands(int fd, int abi, const sbx_profile *pr, sbx_erro
         return 0;
 }
 
+/* The rule is for the inode the path names, symlinks followed (the open in
+ * sbx_landlock_add_path()): no realpath() first, which under musl is a readlink() per path
+ * component. A path that does not exist, or a dangling symlink, gets no rule. */
 int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, sbx_error *e) {
-        _cleanup_free_ char *real = realpath(path, NULL);
-        if (!real)
-                return errno == ENOENT ? 0
-                                       : sbx_error_set(e, errno, "landlock", "cannot resolve %s: %m", path);
-        int r = sbx_landlock_add_path(fd, abi, real, access);
+        int r = sbx_landlock_add_path(fd, abi, path, access);
+        if (r == -ENOENT)
+                return 0;
         if (r < 0)
                 return sbx_error_set(e, r, "landlock: add rule", "cannot add a Landlock rule for %s: %s",
-                        real, strerror(-r));
+                        path, strerror(-r));
         return 0;
 }
 
