@@ -209,8 +209,13 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                 r = sbx_cgroup_owned_name(rep->id, name, sizeof name);
                 if (r < 0)
                         snprintf(name, sizeof name, "%s", rep->id);
+                /* No group only to track and kill the tree where it cannot outgrow what the
+                 * limits' groups list: a pid namespace kills it with its PID 1, and without
+                 * spawning (seccomp refuses fork and clone) it is the init and the command. */
+                bool fixed_tree = ctx->own_pidns ||
+                                  (!cfg->profile->allow_spawn && !sbx_backend_bench_disabled("seccomp"));
                 r = sbx_cgroup_create(
-                        &probe, name, &cl, all, ctx->own_pidns ? SBX_CG_CREATE_NO_TRACKING : 0, &cg, &ce);
+                        &probe, name, &cl, all, fixed_tree ? SBX_CG_CREATE_NO_TRACKING : 0, &cg, &ce);
                 if (r < 0) {
                         cg = NULL;
                         gc_leftovers(&probe);

@@ -99,12 +99,12 @@ enum {
          * "no internal processes" rule keeps controllers from its children), move it into the
          * leaf "<own>/sandboxer/supervisor-PID" first, then enable the controllers. */
         SBX_CG_CREATE_MOVE_SELF = 1u << 0,
-        /* The caller's sandbox has a pid namespace of its own: killing its PID 1 kills every
-         * process of it, stopped ones too. So where the cgroup2 hierarchy holds none of the
-         * controllers used (a hybrid host), no group is made there just to track and kill the
-         * tree, nor in the v1 freezer: each group a process joins costs its mkdir, the join (a
-         * new css_set linked into every hierarchy) and the rmdir, ~0.2 ms a run on the
-         * development VM. sbx_cgroup_kill() then lists and kills what the v1 groups hold. */
+        /* The caller's sandbox has a pid namespace of its own (killing its PID 1 kills every
+         * process of it, stopped ones too), or cannot spawn. So where the cgroup2 hierarchy holds none of
+         * the controllers used (a hybrid host), no group is made there just to track and kill the tree, nor
+         * in the v1 freezer: each group a process joins costs its mkdir, the join (a new css_set linked into
+         * every hierarchy) and the rmdir, ~0.2 ms a run on the development VM. sbx_cgroup_kill() then lists
+         * and kills what the v1 groups hold. */
         SBX_CG_CREATE_NO_TRACKING = 1u << 1,
 };
 
