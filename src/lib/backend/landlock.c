@@ -286,7 +286,9 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_WORKSPACE_RW] = {true,
                 "Landlock write rights; as root only a workspace owned by run_as (no mount "
                 "namespace, no idmapped mount)"},
-        [SBX_CAP_SCRATCH] = {true, "a per-run directory under the runtime dir (a tmpfs as root)"},
+        [SBX_CAP_SCRATCH] = {true,
+                "a per-run directory under the runtime dir (as root a tmpfs, its mount point in "
+                "/dev/shm/sandboxer where the runtime dir is on disk)"},
         [SBX_CAP_NET_DENY] = {true, "seccomp: no inet/packet sockets; Landlock: TCP bind/connect denied"},
         [SBX_CAP_NET_LOOPBACK] = {false,
                 "no network namespace of its own: the host's loopback is refused with the rest"},
