@@ -636,7 +636,7 @@ struct sbx_cgroup {
         size_t n_gc;
 };
 
-/* The distinct bases of the probed hierarchies (a co-mounted cpu,cpuacct counts once). */
+/* The distinct bases of the probed hierarchies (v1 controllers sharing a mount share one). */
 static int probe_bases(
         const sbx_cgroup_probe_result *probe, const sbx_cgroup_controller_probe **ret, size_t *n) {
         *n = 0;
@@ -1513,8 +1513,6 @@ static bool owner_alive(const char *name, uint64_t our_ns) {
                 return false;
         return kill(pid, 0) == 0 || errno == EPERM;
 }
-
-/* The distinct bases of the probed hierarchies (v1 controllers sharing a mount share one). */
 
 int sbx_owned_dead_scan(int fd, char ***names) {
         uint64_t our_ns = 0;

@@ -215,24 +215,32 @@ static void forget_parent_under(const char *target) {
                 made_parent[0] = 0;
 }
 
-/* Create the parent directories of path and an empty file or directory at path to mount on; what
- * is there already is used as it is (e.g. a file under a read-only bind of its parent). */
-static int make_mount_point(const char *path, bool dir) {
+/* Create the parent directories of path, unless they are the ones made last. */
+static int make_parents(const char *path) {
         char buf[4096];
         size_t n = strlen(path);
         if (n >= sizeof buf)
                 return -ENAMETOOLONG;
         memcpy(buf, path, n + 1);
         char *slash = strrchr(buf, '/');
-        if (slash && slash != buf) {
-                *slash = 0;
-                if (!streq(buf, made_parent)) {
-                        int r = sbx_mkdir_p(buf, 0755);
-                        if (r < 0)
-                                return r;
-                        memcpy(made_parent, buf, (size_t) (slash - buf) + 1);
-                }
-        }
+        if (!slash || slash == buf)
+                return 0;
+        *slash = 0;
+        if (streq(buf, made_parent))
+                return 0;
+        int r = sbx_mkdir_p(buf, 0755);
+        if (r < 0)
+                return r;
+        memcpy(made_parent, buf, (size_t) (slash - buf) + 1);
+        return 0;
+}
+
+/* Create the parent directories of path and an empty file or directory at path to mount on; what
+ * is there already is used as it is (e.g. a file under a read-only bind of its parent). */
+static int make_mount_point(const char *path, bool dir) {
+        int r = make_parents(path);
+        if (r < 0)
+                return r;
         if (dir) {
                 if (mkdir(path, 0755) < 0 && errno != EEXIST)
                         return -errno;
@@ -345,19 +353,9 @@ static int run_op(const sbx_mount_op *op, sbx_child_error *err) {
                             "newinstance,ptmxmode=0666,mode=620") < 0)
                         return sbx_child_fail(err, errno, "mount devpts", op->target);
                 return 0;
-        case SBX_MOP_SYMLINK: {
-                char parent[4096];
-                size_t n = strlen(op->target);
-                if (n >= sizeof parent)
-                        return sbx_child_fail(err, ENAMETOOLONG, "create symlink", op->target);
-                memcpy(parent, op->target, n + 1);
-                char *slash = strrchr(parent, '/');
-                if (slash && slash != parent) {
-                        *slash = 0;
-                        if (!streq(parent, made_parent) && (r = sbx_mkdir_p(parent, 0755)) < 0)
-                                return sbx_child_fail(err, r, "create symlink", op->target);
-                        memcpy(made_parent, parent, (size_t) (slash - parent) + 1);
-                }
+        case SBX_MOP_SYMLINK:
+                if ((r = make_parents(op->target)) < 0)
+                        return sbx_child_fail(err, r, "create symlink", op->target);
                 if (symlink(op->data, op->target) < 0) {
                         if (errno != EEXIST)
                                 return sbx_child_fail(err, errno, "create symlink", op->target);
@@ -367,7 +365,6 @@ static int run_op(const sbx_mount_op *op, sbx_child_error *err) {
                                 return sbx_child_fail(err, errno, "create symlink", op->target);
                 }
                 return 0;
-        }
         case SBX_MOP_FILE:
                 r = write_file(op->target, op->data, op->data_len, op->mode ? op->mode : 0644);
                 if (r < 0)
