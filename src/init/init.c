@@ -545,9 +545,7 @@ static int run_command(char **argv, const char *cwd) {
                 return 125;
         }
         if (child == 0) {
-                struct sigaction sa = {.sa_handler = SIG_DFL};
-                for (int s = 1; s < NSIG; s++)
-                        (void) sigaction(s, &sa, NULL);
+                /* Every disposition is the default already (reset_ignored()): only the mask. */
                 sigset_t none;
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
@@ -637,6 +635,35 @@ static int run_command(char **argv, const char *cwd) {
         }
 }
 
+/* Dispositions come through an exec as "default" or "ignored" only, and an ignored one is our
+ * caller's, for neither us nor the command: SIGCHLD ignored would have the kernel reap the
+ * command behind our back (sigwaitinfo never woken, its status lost), SIGPIPE ignored would
+ * change how the command ends on a closed pipe. Each ignored one goes back to the default —
+ * the set is /proc/self/status's SigIgn, one read instead of a sigaction per signal — so the
+ * command, forked from us, starts with the defaults too. Without /proc: every signal. */
+static void reset_ignored(void) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        uint64_t ign = ~0ULL;
+        char buf[2048];
+        int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+                close(fd);
+        if (n > 0) {
+                buf[n] = 0;
+                const char *l = strstr(buf, "\nSigIgn:\t");
+                char *end;
+                if (l) {
+                        unsigned long long v = strtoull(l + 9, &end, 16);
+                        if (end != l + 9)
+                                ign = v;
+                }
+        }
+        for (int s = 1; s < NSIG && s <= 64; s++)
+                if (ign & (1ULL << (s - 1)))
+                        (void) sigaction(s, &dfl, NULL);
+}
+
 int main(int argc, char **argv) {
         extern char **environ;
         const char *cwd = NULL;
@@ -670,6 +697,7 @@ int main(int argc, char **argv) {
                 return 125;
         (void) tty;
 
+        reset_ignored();
         pid_ns_init = getpid() == 1;
         if (!pid_ns_init && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: prctl(PR_SET_CHILD_SUBREAPER)");

@@ -27,6 +27,23 @@ run_sbx "${S[@]}" -- /tmp
 is "$SBX_RC" 126 "a directory: 126"
 assert_no_leftovers
 
+# --- a caller that ignores SIGCHLD and SIGPIPE: ignored dispositions survive exec, but they are
+# the caller's. SIGCHLD ignored had the kernel reap the command behind the init's back (the run
+# hung until its timeout); the command starts with every disposition at its default. ---
+for be in native landlock; do
+        prof=(); [ $be = landlock ] && prof=(--profile profile.python)
+        out=$(timeout 30 python3 -c '
+import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$SANDBOXER" run --policy "$POL" --backend $be "${prof[@]}" -- \
+                /bin/grep -h SigIgn /proc/self/status /nonexistent 2>&1)
+        rc=$? # grep: 2, a file missing
+        is "$rc" 2 "$be: caller ignoring SIGCHLD: the exit code comes through (no hang)"
+        like "$out" 'SigIgn:[[:space:]]+0+'$'\n' "$be: the command's dispositions are the defaults"
+done
+assert_no_leftovers
+
 # --- 125: sandboxer's own failures, with a setup_error report ---
 run_sbx "${S[@]}" --bogus-flag -- /bin/true
 is "$SBX_RC" 125 "unknown option: 125"

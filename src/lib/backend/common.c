@@ -498,11 +498,15 @@ static int cache_dir(char *buf, size_t size) {
                 snprintf(buf, size, "%s", env);
         else if (geteuid() == 0)
                 snprintf(buf, size, "/var/cache/sandboxer");
-        else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/')
+        else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/') {
                 snprintf(buf, size, "%s/sandboxer", env);
-        else if ((home = getenv("HOME")) && home[0] == '/')
+                /* the base directory may not be there yet: XDG says make it, 0700 */
+                (void) mkdir(env, 0700);
+        } else if ((home = getenv("HOME")) && home[0] == '/') {
+                snprintf(buf, size, "%s/.cache", home);
+                (void) mkdir(buf, 0700); /* a fresh account has none yet */
                 snprintf(buf, size, "%s/.cache/sandboxer", home);
-        else
+        } else
                 return -ENOENT;
         /* 0755 as root: the bwrap backend keeps a copy of the init here for run_as to reach;
          * the cached programs themselves are 0600 */

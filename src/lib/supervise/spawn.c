@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,8 +25,11 @@ static _noreturn_ void child_die(int errfd, const sbx_child_error *ce) {
         _exit(n == (ssize_t) sizeof *ce ? 125 : 126);
 }
 
-/* Runs in the child: syscalls only. */
-static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int errfd) {
+/* Runs in the child: syscalls only. syncfd < 0: nothing to wait for (the vfork-style spawn,
+ * sharing the parent's memory while the parent sleeps); *unblock: the signal mask to restore
+ * just before the exec (NULL: leave it). */
+static _noreturn_ void child_main(
+        const sbx_spawn_params *p, int syncfd, int errfd, const sigset_t *unblock) {
         sbx_child_error ce = {0};
         char c;
 
@@ -33,14 +37,16 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
                 sbx_child_fail(&ce, errno, "prctl(PR_SET_PDEATHSIG)", NULL);
                 child_die(errfd, &ce);
         }
-        /* Wait for the parent to write our id maps and place us in our cgroup. */
-        ssize_t n;
-        do
-                n = read(syncfd, &c, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 1)
-                _exit(125); /* parent gone or failed: it reports */
-        close(syncfd);
+        if (syncfd >= 0) {
+                /* Wait for the parent to write our id maps and place us in our cgroup. */
+                ssize_t n;
+                do
+                        n = read(syncfd, &c, 1);
+                while (n < 0 && errno == EINTR);
+                if (n != 1)
+                        _exit(125); /* parent gone or failed: it reports */
+                close(syncfd);
+        }
 
         /* Into our v1 cgroups before anything else (we are still the only thread). */
         if (p->n_self_attach_fds > 0) {
@@ -185,6 +191,8 @@ static _noreturn_ void child_main(const sbx_spawn_params *p, int syncfd, int err
                 child_die(errfd, &ce);
         }
 
+        if (unblock)
+                (void) sigprocmask(SIG_SETMASK, unblock, NULL);
         syscall(SYS_execveat, 6, "", p->init_argv, p->envp, AT_EMPTY_PATH);
         sbx_child_fail(&ce, errno, "execute sandboxer-init", NULL);
         child_die(errfd, &ce);
@@ -211,23 +219,67 @@ static pid_t do_clone(const sbx_spawn_params *p, int *ret_pidfd) {
                 ret_pidfd, NULL, 0);
 }
 
+/* The vfork-style start, where the child waits for nothing of ours: no id maps to write (no
+ * user namespace, nor any other: the child only drops privileges and execs) and no move by pid.
+ * The child shares our memory and runs on a stack of its own while we sleep until its exec
+ * (CLONE_VFORK), so no page tables are copied and neither side takes copy-on-write faults
+ * afterwards. Not where a cgroup2 group is entered at clone: CLONE_INTO_CGROUP is clone3's,
+ * and clone3 starts no function on a new stack. Our signals are blocked across it: a handler
+ * of a library caller's must not run on the child's stack in our memory; the child restores
+ * the mask just before its exec. */
+#define VFORK_STACK_SIZE (256 * 1024)
+
+struct vfork_args {
+        const sbx_spawn_params *p;
+        int errfd;
+        const sigset_t *mask;
+};
+
+static int vfork_child(void *arg) {
+        const struct vfork_args *a = arg;
+        child_main(a->p, -1, a->errfd, a->mask);
+}
+
+static bool vfork_style(const sbx_spawn_params *p) {
+        return p->clone_flags == 0 && !p->after_clone && p->cgroup_fd < 0;
+}
+
+static pid_t do_vfork(const sbx_spawn_params *p, int errfd, int *ret_pidfd) {
+        void *stack = mmap(NULL, VFORK_STACK_SIZE, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (stack == MAP_FAILED)
+                return -1;
+        sigset_t all, old;
+        sigfillset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, &old);
+        struct vfork_args a = {.p = p, .errfd = errfd, .mask = &old};
+        pid_t pid = clone(vfork_child, (char *) stack + VFORK_STACK_SIZE,
+                CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &a, ret_pidfd);
+        int err = errno;
+        (void) sigprocmask(SIG_SETMASK, &old, NULL);
+        (void) munmap(stack, VFORK_STACK_SIZE);
+        errno = err;
+        return pid;
+}
+
 int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
-        int syncp[2], errp[2];
-        if (pipe2(syncp, O_CLOEXEC) < 0)
+        int syncp[2] = {-1, -1}, errp[2];
+        bool vf = vfork_style(p);
+        if (!vf && pipe2(syncp, O_CLOEXEC) < 0)
                 return sbx_error_set(e, errno, "spawn: pipe", "cannot create a pipe: %m");
         if (pipe2(errp, O_CLOEXEC) < 0) {
                 int r = sbx_error_set(e, errno, "spawn: pipe", "cannot create a pipe: %m");
-                close(syncp[0]);
-                close(syncp[1]);
+                safe_close(syncp[0]);
+                safe_close(syncp[1]);
                 return r;
         }
 
         int pidfd = -1;
         uint64_t t0 = sbx_now_ns();
-        pid_t pid = do_clone(p, &pidfd);
+        pid_t pid = vf ? do_vfork(p, errp[1], &pidfd) : do_clone(p, &pidfd);
         if (pid < 0) {
                 int err = errno;
-                close(syncp[0]), close(syncp[1]), close(errp[0]), close(errp[1]);
+                safe_close(syncp[0]), safe_close(syncp[1]), close(errp[0]), close(errp[1]);
                 if (err == EPERM || err == ENOSPC || err == EUSERS)
                         return sbx_error_set(e, err, "spawn: clone", "cannot create namespaces: %s%s",
                                 strerror(err),
@@ -243,9 +295,9 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
         if (pid == 0) {
                 close(syncp[1]);
                 close(errp[0]);
-                child_main(p, syncp[0], errp[1]);
+                child_main(p, syncp[0], errp[1], NULL);
         }
-        close(syncp[0]);
+        safe_close(syncp[0]);
         close(errp[1]);
 
         int r = 0;
@@ -254,9 +306,9 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
                         p->allow_setgroups, e);
         if (r >= 0 && p->after_clone)
                 r = p->after_clone(pid, p->userdata, e);
-        if (r >= 0 && write(syncp[1], "x", 1) != 1)
+        if (r >= 0 && !vf && write(syncp[1], "x", 1) != 1)
                 r = sbx_error_set(e, errno, "spawn: sync", "cannot release the sandbox child: %m");
-        close(syncp[1]);
+        safe_close(syncp[1]);
 
         if (r >= 0) {
                 sbx_child_error ce;
