@@ -1540,13 +1540,22 @@ int sbx_owned_dead_scan(int fd, char ***names) {
         }
 }
 
-static int gc_dead_owners(char *const *base, const bool *real, size_t nb, char ***ret_names) {
+/* own[b]: our own group is a directory of base[b] (NULL: none of ours anywhere). */
+static int gc_dead_owners(
+        char *const *base, const bool *real, const bool *own, size_t nb, char ***ret_names) {
         _cleanup_strv_free_ char **dead = NULL;
         int removed = 0;
 
         /* One getdents64() per base, names only: a base holds the groups of live runs (and
-         * now and then a leftover), so this stays a few syscalls. */
+         * now and then a leftover), so this stays a few syscalls. Fewer still where the base's
+         * link count says it holds no group but ours: a cgroupfs directory counts its
+         * subdirectories in st_nlink (2 + n), so one stat answers for the common case of one
+         * run at a time. */
         for (size_t b = 0; b < nb; b++) {
+                struct stat st;
+                if (real[b] && stat(base[b], &st) == 0 && st.st_nlink >= 2 &&
+                        st.st_nlink - 2 <= (nlink_t) (own && own[b] ? 1 : 0))
+                        continue;
                 _cleanup_close_ int fd = open(base[b], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd < 0)
                         continue; /* no base yet, or not ours to read */
@@ -1592,13 +1601,22 @@ int sbx_cgroup_gc_dead_owners(const sbx_cgroup_probe_result *probe, char ***ret_
                 base[b] = bases[b]->base;
                 real[b] = bases[b]->real;
         }
-        return gc_dead_owners(base, real, nb, ret_names);
+        return gc_dead_owners(base, real, NULL, nb, ret_names);
 }
 
 int sbx_cgroup_gc_dead_siblings(sbx_cgroup *cg) {
         if (!cg)
                 return -EINVAL;
-        return gc_dead_owners(cg->gc_base, cg->gc_real, cg->n_gc, NULL);
+        bool own[_SBX_CG_CONTROLLER_MAX + 1] = {0};
+        for (size_t b = 0; b < cg->n_gc; b++) {
+                size_t l = strlen(cg->gc_base[b]);
+                for (size_t i = 0; i < cg->n && !own[b]; i++) {
+                        const char *p = cg->g[i].path;
+                        own[b] = cg->g[i].created && strncmp(p, cg->gc_base[b], l) == 0 && p[l] == '/' &&
+                                 !strchr(p + l + 1, '/');
+                }
+        }
+        return gc_dead_owners(cg->gc_base, cg->gc_real, own, cg->n_gc, NULL);
 }
 
 /* Does the group or any group below it list a process? */
