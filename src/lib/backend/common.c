@@ -1177,17 +1177,43 @@ fail_fds:
         return r;
 }
 
-/* The first executable `name` on $PATH (or the standard directories), opened for execveat. */
+/* The first executable `name` on $PATH (or the standard directories), opened for execveat.
+ * A run asks for its tool more than once (the backend's probe, auto's choice, the run itself),
+ * and each search is an access() per PATH directory — ten here: the last place found is
+ * remembered (per thread, for the same PATH) and tried first. */
 int sbx_backend_open_tool(const char *name, char *path, size_t size) {
+        static __thread struct {
+                char name[32];
+                const char *path_env;
+                char found[PATH_MAX];
+        } memo[4];
+        static __thread unsigned n_memo;
         const char *env = getenv("PATH");
         const char *dirs = env && *env ? env : "/usr/local/bin:/usr/bin:/bin";
+        for (unsigned i = 0; i < n_memo && i < ELEMENTSOF(memo); i++)
+                if (streq(memo[i].name, name) && memo[i].path_env == env && strlen(memo[i].found) < size &&
+                        access(memo[i].found, X_OK) == 0) {
+                        int fd = open(memo[i].found, O_RDONLY | O_CLOEXEC);
+                        if (fd >= 0) {
+                                memcpy(path, memo[i].found, strlen(memo[i].found) + 1);
+                                return fd;
+                        }
+                }
         for (const char *p = dirs; *p;) {
                 size_t l = strcspn(p, ":");
                 if (l > 0 && (size_t) snprintf(path, size, "%.*s/%s", (int) l, p, name) < size &&
                         access(path, X_OK) == 0) {
                         int fd = open(path, O_RDONLY | O_CLOEXEC);
-                        if (fd >= 0)
+                        if (fd >= 0) {
+                                if (strlen(name) < sizeof memo[0].name &&
+                                        strlen(path) < sizeof memo[0].found) {
+                                        unsigned k = n_memo++ % ELEMENTSOF(memo);
+                                        snprintf(memo[k].name, sizeof memo[k].name, "%s", name);
+                                        snprintf(memo[k].found, sizeof memo[k].found, "%s", path);
+                                        memo[k].path_env = env;
+                                }
                                 return fd;
+                        }
                 }
                 p += l;
                 if (*p == ':')

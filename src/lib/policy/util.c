@@ -28,11 +28,23 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len, sb
         if ((uint64_t) st.st_size > max)
                 return sbx_error_set(e, EFBIG, "read", "%s is too large (%lld bytes, at most %zu)", path,
                         (long long) st.st_size, max);
-        buf = malloc(max + 1);
+        /* Sized by the file (a 1 MiB buffer for a 1 KB policy was an mmap, a page fault and an
+         * munmap of its own), grown if the file grows while we read, up to max + 1 bytes: one
+         * more than allowed, to tell "too large". */
+        size_t cap = (size_t) st.st_size + 2;
+        buf = malloc(cap);
         if (!buf)
                 return -ENOMEM;
         for (;;) {
-                ssize_t k = read(fd, buf + n, max + 1 - n);
+                if (n + 1 >= cap && cap < max + 2) {
+                        size_t ncap = cap * 2 < max + 2 ? cap * 2 : max + 2;
+                        char *nb = realloc(buf, ncap);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        cap = ncap;
+                }
+                ssize_t k = read(fd, buf + n, cap - 1 - n);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
