@@ -56,6 +56,23 @@ echo 'id: [' >"$SBX_TMP/bad.yaml"
 run_sbx "${S[@]}" --profile "$SBX_TMP/bad.yaml" -- /bin/true
 is "$SBX_RC" 125 "malformed profile: 125"
 like "$SBX_ERR" 'bad.yaml:[0-9]+:[0-9]+' "malformed profile: file:line:column"
+# Policy and profile files are kept as they parsed (the cache directory), keyed by their bytes:
+# an edit between two runs applies at once, and a file broken by an edit fails with its position.
+export SANDBOXER_CACHE_DIR=$SBX_TMP/cache
+sed 's/timeout_s: 45,/timeout_s: 41,/' "$POL" >"$SBX_TMP/pc.yaml"
+run_sbx --policy "$SBX_TMP/pc.yaml" --backend native -- /bin/true
+run_sbx --policy "$SBX_TMP/pc.yaml" --backend native -- /bin/true
+is "$(json_get "$SBX_REPORT" 'd["config"]["limits"]["timeout_s"]["value"]')" 41 "policy file, second run: timeout_s 41"
+ls "$SANDBOXER_CACHE_DIR"/parse-*.bin >/dev/null 2>&1
+ok $? "the parsed policy file is kept in the cache directory"
+sed -i 's/timeout_s: 41,/timeout_s: 42,/' "$SBX_TMP/pc.yaml"
+run_sbx --policy "$SBX_TMP/pc.yaml" --backend native -- /bin/true
+is "$(json_get "$SBX_REPORT" 'd["config"]["limits"]["timeout_s"]["value"]')" 42 "the file edited: timeout_s 42 at once"
+sed -i 's/^run_as: .*/run_az: 1/' "$SBX_TMP/pc.yaml"
+run_sbx --policy "$SBX_TMP/pc.yaml" --backend native -- /bin/true
+is "$SBX_RC" 125 "the file broken by an edit: 125"
+like "$SBX_ERR" 'pc.yaml:[0-9]+:[0-9]+.*run_az' "and the error names file, line, column and key"
+unset SANDBOXER_CACHE_DIR
 run_sbx --timeout 5 -- /bin/true
 is "$SBX_RC" 125 "per-request override refused by the default policy: 125"
 like "$SBX_ERR" 'timeout_s' "refusal names the policy key timeout_s"

@@ -1,5 +1,6 @@
 /* test-policy.c — profiles, the policy file and config resolution: every class of bad input
  * fails with file:line:column and the key; narrowing and overrides follow the policy. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "basic/sha256.h"
 #include "basic/strv.h"
+#include "policy/parse-cache.h"
 #include "policy/policy-internal.h"
 #include "policy/policy.h"
 #include "tap.h"
@@ -319,6 +321,58 @@ static bool strv_same(char *const *a, char *const *b) {
         return !*a && !*b;
 }
 
+/* a and b hold the same strings, lists and environment. */
+static bool profile_strings_same(const sbx_profile *a, const sbx_profile *b) {
+        bool same = str_same(a->id, b->id) && str_same(a->version, b->version) &&
+                    str_same(a->extends, b->extends) && str_same(a->source_file, b->source_file) &&
+                    str_same(a->ws_path, b->ws_path) && str_same(a->ws_mount, b->ws_mount) &&
+                    str_same(a->route_strategy, b->route_strategy) &&
+                    str_same(a->cost_class, b->cost_class) && str_same(a->latency_class, b->latency_class) &&
+                    str_same(a->cwd, b->cwd) && strv_same(a->egress, b->egress) &&
+                    strv_same(a->fs_read, b->fs_read) && strv_same(a->fs_write, b->fs_write) &&
+                    strv_same(a->fs_exec, b->fs_exec) && strv_same(a->cmd_allow, b->cmd_allow) &&
+                    strv_same(a->cmd_deny, b->cmd_deny) && strv_same(a->secrets, b->secrets) &&
+                    strv_same(a->placement_prefer, b->placement_prefer) &&
+                    strv_same(a->placement_fallback, b->placement_fallback) &&
+                    strv_same(a->route_fallback, b->route_fallback) &&
+                    strv_same(a->route_constraints, b->route_constraints) && a->n_env == b->n_env;
+        for (size_t i = 0; same && i < a->n_env; i++)
+                same = streq(a->env[i].name, b->env[i].name) && streq(a->env[i].value, b->env[i].value);
+        return same;
+}
+
+/* a and b are the same in every byte but their pointers. */
+static bool profile_bytes_same(const sbx_profile *a, const sbx_profile *b) {
+        sbx_profile x, y;
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, b, sizeof y);
+        sbx_profile *const pv[] = {&x, &y};
+        for (size_t i = 0; i < 2; i++) {
+                sbx_profile *p = pv[i];
+                p->id = p->version = p->extends = p->source_file = p->ws_path = p->ws_mount = NULL;
+                p->route_strategy = p->cost_class = p->latency_class = p->cwd = NULL;
+                p->egress = p->fs_read = p->fs_write = p->fs_exec = p->cmd_allow = p->cmd_deny = NULL;
+                p->secrets = p->placement_prefer = p->placement_fallback = p->route_fallback = NULL;
+                p->route_constraints = NULL;
+                p->env = NULL;
+        }
+        return memcmp(&x, &y, sizeof x) == 0;
+}
+
+static bool policy_strings_same(const sbx_policy *a, const sbx_policy *b) {
+        return str_same(a->source_file, b->source_file) && strv_same(a->write_allowed, b->write_allowed) &&
+               strv_same(a->egress_allowed, b->egress_allowed);
+}
+
+static bool policy_bytes_same(const sbx_policy *a, const sbx_policy *b) {
+        sbx_policy x, y;
+        memcpy(&x, a, sizeof x);
+        memcpy(&y, b, sizeof y);
+        x.source_file = y.source_file = NULL;
+        x.write_allowed = y.write_allowed = x.egress_allowed = y.egress_allowed = NULL;
+        return memcmp(&x, &y, sizeof x) == 0;
+}
+
 /* The build-time snapshot (builtin-snapshot.h) is what the parser makes of each built-in: the
  * strings and lists compared one by one, everything else byte for byte once those pointers are
  * cleared, so a field snapshot-gen.c does not write out (or a pointer it does not know) fails. */
@@ -336,39 +390,8 @@ static void test_snapshot(void) {
                         skip(2, "no profile");
                         continue;
                 }
-                bool same = str_same(a->id, b->id) && str_same(a->version, b->version) &&
-                            str_same(a->extends, b->extends) && str_same(a->source_file, b->source_file) &&
-                            str_same(a->ws_path, b->ws_path) && str_same(a->ws_mount, b->ws_mount) &&
-                            str_same(a->route_strategy, b->route_strategy) &&
-                            str_same(a->cost_class, b->cost_class) &&
-                            str_same(a->latency_class, b->latency_class) && str_same(a->cwd, b->cwd) &&
-                            strv_same(a->egress, b->egress) && strv_same(a->fs_read, b->fs_read) &&
-                            strv_same(a->fs_write, b->fs_write) && strv_same(a->fs_exec, b->fs_exec) &&
-                            strv_same(a->cmd_allow, b->cmd_allow) && strv_same(a->cmd_deny, b->cmd_deny) &&
-                            strv_same(a->secrets, b->secrets) &&
-                            strv_same(a->placement_prefer, b->placement_prefer) &&
-                            strv_same(a->placement_fallback, b->placement_fallback) &&
-                            strv_same(a->route_fallback, b->route_fallback) &&
-                            strv_same(a->route_constraints, b->route_constraints) && a->n_env == b->n_env;
-                for (size_t i = 0; same && i < a->n_env; i++)
-                        same = streq(a->env[i].name, b->env[i].name) &&
-                               streq(a->env[i].value, b->env[i].value);
-                ok(same, "%s: snapshot has the parse's strings, lists and env", *id);
-                sbx_profile x, y;
-                memcpy(&x, a, sizeof x);
-                memcpy(&y, b, sizeof y);
-                sbx_profile *const pv[] = {&x, &y};
-                for (size_t i = 0; i < 2; i++) {
-                        sbx_profile *p = pv[i];
-                        p->id = p->version = p->extends = p->source_file = p->ws_path = p->ws_mount = NULL;
-                        p->route_strategy = p->cost_class = p->latency_class = p->cwd = NULL;
-                        p->egress = p->fs_read = p->fs_write = p->fs_exec = p->cmd_allow = p->cmd_deny =
-                                NULL;
-                        p->secrets = p->placement_prefer = p->placement_fallback = p->route_fallback = NULL;
-                        p->route_constraints = NULL;
-                        p->env = NULL;
-                }
-                ok(memcmp(&x, &y, sizeof x) == 0, "%s: snapshot equals the parse in every other byte", *id);
+                ok(profile_strings_same(a, b), "%s: snapshot has the parse's strings, lists and env", *id);
+                ok(profile_bytes_same(a, b), "%s: snapshot equals the parse in every other byte", *id);
         }
 
         _cleanup_(sbx_policy_freep) sbx_policy *a = NULL, *b = NULL;
@@ -377,16 +400,8 @@ static void test_snapshot(void) {
         sbx_error e = {};
         if (ok(sbx_policy_parse(text, len, "builtin", &a, &e) == 0 && builtin_policy_snapshot(&b) == 0,
                     "policy: parsed and snapshot")) {
-                ok(str_same(a->source_file, b->source_file) &&
-                                strv_same(a->write_allowed, b->write_allowed) &&
-                                strv_same(a->egress_allowed, b->egress_allowed),
-                        "policy: snapshot has the parse's strings and lists");
-                sbx_policy x, y;
-                memcpy(&x, a, sizeof x);
-                memcpy(&y, b, sizeof y);
-                x.source_file = y.source_file = NULL;
-                x.write_allowed = y.write_allowed = x.egress_allowed = y.egress_allowed = NULL;
-                ok(memcmp(&x, &y, sizeof x) == 0, "policy: snapshot equals the parse in every other byte");
+                ok(policy_strings_same(a, b), "policy: snapshot has the parse's strings and lists");
+                ok(policy_bytes_same(a, b), "policy: snapshot equals the parse in every other byte");
         } else
                 skip(2, "no policy");
         ok(builtin_profile_snapshot("profile.nope", &(sbx_profile *){NULL}) == -ENOENT,
@@ -965,6 +980,166 @@ static void test_config(void) {
         sbx_profile_free(p);
 }
 
+/* The one entry in the cache directory (there is one at a time: cleared before each case). */
+static const char *cache_entry(void) {
+        static char path[512];
+        path[0] = 0;
+        DIR *d = opendir(tpath("cache"));
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (strncmp(de->d_name, "parse-", 6) == 0)
+                        snprintf(path, sizeof path, "%s/%s", tpath("cache"), de->d_name);
+        if (d)
+                closedir(d);
+        return path;
+}
+
+static void cache_clear(void) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf -- '%s' && mkdir -m 700 '%s'", tpath("cache"), tpath("cache"));
+        if (system(cmd) != 0)
+                diag("could not reset %s", tpath("cache"));
+}
+
+/* Parsed files kept for the next runs (parse-cache.c): each built-in, a profile with every field
+ * and the built-in policy go through an entry and come back the same. The original is freed
+ * before the entry is read, so a pointer field the cache does not know (copied as a raw
+ * pointer) is a use after free under ASan and a double free at the latest. */
+static void test_parse_cache(void) {
+        static const char every_field[] = HDR
+                "extends: profile.default\n"
+                "isolation: {level: policy, mode: strict, backend: landlock}\n"
+                "network: {default: deny, egress: [api.example.com, \"10.0.0.0/8\"], loopback: false}\n"
+                "workspace: {path: /srv/src, mount: /workspace/a, access: rw}\n"
+                "filesystem: {read: [/usr, /etc], write: [/var/cache/x], exec: [/usr/bin]}\n"
+                "process: {allow_spawn: false, commands: {mode: strict, allow: [python3], deny: [curl]}}\n"
+                "limits: {timeout_s: 1.5h, cpus: 0.5, memory_mb: 256, pids: 16}\n"
+                "on_violation: kill\n"
+                "env: {PYTHONPATH: /w, EMPTY: \"\"}\n"
+                "secrets: [db-password]\n"
+                "ttl: {default: 30m, max: 2d, idle: 600}\n"
+                "placement: {prefer: [host-a], fallback: [host-b]}\n"
+                "route: {strategy: lowest-cost, fallback: [e2b], constraints: {gpu: false, region: [eu, "
+                "us]}}\n"
+                "metadata: {cost_class: cheap, latency_class: fast}\n"
+                "observe: {mode: required, fs_writes: true}\n"
+                "high_risk: true\n"
+                "cwd: /workspace\n";
+        setenv("SANDBOXER_CACHE_DIR", tpath("cache"), 1);
+        const char *const *ids = sbx_builtin_profile_ids();
+        size_t n_ids = strv_length((char **) ids);
+        for (size_t i = 0; i <= n_ids; i++) { /* each built-in, then every_field */
+                const char *id = i < n_ids ? ids[i] : "every-field";
+                size_t len = sizeof every_field - 1;
+                const char *text = i < n_ids ? builtin_profile_text_len(ids[i], &len) : every_field;
+                _cleanup_(sbx_profile_freep) sbx_profile *a = NULL, *b = NULL;
+                sbx_profile *stored = NULL;
+                sbx_error e = {};
+                cache_clear();
+                if (!ok(sbx_profile_parse(text, len, "/p/t.yaml", &a, &e) == 0 &&
+                                    sbx_profile_parse(text, len, "/p/t.yaml", &stored, &e) == 0,
+                            "cache %s: parsed", id)) {
+                        diag("%s", fmt(&e));
+                        skip(3, "no profile");
+                        continue;
+                }
+                sbx_parse_cache_store(SBX_PARSE_CACHE_PROFILE, text, len, "/p/t.yaml", stored);
+                sbx_profile_free(stored);
+                int r = sbx_parse_cache_load(SBX_PARSE_CACHE_PROFILE, text, len, "/p/t.yaml", (void **) &b);
+                if (!ok(r == 0 && b, "cache %s: stored and read back", id)) {
+                        diag("r=%d", r);
+                        skip(2, "no entry");
+                        continue;
+                }
+                ok(profile_strings_same(a, b), "cache %s: the same strings, lists and env", id);
+                ok(profile_bytes_same(a, b), "cache %s: the same in every other byte", id);
+        }
+
+        /* the policy */
+        size_t len;
+        const char *text = builtin_policy_text_len(&len);
+        _cleanup_(sbx_policy_freep) sbx_policy *a = NULL, *b = NULL;
+        sbx_policy *stored = NULL;
+        sbx_error e = {};
+        cache_clear();
+        if (ok(sbx_policy_parse(text, len, "/p/policy.yaml", &a, &e) == 0 &&
+                            sbx_policy_parse(text, len, "/p/policy.yaml", &stored, &e) == 0,
+                    "cache policy: parsed")) {
+                sbx_parse_cache_store(SBX_PARSE_CACHE_POLICY, text, len, "/p/policy.yaml", stored);
+                sbx_policy_free(stored);
+                ok(sbx_parse_cache_load(SBX_PARSE_CACHE_POLICY, text, len, "/p/policy.yaml", (void **) &b) ==
+                                        0 &&
+                                b && policy_strings_same(a, b) && policy_bytes_same(a, b) &&
+                                streq(a->sha256, b->sha256),
+                        "cache policy: read back the same, its digest too");
+        } else
+                skip(1, "no policy");
+
+        /* what misses: another name, other bytes, the other kind */
+        void *x = NULL;
+        ok(sbx_parse_cache_load(SBX_PARSE_CACHE_POLICY, text, len, "/p/other.yaml", &x) < 0 && !x,
+                "cache: another file name misses");
+        ok(sbx_parse_cache_load(SBX_PARSE_CACHE_POLICY, text, len - 1, "/p/policy.yaml", &x) < 0 && !x,
+                "cache: other bytes miss");
+        ok(sbx_parse_cache_load(SBX_PARSE_CACHE_PROFILE, text, len, "/p/policy.yaml", &x) < 0 && !x,
+                "cache: the other kind misses");
+
+        /* damaged, truncated, or not ours alone: not used */
+        const char *entry = cache_entry();
+        struct stat st;
+        if (ok(entry[0] && stat(entry, &st) == 0 && (st.st_mode & 0777) == 0600,
+                    "cache: the entry is 0600")) {
+                FILE *f = fopen(entry, "r+");
+                if (f) {
+                        fseek(f, st.st_size / 2, SEEK_SET);
+                        int c = fgetc(f);
+                        fseek(f, st.st_size / 2, SEEK_SET);
+                        fputc(c ^ 0x5a, f);
+                        fclose(f);
+                }
+                ok(sbx_parse_cache_load(SBX_PARSE_CACHE_POLICY, text, len, "/p/policy.yaml", &x) ==
+                                        -EBADMSG &&
+                                !x,
+                        "cache: a damaged entry is refused (its digest)");
+                if (truncate(entry, st.st_size - 3) < 0)
+                        diag("truncate: %m");
+                ok(sbx_parse_cache_load(SBX_PARSE_CACHE_POLICY, text, len, "/p/policy.yaml", &x) ==
+                                        -EBADMSG &&
+                                !x,
+                        "cache: a truncated entry is refused");
+                sbx_policy *s2 = NULL;
+                if (sbx_policy_parse(text, len, "/p/policy.yaml", &s2, &e) == 0) {
+                        cache_clear();
+                        sbx_parse_cache_store(SBX_PARSE_CACHE_POLICY, text, len, "/p/policy.yaml", s2);
+                        sbx_policy_free(s2);
+                }
+                entry = cache_entry();
+                if (chmod(entry, 0666) < 0)
+                        diag("chmod: %m");
+                ok(sbx_parse_cache_load(SBX_PARSE_CACHE_POLICY, text, len, "/p/policy.yaml", &x) == -EPERM &&
+                                !x,
+                        "cache: an entry others may write is not read");
+        } else
+                skip(3, "no entry");
+
+        /* sbx_policy_load() of a file: the second load comes from the entry, an edit misses */
+        cache_clear();
+        write_file("pc-policy.yaml", "version: 1\nrun_as: 1234\n");
+        _cleanup_(sbx_policy_freep) sbx_policy *l1 = NULL, *l2 = NULL, *l3 = NULL;
+        ok(sbx_policy_load(tpath("pc-policy.yaml"), &l1, &e) == 0 && cache_entry()[0] &&
+                        sbx_policy_load(tpath("pc-policy.yaml"), &l2, &e) == 0 && l2->run_as == 1234,
+                "cache: a policy file loads, is kept, and loads again from the entry");
+        write_file("pc-policy.yaml", "version: 1\nrun_as: 4321\n");
+        ok(sbx_policy_load(tpath("pc-policy.yaml"), &l3, &e) == 0 && l3->run_as == 4321,
+                "cache: the edited file is parsed again (its bytes are the key)");
+        write_file("pc-bad.yaml", "version: 1\nrun_az: 1\n");
+        cache_clear();
+        sbx_policy *bad = NULL;
+        ok(sbx_policy_load(tpath("pc-bad.yaml"), &bad, &e) < 0 && !bad && !cache_entry()[0],
+                "cache: a file that does not parse leaves no entry");
+        unsetenv("SANDBOXER_CACHE_DIR");
+}
+
 static void test_dump_roundtrip(void) {
         for (const char *const *id = sbx_builtin_profile_ids(); *id; id++) {
                 _cleanup_(sbx_profile_freep) sbx_profile *p = NULL, *q = NULL;
@@ -1047,6 +1222,7 @@ int main(void) {
         test_policy_file();
         test_config();
         test_dump_roundtrip();
+        test_parse_cache();
 
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", tmpdir);

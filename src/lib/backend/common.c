@@ -25,6 +25,7 @@
 #include <grp.h>
 #include <linux/magic.h>
 
+#include "basic/cache.h"
 #include "basic/rm-rf.h"
 #include "basic/sha256.h"
 #include "basic/strv.h"
@@ -476,77 +477,25 @@ static bool under_seccomp(void) {
  * (violations answer their errno on their own) for where no listener can be installed — absent
  * when observation is required, or when allow_spawn: false needs the listener to let exactly
  * one execve through. The init loads it for itself and everything under it. */
-/* Create dir (mode) if missing; 0, or -EPERM when what is there is not a directory of ours that
- * only we can write. */
-static int own_dir(const char *dir, mode_t mode) {
-        if (mkdir(dir, mode) < 0 && errno != EEXIST)
-                return -errno;
-        struct stat st;
-        if (lstat(dir, &st) < 0)
-                return -errno;
-        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-                return -EPERM;
-        return 0;
-}
-
-/* The cache dir: $SANDBOXER_CACHE_DIR, /var/cache/sandboxer as root, $XDG_CACHE_HOME/sandboxer or
- * ~/.cache/sandboxer; created 0700; -EPERM when what is there is not a directory of ours that
- * only we can write. */
-static int cache_dir(char *buf, size_t size) {
-        const char *env = secure_getenv("SANDBOXER_CACHE_DIR"), *home;
-        if (env && env[0] == '/')
-                snprintf(buf, size, "%s", env);
-        else if (geteuid() == 0)
-                snprintf(buf, size, "/var/cache/sandboxer");
-        else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/') {
-                snprintf(buf, size, "%s/sandboxer", env);
-                /* the base directory may not be there yet: XDG says make it, 0700 */
-                (void) mkdir(env, 0700);
-        } else if ((home = getenv("HOME")) && home[0] == '/') {
-                snprintf(buf, size, "%s/.cache", home);
-                (void) mkdir(buf, 0700); /* a fresh account has none yet */
-                snprintf(buf, size, "%s/.cache/sandboxer", home);
-        } else
-                return -ENOENT;
-        /* 0755 as root: the bwrap backend keeps a copy of the init here for run_as to reach;
-         * the cached programs themselves are 0600 */
-        return own_dir(buf, geteuid() == 0 ? 0755 : 0700);
-}
-
 /* The compiled programs are cached in the cache dir (ours alone), keyed by the
  * options and by the identity of the code that compiled them (the file holding this library, or
  * the program itself when linked statically: device, inode, size, mtime), so a rebuild never reads an older
  * table's programs. Compiling costs ~0.4 ms a run; reading the cache ~0.03 ms. */
 static int seccomp_cache_path(
         const sbx_seccomp_opts *o, const sbx_seccomp_opts *po, bool obs, bool pl, char *buf, size_t size) {
-        Dl_info di;
-        struct stat st;
         char rt[PATH_MAX];
-        /* A static binary has no loader to ask: the code is the running program's. */
-        const char *code = dladdr((void *) sbx_seccomp_build, &di) && di.dli_fname && di.dli_fname[0]
-                                   ? di.dli_fname
-                                   : "/proc/self/exe";
-        if (stat(code, &st) < 0 || cache_dir(rt, sizeof rt) < 0)
-                return -ENOENT;
         struct {
                 sbx_seccomp_opts o, po;
                 bool obs, pl;
-                dev_t dev;
-                ino_t ino;
-                off_t size;
-                int64_t mtime_ns;
-                char version[32];
+                sbx_code_id code;
         } key;
         memset(&key, 0, sizeof key);
+        if (sbx_code_identity(&key.code) < 0 || sbx_cache_dir(rt, sizeof rt) < 0)
+                return -ENOENT;
         key.o = *o;
         key.po = *po;
         key.obs = obs;
         key.pl = pl;
-        key.dev = st.st_dev;
-        key.ino = st.st_ino;
-        key.size = st.st_size;
-        key.mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-        snprintf(key.version, sizeof key.version, "%s", SBX_VERSION);
         char hex[65];
         sha256_hex(&key, sizeof key, hex);
         hex[24] = 0;
@@ -575,51 +524,15 @@ static bool seccomp_cache_read(const char *path, bool obs, bool pl, int fd) {
         return write_all_fd(fd, buf, (size_t) st.st_size) >= 0;
 }
 
-/* Each build keys its own entries: keep the cache small — entries unused for a week go, and
- * beyond 64 the oldest. Runs on a cache miss only. */
-static void seccomp_cache_prune(const char *path) {
+/* Each build keys its own entries: the cache is kept small (sbx_cache_prune), on a miss only. */
+static void seccomp_cache_write(const char *path, int fd) {
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s", path);
         char *slash = strrchr(dir, '/');
-        if (!slash)
-                return;
-        *slash = 0;
-        DIR *d = opendir(dir);
-        if (!d)
-                return;
-        struct {
-                char name[64];
-                time_t t;
-        } e[256];
-        size_t n = 0;
-        time_t now = time(NULL);
-        struct dirent *de;
-        while ((de = readdir(d)) && n < ELEMENTSOF(e)) {
-                struct stat st;
-                if (strncmp(de->d_name, "seccomp-", 8) != 0 || strlen(de->d_name) >= sizeof e[0].name ||
-                        fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-                        continue;
-                time_t t = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime;
-                if (now - t > 7 * 86400) {
-                        (void) unlinkat(dirfd(d), de->d_name, 0);
-                        continue;
-                }
-                snprintf(e[n].name, sizeof e[n].name, "%s", de->d_name);
-                e[n++].t = t;
+        if (slash) {
+                *slash = 0;
+                sbx_cache_prune(dir, "seccomp-", 64);
         }
-        while (n > 64) { /* drop the oldest */
-                size_t old = 0;
-                for (size_t i = 1; i < n; i++)
-                        if (e[i].t < e[old].t)
-                                old = i;
-                (void) unlinkat(dirfd(d), e[old].name, 0);
-                e[old] = e[--n];
-        }
-        closedir(d);
-}
-
-static void seccomp_cache_write(const char *path, int fd) {
-        seccomp_cache_prune(path);
         char tmp[PATH_MAX + 16], buf[65536];
         snprintf(tmp, sizeof tmp, "%s.%d", path, (int) getpid());
         _cleanup_close_ int c = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -1262,7 +1175,7 @@ void sbx_backend_runtime_dir_path(char *buf, size_t size) {
 
 int sbx_backend_runtime_dir(char *buf, size_t size) {
         sbx_backend_runtime_dir_path(buf, size);
-        return own_dir(buf, geteuid() == 0 ? 0711 : 0700);
+        return sbx_own_dir(buf, geteuid() == 0 ? 0711 : 0700);
 }
 
 #define SHM_SCRATCH_DIR "/dev/shm/sandboxer"
@@ -1284,7 +1197,7 @@ int sbx_backend_scratch_dir(char *buf, size_t size) {
                 return r;
         /* a /dev/shm/sandboxer planted by another user is not used (own_dir refuses it): the
          * runtime directory serves as before */
-        if (own_dir(SHM_SCRATCH_DIR, 0711) >= 0)
+        if (sbx_own_dir(SHM_SCRATCH_DIR, 0711) >= 0)
                 snprintf(buf, size, "%s", SHM_SCRATCH_DIR);
         return 0;
 }

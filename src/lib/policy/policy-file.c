@@ -5,6 +5,7 @@
 
 #include "basic/sha256.h"
 #include "basic/strv.h"
+#include "policy/parse-cache.h"
 #include "policy/policy-internal.h"
 
 sbx_policy *sbx_policy_free(sbx_policy *p) {
@@ -358,7 +359,12 @@ int sbx_policy_load(const char *path, sbx_policy **ret, sbx_error *e) {
         r = read_full_file(path, PROFILE_MAX_FILE, &text, &len, e);
         if (r < 0)
                 return r;
-        return sbx_policy_parse(text, len, path, ret, e);
+        if (sbx_parse_cache_load(SBX_PARSE_CACHE_POLICY, text, len, path, (void **) ret) >= 0)
+                return 0;
+        r = sbx_policy_parse(text, len, path, ret, e);
+        if (r >= 0)
+                sbx_parse_cache_store(SBX_PARSE_CACHE_POLICY, text, len, path, *ret);
+        return r;
 }
 
 const char *sbx_builtin_policy_text(void) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "basic/strv.h"
+#include "policy/parse-cache.h"
 #include "policy/policy-internal.h"
 
 /* Leaves: the unit of inheritance along `extends`. Limits inherit through limits.set[]. */
@@ -1011,9 +1012,12 @@ static int load_file(const char *path, sbx_profile **ret, char **ret_key, sbx_er
         if (!key)
                 return sbx_error_set(
                         e, errno, "profile: load", "cannot resolve %s: %s", path, strerror(errno));
-        r = sbx_profile_parse(text, len, path, ret, e);
-        if (r < 0)
-                return r;
+        if (sbx_parse_cache_load(SBX_PARSE_CACHE_PROFILE, text, len, path, (void **) ret) < 0) {
+                r = sbx_profile_parse(text, len, path, ret, e);
+                if (r < 0)
+                        return r;
+                sbx_parse_cache_store(SBX_PARSE_CACHE_PROFILE, text, len, path, *ret);
+        }
         *ret_key = TAKE_PTR(key);
         return 0;
 }
