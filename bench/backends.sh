@@ -6,7 +6,9 @@
 # (a descriptor only sandboxer holds) too; for native and landlock, which are sandboxer's own,
 # it is the command run bare. The difference is what sandboxer adds: policy and profile loading,
 # the seccomp compile, cgroups (as root), the init, the supervisor, the report. Target: <= 2 ms
-# median per backend. Prints a table; not a test (it never fails on a slow result).
+# median per backend. The two run alternately, pair after pair; OVERHEAD is the median of the
+# pairs' differences (a load change moves both sides alike). Prints a table; not a test (it
+# never fails on a slow result).
 # podman: "by hand" is the generated `podman run` line with the init taken out, and with what
 # only sandboxer holds: --preserve-fds (its descriptors) and --cgroup-parent (its per-run group;
 # podman then makes its own). docker: sandboxer's figure only (it speaks the API; there is no
@@ -16,7 +18,8 @@
 #   bash bench/backends.sh [--runs N]
 #
 # Environment: SANDBOXER (default build/src/cli/sandboxer). As root the tools run as the policy's
-# run_as uid, as sandboxer runs them (setpriv); firejail needs an ordinary uid: sbxtest if present.
+# run_as uid, as sandboxer runs them (the harness's child switches uid before its exec); firejail
+# needs an ordinary uid: sbxtest if present.
 # Unprivileged (no cgroup delegation here) the cgroup limits are best_effort in the bench policy.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,23 +41,36 @@ sed -e "s/^run_as: .*/run_as: $uid/" -e "s/^enforce: .*/enforce: { best_effort: 
 PROF=$TMP/bench.yaml
 printf 'id: bench\nversion: "1.0.0"\nextends: profile.default\nisolation:\n  level: policy\nfilesystem:\n  read: [/usr, /lib, /lib64, /bin, /etc/ssl/certs, /etc/localtime, /etc/python3, /etc/python3.11]\n' >"$PROF"
 chmod 644 "$POL" "$PROF"
-AS=(); [ "$(id -u)" = 0 ] && AS=(setpriv --reuid "$uid" --regid "$uid" --clear-groups)
+# As root the tools run by hand as the policy's run_as uid, as sandboxer runs them: the harness's
+# child switches to it between fork and exec (subprocess's user=/group=/extra_groups=), as
+# sandboxer's does, so no setuid helper's own exec (setpriv: 1.2 ms) sits in either figure.
+AS_UID=""; [ "$(id -u)" = 0 ] && AS_UID=$uid
 
-# median_ms RUNS CMD... — median wall time of CMD in ms (python's clock, no shell in between).
-median_ms() {
+# paired RUNS AS_UID N CMD_A... CMD_B... — CMD_A (its first N words) and CMD_B run alternately,
+# one after the other, RUNS times each (after 3 rounds not counted), CMD_B as uid AS_UID when
+# that is set.
+# Prints "median_A median_B median(A - B)" in ms: the difference of each pair, so a load change
+# during the measurement moves both sides alike. "nan" when a command fails.
+paired() {
         python3 - "$@" <<'EOF'
 import statistics, subprocess, sys, time
-runs, cmd = int(sys.argv[1]), sys.argv[2:]
-for _ in range(3):
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-t = []
-for _ in range(runs):
+runs, as_uid, na = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+a, b = sys.argv[4:4 + na], sys.argv[4 + na:]
+kw = dict(user=int(as_uid), group=int(as_uid), extra_groups=[]) if as_uid else {}
+def once(cmd, **k):
     t0 = time.perf_counter()
-    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-    t.append((time.perf_counter() - t0) * 1000)
-    if rc != 0:
-        print("nan"); sys.exit(0)
-print("%.2f" % statistics.median(t))
+    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **k).returncode
+    return (time.perf_counter() - t0) * 1000, rc
+ta, tb = [], []
+for n in range(runs + 3):
+    x, ra = once(a)
+    y, rb = once(b, **kw)
+    if ra != 0 or rb != 0:
+        print("nan nan nan"); sys.exit(0)
+    if n >= 3:
+        ta.append(x); tb.append(y)
+print("%.2f %.2f %.2f" % (statistics.median(ta), statistics.median(tb),
+                          statistics.median([x - y for x, y in zip(ta, tb)])))
 EOF
 }
 
@@ -77,6 +93,13 @@ if a[0] == "podman":
     sys.exit(0)
 i = a.index("--")                      # the tool's own options end here; the init follows
 a = a[:i]
+for j, x in enumerate(a):              # firejail's generated profile goes with its run (the next
+    if x.startswith("--profile="):     # sandboxer run removes a dead run's files): a copy of ours
+        import os, shutil
+        dst = os.path.join(os.path.dirname(sys.argv[1]), "firejail.profile")
+        shutil.copyfile(x[len("--profile="):], dst)
+        os.chmod(dst, 0o644)
+        a[j] = "--profile=" + dst
 if "--seccomp" in a:                   # bwrap's program arrives on fd 5, which only sandboxer holds
     j = a.index("--seccomp"); del a[j:j + 2]
 print("\0".join(a + ["--"] + cmd), end="")
@@ -93,15 +116,6 @@ if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ] && command -v podm
 fi
 trap '[ -n "$svc" ] && kill $svc 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 
-# As root the by-hand tool runs under setpriv (to the run_as uid, as sandboxer does in-process):
-# setpriv's own exec is then in the DIRECT figure but not in sandboxer's, so it is measured here and
-# added back to the overhead of those rows. native and landlock compare with the command run bare.
-SP=0
-if [ ${#AS[@]} -gt 0 ]; then
-        a=$(median_ms "$RUNS" "${AS[@]}" /bin/true) b=$(median_ms "$RUNS" /bin/true)
-        SP=$(python3 -c "print('%.2f' % max(0.0, $a - $b))")
-        echo "# setpriv's own start: $SP ms (median, added back to the overhead of rows run by hand under it)"
-fi
 printf '%-9s %-26s %10s %10s %10s\n' BACKEND COMMAND "SBX ms" "DIRECT ms" "OVERHEAD"
 for be in native landlock bwrap firejail podman docker; do
         if ! "$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- /bin/true >/dev/null 2>&1; then
@@ -110,25 +124,26 @@ for be in native landlock bwrap firejail podman docker; do
         fi
         for c in "/bin/true" "/usr/bin/python3 -c pass"; do # absolute: the caller's PATH may hold a shim
                 read -r -a cmd <<<"$c"
-                s=$(median_ms "$RUNS" "$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- "${cmd[@]}")
+                sbx=("$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- "${cmd[@]}")
                 case $be in
-                native | landlock) d=$(median_ms "$RUNS" "${cmd[@]}") ;; # bare, as the caller
-                docker) d=nan ;;
+                native | landlock) read -r s d o < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${cmd[@]}") ;; # bare, as the caller
+                docker)
+                        read -r s _ _ < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" /bin/true)
+                        d=nan o=""
+                        ;;
                 podman)
                         # podman runs as root and drops to run_as itself (--user)
                         mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
                         [ "$c" = /bin/true ] && echo "# $be by hand: ${direct[*]}" >&2
-                        d=$(median_ms "$RUNS" "${direct[@]}")
+                        read -r s d o < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
                         ;;
                 *)
                         mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
-                        [ "$c" = /bin/true ] && echo "# $be by hand: ${AS[*]} ${direct[*]}" >&2
-                        d=$(median_ms "$RUNS" "${AS[@]}" "${direct[@]}")
+                        [ "$c" = /bin/true ] && echo "# $be by hand${AS_UID:+ (as uid $AS_UID)}: ${direct[*]}" >&2
+                        read -r s d o < <(paired "$RUNS" "$AS_UID" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
                         ;;
                 esac
-                sp=$SP
-                case $be in native | landlock | docker | podman) sp=0 ;; esac
-                printf '%-9s %-26s %10s %10s %10s\n' $be "$c" "$s" "$d" "$(python3 -c "print('%.2f' % ($s - $d + $sp))" 2>/dev/null)"
+                printf '%-9s %-26s %10s %10s %10s\n' $be "$c" "$s" "$d" "$o"
         done
 done
 rm -f /run/sandboxer/firejail-*.profile "${XDG_RUNTIME_DIR:-/nonexistent}"/sandboxer/firejail-*.profile /tmp/sandboxer-"$(id -u)"/firejail-*.profile 2>/dev/null

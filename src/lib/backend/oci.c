@@ -20,6 +20,7 @@
 
 #include "basic/debug.h"
 #include "basic/rm-rf.h"
+#include "basic/cache.h"
 #include "basic/sha256.h"
 #include "basic/strv.h"
 #include "basic/time-util.h"
@@ -441,14 +442,8 @@ void sbx_oci_cgroup_sweep(const char *name) {
         }
 }
 
-int sbx_oci_seccomp_file(const char *json, char *buf, size_t size, sbx_error *e) {
-        int r;
-        char dir[PATH_MAX], hex[65];
-        if ((r = sbx_backend_runtime_dir(dir, sizeof dir)) < 0)
-                return sbx_error_set(e, -r, "seccomp", "no runtime directory: %s", strerror(-r));
-        sha256_hex(json, strlen(json), hex);
-        if ((size_t) snprintf(buf, size, "%s/seccomp-%.16s.json", dir, hex) >= size)
-                return sbx_error_set(e, ENAMETOOLONG, "seccomp", "runtime directory path too long: %s", dir);
+/* json into buf's path, atomically (a temporary file renamed over it), unless it is there. */
+static int seccomp_file_write(const char *json, const char *buf, sbx_error *e) {
         if (access(buf, R_OK) == 0)
                 return 0;
         char tmp[PATH_MAX];
@@ -464,6 +459,47 @@ int sbx_oci_seccomp_file(const char *json, char *buf, size_t size, sbx_error *e)
                 return sbx_error_set(e, err, "seccomp", "cannot write %s: %s", buf, strerror(err));
         }
         return 0;
+}
+
+int sbx_oci_seccomp_file(const char *json, char *buf, size_t size, sbx_error *e) {
+        int r;
+        char dir[PATH_MAX], hex[65];
+        if ((r = sbx_backend_runtime_dir(dir, sizeof dir)) < 0)
+                return sbx_error_set(e, -r, "seccomp", "no runtime directory: %s", strerror(-r));
+        sha256_hex(json, strlen(json), hex);
+        if ((size_t) snprintf(buf, size, "%s/seccomp-%.16s.json", dir, hex) >= size)
+                return sbx_error_set(e, ENAMETOOLONG, "seccomp", "runtime directory path too long: %s", dir);
+        return seccomp_file_write(json, buf, e);
+}
+
+int sbx_oci_seccomp_file_for(const sbx_seccomp_opts *o, char *buf, size_t size, sbx_error *e) {
+        struct {
+                sbx_seccomp_opts o;
+                sbx_code_id code;
+        } key;
+        char dir[PATH_MAX], hex[65];
+        _cleanup_free_ char *json = NULL;
+        int r;
+        memset(&key, 0, sizeof key);
+        key.o = *o;
+        if (sbx_code_identity(&key.code) < 0) {
+                /* no build to key by: named for its content, built every time */
+                if ((r = sbx_seccomp_export_oci_json(o, &json, e)) < 0)
+                        return r;
+                return sbx_oci_seccomp_file(json, buf, size, e);
+        }
+        if ((r = sbx_backend_runtime_dir(dir, sizeof dir)) < 0)
+                return sbx_error_set(e, -r, "seccomp", "no runtime directory: %s", strerror(-r));
+        sha256_hex(&key, sizeof key, hex);
+        if ((size_t) snprintf(buf, size, "%s/seccomp-opts-%.16s.json", dir, hex) >= size)
+                return sbx_error_set(e, ENAMETOOLONG, "seccomp", "runtime directory path too long: %s", dir);
+        if (access(buf, R_OK) == 0)
+                return 0;
+        if ((r = sbx_seccomp_export_oci_json(o, &json, e)) < 0)
+                return r;
+        /* each build names its own: the runtime directory keeps the last few */
+        sbx_cache_prune(dir, "seccomp-opts-", 16);
+        return seccomp_file_write(json, buf, e);
 }
 
 /* ---- launch ------------------------------------------------------------------------------- */

@@ -160,11 +160,7 @@ static int pushf(char ***a, const char *fmt, ...) {
  * init's observed program decides with the listener. */
 static int seccomp_json_file(const sbx_config *cfg, char *buf, size_t size, sbx_error *e) {
         sbx_seccomp_opts o = {.kill_on_violation = cfg->profile->on_violation == SBX_ON_VIOLATION_KILL};
-        _cleanup_free_ char *json = NULL;
-        int r = sbx_seccomp_export_oci_json(&o, &json, e);
-        if (r < 0)
-                return r;
-        return sbx_oci_seccomp_file(json, buf, size, e);
+        return sbx_oci_seccomp_file_for(&o, buf, size, e);
 }
 
 /* What podman itself gets of our environment: where to find things and its own configuration. */
