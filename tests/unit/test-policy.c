@@ -227,30 +227,33 @@ static void test_structure(void) {
         PROFILE_BAD(bin, 3, 1, "binary garbage", "invalid YAML");
 }
 
+/* A profile that sets every field (test_values checks its values, test_parse_cache its trip
+ * through the cache). */
+static const char every_field[] =
+        HDR "isolation: {level: policy, mode: strict, backend: landlock}\n"
+            "network: {default: deny, egress: [api.example.com, \"*.pypi.org\", \"10.0.0.0/8\", "
+            "\"host:443\", "
+            "\"[::1]:8080\", \"fd00::/8\"], loopback: false}\n"
+            "workspace: {path: /srv//src/, mount: /workspace/./a, access: rw}\n"
+            "filesystem: {read: [/usr, /etc/], write: [/var/cache/x], exec: [/usr/bin]}\n"
+            "process: {allow_spawn: false, commands: {mode: strict, allow: [python3], deny: [curl]}}\n"
+            "limits: {timeout_s: 1.5h, budget_s: \"90m\", cpus: 0.5, memory_mb: 256, pids: 16, "
+            "output_mb: 0.5, "
+            "scratch_mb: 64}\n"
+            "on_violation: kill\n"
+            "env: {PYTHONPATH: /w, NUM: 5, FLAG: true, EMPTY: \"\"}\n"
+            "secrets: [db-password, api.key]\n"
+            "ttl: {default: 30m, max: 2d, idle: 600}\n"
+            "placement: {prefer: [host-a], fallback: [host-b]}\n"
+            "route: {strategy: lowest-cost, fallback: [e2b], constraints: {gpu: false, region: [eu, "
+            "us]}}\n"
+            "metadata: {cost_class: cheap, latency_class: fast}\n"
+            "observe: {mode: required, fs_writes: true}\n"
+            "high_risk: true\n"
+            "cwd: /workspace\n";
+
 static void test_values(void) {
-        _cleanup_(sbx_profile_freep) sbx_profile *p = profile_good(HDR
-                "isolation: {level: policy, mode: strict, backend: landlock}\n"
-                "network: {default: deny, egress: [api.example.com, \"*.pypi.org\", \"10.0.0.0/8\", "
-                "\"host:443\", "
-                "\"[::1]:8080\", \"fd00::/8\"], loopback: false}\n"
-                "workspace: {path: /srv//src/, mount: /workspace/./a, access: rw}\n"
-                "filesystem: {read: [/usr, /etc/], write: [/var/cache/x], exec: [/usr/bin]}\n"
-                "process: {allow_spawn: false, commands: {mode: strict, allow: [python3], deny: [curl]}}\n"
-                "limits: {timeout_s: 1.5h, budget_s: \"90m\", cpus: 0.5, memory_mb: 256, pids: 16, "
-                "output_mb: 0.5, "
-                "scratch_mb: 64}\n"
-                "on_violation: kill\n"
-                "env: {PYTHONPATH: /w, NUM: 5, FLAG: true, EMPTY: \"\"}\n"
-                "secrets: [db-password, api.key]\n"
-                "ttl: {default: 30m, max: 2d, idle: 600}\n"
-                "placement: {prefer: [host-a], fallback: [host-b]}\n"
-                "route: {strategy: lowest-cost, fallback: [e2b], constraints: {gpu: false, region: [eu, "
-                "us]}}\n"
-                "metadata: {cost_class: cheap, latency_class: fast}\n"
-                "observe: {mode: required, fs_writes: true}\n"
-                "high_risk: true\n"
-                "cwd: /workspace\n",
-                "every field");
+        _cleanup_(sbx_profile_freep) sbx_profile *p = profile_good(every_field, "every field");
         if (!p) {
                 skip(20, "profile did not parse");
                 return;
@@ -1006,25 +1009,6 @@ static void cache_clear(void) {
  * before the entry is read, so a pointer field the cache does not know (copied as a raw
  * pointer) is a use after free under ASan and a double free at the latest. */
 static void test_parse_cache(void) {
-        static const char every_field[] = HDR
-                "extends: profile.default\n"
-                "isolation: {level: policy, mode: strict, backend: landlock}\n"
-                "network: {default: deny, egress: [api.example.com, \"10.0.0.0/8\"], loopback: false}\n"
-                "workspace: {path: /srv/src, mount: /workspace/a, access: rw}\n"
-                "filesystem: {read: [/usr, /etc], write: [/var/cache/x], exec: [/usr/bin]}\n"
-                "process: {allow_spawn: false, commands: {mode: strict, allow: [python3], deny: [curl]}}\n"
-                "limits: {timeout_s: 1.5h, cpus: 0.5, memory_mb: 256, pids: 16}\n"
-                "on_violation: kill\n"
-                "env: {PYTHONPATH: /w, EMPTY: \"\"}\n"
-                "secrets: [db-password]\n"
-                "ttl: {default: 30m, max: 2d, idle: 600}\n"
-                "placement: {prefer: [host-a], fallback: [host-b]}\n"
-                "route: {strategy: lowest-cost, fallback: [e2b], constraints: {gpu: false, region: [eu, "
-                "us]}}\n"
-                "metadata: {cost_class: cheap, latency_class: fast}\n"
-                "observe: {mode: required, fs_writes: true}\n"
-                "high_risk: true\n"
-                "cwd: /workspace\n";
         setenv("SANDBOXER_CACHE_DIR", tpath("cache"), 1);
         const char *const *ids = sbx_builtin_profile_ids();
         size_t n_ids = strv_length((char **) ids);
