@@ -506,47 +506,27 @@ static int seccomp_cache_path(
 
 /* The cached blob into fd (a fresh memfd), when it is there, ours, and what it says it is. */
 static bool seccomp_cache_read(const char *path, bool obs, bool pl, int fd) {
-        _cleanup_close_ int c = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (c < 0 || fstat(c, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-                (st.st_mode & 022) || st.st_size < (off_t) sizeof(struct sbx_seccomp_blob_header) ||
-                st.st_size > 256 * 1024)
-                return false;
-        _cleanup_free_ char *buf = malloc((size_t) st.st_size);
-        if (!buf || read(c, buf, (size_t) st.st_size) != st.st_size)
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        if (sbx_cache_read(path, 256 * 1024, &buf, &n) < 0 || n < sizeof(struct sbx_seccomp_blob_header))
                 return false;
         struct sbx_seccomp_blob_header h;
         memcpy(&h, buf, sizeof h);
         if (h.magic != SBX_SECCOMP_BLOB_MAGIC || (h.n_observed > 0) != obs || (h.n_plain > 0) != pl ||
-                sizeof h + ((size_t) h.n_observed + h.n_plain) * sizeof(struct sock_filter) !=
-                        (size_t) st.st_size)
+                sizeof h + ((size_t) h.n_observed + h.n_plain) * sizeof(struct sock_filter) != n)
                 return false;
-        return write_all_fd(fd, buf, (size_t) st.st_size) >= 0;
+        return write_all_fd(fd, buf, n) >= 0;
 }
 
-/* Each build keys its own entries: the cache is kept small (sbx_cache_prune), on a miss only. */
+/* The blob in fd (a memfd, written from its start) into the cache; each build keys its own
+ * entries, the last 64 are kept. */
 static void seccomp_cache_write(const char *path, int fd) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash) {
-                *slash = 0;
-                sbx_cache_prune(dir, "seccomp-", 64);
-        }
-        char tmp[PATH_MAX + 16], buf[65536];
-        snprintf(tmp, sizeof tmp, "%s.%d", path, (int) getpid());
-        _cleanup_close_ int c = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (c < 0)
+        struct stat st;
+        if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > 256 * 1024)
                 return;
-        off_t off = 0;
-        ssize_t n;
-        bool ok = true;
-        while (ok && (n = pread(fd, buf, sizeof buf, off)) > 0) {
-                ok = write_all_fd(c, buf, (size_t) n) >= 0;
-                off += n;
-        }
-        if (!ok || rename(tmp, path) < 0)
-                (void) unlink(tmp);
+        _cleanup_free_ char *buf = malloc((size_t) st.st_size);
+        if (buf && pread(fd, buf, (size_t) st.st_size, 0) == st.st_size)
+                (void) sbx_cache_store(path, buf, (size_t) st.st_size, "seccomp-", 64);
 }
 
 /* One program (no listener) for a tool that loads it itself (bubblewrap's --seccomp FD): the

@@ -155,8 +155,14 @@ int sbx_cache_read(const char *path, size_t max, char **ret, size_t *ret_len) {
         return 0;
 }
 
-int sbx_cache_write(const char *path, const void *data, size_t len) {
+int sbx_cache_store(const char *path, const void *data, size_t len, const char *name_prefix, size_t keep) {
         char tmp[PATH_MAX + 16];
+        snprintf(tmp, sizeof tmp, "%s", path);
+        char *slash = strrchr(tmp, '/');
+        if (slash && slash != tmp) {
+                *slash = 0;
+                sbx_cache_prune(tmp, name_prefix, keep);
+        }
         if ((size_t) snprintf(tmp, sizeof tmp, "%s.%d", path, (int) getpid()) >= sizeof tmp)
                 return -ENAMETOOLONG;
         _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

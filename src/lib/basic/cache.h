@@ -36,5 +36,7 @@ void sbx_cache_prune(const char *dir, const char *name_prefix, size_t keep);
  * bytes. 0 with *ret (malloc'ed) and *ret_len, or -errno. */
 int sbx_cache_read(const char *path, size_t max, char **ret, size_t *ret_len);
 
-/* Write an entry atomically (a temporary file renamed over it), mode 0600. 0 or -errno. */
-int sbx_cache_write(const char *path, const void *data, size_t len);
+/* Write an entry atomically (a temporary file renamed over it), mode 0600, after pruning its
+ * directory's NAME_PREFIX* entries to `keep` (sbx_cache_prune(); an entry is written on a miss
+ * only, so this is where the cache is kept small). 0 or -errno. */
+int sbx_cache_store(const char *path, const void *data, size_t len, const char *name_prefix, size_t keep);

@@ -212,14 +212,7 @@ void sbx_parse_cache_store(
                 sha256_init(&c);
                 sha256_update(&c, w.p + sizeof h, w.n - sizeof h);
                 sha256_final(&c, hp->digest);
-                char dir[sizeof path];
-                snprintf(dir, sizeof dir, "%s", path);
-                char *slash = strrchr(dir, '/');
-                if (slash) {
-                        *slash = 0;
-                        sbx_cache_prune(dir, "parse-", 64);
-                }
-                (void) sbx_cache_write(path, w.p, w.n);
+                (void) sbx_cache_store(path, w.p, w.n, "parse-", 64);
         }
         free(w.p);
 }
