@@ -11,9 +11,12 @@
 # never fails on a slow result).
 # podman: "by hand" is the generated `podman run` line with the init taken out, and with what
 # only sandboxer holds: --preserve-fds (its descriptors) and --cgroup-parent (its per-run group;
-# podman then makes its own). docker: sandboxer's figure only (it speaks the API; there is no
-# command line to rerun), against podman's Docker-compatible service when no DOCKER_HOST is set
-# (started and stopped here).
+# podman then makes its own). docker speaks the API, so "by hand" is the create body sandboxer
+# sent, replayed with the requests a client must send (bench/docker-byhand.py: create, attach,
+# start, inspect, delete; timed inside its process, so sandboxer's process start counts against
+# it), against podman's Docker-compatible service when no DOCKER_HOST is set (started and
+# stopped here), and against a fake engine that answers at once (row docker*): podman's run
+# varies by tens of ms, far more than the 2 ms to be measured.
 #
 #   bash bench/backends.sh [--runs N]
 #
@@ -114,7 +117,21 @@ if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ] && command -v podm
         for _ in $(seq 100); do [ -S "$TMP/docker.sock" ] && break; sleep 0.1; done
         export DOCKER_HOST=unix://$TMP/docker.sock
 fi
-trap '[ -n "$svc" ] && kill $svc 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+fake=""
+trap '[ -n "$svc" ] && kill $svc 2>/dev/null; [ -n "$fake" ] && kill $fake 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+
+# docker_pair SOCKET CMD... — the docker backend against the engine at SOCKET, paired with the
+# same create body sent by hand (bench/docker-byhand.py: create, attach, start, inspect, delete).
+docker_pair() {
+        local sock=$1; shift
+        DOCKER_HOST=unix://$sock SANDBOXER_DEBUG_ARGV=1 "$SBX" run --policy "$POL" --backend docker --profile "$PROF" -- "$@" 2>&1 >/dev/null |
+                sed -n 's/^sandboxer: docker: POST [^ ]* //p' | head -1 >"$TMP/body.json"
+        DOCKER_HOST=unix://$sock python3 bench/docker-byhand.py "$RUNS" "$sock" "$TMP/body.json" -- \
+                "$SBX" run --policy "$POL" --backend docker --profile "$PROF" -- "$@"
+}
+python3 tests/tools/fake-docker-engine.py "$TMP/fake.sock" 2>/dev/null &
+fake=$!
+for _ in $(seq 100); do [ -S "$TMP/fake.sock" ] && break; sleep 0.05; done
 
 printf '%-9s %-26s %10s %10s %10s\n' BACKEND COMMAND "SBX ms" "DIRECT ms" "OVERHEAD"
 for be in native landlock bwrap firejail podman docker; do
@@ -128,8 +145,10 @@ for be in native landlock bwrap firejail podman docker; do
                 case $be in
                 native | landlock) read -r s d o < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${cmd[@]}") ;; # bare, as the caller
                 docker)
-                        read -r s _ _ < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" /bin/true)
-                        d=nan o=""
+                        # against the fake engine first (a row of its own), then the engine
+                        read -r s d o < <(docker_pair "$TMP/fake.sock" "${cmd[@]}")
+                        printf '%-9s %-26s %10s %10s %10s\n' "docker*" "$c" "$s" "$d" "$o"
+                        read -r s d o < <(docker_pair "${DOCKER_HOST#unix://}" "${cmd[@]}")
                         ;;
                 podman)
                         # podman runs as root and drops to run_as itself (--user)
@@ -146,4 +165,5 @@ for be in native landlock bwrap firejail podman docker; do
                 printf '%-9s %-26s %10s %10s %10s\n' $be "$c" "$s" "$d" "$o"
         done
 done
+echo "docker*: against a fake engine that answers at once (tests/tools/fake-docker-engine.py): sandboxer's own cost, without the engine's (podman's run varies by tens of ms)"
 rm -f /run/sandboxer/firejail-*.profile "${XDG_RUNTIME_DIR:-/nonexistent}"/sandboxer/firejail-*.profile /tmp/sandboxer-"$(id -u)"/firejail-*.profile 2>/dev/null
