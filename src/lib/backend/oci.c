@@ -343,8 +343,6 @@ int sbx_oci_plan_limits(
                 _cleanup_free_ char *self = root_self_cgroup();
                 sbx_cgroup_probe_result probe = {0};
                 if (self && sbx_cgroup_probe("/sys/fs/cgroup", self, &probe) >= 0) {
-                        (void) sbx_cgroup_gc_dead_owners(&probe, NULL);
-                        sbx_oci_cgroup_sweep(NULL);
                         sbx_cgroup_limits cl = {
                                 .memory_bytes = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
                                 .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
@@ -357,8 +355,13 @@ int sbx_oci_plan_limits(
                         sbx_error ce = {0};
                         if (sbx_cgroup_owned_name(rep->id, name, sizeof name) < 0)
                                 snprintf(name, sizeof name, "%s", rep->id);
-                        if (sbx_cgroup_create(&probe, name, &cl, all, 0, &cg, &ce) < 0)
+                        if (sbx_cgroup_create(&probe, name, &cl, all, 0, &cg, &ce) < 0) {
                                 cg = NULL;
+                                /* what killed runs left may be in the way: now, as nothing
+                                 * waits (else once the engine starts: sbx_oci_run()) */
+                                (void) sbx_cgroup_gc_dead_owners(&probe, NULL);
+                                sbx_oci_cgroup_sweep(NULL);
+                        }
                 }
                 sbx_cgroup_probe_result_done(&probe);
         }
@@ -537,6 +540,12 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
         if (r < 0)
                 goto fail_fds;
         uint64_t ready = sbx_now_ns();
+        /* The groups that killed runs left, ours and those runc made in hierarchies we do not
+         * use: removed while the engine starts (podman takes ~100 ms to), not before. */
+        if (l->cg) {
+                (void) sbx_cgroup_gc_dead_siblings(l->cg);
+                sbx_oci_cgroup_sweep(NULL);
+        }
         rep->setup_ms = (int64_t) ((ready - t0) / 1000000);
 
         double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S];
