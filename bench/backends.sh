@@ -10,15 +10,16 @@
 # pairs' differences (a load change moves both sides alike). Prints a table; not a test (it
 # never fails on a slow result).
 # podman: "by hand" is the generated `podman run` line with the init taken out, and with what
-# only sandboxer holds: --preserve-fds (its descriptors) and --cgroup-parent (its per-run group;
-# podman then makes its own). docker speaks the API, so "by hand" is the create body sandboxer
+# only sandboxer holds: --preserve-fds (its descriptors) and --cgroup-parent (its per-run group,
+# which holds the limits; podman then makes its own, given the same limits: --memory, --cpus,
+# --pids-limit). docker speaks the API, so "by hand" is the create body sandboxer
 # sent, replayed with the requests a client must send (bench/docker-byhand.py: create, attach,
 # start, inspect, delete; timed inside its process, so sandboxer's process start counts against
 # it), against podman's Docker-compatible service when no DOCKER_HOST is set (started and
 # stopped here), and against a fake engine that answers at once (row docker*): podman's run
 # varies by tens of ms, far more than the 2 ms to be measured.
 #
-#   bash bench/backends.sh [--runs N]
+#   bash bench/backends.sh [--runs N] [--only BACKEND[,BACKEND...]]
 #
 # Environment: SANDBOXER (default build/src/cli/sandboxer). As root the tools run as the policy's
 # run_as uid, as sandboxer runs them (the harness's child switches uid before its exec); firejail
@@ -26,14 +27,18 @@
 # Unprivileged (no cgroup delegation here) the cgroup limits are best_effort in the bench policy.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-RUNS=50
+RUNS=50 ONLY=native,landlock,bwrap,firejail,podman,docker
 while [ $# -gt 0 ]; do
         case $1 in
         --runs) RUNS=${2:?}; shift ;;
+        --only) ONLY=${2:?}; shift ;;
         -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "backends.sh: unknown option '$1'" >&2; exit 2 ;;
         esac
         shift
+done
+for be in ${ONLY//,/ }; do
+        case $be in native | landlock | bwrap | firejail | podman | docker) ;; *) echo "backends.sh: --only: unknown backend '$be'" >&2; exit 2 ;; esac
 done
 SBX=${SANDBOXER:-$PWD/build/src/cli/sandboxer}
 [ -x "$SBX" ] || { echo "backends.sh: no sandboxer at $SBX (build first, or set SANDBOXER)" >&2; exit 1; }
@@ -52,11 +57,12 @@ AS_UID=""; [ "$(id -u)" = 0 ] && AS_UID=$uid
 # paired RUNS AS_UID N CMD_A... CMD_B... — CMD_A (its first N words) and CMD_B run alternately,
 # one after the other, RUNS times each (after 3 rounds not counted), CMD_B as uid AS_UID when
 # that is set.
-# Prints "median_A median_B median(A - B)" in ms: the difference of each pair, so a load change
-# during the measurement moves both sides alike. "nan" when a command fails.
+# Prints "median_A median_B median(A - B) low high" in ms: the difference of each pair, so a load
+# change during the measurement moves both sides alike, and the 95% interval of that median (order
+# statistics: distribution-free). "nan" when a command fails.
 paired() {
         python3 - "$@" <<'EOF'
-import statistics, subprocess, sys, time
+import math, statistics, subprocess, sys, time
 runs, as_uid, na = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 a, b = sys.argv[4:4 + na], sys.argv[4 + na:]
 kw = dict(user=int(as_uid), group=int(as_uid), extra_groups=[]) if as_uid else {}
@@ -69,21 +75,23 @@ for n in range(runs + 3):
     x, ra = once(a)
     y, rb = once(b, **kw)
     if ra != 0 or rb != 0:
-        print("nan nan nan"); sys.exit(0)
+        print("nan nan nan nan nan"); sys.exit(0)
     if n >= 3:
         ta.append(x); tb.append(y)
-print("%.2f %.2f %.2f" % (statistics.median(ta), statistics.median(tb),
-                          statistics.median([x - y for x, y in zip(ta, tb)])))
+d = sorted(x - y for x, y in zip(ta, tb))
+k = 1.96 * math.sqrt(len(d)) / 2      # the median's 95% interval: order statistics (sign test)
+lo, hi = d[max(0, math.floor(len(d) / 2 - k))], d[min(len(d) - 1, math.ceil(len(d) / 2 + k))]
+print("%.2f %.2f %.2f %.2f %.2f" % (statistics.median(ta), statistics.median(tb), statistics.median(d), lo, hi))
 EOF
 }
 
 # direct_argv BACKEND CMD... — the tool's command line sandboxer generated, without the init.
 direct_argv() {
         local be=$1; shift
-        SANDBOXER_DEBUG_ARGV=1 "$SBX" run --policy "$POL" --backend "$be" --profile "$PROF" -- /bin/true 2>&1 >/dev/null |
+        SANDBOXER_DEBUG_ARGV=1 "$SBX" run --policy "$POL" --backend "$be" --profile "$PROF" --report "$TMP/report.$be" -- /bin/true 2>&1 >/dev/null |
                 sed -n "s/^sandboxer: $be argv: //p" | head -1 >"$TMP/argv.$be"
         python3 - "$TMP/argv.$be" "$@" <<'EOF'
-import shlex, sys
+import json, os, shlex, sys
 a = shlex.split(open(sys.argv[1]).read())
 cmd = sys.argv[2:]
 if a[0] == "podman":
@@ -92,6 +100,13 @@ if a[0] == "podman":
     for f in ("--preserve-fds", "--cgroups", "--pids-limit"):   # sandboxer's fds; with --cgroup-parent
         if f in out:
             j = out.index(f); del out[j:j + 2]
+    # sandboxer's group (--cgroup-parent) holds the limits; by hand they go to podman, as sandboxer
+    # itself passes them where it has no group of its own: the same sandbox, podman's way
+    lim = json.load(open(sys.argv[1].replace("argv.", "report.")))["config"]["limits"]
+    if any(lim[k]["mechanism"].startswith("cgroup") for k in ("memory_mb", "pids", "cpus")):
+        mem = int(lim["memory_mb"]["value"] * 1048576)
+        out[2:2] = ["--memory=%d" % mem, "--memory-swap=%d" % mem, "--cpus=%g" % lim["cpus"]["value"],
+                    "--pids-limit=%d" % lim["pids"]["value"]]
     print("\0".join(out + cmd), end="")
     sys.exit(0)
 i = a.index("--")                      # the tool's own options end here; the init follows
@@ -133,8 +148,8 @@ python3 tests/tools/fake-docker-engine.py "$TMP/fake.sock" 2>/dev/null &
 fake=$!
 for _ in $(seq 100); do [ -S "$TMP/fake.sock" ] && break; sleep 0.05; done
 
-printf '%-9s %-26s %10s %10s %10s\n' BACKEND COMMAND "SBX ms" "DIRECT ms" "OVERHEAD"
-for be in native landlock bwrap firejail podman docker; do
+printf '%-9s %-26s %10s %10s %10s  %s\n' BACKEND COMMAND "SBX ms" "DIRECT ms" "OVERHEAD" "95% interval"
+for be in ${ONLY//,/ }; do
         if ! "$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- /bin/true >/dev/null 2>&1; then
                 printf '%-9s unavailable here: %s\n' $be "$("$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- /bin/true 2>&1 | head -1 | cut -c1-100)"
                 continue
@@ -143,26 +158,26 @@ for be in native landlock bwrap firejail podman docker; do
                 read -r -a cmd <<<"$c"
                 sbx=("$SBX" run --policy "$POL" --backend $be --profile "$PROF" -- "${cmd[@]}")
                 case $be in
-                native | landlock) read -r s d o < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${cmd[@]}") ;; # bare, as the caller
+                native | landlock) read -r s d o lo hi < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${cmd[@]}") ;; # bare, as the caller
                 docker)
                         # against the fake engine first (a row of its own), then the engine
-                        read -r s d o < <(docker_pair "$TMP/fake.sock" "${cmd[@]}")
-                        printf '%-9s %-26s %10s %10s %10s\n' "docker*" "$c" "$s" "$d" "$o"
-                        read -r s d o < <(docker_pair "${DOCKER_HOST#unix://}" "${cmd[@]}")
+                        read -r s d o lo hi < <(docker_pair "$TMP/fake.sock" "${cmd[@]}")
+                        printf '%-9s %-26s %10s %10s %10s  %s\n' "docker*" "$c" "$s" "$d" "$o" "$lo..$hi"
+                        read -r s d o lo hi < <(docker_pair "${DOCKER_HOST#unix://}" "${cmd[@]}")
                         ;;
                 podman)
                         # podman runs as root and drops to run_as itself (--user)
                         mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
                         [ "$c" = /bin/true ] && echo "# $be by hand: ${direct[*]}" >&2
-                        read -r s d o < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
+                        read -r s d o lo hi < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
                         ;;
                 *)
                         mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
                         [ "$c" = /bin/true ] && echo "# $be by hand${AS_UID:+ (as uid $AS_UID)}: ${direct[*]}" >&2
-                        read -r s d o < <(paired "$RUNS" "$AS_UID" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
+                        read -r s d o lo hi < <(paired "$RUNS" "$AS_UID" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
                         ;;
                 esac
-                printf '%-9s %-26s %10s %10s %10s\n' $be "$c" "$s" "$d" "$o"
+                printf '%-9s %-26s %10s %10s %10s  %s\n' $be "$c" "$s" "$d" "$o" "$lo..$hi"
         done
 done
 echo "docker*: against a fake engine that answers at once (tests/tools/fake-docker-engine.py): sandboxer's own cost, without the engine's (podman's run varies by tens of ms)"

@@ -13,9 +13,11 @@ only if it still runs), delete: the least a client must send. What sandboxer sen
 The by-hand side runs inside this process and its time is the requests alone; the sandboxer
 side is a whole process (its start and exit, and this process's fork and exec of it), so the
 comparison leans against sandboxer. The two alternate, pair after pair; prints
-"median_sandboxer median_by_hand median_of_differences" in ms, or "nan nan nan" when a run fails.
+"median_sandboxer median_by_hand median_of_differences low high" in ms (low..high: the 95%
+interval of that median), or "nan ..." when a run fails.
 """
 import json
+import math
 import os
 import socket
 import statistics
@@ -121,13 +123,15 @@ def main():
             rb = -1
         y = (time.perf_counter() - t0) * 1000
         if ra != 0 or rb != 0:
-            print("nan nan nan")
+            print("nan nan nan nan nan")
             return
         if n >= 3:
             ta.append(x)
             tb.append(y)
-    print("%.2f %.2f %.2f" % (statistics.median(ta), statistics.median(tb),
-                              statistics.median([x - y for x, y in zip(ta, tb)])))
+    d = sorted(x - y for x, y in zip(ta, tb))
+    k = 1.96 * math.sqrt(len(d)) / 2  # the median's 95% interval: order statistics (sign test)
+    lo, hi = d[max(0, math.floor(len(d) / 2 - k))], d[min(len(d) - 1, math.ceil(len(d) / 2 + k))]
+    print("%.2f %.2f %.2f %.2f %.2f" % (statistics.median(ta), statistics.median(tb), statistics.median(d), lo, hi))
 
 
 if __name__ == "__main__":

@@ -757,6 +757,8 @@ static void audit_drain(loop_state *s) {
 }
 
 static void handle_status(loop_state *s) {
+        if (s->status_fd < 0) /* read to its end already (the drain after the exit calls again) */
+                return;
         for (;;) {
                 struct sbx_init_msg m;
                 union {
