@@ -57,6 +57,7 @@
 
 #include "basic/cache.h"
 #include "basic/jsonw.h"
+#include "basic/sha256.h"
 #include "basic/strv.h"
 #include "init/protocol.h"
 
@@ -645,31 +646,26 @@ static void guard_stop(void) {
         }
 }
 
-/* Whether this run sweeps the engine for dead owners' containers: at most once every 10 s per
+/* Sweep the engine for dead owners' containers when it is due: at most once every 10 s per
  * user and socket, not on every run (a list of all containers: 0.5 ms of the engine's time, and
  * the CPUs are shared with it). The stamp is a file in the cache dir whose mtime is the last
  * finished sweep (one killed with its guard, at the end of a short run, is retried next time). */
-static bool sweep_stamp(const char *sock, char *path, size_t size) {
-        char dir[PATH_MAX];
-        uint64_t h = 1469598103934665603ull; /* FNV-1a of the socket's path */
-        for (const char *c = sock; *c; c++)
-                h = (h ^ (unsigned char) *c) * 1099511628211ull;
-        if (sbx_cache_dir(dir, sizeof dir) < 0)
-                return false;
-        return (size_t) snprintf(path, size, "%s/docker-sweep-%016" PRIx64, dir, h) < size;
-}
-
 static void sweep_if_due(const char *sock) {
-        char path[PATH_MAX + 32];
+        char dir[PATH_MAX], path[PATH_MAX + 32], hex[65];
         struct stat st;
         struct timespec now;
-        bool stamp = sweep_stamp(sock, path, sizeof path);
+        bool stamp = sbx_cache_dir(dir, sizeof dir) >= 0;
+        sha256_hex(sock, strlen(sock), hex); /* one stamp per socket */
+        snprintf(path, sizeof path, "%s/docker-sweep-%.16s", stamp ? dir : "", hex);
         clock_gettime(CLOCK_REALTIME, &now);
         if (stamp && stat(path, &st) == 0 && st.st_mtim.tv_sec <= now.tv_sec &&
                 now.tv_sec - st.st_mtim.tv_sec < 10)
                 return;
         gc_dead_owners(sock);
-        int fd = stamp ? open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+        if (!stamp)
+                return;
+        sbx_cache_prune(dir, "docker-sweep-", 16); /* those of sockets long gone */
+        int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
                 (void) futimens(fd, NULL);
                 close(fd);

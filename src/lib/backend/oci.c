@@ -464,7 +464,8 @@ static int seccomp_file_write(const char *json, const char *buf, sbx_error *e) {
         return 0;
 }
 
-int sbx_oci_seccomp_file(const char *json, char *buf, size_t size, sbx_error *e) {
+/* Without a build identity: the file named for its content, written once, then reused. */
+static int seccomp_file_by_content(const char *json, char *buf, size_t size, sbx_error *e) {
         int r;
         char dir[PATH_MAX], hex[65];
         if ((r = sbx_backend_runtime_dir(dir, sizeof dir)) < 0)
@@ -489,7 +490,7 @@ int sbx_oci_seccomp_file_for(const sbx_seccomp_opts *o, char *buf, size_t size, 
                 /* no build to key by: named for its content, built every time */
                 if ((r = sbx_seccomp_export_oci_json(o, &json, e)) < 0)
                         return r;
-                return sbx_oci_seccomp_file(json, buf, size, e);
+                return seccomp_file_by_content(json, buf, size, e);
         }
         if ((r = sbx_backend_runtime_dir(dir, sizeof dir)) < 0)
                 return sbx_error_set(e, -r, "seccomp", "no runtime directory: %s", strerror(-r));

@@ -44,12 +44,10 @@ int sbx_oci_plan_limits(
 /* "/sandboxer/<name>": the engine's cgroup parent for cg. */
 int sbx_oci_cgroup_parent(sbx_cgroup *cg, char *buf, size_t size);
 
-/* The engine's seccomp profile (JSON) as a file in the runtime directory, named for its content:
- * written once (atomically), then reused by every run with the same rules. Its path into buf. */
-int sbx_oci_seccomp_file(const char *json, char *buf, size_t size, sbx_error *e);
-/* The same for the rule table with options o, named for the options and the build
- * (sbx_code_identity()): the JSON (18 KB, ~0.4 ms to build and hash) is made only when the
- * file is not there yet. */
+/* The engine's seccomp profile (JSON) for the rule table with options o, as a file in the
+ * runtime directory named for the options and the build (sbx_code_identity()): the JSON (18 KB,
+ * ~0.4 ms to build and hash) is made only when the file is not there yet, written atomically.
+ * Its path into buf. */
 int sbx_oci_seccomp_file_for(const sbx_seccomp_opts *o, char *buf, size_t size, sbx_error *e);
 
 /* Remove "/sandboxer/<name>" from every hierarchy where it is empty: runc makes the cgroup
