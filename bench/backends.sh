@@ -62,14 +62,17 @@ AS_UID=""; [ "$(id -u)" = 0 ] && AS_UID=$uid
 # statistics: distribution-free). "nan" when a command fails.
 paired() {
         python3 - "$@" <<'EOF'
-import math, statistics, subprocess, sys, time
+import math, os, statistics, subprocess, sys, time
 runs, as_uid, na = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+settle = float(os.environ.get("PAIR_SETTLE", "0"))
 a, b = sys.argv[4:4 + na], sys.argv[4 + na:]
 kw = dict(user=int(as_uid), group=int(as_uid), extra_groups=[]) if as_uid else {}
 def once(cmd, **k):
     t0 = time.perf_counter()
     rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **k).returncode
-    return (time.perf_counter() - t0) * 1000, rc
+    t = (time.perf_counter() - t0) * 1000
+    time.sleep(settle)   # what a run leaves behind (podman's cleanup) ends before the next starts
+    return t, rc
 ta, tb = [], []
 for n in range(runs + 3):
     x, ra = once(a)
@@ -133,6 +136,8 @@ if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ] && command -v podm
         export DOCKER_HOST=unix://$TMP/docker.sock
 fi
 fake=""
+FAKEBIN=$TMP/fakebin # podman* : tests/tools/fake-podman as podman
+mkdir -p "$FAKEBIN" && ln -s "$PWD/tests/tools/fake-podman" "$FAKEBIN/podman"
 trap '[ -n "$svc" ] && kill $svc 2>/dev/null; [ -n "$fake" ] && kill $fake 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 
 # docker_pair SOCKET CMD... — the docker backend against the engine at SOCKET, paired with the
@@ -166,10 +171,16 @@ for be in ${ONLY//,/ }; do
                         read -r s d o lo hi < <(docker_pair "${DOCKER_HOST#unix://}" "${cmd[@]}")
                         ;;
                 podman)
-                        # podman runs as root and drops to run_as itself (--user)
+                        # podman runs as root and drops to run_as itself (--user). First through
+                        # tests/tools/fake-podman, which runs the line's command at once (row
+                        # podman*): sandboxer's own cost without podman's ±10 ms; then podman, each
+                        # run given 0.1 s to finish its `container cleanup` before the next starts
+                        mapfile -d '' -t direct < <(PATH=$FAKEBIN:$PATH direct_argv $be "${cmd[@]}")
+                        read -r s d o lo hi < <(PATH=$FAKEBIN:$PATH paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
+                        printf '%-9s %-26s %10s %10s %10s  %s\n' "podman*" "$c" "$s" "$d" "$o" "$lo..$hi"
                         mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
                         [ "$c" = /bin/true ] && echo "# $be by hand: ${direct[*]}" >&2
-                        read -r s d o lo hi < <(paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
+                        read -r s d o lo hi < <(PAIR_SETTLE=0.1 paired "$RUNS" "" ${#sbx[@]} "${sbx[@]}" "${direct[@]}")
                         ;;
                 *)
                         mapfile -d '' -t direct < <(direct_argv $be "${cmd[@]}")
@@ -180,5 +191,6 @@ for be in ${ONLY//,/ }; do
                 printf '%-9s %-26s %10s %10s %10s  %s\n' $be "$c" "$s" "$d" "$o" "$lo..$hi"
         done
 done
+echo "podman*: through tests/tools/fake-podman, which runs the generated line's command at once on the host: sandboxer's own cost, without podman's"
 echo "docker*: against a fake engine that answers at once (tests/tools/fake-docker-engine.py): sandboxer's own cost, without the engine's (podman's run varies by tens of ms)"
 rm -f /run/sandboxer/firejail-*.profile "${XDG_RUNTIME_DIR:-/nonexistent}"/sandboxer/firejail-*.profile /tmp/sandboxer-"$(id -u)"/firejail-*.profile 2>/dev/null

@@ -194,7 +194,14 @@ static _noreturn_ void child_main(
         if (unblock)
                 (void) sigprocmask(SIG_SETMASK, unblock, NULL);
         syscall(SYS_execveat, 6, "", p->init_argv, p->envp, AT_EMPTY_PATH);
-        sbx_child_fail(&ce, errno, "execute sandboxer-init", NULL);
+        /* A tool that is a script (a wrapper named podman or bwrap): its interpreter opens it as
+         * /dev/fd/6, which close-on-exec took away, and the kernel answers ENOENT. It keeps that
+         * descriptor, its own file, read-only. Tried only after the failure: an ELF pays nothing. */
+        char magic[2];
+        if (errno == ENOENT && pread(6, magic, sizeof magic, 0) == 2 && magic[0] == '#' && magic[1] == '!' &&
+                fcntl(6, F_SETFD, 0) == 0)
+                syscall(SYS_execveat, 6, "", p->init_argv, p->envp, AT_EMPTY_PATH);
+        sbx_child_fail(&ce, errno, "execute", p->init_argv[0]);
         child_die(errfd, &ce);
 }
 
