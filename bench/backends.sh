@@ -12,12 +12,15 @@
 # podman: "by hand" is the generated `podman run` line with the init taken out, and with what
 # only sandboxer holds: --preserve-fds (its descriptors) and --cgroup-parent (its per-run group,
 # which holds the limits; podman then makes its own, given the same limits: --memory, --cpus,
-# --pids-limit). docker speaks the API, so "by hand" is the create body sandboxer
-# sent, replayed with the requests a client must send (bench/docker-byhand.py: create, attach,
-# start, inspect, delete; timed inside its process, so sandboxer's process start counts against
-# it), against podman's Docker-compatible service when no DOCKER_HOST is set (started and
-# stopped here), and against a fake engine that answers at once (row docker*): podman's run
-# varies by tens of ms, far more than the 2 ms to be measured.
+# --pids-limit); each podman run is followed by 0.1 s for its `container cleanup`, which would
+# otherwise overlap the next run. Row podman* runs both lines through tests/tools/fake-podman,
+# which runs the line's command at once on the host: sandboxer's own cost (its process, cgroup,
+# init, supervisor, report) without podman's run, which varies by ±10 ms. docker speaks the
+# API, so "by hand" is the create body sandboxer sent, replayed with the requests a client must
+# send (bench/docker-byhand.py: create, attach, start, inspect, delete; timed inside its process,
+# so sandboxer's process start counts against it), against podman's Docker-compatible service
+# when no DOCKER_HOST is set (started and stopped here), and against a fake engine that answers
+# at once (row docker*): podman's run varies by tens of ms, far more than the 2 ms to be measured.
 #
 #   bash bench/backends.sh [--runs N] [--only BACKEND[,BACKEND...]]
 #
@@ -168,7 +171,7 @@ for be in ${ONLY//,/ }; do
                         # against the fake engine first (a row of its own), then the engine
                         read -r s d o lo hi < <(docker_pair "$TMP/fake.sock" "${cmd[@]}")
                         printf '%-9s %-26s %10s %10s %10s  %s\n' "docker*" "$c" "$s" "$d" "$o" "$lo..$hi"
-                        read -r s d o lo hi < <(docker_pair "${DOCKER_HOST#unix://}" "${cmd[@]}")
+                        read -r s d o lo hi < <(PAIR_SETTLE=0.1 docker_pair "${DOCKER_HOST#unix://}" "${cmd[@]}")
                         ;;
                 podman)
                         # podman runs as root and drops to run_as itself (--user). First through

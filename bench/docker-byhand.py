@@ -14,7 +14,8 @@ The by-hand side runs inside this process and its time is the requests alone; th
 side is a whole process (its start and exit, and this process's fork and exec of it), so the
 comparison leans against sandboxer. The two alternate, pair after pair; prints
 "median_sandboxer median_by_hand median_of_differences low high" in ms (low..high: the 95%
-interval of that median), or "nan ..." when a run fails.
+interval of that median), or "nan ..." when a run fails. PAIR_SETTLE (seconds, default 0) is
+slept after each run.
 """
 import json
 import math
@@ -109,12 +110,16 @@ def main():
     ns = os.stat("/proc/self/ns/pid").st_ino
     spec.setdefault("Labels", {})["io.sandboxer.owner"] = "%d.%x" % (os.getpid(), ns)
     body = json.dumps(spec).encode()
+    # PAIR_SETTLE seconds after each run: what the engine does after a delete (podman's storage
+    # clean-up) ends before the next run starts, instead of slowing whichever run comes next
+    settle = float(os.environ.get("PAIR_SETTLE", "0"))
     ta, tb = [], []
     for n in range(runs + 3):
         t0 = time.perf_counter()
         ra = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL).returncode
         x = (time.perf_counter() - t0) * 1000
+        time.sleep(settle)
         t0 = time.perf_counter()
         try:
             rb = by_hand(sock, body, "sandboxer-byhand-%d-%d" % (os.getpid(), n))
@@ -122,6 +127,7 @@ def main():
             print("docker-byhand.py: %s" % err, file=sys.stderr)
             rb = -1
         y = (time.perf_counter() - t0) * 1000
+        time.sleep(settle)
         if ra != 0 or rb != 0:
             print("nan nan nan nan nan")
             return
