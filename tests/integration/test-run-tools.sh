@@ -11,9 +11,9 @@ BIN=$SBX_TMP/bin
 mkdir -p "$BIN"
 chmod 755 "$BIN"
 
-# 1-3: bwrap behind a wrapper script
+# 1-4: bwrap behind a wrapper script
 if ! command -v bwrap >/dev/null 2>&1 || ! "$SANDBOXER" run --policy "$POL" --backend bwrap -- /bin/true >/dev/null 2>&1; then
-        skip "bwrap backend unavailable here" 3
+        skip "bwrap backend unavailable here" 4
 else
         printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v bwrap)" >"$BIN/bwrap"
         chmod 755 "$BIN/bwrap"
@@ -23,9 +23,12 @@ else
         is "$out" wrapped "bwrap as a wrapper script: the command's output"
         like "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["backend"], d["status"])' "$SBX_TMP/bwrap.json" 2>&1)" \
                 '^bwrap exited$' "bwrap as a wrapper script: the report names the backend and the exit"
+        # the script keeps its own descriptor (6) open for its interpreter: the command must not
+        fds=$(PATH=$BIN:$PATH "$SANDBOXER" run --policy "$POL" --backend bwrap -- /bin/ls /proc/self/fd 2>&1)
+        is "$(echo $fds)" "0 1 2 3" "bwrap as a wrapper script: the command holds stdio and ls's own fd only"
 fi
 
-# 4-5: a tool that is neither ELF nor script: refused, named
+# 5-6: a tool that is neither ELF nor script: refused, named
 printf 'this is not a program\n' >"$BIN/bwrap"
 chmod 755 "$BIN/bwrap"
 if ! command -v bwrap >/dev/null 2>&1; then
@@ -37,7 +40,7 @@ else
         like "$err" 'execute .*bwrap.*[Ee]xec format error' "the message names the tool and the cause"
 fi
 
-# 6-9: podman's side of a run, through the fake (root only: the backend refuses rootless podman)
+# 7-10: podman's side of a run, through the fake (root only: the backend refuses rootless podman)
 if [ "$(id -u)" != 0 ]; then
         skip "the podman backend runs as root only" 4
 elif ! "$SANDBOXER" doctor 2>/dev/null | grep -q .; then
