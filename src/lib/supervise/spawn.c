@@ -197,11 +197,14 @@ static _noreturn_ void child_main(
         /* A tool that is a script (a wrapper named podman or bwrap): its interpreter opens it as
          * /dev/fd/6, which close-on-exec took away, and the kernel answers ENOENT. It keeps that
          * descriptor, its own file, read-only. Tried only after the failure: an ELF pays nothing. */
+        int err = errno;
         char magic[2];
-        if (errno == ENOENT && pread(6, magic, sizeof magic, 0) == 2 && magic[0] == '#' && magic[1] == '!' &&
-                fcntl(6, F_SETFD, 0) == 0)
+        if (err == ENOENT && pread(6, magic, sizeof magic, 0) == 2 && magic[0] == '#' && magic[1] == '!' &&
+                fcntl(6, F_SETFD, 0) == 0) {
                 syscall(SYS_execveat, 6, "", p->init_argv, p->envp, AT_EMPTY_PATH);
-        sbx_child_fail(&ce, errno, "execute", p->init_argv[0]);
+                err = errno;
+        }
+        sbx_child_fail(&ce, err, "execute", p->init_argv[0]);
         child_die(errfd, &ce);
 }
 
