@@ -141,7 +141,9 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
 
 static int landlock_run(
         const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
-        _cleanup_strv_free_ char **env = NULL, **init_argv = NULL;
+        /* every cleanup variable here, above the first goto: a jump past one's initialisation
+         * would free garbage (clang refuses to build that; gcc does not warn) */
+        _cleanup_strv_free_ char **env = NULL, **init_argv = NULL, **writable = NULL;
         _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF, audit_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         const sbx_profile *pr = cfg->profile;
@@ -263,7 +265,6 @@ static int landlock_run(
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
         (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
 
-        _cleanup_strv_free_ char **writable = NULL;
         if (sbx_backend_writable_set(cfg, d.scratch,
                     ws && pr->ws_access == SBX_ACCESS_RW ? cfg->workspace : NULL, &writable) < 0) {
                 r = sbx_error_set(e, ENOMEM, "writable set", "out of memory");
