@@ -36,6 +36,7 @@ enum {
         F_CGROUP_PIDS,
         F_CGROUP_CPU,
         F_CGROUP_FREEZER,
+        F_SYSCALLS_32BIT,
         _F_MAX,
 };
 
@@ -56,11 +57,31 @@ static const char *const feature_names[_F_MAX] = {
         [F_CGROUP_PIDS] = "cgroup_pids",
         [F_CGROUP_CPU] = "cgroup_cpu",
         [F_CGROUP_FREEZER] = "cgroup_freezer",
+        [F_SYSCALLS_32BIT] = "syscalls_32bit",
+};
+
+/* Why a backend cannot run here, for programs (doctor --json "cause"): a test suite tells a
+ * tool it was meant to have (tool_missing after setup installed it: a failure) from what the
+ * host refuses (a skip with the reason). */
+typedef enum backend_cause {
+        CAUSE_NONE, /* it can run */
+        CAUSE_NOT_IMPLEMENTED,
+        CAUSE_TOOL_MISSING, /* its program (bwrap, firejail, podman, docker) is not in PATH */
+        CAUSE_HOST, /* the kernel, the permissions or the environment refuse it */
+        _CAUSE_MAX,
+} backend_cause;
+
+static const char *const cause_names[_CAUSE_MAX] = {
+        [CAUSE_NONE] = "none",
+        [CAUSE_NOT_IMPLEMENTED] = "not_implemented",
+        [CAUSE_TOOL_MISSING] = "tool_missing",
+        [CAUSE_HOST] = "host",
 };
 
 typedef struct backend_line {
         const char *name;
         bool available;
+        backend_cause cause;
         char reason[1024];
 } backend_line;
 
@@ -71,7 +92,8 @@ static void help(void) {
                "whether it can run here, or why not and how to fix it.\n\n"
                "  --json     print one JSON object {kernel, landlock_abi, cgroup, unprivileged,\n"
                "             features: {NAME: {available, detail}}, backends: {NAME: {available, reason,\n"
-               "             implemented, level, capabilities: {CAP: {yes, how}}}}}\n"
+               "             cause, implemented, level, capabilities: {CAP: {yes, how}}}}}; cause is\n"
+               "             none, not_implemented, tool_missing (its program is not in PATH) or host\n"
                "  -h, --help show this help\n\n"
                "Exit status: 0 when at least one backend can run on this host, 1 when none can,\n"
                "125 on bad arguments.\n");
@@ -142,6 +164,9 @@ static void probe_all(sbx_probe_result res[_F_MAX]) {
                 case F_CGROUP_FREEZER:
                         r = sbx_probe_cgroup_controller("freezer", &res[i]);
                         break;
+                case F_SYSCALLS_32BIT:
+                        r = sbx_probe_syscalls_32bit(&res[i]);
+                        break;
                 default:
                         r = -EINVAL;
                         break;
@@ -181,10 +206,11 @@ static void append(char *buf, size_t size, const char *more) {
 /* What the host lacks for backend `id`, into missing (empty when nothing). `found` describes
  * what is there (for a backend that is not implemented yet). */
 static void requirements(sbx_backend_id id, const sbx_probe_result res[_F_MAX], char *missing, size_t msize,
-        char *found, size_t fsize) {
+        char *found, size_t fsize, bool *ret_tool_missing) {
         char path[4096], b[1100];
         const char *binary = NULL;
         missing[0] = found[0] = 0;
+        *ret_tool_missing = false;
 
         switch (id) {
         case SBX_BACKEND_NATIVE:
@@ -246,6 +272,7 @@ static void requirements(sbx_backend_id id, const sbx_probe_result res[_F_MAX], 
         else {
                 snprintf(b, sizeof b, "%s not found in PATH", binary);
                 append(missing, msize, b);
+                *ret_tool_missing = true;
         }
 }
 
@@ -256,11 +283,13 @@ static void check_backends(
                 backend_line *bl = &lines[n++];
                 const sbx_backend *b = sbx_backend_get(id);
                 char missing[2048], found[1200];
+                bool tool_missing;
 
-                *bl = (backend_line){.name = sbx_backend_to_string(id)};
-                requirements(id, res, missing, sizeof missing, found, sizeof found);
+                *bl = (backend_line){.name = sbx_backend_to_string(id), .cause = CAUSE_HOST};
+                requirements(id, res, missing, sizeof missing, found, sizeof found, &tool_missing);
 
                 if (!b || !b->implemented) {
+                        bl->cause = CAUSE_NOT_IMPLEMENTED;
                         /* Say so; do not pretend (DESIGN.md). */
                         if (missing[0])
                                 snprintf(bl->reason, sizeof bl->reason,
@@ -275,6 +304,8 @@ static void check_backends(
                 }
                 if (missing[0]) {
                         snprintf(bl->reason, sizeof bl->reason, "%s", missing);
+                        if (tool_missing)
+                                bl->cause = CAUSE_TOOL_MISSING;
                         continue;
                 }
                 if (b->probe) {
@@ -286,6 +317,7 @@ static void check_backends(
                         }
                 }
                 bl->available = true;
+                bl->cause = CAUSE_NONE;
                 snprintf(bl->reason, sizeof bl->reason, "ready: %s (isolation level %s)", found,
                         sbx_level_to_string(b->level));
         }
@@ -334,6 +366,7 @@ static int print_json(const char *kernel, int landlock_abi, const sbx_probe_resu
                 jsonw_begin_object(&w);
                 jsonw_kv_bool(&w, "available", lines[i].available);
                 jsonw_kv_string(&w, "reason", lines[i].reason);
+                jsonw_kv_string(&w, "cause", cause_names[lines[i].cause]);
                 const sbx_backend *b = sbx_backend_get(sbx_backend_from_string(lines[i].name));
                 jsonw_kv_bool(&w, "implemented", b && b->implemented);
                 jsonw_kv_string(&w, "level", b ? sbx_level_to_string(b->level) : NULL);

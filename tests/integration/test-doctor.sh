@@ -24,7 +24,7 @@ skip() {
 }
 diag() { sed 's/^/# /' "$@"; }
 
-echo "1..13"
+echo "1..16"
 
 "$SANDBOXER" doctor --json >"$tmp/out.json" 2>"$tmp/err"
 rc=$?
@@ -62,7 +62,7 @@ d = json.load(open(sys.argv[1]))
 f = d["features"]
 for name in ("namespaces", "landlock", "seccomp", "seccomp_user_notif", "no_new_privs", "landlock_audit", "pidfd_open",
              "clone3", "close_range", "openat2", "cgroup", "cgroup_memory", "cgroup_pids", "cgroup_cpu",
-             "cgroup_freezer"):
+             "cgroup_freezer", "syscalls_32bit"):
     assert name in f, "missing feature " + name
 for name, v in f.items():
     assert isinstance(v.get("available"), bool), name + ".available"
@@ -79,8 +79,11 @@ assert set(b) == {"native", "landlock", "bwrap", "firejail", "podman", "docker",
 for name, v in b.items():
     assert isinstance(v.get("available"), bool), name + ".available"
     assert isinstance(v.get("reason"), str) and v["reason"], name + ": no reason given"
+    assert v.get("cause") in ("none", "not_implemented", "tool_missing", "host"), name + ".cause: %r" % v.get("cause")
+    assert (v["cause"] == "none") == v["available"], name + ": cause none exactly when available"
+    assert (v["cause"] == "not_implemented") == (not v["implemented"]), name + ": not_implemented exactly when so"
 EOF
-ok $? "backends: all seven, each with available and a reason"
+ok $? "backends: all seven, each with available, a reason and a cause that agrees"
 [ -s "$tmp/back" ] && diag "$tmp/back"
 
 any=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(any(v["available"] for v in d["backends"].values())))' "$tmp/out.json" 2>/dev/null)
@@ -110,6 +113,34 @@ if [ "$(id -u)" -eq 0 ] && [ "${seccomp_mode:-0}" = 0 ] && [ -z "$proc_masked" ]
         [ "$native" = True ] || python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["backends"]["native"]["reason"])' "$tmp/out.json" | diag
 else
         skip "uid $(id -u), seccomp mode ${seccomp_mode:-?}, /proc overmounts '${proc_masked}': native may rightly be unavailable"
+fi
+
+# a backend whose program is not in PATH: cause tool_missing (a test suite tells that from the host)
+env PATH=/nonexistent "$SANDBOXER" doctor --json >"$tmp/nopath.json" 2>/dev/null
+ok $(python3 -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["backends"]
+assert all(b[k]["cause"] == "tool_missing" and "not found in PATH" in b[k]["reason"] for k in ("bwrap", "firejail", "podman", "docker")), b
+assert b["native"]["cause"] in ("none", "host")' "$tmp/nopath.json" 2>&1 >/dev/null; echo $?) \
+        "PATH without the tools: bwrap, firejail, podman and docker say tool_missing, not host"
+
+# 32-bit system calls: doctor's trial agrees with one made here outside any sandbox; under a
+# filter that kills them (as a host that refuses them does) it says refused, and why
+probe=${SBX_BUILD:-$(dirname "$SANDBOXER")/../..}/tests/tools/sbx-probe
+wrap=${SBX_BUILD:-$(dirname "$SANDBOXER")/../..}/tests/tools/sbx-syscall-wrap
+s32=$(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]["syscalls_32bit"]; print(f["available"], f["detail"])' "$tmp/out.json" 2>&1)
+if [ -x "$probe" ] && [ -x "$wrap" ] && [ "$(uname -m)" = x86_64 ]; then
+        out=$("$probe" int80 2>/dev/null)
+        if [[ $out =~ returned\ [0-9]+$ ]]; then want="True i386 (int 0x80): accepted by the host"; else want="i386 (int 0x80): refused"; fi
+        ok $([[ "$s32" == *"$want"* ]]; echo $?) "syscalls_32bit agrees with int 0x80 made outside any sandbox ('${out//$'\n'/ }')"
+        [[ "$s32" == *"$want"* ]] || echo "$s32" | diag
+        "$wrap" --kill-foreign -- "$SANDBOXER" doctor >"$tmp/k.table" 2>&1
+        ok $(grep -Eq '^syscalls_32bit +no +i386 \(int 0x80\): refused above us: a seccomp filter .*SIGSYS.*; x32: refused above us' "$tmp/k.table"; echo $?) \
+                "under a filter that kills 32-bit calls: syscalls_32bit no, saying refused above us (SIGSYS)"
+        grep '^syscalls_32bit' "$tmp/k.table" | diag
+else
+        skip "sbx-probe and sbx-syscall-wrap (x86_64) are needed to judge syscalls_32bit"
+        skip "sbx-probe and sbx-syscall-wrap (x86_64) are needed to judge syscalls_32bit"
 fi
 
 "$SANDBOXER" doctor >"$tmp/table" 2>&1

@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], "x32") == 0) {
                 printf("calling\n");
                 long r = syscall(0x40000000L | 39 /* getpid */);
-                printf("returned %ld\n", r);
+                printf("returned %ld\n", r < 0 ? -(long) errno : r); /* as int80's: -ERRNO or the pid */
                 return 0;
         }
 #endif

@@ -3,11 +3,14 @@
  * namespaces (EPERM, like Docker's default profile). Everything else is left alone: default
  * allow, foreign architectures allowed, only no_new_privs is added (seccomp needs it unprivileged).
  *
- * usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] -- COMMAND [ARG]...
+ * usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] [--kill-foreign] --
+ *                         COMMAND [ARG]...
  *   NAME      a syscall name for this architecture (landlock_create_ruleset, openat2, clone3, ...)
  *             or a number
  *   --eperm-ns  unshare and setns → EPERM, clone with any CLONE_NEW* flag → EPERM, clone3 → ENOSYS
  *             (its flags are in memory; libc and sandboxer fall back to clone, which is checked)
+ *   --kill-foreign  a process making an i386 (int 0x80) or x32 system call is killed (SIGSYS): a
+ *             host that refuses the 32-bit ABIs, as some hypervisors do (there it is SIGSEGV)
  * Exit: COMMAND's status; 125 for a usage or filter error, 126/127 when COMMAND cannot run. */
 #include <errno.h>
 #include <sched.h>
@@ -39,8 +42,8 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name) {
 }
 
 static int usage(void) {
-        fprintf(stderr, "usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] -- "
-                        "COMMAND [ARG]...\n");
+        fprintf(stderr, "usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] "
+                        "[--kill-foreign] -- COMMAND [ARG]...\n");
         return 125;
 }
 
@@ -74,6 +77,13 @@ int main(int argc, char **argv) {
                 } else if (strcmp(a, "--eperm") == 0 && i + 1 < argc) {
                         if (add(ctx, SCMP_ACT_ERRNO(EPERM), argv[++i]) < 0)
                                 return 125;
+                } else if (strcmp(a, "--kill-foreign") == 0) {
+                        /* Only the native ABI is in the filter: i386 calls are another
+                         * architecture, x32 ones fail libseccomp's x32 check; both take this. */
+                        if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0) {
+                                fprintf(stderr, "sbx-syscall-wrap: cannot set the bad-arch action\n");
+                                return 125;
+                        }
                 } else if (strcmp(a, "--eperm-ns") == 0) {
                         static const unsigned long ns_flags[] = {
                                 CLONE_NEWNS,

@@ -628,6 +628,102 @@ int sbx_probe_landlock_audit(sbx_probe_result *ret) {
                 "cost to allowed ones");
 }
 
+/* ---- 32-bit system calls ---------------------------------------------------------------------- */
+
+/* SIG_DFL for one signal by the raw system call: a sanitizer runtime intercepts sigaction() and
+ * keeps its own SIGSEGV handler, which would turn the trial child's death into an exit and a
+ * report. The kernel's struct for x86_64 (and most others): handler, flags, restorer, mask. */
+static void default_signal_raw(int sig) {
+        struct {
+                void (*handler)(int);
+                unsigned long flags;
+                void (*restorer)(void);
+                unsigned long mask;
+        } sa = {.handler = SIG_DFL};
+        (void) syscall(SYS_rt_sigaction, sig, &sa, NULL, sizeof sa.mask);
+}
+
+#if defined(__x86_64__)
+/* One trial child: getpid through the i386 ABI (int $0x80) or the x32 one (nr | 0x40000000).
+ * Exits 0 when it returned the pid, 1 for ENOSYS, 2 for another error; a host that refuses the
+ * ABI kills the child (SIGSEGV from a general protection fault, SIGSYS from a filter). */
+static int trial_32bit(bool i386, int *ret_status) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return negative_errno();
+        if (pid == 0) {
+                default_signal_raw(SIGSEGV);
+                default_signal_raw(SIGSYS);
+                default_signal_raw(SIGILL);
+                long r;
+                if (i386)
+                        __asm__ volatile("int $0x80"
+                                         : "=a"(r)
+                                         : "a"(20L /* i386 getpid */)
+                                         : "memory", "cc");
+                else
+                        r = syscall(0x40000000L | SYS_getpid) < 0 ? -errno : 1;
+                _exit(r > 0 ? 0 : r == -ENOSYS ? 1 : 2);
+        }
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return negative_errno();
+        *ret_status = status;
+        return 0;
+}
+#endif
+
+/* How one ABI fared, from its trial child's wait status: true when the host accepts it. */
+static bool describe_32bit(const char *abi, int status, char *buf, size_t size) {
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                snprintf(buf, size,
+                        "%s: accepted by the host; every sandbox's filter kills a process that uses it",
+                        abi);
+                return true;
+        }
+        if (WIFEXITED(status))
+                snprintf(buf, size, "%s: not in this kernel (%s): nothing to filter", abi,
+                        WEXITSTATUS(status) == 1 ? "ENOSYS" : "the call failed");
+        else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+                snprintf(buf, size,
+                        "%s: refused above us: a seccomp filter this process runs under killed the trial "
+                        "(SIGSYS)",
+                        abi);
+        else if (WIFSIGNALED(status))
+                snprintf(buf, size,
+                        "%s: refused by the host: the trial died by signal %d%s (emulation off in the "
+                        "kernel, ia32_emulation=0, or refused by the hypervisor)",
+                        abi, WTERMSIG(status), WTERMSIG(status) == SIGSEGV ? " (SIGSEGV)" : "");
+        else
+                snprintf(buf, size, "%s: the trial ended oddly (status %#x)", abi, (unsigned) status);
+        return false;
+}
+
+int sbx_probe_syscalls_32bit_from(int i386_status, int x32_status, sbx_probe_result *ret) {
+        if (!ret)
+                return -EINVAL;
+        char a[300], b[300];
+        bool i386 = describe_32bit("i386 (int 0x80)", i386_status, a, sizeof a);
+        bool x32 = describe_32bit("x32", x32_status, b, sizeof b);
+        return result(
+                ret, i386 || x32, i386 || x32 ? 0 : ENOSYS, i386 || x32 ? NULL : "int 0x80", "%s; %s", a, b);
+}
+
+int sbx_probe_syscalls_32bit(sbx_probe_result *ret) {
+        if (!ret)
+                return -EINVAL;
+#if defined(__x86_64__)
+        int si = 0, sx = 0, r;
+        if ((r = trial_32bit(true, &si)) < 0 || (r = trial_32bit(false, &sx)) < 0)
+                return r;
+        return sbx_probe_syscalls_32bit_from(si, sx, ret);
+#else
+        return result(ret, false, EOPNOTSUPP, NULL,
+                "no compat ABI probed on this architecture; the filter kills every foreign one");
+#endif
+}
+
 /* ---- cgroups --------------------------------------------------------------------------------- */
 
 /* Our cgroup path in the hierarchy of `controller` (v1), or in the unified one (NULL). */

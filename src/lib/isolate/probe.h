@@ -45,6 +45,16 @@ int sbx_probe_openat2(sbx_probe_result *ret);
 int sbx_probe_mount_setattr(sbx_probe_result *ret);
 int sbx_probe_no_new_privs(sbx_probe_result *ret);
 
+/* 32-bit system calls on x86_64 (the i386 ABI through int $0x80, the x32 one): does the host
+ * accept them? Trial children make one call each. Available when either is accepted (every
+ * sandbox's filter then kills a process that uses it); unavailable when the host refuses both
+ * (a kernel without the emulation, ia32_emulation=0, a hypervisor that refuses int 0x80: the
+ * trial dies by SIGSEGV) or a filter above us does (SIGSYS). The detail says which, per ABI. */
+int sbx_probe_syscalls_32bit(sbx_probe_result *ret);
+/* The same judgement from the two trial children's wait statuses (exit 0: the call returned the
+ * pid; 1: ENOSYS; 2: another error; or killed by a signal). For tests. */
+int sbx_probe_syscalls_32bit_from(int i386_status, int x32_status, sbx_probe_result *ret);
+
 /* The cgroup layout: available unless no cgroup file system is mounted. */
 int sbx_probe_cgroup(sbx_probe_result *ret);
 /* One controller ("memory", "pids", "cpu", "freezer"): mounted (v1 hierarchy, or enabled in our
