@@ -1,5 +1,7 @@
 /* serve.c — `sandboxer serve`: open the store, listen, answer the HTTP API until SIGTERM/SIGINT. */
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/file.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "daemon/http.h"
 #include "daemon/sandboxes.h"
 #include "daemon/store.h"
+#include "basic/cache.h"
 #include "verbs.h"
 
 #define MAX_LISTEN 16
@@ -47,6 +50,43 @@ static void help(void) {
                "  --secrets-dir DIR the secret store: a profile's `secrets: [NAME]` is the file DIR/NAME,\n"
                "                    delivered read-only at /run/secrets/NAME, never in the environment\n"
                "Exit status: 0 stopped by a signal, 125 usage or startup error.\n");
+}
+
+/* Take RUNTIME/serve.lock (an exclusive flock, our pid written in it), or say who holds it. */
+static int lock_runtime_dir(const char *runtime_dir, int *ret_fd) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/serve.lock", runtime_dir) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0) {
+                int r = -errno;
+                cli_error("serve: cannot open %s: %s", path, strerror(-r));
+                return r;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int r = -errno;
+                char pid[32] = "";
+                ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+                pid[n > 0 ? n : 0] = 0;
+                pid[strcspn(pid, "\n")] = 0;
+                if (r == -EWOULDBLOCK)
+                        cli_error(
+                                "serve: another sandboxer serve%s%s%s already uses the runtime directory %s "
+                                "(its sandboxes' supervisors are there, and a second server would take "
+                                "them for orphans); stop it, or give this one its own with "
+                                "SANDBOXER_RUNTIME_DIR",
+                                *pid ? " (pid " : "", pid, *pid ? ")" : "", runtime_dir);
+                else
+                        cli_error("serve: cannot lock %s: %s", path, strerror(-r));
+                return r;
+        }
+        char buf[32];
+        int l = snprintf(buf, sizeof buf, "%d\n", (int) getpid());
+        if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t) l, 0) != l) {
+                /* the pid is only for the message above; the lock is what counts */
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
 }
 
 int verb_serve(int argc, char **argv) {
@@ -191,6 +231,16 @@ int verb_serve(int argc, char **argv) {
                 cli_error("serve: no state dir (set XDG_STATE_HOME or pass --state-dir)");
                 return SBX_EXIT_FAILURE;
         }
+        /* made when missing, parents too (0700 as the token verb and the store make it): the
+         * store may live elsewhere (--store), the sandboxes' records are kept here */
+        r = sbx_own_dir_p(state_dir, 0700, 0700);
+        if (r < 0) {
+                cli_error("serve: cannot use the state dir %s: %s%s; set SANDBOXER_STATE_DIR or pass "
+                          "--state-dir",
+                        state_dir, strerror(-r),
+                        r == -EPERM ? " (not a directory of ours that only we can write)" : "");
+                return SBX_EXIT_FAILURE;
+        }
         _cleanup_store_ sbx_store *store = NULL;
         r = sbx_store_open(store_url, state_dir, &store, &e);
         if (r < 0) {
@@ -226,6 +276,13 @@ int verb_serve(int argc, char **argv) {
                         strerror(-r));
                 return SBX_EXIT_FAILURE;
         }
+        /* One server per runtime directory: a server takes the supervisors' sockets it finds there
+         * and does not know for orphans and destroys them, so a second one beside it would destroy
+         * the first one's sandboxes. Held (close-on-exec, never passed to a supervisor) until exit. */
+        _cleanup_close_ int lock_fd = -1;
+        r = lock_runtime_dir(runtime_dir, &lock_fd);
+        if (r < 0)
+                return SBX_EXIT_FAILURE;
         if (asprintf(&audit_path, "%s/%s", state_dir, SBX_AUDIT_FILE) < 0)
                 return SBX_EXIT_FAILURE;
         sbx_mgr_options mo = {.state_dir = state_dir,

@@ -6,6 +6,9 @@
 
 ST=$SBX_TMP/state
 SOCK=$SBX_TMP/run/sandboxer.sock
+# a runtime directory of its own: a server takes the unknown supervisors' sockets it finds in
+# its runtime directory for orphans (one server per runtime directory: checked below)
+export SANDBOXER_RUNTIME_DIR=$SBX_TMP/rt
 SERVE_PID=
 
 cleanup() {
@@ -61,7 +64,7 @@ free_port() {
         python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-plan 74
+plan 80
 
 # ---- tokens ----
 "$SANDBOXER" token create --actor agt --name bot-1 --tenant t1 --state-dir "$ST" --json >"$SBX_TMP/t1.json" 2>"$SBX_TMP/err"
@@ -174,8 +177,11 @@ SERVE_PID=$!
 wait_up "unix:$SOCK"
 ok $? "serve answers on a unix socket that replaced a stale socket file" || diag "$(cat "$SBX_TMP/serve.err")"
 is "$(stat -c %a "$SOCK")" 660 "the socket is mode 0660"
-"$SANDBOXER" serve --listen "unix:$SOCK" --state-dir "$ST" 2>"$SBX_TMP/err2"
+SANDBOXER_RUNTIME_DIR=$SBX_TMP/rt2 "$SANDBOXER" serve --listen "unix:$SOCK" --state-dir "$ST" 2>"$SBX_TMP/err2"
 like "$?:$(cat "$SBX_TMP/err2")" '^125:.*already answers on' "a second server on a live socket is refused (125)"
+"$SANDBOXER" serve --listen "unix:$SBX_TMP/second.sock" --state-dir "$SBX_TMP/state2" 2>"$SBX_TMP/err3"
+like "$?:$(cat "$SBX_TMP/err3")" "^125:.*another sandboxer serve \(pid $SERVE_PID\) already uses the runtime directory $SBX_TMP/rt .*SANDBOXER_RUNTIME_DIR" \
+        "a second server in the same runtime directory is refused (125), naming the first and the fix"
 
 req "unix:$SOCK" GET /healthz
 is "$H_STATUS $H_BODY" '200 {"status":"ok"}' "GET /healthz on the socket: 200 {status: ok}"
@@ -216,5 +222,30 @@ SERVE_PID=
 [ -s "$ST/sandboxer.db" ] && [ -s "$ST/audit.log" ] && [ ! -e "$SOCK" ]
 ok $? "the store and audit log stay, the socket is gone"
 is "$(json_get <("$SANDBOXER" token list --json --state-dir "$ST") 'len(d["items"])')" 3 "the tokens survive the server"
+
+# ---- state and runtime directories that are not there yet are made, as token create makes its
+# own (as systemd makes a StateDirectory= and a RuntimeDirectory=): the state dir private (0700,
+# its parents too), the runtime dir 0711 as root (run_as passes through to the scratch below it)
+# or 0700, its parents 0755; with the store elsewhere (--store), which makes nothing ----
+NST=$SBX_TMP/new/state/dir NRT=$SBX_TMP/newrt/run/dir
+SANDBOXER_STATE_DIR=$NST SANDBOXER_RUNTIME_DIR=$NRT \
+        "$SANDBOXER" serve --store "sqlite:$SBX_TMP/elsewhere.db" 2>"$SBX_TMP/new.err" &
+SERVE_PID=$!
+wait_up "unix:$NRT/sandboxer.sock"
+ok $? "serve with state and runtime dirs that do not exist yet (and the store elsewhere) starts" ||
+        diag "$(cat "$SBX_TMP/new.err")"
+rtmode=700; [ "$(id -u)" = 0 ] && rtmode=711
+is "$(stat -c %a "$SBX_TMP/new" "$SBX_TMP/new/state" "$NST" "$SBX_TMP/newrt" "$SBX_TMP/newrt/run" "$NRT" | tr '\n' ' ')" \
+        "700 700 700 755 755 $rtmode " "their modes: state 0700 with its parents, runtime $rtmode with parents 0755"
+ok $([ -d "$NST/sandboxes" ] && [ -d "$NRT/sandboxes" ] && echo 0 || echo 1) "and the sandboxes' directories in each"
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID"
+is $? 0 "that server stops with exit 0"
+SERVE_PID=
+# a state dir others may write is refused, naming it and the fix
+mkdir -p "$SBX_TMP/open"; chmod 777 "$SBX_TMP/open"
+SANDBOXER_STATE_DIR=$SBX_TMP/open timeout 10 "$SANDBOXER" serve --listen "unix:$SBX_TMP/open.sock" 2>"$SBX_TMP/open.err"
+is "$?:$(grep -c "state dir $SBX_TMP/open: .*not a directory of ours that only we can write.*SANDBOXER_STATE_DIR" "$SBX_TMP/open.err")" \
+        "125:1" "a state dir others can write: exit 125, named, with the fix"
 
 done_testing

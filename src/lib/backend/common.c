@@ -1155,7 +1155,13 @@ void sbx_backend_runtime_dir_path(char *buf, size_t size) {
 
 int sbx_backend_runtime_dir(char *buf, size_t size) {
         sbx_backend_runtime_dir_path(buf, size);
-        return sbx_own_dir(buf, geteuid() == 0 ? 0711 : 0700);
+        mode_t mode = geteuid() == 0 ? 0711 : 0700;
+        /* A directory the user named may not be there yet: made with its parents, which run_as
+         * (root's sandboxes run as another uid) must be able to pass through to reach a scratch
+         * below it. The default places have their parents. */
+        if (secure_getenv("SANDBOXER_RUNTIME_DIR"))
+                return sbx_own_dir_p(buf, mode, 0755);
+        return sbx_own_dir(buf, mode);
 }
 
 #define SHM_SCRATCH_DIR "/dev/shm/sandboxer"

@@ -26,6 +26,27 @@ int sbx_own_dir(const char *dir, mode_t mode) {
         return 0;
 }
 
+int sbx_own_dir_p(const char *dir, mode_t mode, mode_t parent_mode) {
+        char buf[PATH_MAX];
+        size_t n = strlen(dir);
+        if (n == 0 || n >= sizeof buf)
+                return -ENAMETOOLONG;
+        memcpy(buf, dir, n + 1);
+        /* each ancestor in turn, from the top; an existing one is left as it is */
+        for (size_t i = 1; i < n; i++) {
+                if (buf[i] != '/')
+                        continue;
+                buf[i] = 0;
+                if (mkdir(buf, parent_mode) < 0 && errno != EEXIST) {
+                        int r = -errno;
+                        buf[i] = '/';
+                        return r;
+                }
+                buf[i] = '/';
+        }
+        return sbx_own_dir(dir, mode);
+}
+
 static int cache_dir_find(char *buf, size_t size) {
         const char *env = secure_getenv("SANDBOXER_CACHE_DIR"), *home;
         if (env && env[0] == '/')

@@ -12,6 +12,9 @@
 /* Create dir (mode) if missing; 0, or -EPERM when what is there is not a directory of ours that
  * only we can write. */
 int sbx_own_dir(const char *dir, mode_t mode);
+/* The same, making its missing ancestors first with parent_mode (as systemd makes the parents of
+ * a StateDirectory= or RuntimeDirectory=): for a directory a user named that is not there yet. */
+int sbx_own_dir_p(const char *dir, mode_t mode, mode_t parent_mode);
 
 /* The cache dir: $SANDBOXER_CACHE_DIR, /var/cache/sandboxer as root, $XDG_CACHE_HOME/sandboxer
  * or ~/.cache/sandboxer (the base made 0700 when missing); created 0755 as root (the bwrap
