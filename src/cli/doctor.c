@@ -2,6 +2,8 @@
  * backend whether it can run here or exactly why not. Exit 0 when at least one backend can. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -267,9 +269,32 @@ static void requirements(sbx_backend_id id, const sbx_probe_result res[_F_MAX], 
                 return;
         }
 
-        if (find_in_path(binary, path, sizeof path))
+        if (find_in_path(binary, path, sizeof path)) {
                 snprintf(found, fsize, "%s found at %.1024s", binary, path);
-        else {
+                struct stat st;
+                bool setuid_root = stat(path, &st) == 0 && (st.st_mode & S_ISUID) && st.st_uid == 0;
+                bool nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+                /* bwrap makes its namespaces as the caller (Debian's is not setuid): what the trial
+                 * child could not do, bwrap cannot either */
+                if (id == SBX_BACKEND_BWRAP && !res[F_NAMESPACES].available && !(setuid_root && !nnp)) {
+                        snprintf(b, sizeof b, "namespaces: %s", res[F_NAMESPACES].detail);
+                        append(missing, msize, b);
+                }
+                /* firejail gains root from its setuid bit, which no_new_privs (inherited from a
+                 * container or another sandbox) makes void; and a filter that refuses namespaces
+                 * refuses them to root as well */
+                if (id == SBX_BACKEND_FIREJAIL && sbx_host_unprivileged() && nnp)
+                        append(missing, msize,
+                                "no_new_privs is set on this process (inherited from a container or another "
+                                "sandbox): firejail's setuid bit cannot give it the privileges it needs; "
+                                "run as "
+                                "root, or use --backend landlock");
+                if (id == SBX_BACKEND_FIREJAIL && !res[F_NAMESPACES].available &&
+                        strstr(res[F_NAMESPACES].detail, "seccomp filter")) {
+                        snprintf(b, sizeof b, "namespaces: %s", res[F_NAMESPACES].detail);
+                        append(missing, msize, b);
+                }
+        } else {
                 snprintf(b, sizeof b, "%s not found in PATH", binary);
                 append(missing, msize, b);
                 *ret_tool_missing = true;

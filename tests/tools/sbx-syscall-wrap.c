@@ -3,7 +3,7 @@
  * namespaces (EPERM, like Docker's default profile). Everything else is left alone: default
  * allow, foreign architectures allowed, only no_new_privs is added (seccomp needs it unprivileged).
  *
- * usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] [--kill-foreign] --
+ * usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] [--kill-foreign] [--listener] --
  *                         COMMAND [ARG]...
  *   NAME      a syscall name for this architecture (landlock_create_ruleset, openat2, clone3, ...)
  *             or a number
@@ -11,9 +11,16 @@
  *             (its flags are in memory; libc and sandboxer fall back to clone, which is checked)
  *   --kill-foreign  a process making an i386 (int 0x80) or x32 system call is killed (SIGSYS): a
  *             host that refuses the 32-bit ABIs, as some hypervisors do (there it is SIGSEGV)
+ *   --listener  an allow-all filter with a seccomp notification listener above COMMAND (its fd
+ *             closed): COMMAND runs nested under a listener, as inside another sandbox or
+ *             supervisor, where no second listener can be installed (EBUSY)
  * Exit: COMMAND's status; 125 for a usage or filter error, 126/127 when COMMAND cannot run. */
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +50,7 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name) {
 
 static int usage(void) {
         fprintf(stderr, "usage: sbx-syscall-wrap [--enosys NAME]... [--eperm NAME]... [--eperm-ns] "
-                        "[--kill-foreign] -- COMMAND [ARG]...\n");
+                        "[--kill-foreign] [--listener] -- COMMAND [ARG]...\n");
         return 125;
 }
 
@@ -65,6 +72,7 @@ int main(int argc, char **argv) {
                 return 125;
         }
 
+        bool listener = false;
         int i = 1;
         for (; i < argc; i++) {
                 const char *a = argv[i];
@@ -77,6 +85,8 @@ int main(int argc, char **argv) {
                 } else if (strcmp(a, "--eperm") == 0 && i + 1 < argc) {
                         if (add(ctx, SCMP_ACT_ERRNO(EPERM), argv[++i]) < 0)
                                 return 125;
+                } else if (strcmp(a, "--listener") == 0) {
+                        listener = true;
                 } else if (strcmp(a, "--kill-foreign") == 0) {
                         /* Only the native ABI is in the filter: i386 calls are another
                          * architecture, x32 ones fail libseccomp's x32 check; both take this. */
@@ -121,6 +131,18 @@ int main(int argc, char **argv) {
         }
         seccomp_release(ctx);
         ctx = NULL;
+        if (listener) {
+                struct sock_filter insn[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+                struct sock_fprog prog = {.len = 1, .filter = insn};
+                long fd = syscall(
+                        SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+                if (fd < 0) {
+                        fprintf(stderr, "sbx-syscall-wrap: cannot install a listener: %s\n",
+                                strerror(errno));
+                        return 125;
+                }
+                close((int) fd); /* the filter stays; nothing ever notifies */
+        }
 
         execvp(argv[i], argv + i);
         int err = errno;
