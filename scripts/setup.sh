@@ -33,7 +33,7 @@ PACKAGES=(
         clang llvm libclang-rt-14-dev clang-format # fuzzing (libFuzzer), symbolizer, format check
         python3 python3-jsonschema # report schema checks, test helpers
         iproute2 procps util-linux passwd coreutils # namespaces, ps, runuser/setpriv, useradd
-        bubblewrap hyperfine sudo # the bwrap backend, benchmarks
+        bubblewrap firejail hyperfine sudo # the bwrap and firejail backends, benchmarks
         podman runc catatonit # the podman and docker backends (runc: crun refuses hybrid cgroups; catatonit: the docker API's init)
         man-db groff-base # man page rendering checks
         nodejs # the E2B and Daytona SDK tests (tests/compat; npm below: a nodejs from elsewhere bundles it)

@@ -5,6 +5,7 @@
 # server that is not there. --json output is validated against docs/openapi.json.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || . "$(dirname "$0")/common-policy.sh"
+require_backend native # its sandboxes are native ones (skipped with the reason where the host cannot)
 export SANDBOXER_RUNTIME_DIR=$SBX_TMP/run SANDBOXER_STATE_DIR=$SBX_TMP/state
 SOCK=$SANDBOXER_RUNTIME_DIR/sandboxer.sock
 V=$SBX_SRC/tests/tools/validate-api.py DOC=$SBX_SRC/docs/openapi.json

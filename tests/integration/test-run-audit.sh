@@ -101,6 +101,7 @@ for k in a b; do echo orig >"$ww.$k"; chmod 666 "$ww.$k"; done
 pa=$!
 "$SANDBOXER" run "${L[@]}" --report "$SBX_TMP/b.json" -- /bin/sh -c "sleep 0.2; echo x >> $ww.b; sleep 0.2" 2>/dev/null &
 pb=$!
+sbx_started $pa $pb
 wait $pa $pb
 for k in a b; do
         got=$(json_get "$SBX_TMP/$k.json" '[v["detail"]["path"] for v in d["violations"] if v["kind"] == "FilesystemWriteViolation"]')

@@ -4,6 +4,7 @@
 # execve is the evidence; warn records and lets through.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/common-policy.sh"
+require_backend native # its sandboxes are native ones (skipped with the reason where the host cannot)
 cat >"$SBX_TMP/strict.yaml" <<'YAML'
 id: test.commands.strict
 version: "1.0.0"

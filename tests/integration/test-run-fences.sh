@@ -3,6 +3,7 @@
 # capabilities, no_new_privs, never host root (idmapped workspace), setuid binaries.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/common-policy.sh"
+require_backend native # its sandboxes are native ones (skipped with the reason where the host cannot)
 
 S=(--policy "$POL" --backend native)
 root=0; [ "$(id -u)" = 0 ] && root=1

@@ -2,6 +2,7 @@
 # Isolation claims of `sandboxer run` (native backend), each attacked from inside.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/common-policy.sh"
+require_backend native # its sandboxes are native ones (skipped with the reason where the host cannot)
 
 S=(--policy "$POL" --backend native)
 

@@ -3,6 +3,7 @@
 # and the report on every outcome — with nothing left on the host after each.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/common-policy.sh"
+require_backend native # its sandboxes are native ones (skipped with the reason where the host cannot)
 
 S=(--policy "$POL" --backend native)
 status() { json_get "$SBX_REPORT" 'd["status"]'; }
@@ -141,6 +142,7 @@ for sig in TERM INT HUP; do
         rep=$SBX_TMP/cancel-$sig.json
         "$SANDBOXER" run "${S[@]}" --report "$rep" -- /bin/sh -c 'trap "" TERM INT HUP; sleep 60' >/dev/null 2>&1 &
         pid=$!
+        sbx_started $pid
         sleep 0.5
         start=$(date +%s%N)
         kill -$sig $pid
@@ -155,6 +157,7 @@ done
 # A command that handles the forwarded signal ends at once.
 "$SANDBOXER" run "${S[@]}" --report "$SBX_TMP/c2.json" -- /bin/sh -c 'trap "echo got-term; exit 0" TERM; sleep 60 & wait' >"$SBX_TMP/c2.out" 2>&1 &
 pid=$!
+sbx_started $pid
 sleep 0.5
 start=$(date +%s%N)
 kill -TERM $pid

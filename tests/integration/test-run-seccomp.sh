@@ -4,6 +4,7 @@
 # fail closed (a wrapper answers ENOSYS for Landlock, EPERM for namespaces, ENOSYS for clone3).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/common-policy.sh"
+require_backend native # its sandboxes are native ones (skipped with the reason where the host cannot)
 
 PROBE=$SBX_BUILD/tests/tools/sbx-probe
 WRAP=$SBX_BUILD/tests/tools/sbx-syscall-wrap
@@ -72,12 +73,17 @@ run_sbx "${S[@]}" -- ./sbx-probe tiocsti
 is "$SBX_OUT" "errno EPERM
 errno EPERM" "inside: TIOCSTI refused, including a command with the upper 32 bits set"
 
-# Foreign ABIs: the process is killed.
-out=$("$PROBE" int80 2>&1)
-like "$out" 'returned' "outside: int 0x80 returns (the probe is not vacuous)"
-run_sbx "${S[@]}" -- ./sbx-probe int80
-is "$SBX_OUT" "calling" "inside: the i386 ABI (int 0x80) never returns"
-is "$SBX_RC/$(json_get "$SBX_REPORT" 'd["status"]')" "159/signaled" "killed by SIGSYS: exit 159, status signaled"
+# Foreign ABIs: the process is killed. Where the host itself refuses the i386 ABI (int 0x80 dies
+# by SIGSEGV outside any sandbox, as on some hypervisors) the inside check would prove nothing.
+if host_has i386; then
+        ok 0 "outside: int 0x80 returns (the check inside is not vacuous)"
+        run_sbx "${S[@]}" -- ./sbx-probe int80
+        is "$SBX_OUT" "calling" "inside: the i386 ABI (int 0x80) never returns"
+        is "$SBX_RC/$(json_get "$SBX_REPORT" 'd["status"]')" "159/signaled" "killed by SIGSYS: exit 159, status signaled"
+else
+        skip "$HOST_WHY: the i386 checks inside would be vacuous" 3
+fi
+# x32 calls are killed by the filter whether or not the kernel has them (it looks at the number).
 run_sbx "${S[@]}" -- ./sbx-probe x32
 is "$SBX_OUT/$SBX_RC" "calling/159" "inside: the x32 ABI is killed too"
 

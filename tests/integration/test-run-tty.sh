@@ -3,6 +3,7 @@
 # caller's keystrokes reach it; without --tty it has no controlling terminal.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/common-policy.sh"
+require_backend native # its sandboxes are native ones (skipped with the reason where the host cannot)
 [ -x /usr/bin/python3 ] || skip_all "python3 is needed to drive a terminal"
 drive() { # drive INPUT ARGS... → the session's output (the caller side is a pty)
         /usr/bin/python3 - "$@" <<'PY'

@@ -4,6 +4,7 @@
 # bad input, restart recovery after kill -9, audit), every response validated against
 # docs/openapi.json. The checks are in sandboxes_test.py (TAP).
 . "$(dirname "$0")/lib.sh"
+require_backend native # its sandboxes are native ones (skipped with the reason where the host cannot)
 
 if [ "$(id -u)" != 0 ]; then
         # No cgroup delegation for an ordinary user here: memory, cpus and scratch best-effort.
