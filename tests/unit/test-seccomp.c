@@ -328,21 +328,9 @@ static void test_enosys(const sbx_seccomp_prog *deny, const sbx_seccomp_prog *ki
                 "classify: clone3 is ENOSYS, not a violation");
 }
 
-/* SIG_DFL by the raw call: under ASan, sigaction() keeps the runtime's SIGSEGV handler, which
- * turns a host's refusal (a general protection fault) into a report and an exit. */
-static void segv_default(void) {
-        struct {
-                void (*h)(int);
-                unsigned long flags;
-                void (*restorer)(void);
-                unsigned long mask;
-        } sa = {.h = SIG_DFL};
-        (void) syscall(SYS_rt_sigaction, SIGSEGV, &sa, NULL, sizeof sa.mask);
-}
-
 static int do_int80_getpid(void) {
         long r;
-        segv_default();
+        sbx_probe_signal_default(SIGSEGV); /* not ASan's handler: a host's refusal is a death */
         __asm__ volatile("int $0x80" : "=a"(r) : "a"(20L /* i386 getpid */) : "memory", "cc");
         return r == getpid() ? 0 : 1;
 }

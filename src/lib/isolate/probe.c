@@ -630,10 +630,8 @@ int sbx_probe_landlock_audit(sbx_probe_result *ret) {
 
 /* ---- 32-bit system calls ---------------------------------------------------------------------- */
 
-/* SIG_DFL for one signal by the raw system call: a sanitizer runtime intercepts sigaction() and
- * keeps its own SIGSEGV handler, which would turn the trial child's death into an exit and a
- * report. The kernel's struct for x86_64 (and most others): handler, flags, restorer, mask. */
-static void default_signal_raw(int sig) {
+void sbx_probe_signal_default(int sig) {
+        /* the kernel's struct for x86_64 (and most others): handler, flags, restorer, mask */
         struct {
                 void (*handler)(int);
                 unsigned long flags;
@@ -652,9 +650,9 @@ static int trial_32bit(bool i386, int *ret_status) {
         if (pid < 0)
                 return negative_errno();
         if (pid == 0) {
-                default_signal_raw(SIGSEGV);
-                default_signal_raw(SIGSYS);
-                default_signal_raw(SIGILL);
+                sbx_probe_signal_default(SIGSEGV);
+                sbx_probe_signal_default(SIGSYS);
+                sbx_probe_signal_default(SIGILL);
                 long r;
                 if (i386)
                         __asm__ volatile("int $0x80"

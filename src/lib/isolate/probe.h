@@ -54,6 +54,10 @@ int sbx_probe_syscalls_32bit(sbx_probe_result *ret);
 /* The same judgement from the two trial children's wait statuses (exit 0: the call returned the
  * pid; 1: ENOSYS; 2: another error; or killed by a signal). For tests. */
 int sbx_probe_syscalls_32bit_from(int i386_status, int x32_status, sbx_probe_result *ret);
+/* SIG_DFL for sig by the raw system call, for a trial child that is to die by it: a sanitizer
+ * runtime intercepts sigaction() and keeps its own SIGSEGV handler, which would turn the death
+ * into a report and an exit. */
+void sbx_probe_signal_default(int sig);
 
 /* The cgroup layout: available unless no cgroup file system is mounted. */
 int sbx_probe_cgroup(sbx_probe_result *ret);
