@@ -311,6 +311,10 @@ prepare_unpriv() {
 
 if want integration; then
         if [ "$(id -u)" = 0 ]; then
+                # The ordinary user exists for the root pass too: the firejail backend refuses
+                # system accounts, so as root its tests run as this user's uid (run_as).
+                id "$UNPRIV_USER" >/dev/null 2>&1 ||
+                        useradd --create-home --user-group --shell /bin/bash "$UNPRIV_USER" >/dev/null 2>&1 || true
                 section_begin integration-root "integration tests as root (${#SCRIPTS[@]} scripts)"
                 run_scripts root "" "$ROOT" "$BUILD" "$BUILD/src/cli/sandboxer" "${SCRIPTS[@]}"
                 section_end

@@ -3,7 +3,7 @@
  * Static and small; it runs with the sandbox's environment and no capabilities.
  *
  * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N] [--landlock-log]
- *                       -- COMMAND [ARG]...
+ *                       [--host-ns TYPE:INODE,...] -- COMMAND [ARG]...
  *        sandboxer-init [...] --serve --        a persistent sandbox: commands come as requests
  *                                               (protocol.h), each run by a runner it forks
  * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). The seccomp program (raw BPF) and the
@@ -292,6 +292,43 @@ static int parse_fd(const char *s) {
         char *end;
         long v = strtol(s, &end, 10);
         return (*s && !*end && v >= 0 && v < 1024) ? (int) v : -1;
+}
+
+/* --host-ns mnt:INODE,pid:INODE,...: the supervisor's own namespaces, which the backend claims
+ * this sandbox does not share. A wrapped tool may run the command without making them (firejail
+ * does when it believes it already runs in a sandbox: no kernel threads in /proc, say) and say
+ * nothing; the command must then never start. Inode numbers of nsfs are the same seen from any
+ * namespace. 0 when isolated from each; else the message for the supervisor in `why`. */
+static int check_isolation(const char *list, char *why, size_t size) {
+        for (const char *p = list; *p;) {
+                const char *colon = strchr(p, ':');
+                if (!colon || colon == p || colon - p > 8)
+                        goto bad;
+                char type[9], path[32];
+                memcpy(type, p, (size_t) (colon - p));
+                type[colon - p] = 0;
+                char *end;
+                errno = 0;
+                unsigned long long ino = strtoull(colon + 1, &end, 10);
+                if (errno || end == colon + 1 || (*end && *end != ','))
+                        goto bad;
+                snprintf(path, sizeof path, "/proc/self/ns/%s", type);
+                struct stat st;
+                if (stat(path, &st) < 0) {
+                        int err = errno;
+                        snprintf(why, size, "init: cannot check isolation: %s", path);
+                        return -err;
+                }
+                if ((unsigned long long) st.st_ino == ino) {
+                        snprintf(why, size, "init: not isolated: the host's %s namespace", type);
+                        return -EPERM;
+                }
+                p = *end ? end + 1 : end;
+        }
+        return 0;
+bad:
+        snprintf(why, size, "init: bad --host-ns");
+        return -EINVAL;
 }
 
 /* EXITED/SIGNALED with what the command's tree used (all of it reaped by now). */
@@ -670,6 +707,7 @@ int main(int argc, char **argv) {
         bool tty = false, serve = false;
         int seccomp_fd = -1, landlock_fd = -1;
         unsigned landlock_flags = 0;
+        const char *host_ns = NULL;
         int i = 1;
 
         for (; i < argc; i++) {
@@ -686,6 +724,8 @@ int main(int argc, char **argv) {
                         seccomp_fd = parse_fd(argv[++i]);
                 else if (strcmp(argv[i], "--landlock-fd") == 0 && i + 1 < argc)
                         landlock_fd = parse_fd(argv[++i]);
+                else if (strcmp(argv[i], "--host-ns") == 0 && i + 1 < argc)
+                        host_ns = argv[++i];
                 else if (strcmp(argv[i], "--landlock-log") == 0)
                         /* the supervisor reads the kernel's denial records (audit): the
                          * command's, after our exec of it, are to be logged (ABI 7) */
@@ -696,6 +736,16 @@ int main(int argc, char **argv) {
         if (serve ? i < argc : i >= argc)
                 return 125;
         (void) tty;
+
+        /* First of all: a sandbox that is not one runs nothing. */
+        if (host_ns) {
+                char why[64];
+                int r = check_isolation(host_ns, why, sizeof why);
+                if (r < 0) {
+                        send_msg(SBX_INIT_MSG_SETUP_FAILED, r == -EPERM ? 0 : -r, 0, why);
+                        return 125;
+                }
+        }
 
         reset_ignored();
         pid_ns_init = getpid() == 1;

@@ -73,6 +73,10 @@ for be in ${SBX_LOAD_BACKENDS:-native landlock bwrap firejail podman docker}; do
         *) diag "not loaded: $BACKEND_WHY"; continue ;;
         esac
         pol=$POL; [ "$be" = firejail ] && [ $ROOT = 1 ] && pol=$POL_FJ
+        if [ "$be" = firejail ] && [ $ROOT = 1 ] && [ -z "$fj_uid" ]; then
+                diag "not loaded: firejail refuses system accounts, and there is no ordinary user sbxtest to run its sandboxes as"
+                continue
+        fi
         run_sbx --policy "$pol" --backend "$be" --profile "$P" -- true
         if [ "$SBX_RC" = 0 ]; then
                 BACKENDS+=("$be")

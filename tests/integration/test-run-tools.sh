@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test-run-tools.sh — the wrapped tools as sandboxer finds them on PATH: a tool that is a script
 # (a site's wrapper named bwrap or podman) runs like the binary it wraps; one that cannot be
-# executed is refused with its name in the message. podman's side of a run is checked without
-# podman through tests/tools/fake-podman, which runs the generated line's command at once.
+# executed is refused with its name in the message; one that runs the command without the
+# namespaces it claims (tests/tools/fake-bwrap, as firejail does when it believes it is nested) is
+# stopped by the init before the command starts. podman's side of a run is checked without podman
+# through tests/tools/fake-podman, which runs the generated line's command at once.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/common-policy.sh"
 sed -i "s/best_effort: \[memory_mb, cpus, scratch_mb\]/best_effort: [memory_mb, cpus, pids, scratch_mb]/" "$POL" # an ordinary user here: no cgroup
@@ -47,6 +49,20 @@ else
         rc=$?
         is "$rc" 125 "a tool that cannot be executed: exit 125"
         like "$err" 'execute .*bwrap.*[Ee]xec format error' "the message names the tool and the cause"
+fi
+
+# a tool that runs the command without the namespaces it claims (as firejail does when it
+# believes it is already sandboxed): the init refuses to start it, nothing runs, exit 125
+ln -sf "$SBX_SRC/tests/tools/fake-bwrap" "$BIN/bwrap"
+if [ $bwrap_ok = 1 ] || [ $bwrap_ok = 2 ]; then
+        skip "bwrap backend unavailable here: the backend's probe refuses first" 3
+else
+        out=$(PATH=$BIN:$PATH "$SANDBOXER" run --policy "$POL" --backend bwrap --report "$SBX_TMP/fake.json" -- \
+                /bin/sh -c 'echo RAN-UNSANDBOXED' 2>"$SBX_TMP/err")
+        rc=$?
+        is "$rc/$out" "125/" "a tool that builds no namespaces: exit 125, and the command never ran"
+        like "$(cat "$SBX_TMP/err")" 'init: not isolated: the host.s [a-z]+ namespace' "the message says the sandbox was not isolated"
+        is "$(json_get "$SBX_TMP/fake.json" 'd["status"]')" setup_error "the report: setup_error"
 fi
 
 # 7-10: podman's side of a run, through the fake (root only: the backend refuses rootless podman)

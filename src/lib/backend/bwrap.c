@@ -317,7 +317,8 @@ static int bwrap_run(
                 (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
                                            : ws     ? ws_mount
                                                     : SCRATCH_DIR,
-                         false, false, sc_fd >= 0, argv, &init_argv)) < 0)
+                         false, false, sc_fd >= 0, argv, &init_argv)) < 0 ||
+                (r = sbx_backend_init_argv_isolated(SBX_BACKEND_BWRAP, &init_argv)) < 0)
                 return sbx_error_set(e, -r, "environment", "out of memory");
         if ((r = build_argv(cfg, rep, init_path, init_argv, &bw_argv, e)) < 0)
                 return r;

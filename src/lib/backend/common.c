@@ -133,6 +133,55 @@ int sbx_backend_init_argv(
         return 0;
 }
 
+int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv) {
+        static const struct {
+                sbx_cap cap;
+                const char *ns;
+        } claims[] = {
+                {SBX_CAP_PID_ISOLATION, "pid"},
+                {SBX_CAP_IPC_ISOLATION, "ipc"},
+                {SBX_CAP_HOSTNAME, "uts"},
+                {SBX_CAP_NET_LOOPBACK, "net"},
+        };
+        const sbx_backend *b = sbx_backend_get(id);
+        if (!b || !init_argv || !*init_argv || !(*init_argv)[0])
+                return -EINVAL;
+        char list[256] = "";
+        size_t l = 0;
+        for (size_t i = 0; i <= ELEMENTSOF(claims); i++) {
+                const char *ns = i == ELEMENTSOF(claims) ? "mnt" : claims[i].ns;
+                if (i == ELEMENTSOF(claims) ? b->level < SBX_LEVEL_CONTAINER
+                                            : !sbx_backend_cap(b, claims[i].cap)->yes)
+                        continue;
+                char path[32];
+                struct stat st;
+                snprintf(path, sizeof path, "/proc/self/ns/%s", ns);
+                if (stat(path, &st) < 0)
+                        return negative_errno();
+                l += (size_t) snprintf(list + l, sizeof list - l, "%s%s:%llu", l ? "," : "", ns,
+                        (unsigned long long) st.st_ino);
+        }
+        if (l == 0)
+                return 0;
+        size_t n = strv_length(*init_argv);
+        char **a = calloc(n + 3, sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        a[0] = (*init_argv)[0];
+        a[1] = strdup("--host-ns");
+        a[2] = strdup(list);
+        if (!a[1] || !a[2]) {
+                free(a[1]);
+                free(a[2]);
+                free(a);
+                return -ENOMEM;
+        }
+        memcpy(a + 3, *init_argv + 1, n * sizeof(char *)); /* the rest, and the NULL */
+        free(*init_argv);
+        *init_argv = a;
+        return 0;
+}
+
 sbx_cgroup *sbx_backend_cgroup_destroy(sbx_cgroup *cg) {
         if (cg) {
                 (void) sbx_cgroup_destroy(cg);

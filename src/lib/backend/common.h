@@ -31,6 +31,12 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
 /* The init's argv: sandboxer-init --cwd DIR [--landlock-fd 5] [--seccomp-fd 4] -- ARGV */
 int sbx_backend_init_argv(
         const char *cwd, bool landlock, bool landlock_log, bool seccomp, char *const *argv, char ***ret);
+/* Adds --host-ns to an init argv: our own mount, pid, ipc, uts and network namespaces, as far as
+ * backend `id` claims the sandbox has its own (isolation level container: a mount view;
+ * pid_isolation, ipc_isolation, hostname, net.loopback). The init refuses to start the command
+ * when it finds itself in one of them: a wrapped tool that runs the command unsandboxed (firejail
+ * does, when it believes it already runs in a sandbox) fails closed instead. 0 or -errno. */
+int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv);
 
 typedef struct sbx_limit_context {
         bool fresh_userns; /* the sandbox has a uid of its own in a fresh user namespace */

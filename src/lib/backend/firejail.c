@@ -41,6 +41,33 @@
 #define SANDBOX_HOSTNAME "sandbox"
 #define SCRATCH_DIR "/tmp"
 
+/* firejail runs the command with no sandbox at all, after a warning, when it believes it already
+ * runs inside one: when none of pids 1-10 in the /proc it sees is a kernel thread (a pid
+ * namespace, a container). Told here the same way (the kernel's PF_KTHREAD flag in
+ * /proc/PID/stat), so that such a host refuses the backend up front; the init's check of its
+ * namespaces (--host-ns) is the fence should firejail's own test differ. */
+static bool kernel_thread_visible(void) {
+        for (int pid = 1; pid <= 10; pid++) {
+                char path[32], buf[512];
+                snprintf(path, sizeof path, "/proc/%d/stat", pid);
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                ssize_t n = read(fd, buf, sizeof buf - 1);
+                if (n <= 0)
+                        continue;
+                buf[n] = 0;
+                /* fields after the command's closing parenthesis: state ppid pgrp session tty_nr
+                 * tpgid flags */
+                const char *p = strrchr(buf, ')');
+                unsigned long long flags = 0;
+                if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %llu", &flags) == 1 &&
+                        (flags & 0x00200000ULL))
+                        return true;
+        }
+        return false;
+}
+
 static int firejail_probe(char *reason, size_t size) {
         char path[PATH_MAX];
         int fd = sbx_backend_open_tool("firejail", path, sizeof path);
@@ -55,6 +82,13 @@ static int firejail_probe(char *reason, size_t size) {
         if (r < 0 || !(st.st_mode & S_ISUID) || st.st_uid != 0) {
                 snprintf(reason, size, "%s is not setuid root (firejail needs it to build its sandbox)",
                         path);
+                return -EPERM;
+        }
+        if (!kernel_thread_visible()) {
+                snprintf(reason, size,
+                        "firejail would run commands here without any sandbox: it sees no kernel thread "
+                        "among pids 1-10 (sandboxer runs in a pid namespace or a container) and then "
+                        "believes it is already sandboxed; use --backend native or bwrap");
                 return -EPERM;
         }
         return 0;
@@ -265,7 +299,8 @@ static int firejail_run(
                 (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
                                            : ws     ? cfg->workspace
                                                     : SCRATCH_DIR,
-                         false, false, sc_fd >= 0, argv, &init_argv)) < 0)
+                         false, false, sc_fd >= 0, argv, &init_argv)) < 0 ||
+                (r = sbx_backend_init_argv_isolated(SBX_BACKEND_FIREJAIL, &init_argv)) < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
         char base[PATH_MAX - 64], profile_path[PATH_MAX + 128];
         if ((r = sbx_backend_runtime_dir(base, sizeof base)) < 0)
@@ -340,6 +375,15 @@ static int firejail_run(
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         }
         r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
+        if (r < 0 && e && strstr(e->message, "init: not isolated")) {
+                char inner[sizeof e->message];
+                snprintf(inner, sizeof inner, "%s", e->message);
+                (void) sbx_error_set(e, EPERM, "firejail",
+                        "firejail ran the command without sandboxing it (%s), so it was stopped before it "
+                        "started: firejail does so when it believes it already runs inside a sandbox; "
+                        "use --backend native or bwrap",
+                        inner);
+        }
         if (!keep_profile) /* kept for SANDBOXER_DEBUG_ARGV=1, so the command line can be rerun */
                 (void) unlink(profile_path);
         return r;

@@ -377,6 +377,7 @@ static int podman_run(
                                            : ws     ? ws_mount
                                                     : SBX_OCI_SCRATCH,
                          false, false, sc_fd >= 0, argv, &init_argv)) < 0 ||
+                (r = sbx_backend_init_argv_isolated(SBX_BACKEND_PODMAN, &init_argv)) < 0 ||
                 (r = tool_env(&tenv)) < 0)
                 return sbx_error_set(e, -r, "environment", "out of memory");
         if ((r = sbx_oci_binds(cfg, rep, &binds, e)) < 0)
