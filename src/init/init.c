@@ -131,15 +131,23 @@ static bool supervisor_gone(void) {
 
 static bool is_runner(pid_t p);
 
+/* Our /proc/self/task/PID/children, opened before the sandbox's Landlock domain is entered: a
+ * profile that does not list /proc cannot read it afterwards (the landlock backend), and the
+ * list is read again from its start each time (a seq_file). -1 when it could not be opened. */
+static int children_fd = -1;
+
+static void open_children(void) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
+        children_fd = open(path, O_RDONLY | O_CLOEXEC);
+}
+
 /* SIGKILL to each of our children (but the runners of a persistent sandbox, when spare_runners). */
 static void kill_children(bool spare_runners) {
-        char path[64], buf[16384];
-        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        char buf[16384];
+        if (children_fd < 0)
                 return;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
+        ssize_t n = pread(children_fd, buf, sizeof buf - 1, 0);
         if (n <= 0)
                 return;
         buf[n] = 0;
@@ -781,6 +789,7 @@ int main(int argc, char **argv) {
                 }
         }
 
+        open_children();
         /* The init enters the command's Landlock domain itself: one domain for the whole sandbox,
          * so the command may still read its init's /proc entries (Landlock forbids inspecting
          * processes outside one's domain) and signals stay within it. */

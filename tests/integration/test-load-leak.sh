@@ -34,7 +34,7 @@ chmod 755 "$WS"
 cp "$SBX_BUILD/tests/escape/memory_bomb" "$WS/"; chmod -R a+rX "$WS"
 # a profile every backend takes (isolation level policy), and firejail's run_as as in conformance
 P=$SBX_TMP/load.yaml
-printf 'id: load\nversion: "1.0.0"\nextends: profile.default\nisolation:\n  level: policy\n' >"$P"
+printf 'id: load\nversion: "1.0.0"\nextends: profile.default\nisolation:\n  level: policy\nnetwork:\n  loopback: false\n' >"$P"
 POL_FJ=$SBX_TMP/policy-firejail.yaml
 fj_uid=$(id -u sbxtest 2>/dev/null || echo "")
 sed "s/^run_as: .*/run_as: ${fj_uid:-65534}/" "$POL" >"$POL_FJ"

@@ -19,6 +19,7 @@ id: test.audit
 version: "1.0.0"
 extends: profile.default
 isolation: { level: policy }
+network: { loopback: false }
 YAML
 chmod 644 "$LLP"
 # without a cgroup (an ordinary user here) nothing bounds pids on the landlock backend
@@ -110,7 +111,7 @@ done
 
 # ---- on_violation: kill ----
 KP=$SBX_TMP/kill.yaml
-printf 'id: test.audit-kill\nversion: "1.0.0"\nextends: profile.default\nisolation: { level: policy }\non_violation: kill\n' >"$KP"
+printf 'id: test.audit-kill\nversion: "1.0.0"\nextends: %s\non_violation: kill\n' "$LLP" >"$KP"
 chmod 644 "$KP"
 run_sbx --policy "$POL" --backend landlock --profile "$KP" -- /bin/sh -c "echo x >> $ww; sleep 5; echo survived"
 is "$(json_get "$SBX_REPORT" 'd["status"]')" violation "on_violation: kill ends the sandbox on the recorded denial (status violation)"
@@ -135,7 +136,7 @@ like "$SBX_ERR" "Read-only file system" "native, records not read (observe: off)
 
 # ---- observe.fs_writes asks for the notification instead ----
 NP=$SBX_TMP/notify.yaml
-printf 'id: test.audit-notify\nversion: "1.0.0"\nextends: profile.default\nisolation: { level: policy }\nobserve: { fs_writes: true }\n' >"$NP"
+printf 'id: test.audit-notify\nversion: "1.0.0"\nextends: %s\nobserve: { fs_writes: true }\n' "$LLP" >"$NP"
 chmod 644 "$NP"
 run_sbx --policy "$POL" --backend landlock --profile "$NP" -- /bin/sh -c "echo x >> $ww 2>/dev/null; true"
 is "$(evidence)" notify "observe.fs_writes: fs_write_evidence.source notify"

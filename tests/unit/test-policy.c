@@ -129,6 +129,9 @@ static void test_types(void) {
                 "network.loopback: expected true or false", "\"yes\"");
         PROFILE_BAD(HDR "process: {allow_spawn: 1}\n", 3, 24, "bool as number",
                 "process.allow_spawn: expected true or false");
+        PROFILE_BAD(HDR "process:\n  allow_exec: once\n", 4, 15, "allow_exec not a bool",
+                "process.allow_exec: expected true or false", "\"once\"");
+        PROFILE_BAD(HDR "process: {allow_execs: false}\n", 3, 11, "a misspelt process key", "allow_execs");
         PROFILE_BAD(HDR "filesystem:\n  read: /usr\n", 4, 9, "list as scalar",
                 "filesystem.read: expected a list of absolute paths, got \"/usr\"");
         PROFILE_BAD(HDR "filesystem:\n  read: [/usr, [x]]\n", 4, 16, "nested list item",
@@ -291,7 +294,7 @@ static void test_values(void) {
                 ok(strv_length(d->fs_read) == 8 && streq(d->fs_read[0], "/usr") &&
                                 streq(d->fs_read[7], "/etc/localtime"),
                         "defaults: the DESIGN read list");
-                ok(d->allow_spawn && d->cmd_mode == SBX_CMD_MODE_OFF &&
+                ok(d->allow_spawn && d->allow_exec && d->cmd_mode == SBX_CMD_MODE_OFF &&
                                 d->on_violation == SBX_ON_VIOLATION_DENY && d->observe == SBX_OBSERVE_AUTO,
                         "defaults: spawn, commands off, deny, observe auto");
                 ok(d->n_env == 1 && streq(d->env[0].name, "LANG") && streq(d->env[0].value, "C.UTF-8"),
@@ -413,13 +416,13 @@ static void test_snapshot(void) {
 
 static void test_builtins(void) {
         const char *const *ids = sbx_builtin_profile_ids();
-        const char *want[] = {
-                "profile.default", "profile.python", "profile.skill", "profile.build", "profile.agent-dev"};
+        const char *want[] = {"profile.default", "profile.python", "profile.python-nofork", "profile.skill",
+                "profile.build", "profile.agent-dev"};
         size_t n = 0;
 
         for (; ids[n]; n++)
                 ;
-        is_int(n, 5, "five built-in profiles");
+        is_int(n, 6, "six built-in profiles");
         for (size_t i = 0; i < ELEMENTSOF(want); i++) {
                 _cleanup_(sbx_profile_freep) sbx_profile *p = NULL;
                 sbx_error e = {};
@@ -427,12 +430,20 @@ static void test_builtins(void) {
                 if (!ok(r == 0 && p && streq(p->id, want[i]), "built-in %s loads", want[i]))
                         diag("%s", fmt(&e));
         }
-        _cleanup_(sbx_profile_freep) sbx_profile *py = NULL, *sk = NULL, *bu = NULL, *ag = NULL, *df = NULL;
+        _cleanup_(sbx_profile_freep) sbx_profile *py = NULL, *sk = NULL, *bu = NULL, *ag = NULL, *df = NULL,
+                                                 *nf = NULL;
         sbx_error e = {};
+        if (sbx_profile_load("profile.python-nofork", &nf, &e) == 0)
+                ok(nf->level == SBX_LEVEL_POLICY && !nf->allow_spawn && !nf->allow_exec && !nf->loopback &&
+                                strv_contains(nf->fs_read, "/etc/python3") &&
+                                streq(nf->extends, "profile.python"),
+                        "python-nofork: profile.python without new processes");
+        else
+                ok(false, "python-nofork loads: %s", fmt(&e));
         if (sbx_profile_load("profile.python", &py, &e) == 0) {
-                ok(py->level == SBX_LEVEL_POLICY && !py->net_allow && !py->allow_spawn &&
-                                strv_length(py->egress) == 0,
-                        "python: level policy, no network, no spawn");
+                ok(py->level == SBX_LEVEL_POLICY && !py->net_allow && !py->loopback && py->allow_spawn &&
+                                !py->allow_exec && strv_length(py->egress) == 0,
+                        "python: level policy, no network, fork allowed, one execve (the runtime notes)");
                 ok(strv_contains(py->fs_read, "/etc/python3") &&
                                 strv_contains(py->fs_read, "/etc/ssl/certs"),
                         "python: interpreter config readable");
@@ -533,7 +544,8 @@ static void test_extends(void) {
                 ok(p->limits.value[SBX_LIMIT_MEMORY_MB] == 256 && p->limits.value[SBX_LIMIT_PIDS] == 64 &&
                                 !p->limits.set[SBX_LIMIT_CPUS],
                         "limits: child wins, parent's inherited, unset stay unset");
-                ok(p->level == SBX_LEVEL_POLICY && !p->allow_spawn, "grandparent (python) values inherited");
+                ok(p->level == SBX_LEVEL_POLICY && p->allow_spawn && !p->allow_exec,
+                        "grandparent (python) values inherited");
                 ok(p->loopback, "child overrides python's loopback");
                 ok(strv_length(p->fs_write) == 1 && streq(p->fs_write[0], "/data"),
                         "parent's list inherited");

@@ -135,6 +135,11 @@ sbx_cap sbx_backend_caps_missing(const sbx_backend *b, const sbx_config *cfg) {
                         CAP(SBX_CAP_LIMIT_SCRATCH);
         if (pr->net_allow)
                 need = (need & ~CAP(SBX_CAP_NET_DENY)) | CAP(SBX_CAP_NET_HOST);
+        /* A loopback of the sandbox's own is something the command uses (a server and its
+         * client): where there is none it is refused up front, not left to fail as sockets do
+         * (the landlock backend has no network namespace, and lets no socket through then). */
+        else if (pr->loopback)
+                need |= CAP(SBX_CAP_NET_LOOPBACK);
         if (pr->fs_write && pr->fs_write[0])
                 need |= CAP(SBX_CAP_FS_WRITE_PATHS);
         /* process.commands strict is enforced with Landlock execute rights too. */
@@ -144,7 +149,7 @@ sbx_cap sbx_backend_caps_missing(const sbx_backend *b, const sbx_config *cfg) {
                 need |= CAP(SBX_CAP_WORKSPACE_RO);
         if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW)
                 need |= CAP(SBX_CAP_WORKSPACE_RW);
-        if (!pr->allow_spawn)
+        if (sbx_profile_exec_once(pr))
                 need |= CAP(SBX_CAP_SPAWN_FENCE);
         if (pr->observe == SBX_OBSERVE_REQUIRED)
                 need |= CAP(SBX_CAP_OBSERVE_SYSCALL) | CAP(SBX_CAP_OBSERVE_NETWORK);

@@ -50,7 +50,7 @@ typedef enum sbx_cap {
         SBX_CAP_CAPS_DROPPED, /* no capabilities in the sandbox */
         SBX_CAP_NO_NEW_PRIVS,
         SBX_CAP_NOT_HOST_ROOT, /* the command is never host root */
-        SBX_CAP_SPAWN_FENCE, /* process.allow_spawn: false (exactly one execve) */
+        SBX_CAP_SPAWN_FENCE, /* process.allow_spawn or allow_exec false (exactly one execve) */
         SBX_CAP_LIMIT_TIMEOUT,
         SBX_CAP_LIMIT_OUTPUT,
         SBX_CAP_LIMIT_MEMORY,

@@ -348,7 +348,7 @@ static int bwrap_run(
                 "bubblewrap: escape surface refused, clone3 and syscalls above %d "
                 "ENOSYS, foreign ABIs killed; sandboxer-init: the profile's program%s%s%s",
                 sbx_seccomp_max_known_nr(), sc_fd >= 0 ? " with the listener" : "",
-                !pr->allow_spawn ? ", no new processes, one execve" : "",
+                sbx_backend_spawn_fence_text(pr),
                 !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
         (void) sbx_report_set_fence(
                 rep, "landlock", "none (bubblewrap's mount namespace is the filesystem fence)");

@@ -133,6 +133,12 @@ int sbx_backend_init_argv(
         return 0;
 }
 
+const char *sbx_backend_spawn_fence_text(const sbx_profile *pr) {
+        return !pr->allow_spawn  ? ", no new processes, one execve"
+               : !pr->allow_exec ? ", one execve (the command's; fork allowed)"
+                                 : "";
+}
+
 int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv) {
         static const struct {
                 sbx_cap cap;
@@ -316,16 +322,22 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                                          "the native "
                                          "backend";
                         sbx_backend_cgroup_destroy(cg);
-                        /* The probe's reason names its own fix; the policy way out is added. */
+                        /* The probe's reason names its own fix; the policy way out is added, and for
+                         * pids the profile's: without new processes seccomp bounds them. */
                         return sbx_error_set(e, EOPNOTSUPP, "limits",
                                 "cannot enforce limits.%s here: %s; or list %s under enforce.best_effort in "
-                                "the policy file",
+                                "the policy file%s",
                                 sbx_limit_to_string(l),
                                 reason ? reason
                                        : "no usable cgroup controller for it; run as root, or under a "
                                          "delegated cgroup "
                                          "(systemd-run --user --scope -p Delegate=yes ...)",
-                                sbx_limit_to_string(l));
+                                sbx_limit_to_string(l),
+                                l == SBX_LIMIT_PIDS
+                                        ? "; or a profile without new processes "
+                                          "(process.allow_spawn: false, as profile.python-nofork), "
+                                          "which needs no pids limit"
+                                        : "");
                 }
         *ret_cg = cg;
         return 0;
@@ -524,7 +536,8 @@ static bool under_seccomp(void) {
  * in src/init/protocol.h): the observed one (violations go to the supervisor's listener, which
  * records and refuses them; spawning and the one execve are decided there) and the plain one
  * (violations answer their errno on their own) for where no listener can be installed — absent
- * when observation is required, or when allow_spawn: false needs the listener to let exactly
+ * when observation is required, or when one execve (allow_spawn or allow_exec false) needs the
+ * listener to let exactly
  * one execve through. The init loads it for itself and everything under it. */
 /* The compiled programs are cached in the cache dir (ours alone), keyed by the
  * options and by the identity of the code that compiled them (the file holding this library, or
@@ -616,11 +629,12 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
         sbx_seccomp_opts *ret_opts, int *ret_fd, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_seccomp_opts o = {
-                .deny_all_sockets_but_unix_pair = !pr->net_allow && !pr->loopback,
+                .deny_all_sockets_but_unix_pair = (!pr->net_allow && !pr->loopback) ||
+                                                  (extra && extra->deny_all_sockets_but_unix_pair),
                 .deny_inet = extra && extra->deny_inet,
                 .deny_metadata = extra && extra->deny_metadata,
                 .deny_spawn = !pr->allow_spawn,
-                .exec = pr->allow_spawn ? SBX_SECCOMP_EXEC_ALLOW : SBX_SECCOMP_EXEC_NOTIFY,
+                .exec = sbx_profile_exec_once(pr) ? SBX_SECCOMP_EXEC_NOTIFY : SBX_SECCOMP_EXEC_ALLOW,
                 .notify = true,
                 /* connect/bind are seen (and refused when they leave the sandbox) where the
                  * network is denied; write-intent calls only on request (a round trip each). */
@@ -629,10 +643,10 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
                 .observe_exec = pr->cmd_mode != SBX_CMD_MODE_OFF,
         };
         _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *observed = NULL, *plain = NULL;
-        bool want_observed = pr->observe != SBX_OBSERVE_OFF || !pr->allow_spawn;
+        bool want_observed = pr->observe != SBX_OBSERVE_OFF || sbx_profile_exec_once(pr);
         /* The plain program is the fallback for a listener that cannot be installed, which only
          * happens when we already run under a seccomp filter (EBUSY: one listener per chain). */
-        bool want_plain = pr->observe != SBX_OBSERVE_REQUIRED && pr->allow_spawn &&
+        bool want_plain = pr->observe != SBX_OBSERVE_REQUIRED && !sbx_profile_exec_once(pr) &&
                           (pr->observe == SBX_OBSERVE_OFF || under_seccomp());
         int r;
         sbx_seccomp_opts po = o;

@@ -31,6 +31,9 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
 /* The init's argv: sandboxer-init --cwd DIR [--landlock-fd 5] [--seccomp-fd 4] -- ARGV */
 int sbx_backend_init_argv(
         const char *cwd, bool landlock, bool landlock_log, bool seccomp, char *const *argv, char ***ret);
+/* What the seccomp fence says of spawning, for config.fences.seccomp: ", no new processes, one
+ * execve" (allow_spawn: false), ", one execve (...)" (allow_exec: false), or "". */
+const char *sbx_backend_spawn_fence_text(const sbx_profile *pr);
 /* Adds --host-ns to an init argv: our own mount, pid, ipc, uts and network namespaces, as far as
  * backend `id` claims the sandbox has its own (isolation level container: a mount view;
  * pid_isolation, ipc_isolation, hostname, net.loopback). The init refuses to start the command

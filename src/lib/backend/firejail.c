@@ -361,7 +361,7 @@ static int firejail_run(
         (void) sbx_report_set_fence(rep, "seccomp",
                 "sandboxer-init: escape surface refused, clone3 and syscalls above %d "
                 "ENOSYS, foreign ABIs killed%s%s",
-                sbx_seccomp_max_known_nr(), !pr->allow_spawn ? ", no new processes, one execve" : "",
+                sbx_seccomp_max_known_nr(), sbx_backend_spawn_fence_text(pr),
                 !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
         (void) sbx_report_set_fence(rep, "landlock", "none (firejail's mounts are the filesystem fence)");
         (void) sbx_report_set_fence(rep, "capabilities", "none (firejail --caps.drop=all)");

@@ -6,9 +6,12 @@
  *   chmod/chown/utimes/xattrs  → seccomp (deny_metadata)
  *   UDP, raw, packet sockets    → seccomp (no AF_INET/AF_INET6 sockets at all)
  *   abstract unix sockets, signals to processes outside → Landlock scopes (ABI 6, required)
- *   pathname unix sockets       → seccomp refuses socket() when loopback is off; else declared
- *   host processes visible in /proc (cmdlines), host hostname → declared (no pid/uts namespace)
- *   loopback                    → none at all (no network namespace of its own) */
+ *   pathname unix sockets       → seccomp: no socket() of any family, socketpair only (a
+ *                                 profile asking for network.loopback is refused: there is none)
+ *   /proc                       → unreadable unless the profile lists it (then the host's
+ *                                 processes and their command lines are: no pid namespace)
+ *   host hostname               → declared (no uts namespace)
+ *   loopback                    → none at all (no network namespace of its own): refused */
 #include "backend/common.h"
 #include "basic/debug.h"
 
@@ -130,8 +133,8 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
         for (size_t i = 0; i < ELEMENTSOF(devs); i++)
                 if ((r = sbx_backend_ll_add_host(fd, info.abi, devs[i], SBX_LL_READ | SBX_LL_WRITE, e)) < 0)
                         return r;
-        if ((r = sbx_backend_ll_add_host(fd, info.abi, "/proc", SBX_LL_READ, e)) < 0)
-                return r;
+        /* No /proc unless the profile lists it (filesystem.read, above): there is no pid
+         * namespace here, so it would show the host's processes and their command lines. */
         if ((r = sbx_backend_ll_add_commands(fd, info.abi, pr, e)) < 0)
                 return r;
         *ret_abi = info.abi;
@@ -213,7 +216,10 @@ static int landlock_run(
         if ((r = build_landlock(cfg, &d, &ll_fd, &ll_abi, e)) < 0)
                 goto out;
         sbx_debug_mark("landlock ruleset built");
-        sbx_seccomp_opts extra = {.deny_inet = true, .deny_metadata = true};
+        /* no socket of any family: Landlock does not cover connecting to a host's pathname unix
+         * socket, and there is no loopback of our own to offer (such profiles are refused) */
+        sbx_seccomp_opts extra = {
+                .deny_inet = true, .deny_metadata = true, .deny_all_sockets_but_unix_pair = true};
         if ((r = sbx_backend_build_seccomp(cfg, &extra, &sc_opts, &sc_fd, e)) < 0)
                 goto out;
 
@@ -256,7 +262,7 @@ static int landlock_run(
         (void) sbx_report_set_fence(rep, "seccomp",
                 "escape surface refused, no inet/packet sockets, no chmod/chown/"
                 "utimes/xattrs, clone3 and syscalls above %d ENOSYS, foreign ABIs killed%s%s",
-                sbx_seccomp_max_known_nr(), !pr->allow_spawn ? ", no new processes, one execve" : "",
+                sbx_seccomp_max_known_nr(), sbx_backend_spawn_fence_text(pr),
                 !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
         (void) sbx_report_set_fence(rep, "capabilities",
                 root ? "none (bounding, ambient, inheritable, permitted, effective)"
@@ -290,13 +296,17 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_SCRATCH] = {true,
                 "a per-run directory under the runtime dir (as root a tmpfs, its mount point in "
                 "/dev/shm/sandboxer where the runtime dir is on disk)"},
-        [SBX_CAP_NET_DENY] = {true, "seccomp: no inet/packet sockets; Landlock: TCP bind/connect denied"},
+        [SBX_CAP_NET_DENY] = {true,
+                "seccomp: no socket() of any family (socketpair only), no connect or bind; Landlock: "
+                "TCP bind/connect denied"},
         [SBX_CAP_NET_LOOPBACK] = {false,
-                "no network namespace of its own: the host's loopback is refused with the rest"},
+                "no network namespace of its own, so no loopback to offer: a profile with "
+                "network.loopback: true is refused (set it false)"},
         [SBX_CAP_NET_HOST] = {false, "no network namespace to share or filter; use --backend bwrap"},
         [SBX_CAP_PID_ISOLATION] = {false,
-                "no pid namespace: host processes are visible in /proc (signals to them are "
-                "scoped away by Landlock)"},
+                "no pid namespace: /proc is unreadable unless the profile lists it, and then shows "
+                "the host's processes and their command lines (signals to them are scoped away by "
+                "Landlock)"},
         [SBX_CAP_IPC_ISOLATION] = {false,
                 "no ipc namespace: host SysV IPC and POSIX queues (abstract unix sockets are "
                 "scoped by Landlock)"},
@@ -311,7 +321,8 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NO_NEW_PRIVS] = {true, "set before the init runs"},
         [SBX_CAP_NOT_HOST_ROOT] = {true, "the caller's uid, run_as as root"},
         [SBX_CAP_SPAWN_FENCE] = {true,
-                "seccomp: fork/clone refused, the listener lets exactly one execve through"},
+                "seccomp: fork/clone refused (allow_spawn), the listener lets exactly one execve "
+                "through (allow_spawn, allow_exec)"},
         [SBX_CAP_LIMIT_TIMEOUT] = {true, "supervisor"},
         [SBX_CAP_LIMIT_OUTPUT] = {true, "supervisor"},
         [SBX_CAP_LIMIT_MEMORY] = {true, "cgroup (RLIMIT_AS when spawning is off)"},

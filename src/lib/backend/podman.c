@@ -411,8 +411,7 @@ static int podman_run(
         (void) sbx_report_set_fence(rep, "seccomp",
                 "podman: the rule table as the engine's profile (%s); sandboxer-init: the profile's "
                 "program%s%s",
-                json, sc_fd >= 0 ? " with the listener" : "",
-                !pr->allow_spawn ? ", no new processes, one execve" : "");
+                json, sc_fd >= 0 ? " with the listener" : "", sbx_backend_spawn_fence_text(pr));
         (void) sbx_report_set_fence(
                 rep, "landlock", "none (the container's mount namespace is the filesystem fence)");
         (void) sbx_report_set_fence(rep, "capabilities", "none (--cap-drop ALL)");

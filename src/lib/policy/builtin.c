@@ -16,6 +16,7 @@ static const struct {
         { id, text, sizeof(text) - 1 }
         B("profile.default", SBX_BUILTIN_PROFILE_DEFAULT),
         B("profile.python", SBX_BUILTIN_PROFILE_PYTHON),
+        B("profile.python-nofork", SBX_BUILTIN_PROFILE_PYTHON_NOFORK),
         B("profile.skill", SBX_BUILTIN_PROFILE_SKILL),
         B("profile.build", SBX_BUILTIN_PROFILE_BUILD),
         B("profile.agent-dev", SBX_BUILTIN_PROFILE_AGENT_DEV),
@@ -25,6 +26,7 @@ static const struct {
 static const char *const builtin_ids[] = {
         "profile.default",
         "profile.python",
+        "profile.python-nofork",
         "profile.skill",
         "profile.build",
         "profile.agent-dev",

@@ -83,8 +83,8 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
                 put_strv(f, p->fs_exec);
         else
                 fputs("null", f);
-        fprintf(f, "\nprocess:\n  allow_spawn: %s\n  commands:\n    mode: %s\n    allow: ",
-                bool_str(p->allow_spawn), sbx_cmd_mode_to_string(p->cmd_mode));
+        fprintf(f, "\nprocess:\n  allow_spawn: %s\n  allow_exec: %s\n  commands:\n    mode: %s\n    allow: ",
+                bool_str(p->allow_spawn), bool_str(p->allow_exec), sbx_cmd_mode_to_string(p->cmd_mode));
         put_strv(f, p->cmd_allow);
         fputs("\n    deny: ", f);
         put_strv(f, p->cmd_deny);
@@ -168,8 +168,10 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
                 put_strv(f, p->fs_exec);
         else
                 fputs("null", f);
-        fprintf(f, "}, \"process\": {\"allow_spawn\": %s, \"commands\": {\"mode\": \"%s\", \"allow\": ",
-                bool_str(p->allow_spawn), sbx_cmd_mode_to_string(p->cmd_mode));
+        fprintf(f,
+                "}, \"process\": {\"allow_spawn\": %s, \"allow_exec\": %s, \"commands\": {\"mode\": \"%s\", "
+                "\"allow\": ",
+                bool_str(p->allow_spawn), bool_str(p->allow_exec), sbx_cmd_mode_to_string(p->cmd_mode));
         put_strv(f, p->cmd_allow);
         fputs(", \"deny\": ", f);
         put_strv(f, p->cmd_deny);
@@ -418,6 +420,7 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
 
         o_open(&o, "process");
         O_VALUE(&o, "allow_spawn", fsrc(c, SBX_F_ALLOW_SPAWN), fputs(bool_str(p->allow_spawn), f));
+        O_VALUE(&o, "allow_exec", fsrc(c, SBX_F_ALLOW_EXEC), fputs(bool_str(p->allow_exec), f));
         O_VALUE(&o, "commands", fsrc(c, SBX_F_COMMANDS),
                 (fprintf(f, "{\"mode\": \"%s\", \"allow\": ", sbx_cmd_mode_to_string(p->cmd_mode)),
                         put_strv(f, p->cmd_allow), fputs(", \"deny\": ", f), put_strv(f, p->cmd_deny),

@@ -135,6 +135,7 @@ typedef enum sbx_field {
         SBX_F_FS_WRITE,
         SBX_F_FS_EXEC,
         SBX_F_ALLOW_SPAWN,
+        SBX_F_ALLOW_EXEC,
         SBX_F_COMMANDS,
         SBX_F_ON_VIOLATION,
         SBX_F_ENV,
@@ -182,7 +183,8 @@ typedef struct sbx_profile {
         char **fs_exec; /* NULL = anything readable may run */
         bool fs_exec_set; /* true when a list was given (possibly empty) */
 
-        bool allow_spawn;
+        bool allow_spawn; /* false: no fork/vfork/clone but threads, and one execve */
+        bool allow_exec; /* false: one execve (the command's), fork allowed */
         sbx_cmd_mode cmd_mode;
         char **cmd_allow;
         char **cmd_deny;
@@ -216,6 +218,11 @@ typedef struct sbx_profile {
 
 sbx_profile *sbx_profile_free(sbx_profile *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_profile *, sbx_profile_free);
+
+/* Exactly one execve in the sandbox (the command's): process.allow_spawn or allow_exec false. */
+static inline bool sbx_profile_exec_once(const sbx_profile *p) {
+        return !p->allow_spawn || !p->allow_exec;
+}
 
 /* Parse a profile from YAML text. `name` is used in error positions (a file path or
  * "builtin:ID"). Does not resolve `extends`. On error: -EINVAL and e->file/line/column. */

@@ -24,6 +24,7 @@ typedef enum leaf {
         L_FS_WRITE,
         L_FS_EXEC,
         L_ALLOW_SPAWN,
+        L_ALLOW_EXEC,
         L_CMD_MODE,
         L_CMD_ALLOW,
         L_CMD_DENY,
@@ -61,6 +62,7 @@ static const sbx_field leaf_field[_L_MAX] = {
         [L_FS_WRITE] = SBX_F_FS_WRITE,
         [L_FS_EXEC] = SBX_F_FS_EXEC,
         [L_ALLOW_SPAWN] = SBX_F_ALLOW_SPAWN,
+        [L_ALLOW_EXEC] = SBX_F_ALLOW_EXEC,
         [L_CMD_MODE] = SBX_F_COMMANDS,
         [L_CMD_ALLOW] = SBX_F_COMMANDS,
         [L_CMD_DENY] = SBX_F_COMMANDS,
@@ -180,6 +182,7 @@ static int profile_new_default(sbx_profile **ret) {
         p->loopback = true;
         p->ws_access = SBX_ACCESS_RO;
         p->allow_spawn = true;
+        p->allow_exec = true;
         p->cmd_mode = SBX_CMD_MODE_OFF;
         p->on_violation = SBX_ON_VIOLATION_DENY;
         p->observe = SBX_OBSERVE_AUTO;
@@ -480,7 +483,7 @@ static int parse_commands(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_process(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = {"allow_spawn", "commands"};
+        static const char *const keys[] = {"allow_spawn", "commands", "allow_exec"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -497,6 +500,12 @@ static int parse_process(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 r = parse_commands(c, v[1], p);
                 if (r < 0)
                         return r;
+        }
+        if (v[2]) {
+                r = yget_bool(c, v[2], "process.allow_exec", &p->allow_exec);
+                if (r < 0)
+                        return r;
+                set_leaf(p, L_ALLOW_EXEC);
         }
         return 0;
 }
@@ -1156,6 +1165,8 @@ static int profile_inherit(sbx_profile *child, sbx_profile *parent) {
         }
         if (!has_leaf(child, L_ALLOW_SPAWN))
                 child->allow_spawn = parent->allow_spawn;
+        if (!has_leaf(child, L_ALLOW_EXEC))
+                child->allow_exec = parent->allow_exec;
         if (!has_leaf(child, L_CMD_MODE))
                 child->cmd_mode = parent->cmd_mode;
         if (!has_leaf(child, L_ON_VIOLATION))

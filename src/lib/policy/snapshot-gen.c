@@ -118,6 +118,7 @@ static void put_profile(FILE *f, const char *fn, const sbx_profile *p) {
         field_strv(f, "fs_exec", p->fs_exec);
         SCALAR(f, p, fs_exec_set, "%d", int);
         SCALAR(f, p, allow_spawn, "%d", int);
+        SCALAR(f, p, allow_exec, "%d", int);
         SCALAR(f, p, cmd_mode, "(sbx_cmd_mode) %d", int);
         field_strv(f, "cmd_allow", p->cmd_allow);
         field_strv(f, "cmd_deny", p->cmd_deny);

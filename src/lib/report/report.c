@@ -366,6 +366,7 @@ static void write_config(jsonw *w, const sbx_report *r) {
         if (p) {
                 jsonw_begin_object(w);
                 jsonw_kv_bool(w, "allow_spawn", p->allow_spawn);
+                jsonw_kv_bool(w, "allow_exec", p->allow_exec);
                 jsonw_key(w, "commands");
                 jsonw_begin_object(w);
                 jsonw_kv_string(w, "mode", sbx_cmd_mode_to_string(p->cmd_mode));

@@ -491,7 +491,11 @@ static void handle_notify(loop_state *s) {
                 if (read_string(s, &req, req.data.nr == __NR_execveat ? req.data.args[1] : req.data.args[0],
                             str, sizeof str))
                         d[nd++] = (sbx_detail){.key = "path", .str = str};
-                d[nd++] = (sbx_detail){.key = "rule", .str = (char *) "process.allow_spawn: false"};
+                /* one execve: because nothing may spawn, or because only exec is refused */
+                d[nd++] = (sbx_detail){.key = "rule",
+                        .str = (char *) (s->p->seccomp && !s->p->seccomp->deny_spawn
+                                                 ? "process.allow_exec: false"
+                                                 : "process.allow_spawn: false")};
                 record(s, SBX_VIOLATION_PROCESS_LIMIT, s->p->kill_on_violation, name, d, nd);
                 break;
         case SBX_SECCOMP_VIOLATION:
