@@ -512,6 +512,10 @@ static int kill_cgroup(void *userdata) {
         return sbx_cgroup_kill(userdata);
 }
 
+static void note_cgroup_end(void *userdata) {
+        sbx_cgroup_note_end(userdata);
+}
+
 int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, const sbx_oci_launch *l,
         sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
@@ -579,6 +583,7 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
         };
         if (l->cg) {
                 svp.kill_all = kill_cgroup;
+                svp.on_end = note_cgroup_end;
                 svp.userdata = l->cg;
                 oom_fd = sbx_cgroup_event_fd(l->cg);
                 svp.oom_fd = oom_fd >= 0 ? oom_fd : -1;

@@ -521,10 +521,10 @@ static const sbx_cap_decl podman_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_OBSERVE_SYSCALL] = {false,
                 "podman's seccomp profile refuses the escape surface first (SECCOMP_RET_ERRNO outranks the "
                 "listener's SECCOMP_RET_USER_NOTIF): refused, not recorded"},
-        [SBX_CAP_OBSERVE_PROCESS] = {false,
-                "spawn and exec refusals reach the listener, but refusals by the pids limit do not: cgroup "
-                "v1 counts them in the forking group (pids.events is local there), the container's own, "
-                "which podman removes with the container before sandboxer can read it"},
+        [SBX_CAP_OBSERVE_PROCESS] = {true,
+                "spawn and exec refusals reach the listener; refusals by the pids limit are counted by "
+                "cgroup v1 in the forking group (runc's, below ours), read as the command ends or before "
+                "the sandbox is killed, while podman has not yet removed it"},
         [SBX_CAP_OBSERVE_MEMORY] = {true, "OOM events of sandboxer's memory group"},
         [SBX_CAP_OBSERVE_TIMEOUT] = {true, "supervisor"},
         [SBX_CAP_OBSERVE_OUTPUT] = {true, "supervisor"},

@@ -630,6 +630,7 @@ struct sbx_cgroup {
         int v2_fd;
         sbx_cg_version mech[_SBX_CG_LIMIT_MAX];
         uint64_t pids_peak_seen;
+        uint64_t pids_refused_seen; /* sbx_cgroup_note_end() */
         /* the probe's distinct bases, for sbx_cgroup_gc_dead_siblings() */
         char *gc_base[_SBX_CG_CONTROLLER_MAX + 1];
         bool gc_real[_SBX_CG_CONTROLLER_MAX + 1];
@@ -1307,6 +1308,35 @@ int sbx_cgroup_stats_read(sbx_cgroup *cg, sbx_cgroup_stats *ret) {
         return sbx_cgroup_stats_read_some(cg, SBX_CG_STAT_ALL, ret);
 }
 
+/* cgroup v1's pids.events counts a refused fork in the group of the task that forked, not in the
+ * one whose limit refused it: an engine that runs the sandbox in a group of its own below ours
+ * (runc's, under podman's --cgroup-parent) has the count there. So: ours plus every group below
+ * (looked for only where the link count says there are some). v2's counter is hierarchical. */
+static int v1_pids_refused_subtree(const char *path, unsigned depth, uint64_t *ret) {
+        uint64_t v = 0, total = 0;
+        int r = read_key_u64_at(path, "pids.events", "max", &v);
+        if (r < 0)
+                return r;
+        total = v;
+        struct stat st;
+        if (depth < 8 && stat(path, &st) == 0 && st.st_nlink > 2) {
+                _cleanup_(closedirp_) DIR *d = opendir(path);
+                struct dirent *de;
+                while (d && (de = readdir(d))) {
+                        if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+                                continue;
+                        _cleanup_free_ char *sub = NULL;
+                        uint64_t w;
+                        if (path_join(&sub, path, de->d_name) < 0)
+                                return -ENOMEM;
+                        if (is_dir(sub) && v1_pids_refused_subtree(sub, depth + 1, &w) >= 0)
+                                total += w;
+                }
+        }
+        *ret = total;
+        return 0;
+}
+
 int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *ret) {
         if (!cg || !ret)
                 return -EINVAL;
@@ -1371,8 +1401,13 @@ int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *
                                         s.pids_peak = cg->pids_peak_seen;
                         }
                 }
-                if ((what & SBX_CG_STAT_PIDS_REFUSED) && read_key_u64_at(p, "pids.events", "max", &v) >= 0)
-                        s.pids_refused = v;
+                if ((what & SBX_CG_STAT_PIDS_REFUSED) &&
+                        (cg->g[pi].version == SBX_CG_V1 && cg->g[pi].real
+                                        ? v1_pids_refused_subtree(p, 0, &v)
+                                        : read_key_u64_at(p, "pids.events", "max", &v)) >= 0)
+                        s.pids_refused = MAX(v, cg->pids_refused_seen);
+                else if ((what & SBX_CG_STAT_PIDS_REFUSED) && cg->pids_refused_seen > 0)
+                        s.pids_refused = cg->pids_refused_seen;
         }
         if (!(what & SBX_CG_STAT_CPU)) {
                 *ret = s;
@@ -1400,6 +1435,14 @@ int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *
         }
         *ret = s;
         return 0;
+}
+
+void sbx_cgroup_note_end(sbx_cgroup *cg) {
+        int pi = cg ? cg->ctl_group[SBX_CG_PIDS] : -1;
+        uint64_t v;
+        if (pi >= 0 && cg->g[pi].version == SBX_CG_V1 && cg->g[pi].real &&
+                v1_pids_refused_subtree(cg->g[pi].path, 0, &v) >= 0)
+                cg->pids_refused_seen = MAX(cg->pids_refused_seen, v);
 }
 
 int sbx_cgroup_event_fd(sbx_cgroup *cg) {

@@ -188,6 +188,10 @@ int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *
  * sbx_cgroup_stats_read()); v1 an eventfd registered on memory.oom_control. -EOPNOTSUPP
  * without a memory group. */
 int sbx_cgroup_event_fd(sbx_cgroup *cg);
+/* The sandbox is about to end: keep what only the groups an engine made below ours hold (v1
+ * counts refused forks where they were tried, in runc's group under podman's --cgroup-parent,
+ * which podman removes as the container goes). Later stats take the larger count. */
+void sbx_cgroup_note_end(sbx_cgroup *cg);
 
 /* Remove every group created; where processes are left in one (rmdir refuses), kill them as
  * sbx_cgroup_kill() does and remove what is left (EBUSY retried for ~1 s). The

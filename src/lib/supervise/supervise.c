@@ -60,6 +60,7 @@ typedef struct audit_event {
 typedef struct loop_state {
         const sbx_supervise_params *p;
         sbx_supervise_result *res;
+        bool end_noted; /* p->on_end called */
         int ep;
         int out_fd, err_fd, status_fd;
         /* The init's pid as we see it: the spawned process, or — where a sandbox tool (bwrap,
@@ -80,9 +81,17 @@ typedef struct loop_state {
         int audit_backlog; /* from the last status reply; -1 while one is awaited */
 } loop_state;
 
+static void note_end(loop_state *s) {
+        if (s->p->on_end && !s->end_noted) {
+                s->end_noted = true;
+                s->p->on_end(s->p->userdata);
+        }
+}
+
 static void kill_sandbox(loop_state *s) {
         if (s->res->killed)
                 return;
+        note_end(s);
         s->res->killed = true;
         if (s->p->kill_all)
                 (void) s->p->kill_all(s->p->userdata);
@@ -828,6 +837,7 @@ static void handle_status(loop_state *s) {
                         break;
                 case SBX_INIT_MSG_EXITED:
                 case SBX_INIT_MSG_SIGNALED:
+                        note_end(s);
                         if (m.type == SBX_INIT_MSG_EXITED)
                                 r->end = SBX_SV_EXITED, r->code = m.a;
                         else

@@ -42,6 +42,10 @@ typedef struct sbx_supervise_params {
         /* Optional: kill the whole sandbox (e.g. cgroup kill); default SIGKILL to the init. */
         int (*kill_all)(void *userdata);
         void *userdata;
+        /* Optional, once: the sandbox is about to end — its command ended (the init said so) or
+         * we are about to kill it — while what an engine made below our groups is still there
+         * (userdata as kill_all's). */
+        void (*on_end)(void *userdata);
         /* Optional: an fd that becomes readable when memory was exhausted (cgroup OOM). */
         int oom_fd;
         /* The seccomp options the init's filter was built with: a listener arrives from the init
