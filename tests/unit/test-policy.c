@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "basic/sha256.h"
+#include "backend/backend.h"
 #include "basic/strv.h"
 #include "policy/parse-cache.h"
 #include "policy/policy-internal.h"
@@ -1197,6 +1198,37 @@ static void test_names(void) {
                 "other enum names");
 }
 
+/* backend auto: which refusals let it try the next backend (the command never ran) */
+static void test_ns_refusal(void) {
+        struct {
+                const char *step;
+                int errnum;
+                bool want;
+        } cases[] = {
+                {"spawn: clone", EPERM, true},
+                {"spawn: clone", ENOSPC, true},
+                {"spawn: clone", ENOMEM, false},
+                {"sandbox setup: sethostname", EPERM, true},
+                {"sandbox setup: mount proc", EPERM, true},
+                {"sandbox setup: pivot_root", EACCES, true},
+                {"sandbox setup: sethostname", ENOSPC, false},
+                {"sandbox setup: landlock: add rule", EPERM, false},
+                {"sandbox setup: setrlimit", EPERM, false},
+                {"workspace: open_tree", EPERM, true},
+                {"workspace: open_tree", ENOENT, false},
+                {"workspace", EPERM, false},
+                {"limits", EPERM, false},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                sbx_error e = {.errnum = cases[i].errnum};
+                snprintf(e.step, sizeof e.step, "%s", cases[i].step);
+                ok(sbx_backend_error_is_ns_refusal(&e) == cases[i].want, "auto fallback: %s %s -> %s",
+                        cases[i].step, strerror(cases[i].errnum),
+                        cases[i].want ? "next backend" : "an error");
+        }
+        ok(!sbx_backend_error_is_ns_refusal(NULL), "auto fallback: no error, no fallback");
+}
+
 int main(void) {
         snprintf(tmpdir, sizeof tmpdir, "/tmp/test-policy-XXXXXX");
         if (!mkdtemp(tmpdir)) {
@@ -1206,6 +1238,7 @@ int main(void) {
         unsetenv("SANDBOXER_PROFILE_PATH");
 
         test_names();
+        test_ns_refusal();
         test_unknown_keys();
         test_types();
         test_structure();

@@ -206,8 +206,28 @@ static int check(const sbx_config *cfg, sbx_backend_id id, char *why, size_t siz
 }
 
 bool sbx_backend_error_is_ns_refusal(const sbx_error *e) {
-        return e && strcmp(e->step, "spawn: clone") == 0 &&
-               (e->errnum == EPERM || e->errnum == ENOSPC || e->errnum == EUSERS || e->errnum == EACCES);
+        if (!e || !(e->errnum == EPERM || e->errnum == ENOSPC || e->errnum == EUSERS || e->errnum == EACCES))
+                return false;
+        if (streq(e->step, "spawn: clone"))
+                return true;
+        /* Namespaces made, then what a container's seccomp profile or LSM refuses in them even so
+         * (podman's default profile refuses sethostname to a container without CAP_SYS_ADMIN, a
+         * fresh user namespace or not): set up in the child before the exec, so the command
+         * never ran. */
+        static const char *const steps[] = {"setgroups", "sethostname", "bring up loopback",
+                "unshare(CLONE_NEWCGROUP)", "make mounts private", "mount root tmpfs", "mount tmpfs",
+                "mount proc", "mount devpts", "bind mount", "pivot_root", "detach old root",
+                "make root read-only", "make read-only", "attach idmapped mount"};
+        /* and a mount tree cloned for the workspace (open_tree needs CAP_SYS_ADMIN where we are) */
+        if (streq(e->step, "workspace: open_tree") && e->errnum == EPERM)
+                return true;
+        const char *prefix = "sandbox setup: ";
+        if (strncmp(e->step, prefix, strlen(prefix)) != 0 || e->errnum == ENOSPC || e->errnum == EUSERS)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++)
+                if (streq(e->step + strlen(prefix), steps[i]))
+                        return true;
+        return false;
 }
 
 int sbx_backend_select(const sbx_config *cfg, const sbx_backend **ret, char **ret_note, sbx_error *e) {

@@ -141,7 +141,8 @@ int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gi
         bool readonly, sbx_error *e) {
         int tree = open_tree(AT_FDCWD, host_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree < 0)
-                return sbx_error_set(e, errno, "idmap", "cannot clone the mount tree of %s: %m", host_path);
+                return sbx_error_set(e, errno, "workspace: open_tree",
+                        "cannot clone the mount tree of %s: %m", host_path);
         int ns = idmap_userns(disk_uid, disk_gid, kuid, kgid, e);
         if (ns < 0) {
                 close(tree);
@@ -172,8 +173,8 @@ int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gi
 int sbx_mount_ro_tree(const char *host_path, sbx_error *e) {
         int tree = open_tree(AT_FDCWD, host_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree < 0)
-                return sbx_error_set(
-                        e, errno, "workspace", "cannot clone the mount tree of %s: %m", host_path);
+                return sbx_error_set(e, errno, "workspace: open_tree",
+                        "cannot clone the mount tree of %s: %m", host_path);
         struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
         if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
                 int r = sbx_error_set(

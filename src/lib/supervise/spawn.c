@@ -341,8 +341,10 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
                 while (n < 0 && errno == EINTR);
                 if (n == (ssize_t) sizeof ce) {
                         ce.step[sizeof ce.step - 1] = ce.path[sizeof ce.path - 1] = 0;
-                        r = sbx_error_set(e, ce.errnum, "sandbox setup", "sandbox setup failed: %s%s%s: %s",
-                                ce.step, ce.path[0] ? " " : "", ce.path, strerror(ce.errnum));
+                        char step[96];
+                        snprintf(step, sizeof step, "sandbox setup: %s", ce.step);
+                        r = sbx_error_set(e, ce.errnum, step, "sandbox setup failed: %s%s%s: %s", ce.step,
+                                ce.path[0] ? " " : "", ce.path, strerror(ce.errnum));
                 } else if (n != 0)
                         r = sbx_error_set(
                                 e, EIO, "sandbox setup", "sandbox setup failed: the child died before exec");
