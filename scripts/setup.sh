@@ -32,6 +32,7 @@ PACKAGES=(
         libseccomp-dev libyaml-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev # libraries
         clang llvm libclang-rt-14-dev clang-format # fuzzing (libFuzzer), symbolizer, format check
         python3 python3-jsonschema # report schema checks, test helpers
+        libpython3.11-testsuite python3-seccomp # CPython's own tests inside profile.python (test-python-regrtest.sh)
         iproute2 procps util-linux passwd coreutils # namespaces, ps, runuser/setpriv, useradd
         bubblewrap firejail hyperfine sudo # the bwrap and firejail backends, benchmarks
         podman runc catatonit # the podman and docker backends (runc: crun refuses hybrid cgroups; catatonit: the docker API's init)
