@@ -3094,16 +3094,3 @@ int sbx_mgr_exec_signal(
         return r;
 }
 
-json_t *sbx_mgr_exec_list(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id) {
-        box *b = valid_sandbox_id(sandbox_id) ? box_get(m, sandbox_id, who->tenant) : NULL;
-        if (!b)
-                return NULL;
-        json_t *list = json_array();
-        pthread_mutex_lock(&m->lock);
-        const char *k;
-        json_t *v;
-        json_object_foreach(b->running, k, v) json_array_append(list, v);
-        pthread_mutex_unlock(&m->lock);
-        box_put(m, b);
-        return list;
-}

@@ -113,6 +113,3 @@ unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandb
  * -ESRCH when no such exec runs, -ENOENT when there is no such sandbox for the caller. */
 int sbx_mgr_exec_signal(
         sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id, int sig);
-/* The execs running now in the caller's sandbox: [{exec_id, argv: [...], started_at}], or NULL
- * when there is no such sandbox. */
-json_t *sbx_mgr_exec_list(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id);

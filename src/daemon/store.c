@@ -212,7 +212,7 @@ static int read_version(sbx_store *s, int *ret, sbx_error *e) {
 }
 
 static int migrate(sbx_store *s, sbx_error *e) {
-        int r, v;
+        int r, v = 0;
         r = exec_sql(s,
                 "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER "
                 "NOT NULL)",
@@ -318,14 +318,6 @@ sbx_store *sbx_store_free(sbx_store *s) {
 
 const char *sbx_store_path(const sbx_store *s) {
         return s->path;
-}
-
-int sbx_store_schema_version(sbx_store *s, sbx_error *e) {
-        int v, r;
-        pthread_mutex_lock(&s->lock);
-        r = read_version(s, &v, e);
-        pthread_mutex_unlock(&s->lock);
-        return r < 0 ? r : v;
 }
 
 void sbx_token_info_clear(sbx_token_info *t) {
@@ -570,20 +562,6 @@ int sbx_store_sql(sbx_store *s, const char *sql, int (*row)(void *, int, const c
         int r = sql_locked(s, sql, row, userdata, e, fmt, ap);
         pthread_mutex_unlock(&s->lock);
         va_end(ap);
-        return r;
-}
-
-int sbx_store_begin(sbx_store *s, sbx_error *e) {
-        pthread_mutex_lock(&s->lock);
-        int r = exec_sql(s, "BEGIN IMMEDIATE", e, "store: begin");
-        pthread_mutex_unlock(&s->lock);
-        return r;
-}
-
-int sbx_store_end(sbx_store *s, bool commit, sbx_error *e) {
-        pthread_mutex_lock(&s->lock);
-        int r = exec_sql(s, commit ? "COMMIT" : "ROLLBACK", e, "store: commit");
-        pthread_mutex_unlock(&s->lock);
         return r;
 }
 

@@ -39,8 +39,6 @@ static inline void sbx_store_freep(sbx_store **s) {
 }
 #define _cleanup_store_ __attribute__((cleanup(sbx_store_freep)))
 
-/* The schema version recorded in the file (>= 1 after open). */
-int sbx_store_schema_version(sbx_store *s, sbx_error *e);
 /* The path of the database file (owned by the store). */
 const char *sbx_store_path(const sbx_store *s);
 
@@ -91,10 +89,6 @@ void sbx_store_unlock(sbx_store *s);
 int sbx_store_sql_locked(sbx_store *s, const char *sql,
         int (*row)(void *userdata, int n, const char *const *cols), void *userdata, sbx_error *e,
         const char *fmt, ...);
-/* Several statements in one transaction (BEGIN IMMEDIATE … COMMIT): begin, then sbx_store_sql
- * calls, then end(commit). Holding the lock in between: same thread only. */
-int sbx_store_begin(sbx_store *s, sbx_error *e);
-int sbx_store_end(sbx_store *s, bool commit, sbx_error *e);
 
 /* Find the token whose secret is `secret`: 0 and *ret filled; -ENOENT unknown, -EKEYREVOKED
  * revoked (ret untouched on failure). */

@@ -34,11 +34,6 @@ int sbx_caps_drop_bounding(int last_cap) {
         return 0;
 }
 
-int sbx_caps_drop_all(int last_cap) {
-        int r = sbx_caps_drop_bounding(last_cap);
-        return r < 0 ? r : sbx_caps_clear();
-}
-
 int sbx_caps_clear(void) {
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return -errno;

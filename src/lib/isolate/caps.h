@@ -4,9 +4,6 @@
 /* Parent side: the highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap). */
 int sbx_caps_last_cap(void);
 
-/* Child side, syscalls only: drop the bounding set up to last_cap (needs CAP_SETPCAP, which a
- * fresh user namespace's creator holds), clear ambient, then zero the three sets. */
-int sbx_caps_drop_all(int last_cap);
 /* The two halves, for when ids change in between (root dropping to run_as without a user
  * namespace: the bounding set needs CAP_SETPCAP, which the uid change takes away). */
 int sbx_caps_drop_bounding(int last_cap);

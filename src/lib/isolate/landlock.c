@@ -126,10 +126,3 @@ int sbx_landlock_add_path(int ruleset_fd, int abi, const char *path, unsigned ac
         return r;
 }
 
-int sbx_landlock_restrict(int ruleset_fd) {
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) < 0)
-                return -errno;
-        return 0;
-}

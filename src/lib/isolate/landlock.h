@@ -42,5 +42,3 @@ int sbx_landlock_ruleset_new(
  * Syscalls only: usable in the child after pivot_root. `abi` masks the rights. */
 int sbx_landlock_add_path(int ruleset_fd, int abi, const char *path, unsigned access);
 
-/* Enforce on the calling thread (after no_new_privs). Syscalls only. */
-int sbx_landlock_restrict(int ruleset_fd);
