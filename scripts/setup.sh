@@ -2,7 +2,7 @@
 # setup.sh — from a fresh Debian 12 machine to a working sandboxer: installs the Debian packages
 # that are missing, builds into build/, and runs one command in a sandbox as a demonstration.
 #
-#   bash scripts/setup.sh [--no-demo] [--deps-only]
+#   bash scripts/setup.sh [--no-demo] [--deps-only] [--test-hooks]
 #
 # Idempotent: installs only what is missing (apt-get update first, once, only then), reconfigures
 # an existing build directory instead of recreating it. As a non-root user the apt step goes
@@ -13,10 +13,11 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 BUILD=$ROOT/build
-demo=1 build=1
+demo=1 build=1 hooks=""
 for arg in "$@"; do
         case $arg in
         --no-demo) demo=0 ;;
+        --test-hooks) hooks=true ;; # what only tests use (meson -Dtest_hooks=true): scripts/test.sh
         --deps-only) build=0 demo=0 ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
@@ -123,14 +124,16 @@ fi
 # ---- 2. build -----------------------------------------------------------------------------------
 werror=false
 [ "${CI:-}" = true ] && werror=true
+opts=(-Dwerror=$werror)
+[ -z "$hooks" ] || opts+=(-Dtest_hooks=true)
 if [ -f "$BUILD/meson-private/coredata.dat" ]; then
         # Touch the configuration only when it differs: reconfiguring forces a regeneration.
         current=$(meson introspect "$BUILD" --buildoptions 2>/dev/null |
-                python3 -c 'import json, sys; print(str([o["value"] for o in json.load(sys.stdin) if o["name"] == "werror"][0]).lower())' \
+                python3 -c 'import json, sys; o = {o["name"]: o["value"] for o in json.load(sys.stdin)}; print(str(o["werror"]).lower(), str(o.get("test_hooks")).lower())' \
                 2>/dev/null || echo unknown)
-        if [ "$current" != "$werror" ]; then
-                say "reconfiguring $BUILD (werror=$werror)"
-                meson configure "$BUILD" -Dwerror=$werror || meson setup --wipe "$BUILD" -Dwerror=$werror
+        if [ "${current% *}" != "$werror" ] || { [ -n "$hooks" ] && [ "${current#* }" != true ]; }; then
+                say "reconfiguring $BUILD (${opts[*]})"
+                meson configure "$BUILD" "${opts[@]}" || meson setup --wipe "$BUILD" "${opts[@]}"
         elif [ "$musl_new" = 1 ]; then
                 say "reconfiguring $BUILD (a musl build of libseccomp and libyaml is there now)"
                 meson setup --reconfigure "$BUILD"
@@ -138,10 +141,10 @@ if [ -f "$BUILD/meson-private/coredata.dat" ]; then
                 say "$BUILD is configured (werror=$werror)"
         fi
 else
-        say "configuring $BUILD (werror=$werror)"
+        say "configuring $BUILD (${opts[*]})"
         [ ! -e "$BUILD" ] || [ -z "$(ls -A "$BUILD")" ] || [ -d "$BUILD/meson-private" ] ||
                 die "$BUILD exists and is not a meson build directory; move it away"
-        meson setup "$BUILD" -Dwerror=$werror
+        meson setup "$BUILD" "${opts[@]}"
 fi
 say "building"
 ninja -C "$BUILD"

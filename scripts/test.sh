@@ -21,6 +21,8 @@
 # it as skipped instead, e.g. with another clang-format version). The last line is `N passed, N failed, N skipped`
 # and the exit status is non-zero when anything failed.
 #
+# The builds it tests have the hooks only tests use (meson -Dtest_hooks=true: build/ is
+# reconfigured so; a build made by scripts/setup.sh alone has none).
 # Environment: CI=true makes warnings errors (meson -Dwerror=true). SBX_STRICT_FORMAT=0 only
 # reports formatting differences. SBX_ASAN_INTEGRATION="test-a.sh test-b.sh" limits the scripts run against the
 # ASan binary (default: all but the heavy test-load-leak.sh, which runs once, in the root and the
@@ -217,9 +219,9 @@ LOGS=$BUILD/test-logs
 section_begin build "setup and build"
 build_ok=1
 if [ "${SBX_SKIP_SETUP:-}" = 1 ]; then
-        ninja -C "$BUILD" || build_ok=0
+        { meson configure "$BUILD" -Dtest_hooks=true && ninja -C "$BUILD"; } || build_ok=0
 else
-        bash "$ROOT/scripts/setup.sh" --no-demo || build_ok=0
+        bash "$ROOT/scripts/setup.sh" --no-demo --test-hooks || build_ok=0
 fi
 LOGS=$BUILD/test-logs
 mkdir -p "$LOGS"
@@ -338,7 +340,7 @@ fi
 # ---- asan: ASan+UBSan build, its unit tests, the integration scripts against its binary --------
 if want asan; then
         section_begin asan "ASan+UBSan build: unit tests, then integration as root"
-        asan_opts=("-Db_sanitize=address,undefined" -Db_lundef=false "-Dwerror=$WERROR")
+        asan_opts=("-Db_sanitize=address,undefined" -Db_lundef=false "-Dwerror=$WERROR" -Dtest_hooks=true)
         asan_ok=1
         {
                 if [ -f "$ASAN_BUILD/meson-private/coredata.dat" ]; then

@@ -360,6 +360,8 @@ static int print_json(const char *kernel, int landlock_abi, const sbx_probe_resu
         jsonw_begin_object(&w);
         jsonw_kv_string(&w, "version", SBX_VERSION);
         jsonw_kv_string(&w, "libc", CLI_LIBC);
+        /* hooks only tests use (-Dtest_hooks): a build people run has none */
+        jsonw_kv_bool(&w, "test_hooks", SBX_TEST_HOOKS);
         jsonw_end_object(&w);
         jsonw_kv_string(&w, "kernel", kernel);
         if (landlock_abi >= 0)

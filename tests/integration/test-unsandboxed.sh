@@ -28,6 +28,9 @@ SANDBOXER_ALLOW_UNSANDBOXED=1 "$N" run --report "$SBX_TMP/r3.json" -- no-such-co
 is "$?" 127 "command not found: 127"
 "$N" doctor >/dev/null
 is "$?" 1 "doctor: no backend on this platform (exit 1)"
+# a build made with meson's defaults has none of the hooks only tests use
+is "$(meson introspect "$B" --buildoptions | python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "test_hooks"][0])')" False \
+        "meson's default build: test_hooks off"
 if [ -x /usr/bin/python3 ]; then
         python3 "$SBX_SRC/tests/tools/validate-report.py" "$SBX_TMP/r2.json" >/dev/null 2>&1
         ok $? "the unsandboxed report validates against the schema"

@@ -100,11 +100,14 @@ static int build_mounts(
         _cleanup_strv_free_ char **reads = strv_copy(pr->fs_read);
         if (!reads)
                 return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
-        /* Test hook: widen the mount view (read-only) WITHOUT a Landlock rule, so tests can show
-         * that Landlock alone refuses what the mount setup would have allowed. */
+#if SBX_TEST_HOOKS
+        /* Test hook (-Dtest_hooks=true only): widen the mount view (read-only) WITHOUT a Landlock
+         * rule, so tests can show that Landlock alone refuses what the mount setup would have
+         * allowed. */
         const char *extra = secure_getenv("SANDBOXER_TEST_EXTRA_RO_BIND");
         if (extra && extra[0] == '/' && strv_extend(&reads, extra) < 0)
                 return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
+#endif
         /* Parents before children: /usr before /usr/share. */
         qsort(reads, strv_length(reads), sizeof(char *), cmp_str);
         STRV_FOREACH(p, reads) {
