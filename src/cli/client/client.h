@@ -1,0 +1,55 @@
+/* client.h — what the API client verbs share (src/cli/client/): the connection options, a
+ * small HTTP/1.1 client of our own to `sandboxer serve` (unix socket or TCP with a bearer token;
+ * Content-Length and chunked bodies, one request per connection) and helpers. One file per verb:
+ * create.c, ls.c (ls, and get/extend/recreate/destroy), exec.c, cp.c, events.c; main.c picks. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "daemon/http.h"
+
+typedef struct conn_opts {
+        sbx_listen_addr addr;
+        const char *addr_text;
+        const char *token;
+        bool json;
+} conn_opts;
+
+/* The body goes to sink(data, n) as it arrives (streams), or is collected. */
+typedef void (*body_sink)(void *ud, const char *data, size_t n);
+
+typedef struct response {
+        int status;
+        char *body;
+        size_t len;
+} response;
+
+enum { O_SERVER = 0x200, O_TOKEN, O_JSON };
+#define CONN_OPTIONS                                                                                        \
+        {"server", required_argument, NULL, O_SERVER}, {"token", required_argument, NULL, O_TOKEN},         \
+                {"json", no_argument, NULL, O_JSON}, {                                                      \
+                "help", no_argument, NULL, 'h'                                                              \
+        }
+extern const char conn_help[];
+
+int client_http(const conn_opts *o, const char *method, const char *path, const char *ctype,
+        const char *extra_header, const void *body, size_t len, response *resp, body_sink sink, void *ud);
+int client_api_error(const response *r);
+json_t *client_body_json(const response *r);
+/* A body_sink that appends to the response (ud) it is given. */
+void client_collect(void *ud, const char *d, size_t n);
+int conn_option(conn_opts *o, int c, const char *arg);
+int conn_finish(conn_opts *o);
+bool client_id_ok(const char *s);
+void client_urlenc(const char *s, char *out, size_t size);
+void client_print_json(json_t *j);
+
+/* the verbs, argv[0] their name; each returns the exit status */
+int client_create(int argc, char **argv);
+int client_ls(int argc, char **argv);
+int client_simple(const char *verb, int argc, char **argv);
+int client_exec(int argc, char **argv);
+int client_cp(int argc, char **argv);
+int client_events(int argc, char **argv);
