@@ -7,15 +7,6 @@
 
 #include "verbs.h"
 
-void cli_error(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("sandboxer: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-}
-
 static const struct {
         const char *name;
         int (*fn)(int argc, char **argv);

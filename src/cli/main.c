@@ -35,15 +35,6 @@ static const struct {
 #endif
 };
 
-void cli_error(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("sandboxer: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-}
-
 static void usage(FILE *f) {
         fprintf(f, "Usage: sandboxer VERB [OPTIONS] ...\n\nRun untrusted code under kernel-enforced "
                    "isolation.\n\nVerbs:\n");

@@ -6,15 +6,7 @@
 
 #include "verbs.h"
 
-void cli_error(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("sandboxer-supervise: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-}
-
 int main(int argc, char **argv) {
+        cli_program = "sandboxer-supervise";
         return verb_supervise(argc, argv);
 }

@@ -19,5 +19,7 @@ int verb_client(int argc, char **argv);
 #define SBX_EXIT_NOEXEC 126
 #define SBX_EXIT_NOTFOUND 127
 
-/* Print "sandboxer: MESSAGE\n" to stderr. */
+/* Print "PROGRAM: MESSAGE\n" to stderr (cli-error.c; PROGRAM is cli_program, "sandboxer" unless
+ * the program says otherwise). */
+extern const char *cli_program;
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
