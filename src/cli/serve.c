@@ -13,6 +13,7 @@
 #include "basic/strv.h"
 #include "daemon/audit.h"
 #include "daemon/http.h"
+#include "daemon/log.h"
 #include "daemon/sandboxes.h"
 #include "daemon/store.h"
 #include "basic/cache.h"
@@ -319,19 +320,20 @@ int verb_serve(int argc, char **argv) {
                         sbx_mgr_free(mgr);
                         return SBX_EXIT_FAILURE;
                 }
+                char where[PATH_MAX + 16];
                 if (addrs[i].is_unix)
-                        fprintf(stderr, "level=info event=listening addr=unix:%s store=%s\n", addrs[i].path,
-                                sbx_store_path(store));
+                        snprintf(where, sizeof where, "unix:%s", addrs[i].path);
                 else
-                        fprintf(stderr, "level=info event=listening addr=%s%s%s:%u store=%s auth=bearer\n",
-                                strchr(addrs[i].host, ':') ? "[" : "", addrs[i].host,
-                                strchr(addrs[i].host, ':') ? "]" : "", addrs[i].port, sbx_store_path(store));
+                        snprintf(where, sizeof where, "%s%s%s:%u", strchr(addrs[i].host, ':') ? "[" : "",
+                                addrs[i].host, strchr(addrs[i].host, ':') ? "]" : "", addrs[i].port);
+                sbx_log(SBX_LOG_INFO, "listening", "addr", where, "store", sbx_store_path(store), "auth",
+                        addrs[i].is_unix ? "peer" : "bearer", NULL);
         }
 
         int sig = 0;
         while (sigwait(&mask, &sig) != 0)
                 ;
-        fprintf(stderr, "level=info event=stopping signal=%s\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        sbx_log(SBX_LOG_INFO, "stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
         sbx_mgr_stop(mgr);
         sbx_http_server_free(srv);
         if (sbx_mgr_close(mgr) == -EBUSY)

@@ -18,6 +18,7 @@
 #include "basic/jsonw.h"
 #include "daemon/compat/compat.h"
 #include "daemon/http.h"
+#include "daemon/log.h"
 #include "daemon/sandboxes.h"
 #include "isolate/mount.h"
 #include "policy/policy.h"
@@ -296,13 +297,11 @@ static const struct route {
 };
 
 static void log_request(listener *l, const char *method, const char *url, unsigned code, const actor *a) {
-        _cleanup_free_ char *qurl = NULL, *qmethod = NULL;
-        if (json_quote(url, strlen(url), &qurl) < 0 || json_quote(method, strlen(method), &qmethod) < 0)
-                return;
-        fprintf(stderr,
-                "level=info event=request listener=%s method=%s path=%s code=%u actor=%s:%s tenant=%s\n",
-                l->addr.is_unix ? "unix" : "tcp", qmethod, qurl, code, a->kind[0] ? a->kind : "-",
-                a->name[0] ? a->name : "-", a->tenant[0] ? a->tenant : "-");
+        char scode[16], who[160];
+        snprintf(scode, sizeof scode, "%u", code);
+        snprintf(who, sizeof who, "%s:%s", a->kind[0] ? a->kind : "-", a->name[0] ? a->name : "-");
+        sbx_log(SBX_LOG_INFO, "request", "listener", l->addr.is_unix ? "unix" : "tcp", "method", method,
+                "path", url, "code", scode, "actor", who, "tenant", a->tenant[0] ? a->tenant : "-", NULL);
 }
 
 /* One request's body as it arrives; bodies over the limit are read and dropped (413 after). */

@@ -1,5 +1,6 @@
 /* sandboxes.c — see sandboxes.h. */
 #include "daemon/sandboxes.h"
+#include "daemon/log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -205,8 +206,8 @@ static void audit(sbx_mgr *m, const sbx_caller *who, const char *action, const c
         sbx_error e = {0};
         if (sbx_audit_append(m->audit_path, actor, action, target, outcome, detail, &e) < 0) {
                 char buf[1200];
-                fprintf(stderr, "level=error event=audit_failed action=%s error=\"%s\"\n", action,
-                        sbx_error_format(&e, buf, sizeof buf));
+                sbx_log(SBX_LOG_ERROR, "audit_failed", "action", action, "error",
+                        sbx_error_format(&e, buf, sizeof buf), NULL);
         }
 }
 
@@ -343,8 +344,8 @@ static int box_save(sbx_mgr *m, box *b) {
         free(inputs);
         if (r < 0) {
                 char buf[1200];
-                fprintf(stderr, "level=error event=store_failed sandbox=%s error=\"%s\"\n", b->id,
-                        sbx_error_format(&e, buf, sizeof buf));
+                sbx_log(SBX_LOG_ERROR, "store_failed", "sandbox", b->id, "error",
+                        sbx_error_format(&e, buf, sizeof buf), NULL);
         }
         return r;
 }
@@ -394,8 +395,7 @@ static void set_state(sbx_mgr *m, box *b, const char *state, const char *reason)
         emit(m, b, "sandbox.state", NULL);
         if (own)
                 tx_end(m);
-        fprintf(stderr, "level=info event=sandbox_state sandbox=%s state=%s reason=%s\n", b->id, state,
-                reason ? reason : "-");
+        sbx_log(SBX_LOG_INFO, "sandbox_state", "sandbox", b->id, "state", state, "reason", reason, NULL);
 }
 
 static box *box_find_locked(sbx_mgr *m, const char *id, const char *tenant) {
@@ -1002,8 +1002,8 @@ static void policy_seen(sbx_mgr *m, const sbx_policy *p) {
         }
         snprintf(detail, sizeof detail, "sha256 %s (before: %s)", p->sha256, was[0] ? was : "none");
         audit(m, NULL, "policy.load", p->source_file ? p->source_file : "builtin", "ok", detail);
-        fprintf(stderr, "level=info event=policy_loaded file=%s sha256=%s\n",
-                p->source_file ? p->source_file : "builtin", p->sha256);
+        sbx_log(SBX_LOG_INFO, "policy_loaded", "file", p->source_file ? p->source_file : "builtin", "sha256",
+                p->sha256, NULL);
 }
 
 static unsigned provision(sbx_mgr *m, box *b, double budget_used, const char *reason, sbx_mgr_reply *rp) {
@@ -1113,8 +1113,7 @@ static void *filler_main(void *arg) {
                 b->secret_names = json_array();
                 char msg[1200];
                 if (sv_spawn(m, b, 0, msg, sizeof msg) < 0) {
-                        fprintf(stderr, "level=warning event=warm_pool_failed profile=%s error=\"%s\"\n",
-                                need, msg);
+                        sbx_log(SBX_LOG_WARNING, "warm_pool_failed", "profile", need, "error", msg, NULL);
                         remove_dir(b);
                         box_free(b);
                         /* back off: 0.1 s, doubling to 5 s */
@@ -2638,8 +2637,9 @@ static void reconcile(sbx_mgr *m) {
                                 json_integer_value(json_object_get(info, "execs_running")) > 0 ? 2 : 0;
                         set_state(m, b, "ready", "readopted");
                         atomic_fetch_add(&m->n_readopted, 1);
-                        fprintf(stderr, "level=info event=readopted sandbox=%s supervisor=%d\n", b->id,
-                                (int) b->sv_pid);
+                        char sv[16];
+                        snprintf(sv, sizeof sv, "%d", (int) b->sv_pid);
+                        sbx_log(SBX_LOG_INFO, "readopted", "sandbox", b->id, "supervisor", sv, NULL);
                 } else {
                         pthread_mutex_lock(&m->lock);
                         b->refs++;
@@ -2682,8 +2682,7 @@ static void reconcile(sbx_mgr *m) {
                 if (info) {
                         tmp.sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));
                         tmp.sv_pidfd = (int) syscall(SYS_pidfd_open, tmp.sv_pid, 0);
-                        fprintf(stderr, "level=info event=orphan_destroyed supervisor_socket=%s\n",
-                                tmp.sock);
+                        sbx_log(SBX_LOG_INFO, "orphan_destroyed", "supervisor_socket", tmp.sock, NULL);
                 }
                 json_decref(info);
                 json_decref(sv_call(&tmp, "destroy", 2000));
@@ -2872,7 +2871,9 @@ int sbx_mgr_close(sbx_mgr *m) {
         if (left > 0) {
                 /* freeing under a running thread would be a use-after-free: the process is on its
                  * way out, so the manager is left to it */
-                fprintf(stderr, "level=warning event=stop_threads_left count=%u\n", left);
+                char n[16];
+                snprintf(n, sizeof n, "%u", left);
+                sbx_log(SBX_LOG_WARNING, "stop_threads_left", "count", n, NULL);
                 return -EBUSY;
         }
         if (m->reaper_started)
@@ -3093,4 +3094,3 @@ int sbx_mgr_exec_signal(
         box_put(m, b);
         return r;
 }
-
