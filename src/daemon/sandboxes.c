@@ -2765,16 +2765,16 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         char *const dflt[] = {(char *) "profile.default", NULL};
         for (char *const *w = o->warm_profiles ? o->warm_profiles : dflt; o->warm_pool && *w; w++) {
                 sbx_profile *wp = NULL;
-                sbx_error we = {0};
-                if (sbx_profile_load(*w, &wp, &we) < 0) {
-                        int r = sbx_error_set(e, EINVAL, "warm pool", "warm profile %s: %s", *w, we.message);
+                int r = sbx_profile_load(*w, &wp, e);
+                if (r < 0) {
+                        r = sbx_error_wrap(e, r, "warm profile %s", *w);
                         sbx_mgr_free(m);
                         return r;
                 }
                 bool secret = wp->secrets && wp->secrets[0];
                 sbx_profile_free(wp);
                 if (secret) {
-                        int r = sbx_error_set(e, EINVAL, "warm pool",
+                        r = sbx_error_set(e, EINVAL, "warm pool",
                                 "profile %s names secrets: it cannot be pooled (secrets are resolved at "
                                 "create)",
                                 *w);

@@ -64,7 +64,7 @@ free_port() {
         python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-plan 80
+plan 81
 
 # ---- tokens ----
 "$SANDBOXER" token create --actor agt --name bot-1 --tenant t1 --state-dir "$ST" --json >"$SBX_TMP/t1.json" 2>"$SBX_TMP/err"
@@ -139,6 +139,9 @@ for bad in "--warm-pool x" "--warm-pool 65" "--quota-sandboxes -1" "--quota-exec
         "$SANDBOXER" serve $bad --listen "unix:$SBX_TMP/bad.sock" --state-dir "$ST" 2>"$SBX_TMP/err"
         is "$?:$(grep -c -- "serve: ${bad%% *}" "$SBX_TMP/err")" "125:1" "serve $bad exits 125, naming the option"
 done
+"$SANDBOXER" serve --warm-pool 1 --warm-profile profile.nope --listen "unix:$SBX_TMP/bad.sock" --state-dir "$ST" 2>"$SBX_TMP/err"
+is "$?:$(grep -c "serve: warm profile profile.nope: no profile named 'profile.nope'.*profile list" "$SBX_TMP/err")" "125:1" \
+        "serve with an unknown warm profile exits 125: the context wraps the loader's own sentence"
 "$SANDBOXER" supervise --id x --socket "$SBX_TMP/s.sock" --state "$SBX_TMP/sv" --ready-fd abc 2>"$SBX_TMP/err"
 is "$?:$(grep -c -- '--ready-fd' "$SBX_TMP/err")" "125:1" "supervise --ready-fd abc exits 125, naming it"
 "$SANDBOXER" supervise --socket "$SBX_TMP/s.sock" 2>/dev/null

@@ -42,6 +42,30 @@ int sbx_error_set_at(
         return r;
 }
 
+int sbx_error_wrap(sbx_error *e, int r, const char *fmt, ...) {
+        if (r >= 0)
+                r = -EIO;
+        if (!e)
+                return r;
+        if (e->errnum == 0) {
+                e->errnum = -r;
+                snprintf(e->message, sizeof e->message, "%s", strerror(-r));
+        } else if (!e->message[0])
+                snprintf(e->message, sizeof e->message, "%s", strerror(e->errnum));
+        char context[sizeof e->message];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(context, sizeof context, fmt, ap);
+        va_end(ap);
+        if (n <= 0)
+                return r;
+        char joined[sizeof e->message];
+        if (snprintf(joined, sizeof joined, "%s: %s", context, e->message) >= (int) sizeof joined)
+                joined[sizeof joined - 1] = 0; /* the tail of the callee's message is lost */
+        memcpy(e->message, joined, sizeof e->message);
+        return r;
+}
+
 const char *sbx_error_format(const sbx_error *e, char *buf, size_t size) {
         if (!e || e->errnum == 0)
                 snprintf(buf, size, "unknown error");

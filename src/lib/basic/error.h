@@ -20,6 +20,12 @@ int sbx_error_setv(sbx_error *e, int errnum, const char *step, const char *fmt, 
 /* Same, with a file position (line/column 1-based). */
 int sbx_error_set_at(sbx_error *e, int errnum, const char *file, unsigned line, unsigned column,
         const char *fmt, ...) _printf_(6, 7);
+/* Add context to an error as it rises: prefix "CONTEXT: " to *e's message, keeping its errno,
+ * step and file position. r is the callee's negative errno; when the callee left *e unset, the
+ * message becomes "CONTEXT: strerror(-r)". Returns r (or -EIO when r is not negative), so a
+ * caller writes `return sbx_error_wrap(e, r, "profile %s", name);`. A message that would not fit
+ * loses its tail, never the context. */
+int sbx_error_wrap(sbx_error *e, int r, const char *fmt, ...) _printf_(3, 4);
 /* The errno's symbolic name ("ENOSYS"), NULL if unknown. */
 const char *sbx_errno_name(int errnum);
 /* "file:line:col: message" or "step: message" into buf. */
