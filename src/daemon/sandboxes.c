@@ -1,5 +1,6 @@
 /* sandboxes.c — see sandboxes.h. */
 #include "daemon/sandboxes.h"
+#include "daemon/lifecycle.h"
 #include "daemon/log.h"
 
 #include <dirent.h>
@@ -45,7 +46,7 @@ typedef struct box {
         char actor[140];
         char profile[256];
         char backend[16];
-        char state[16];
+        sbx_state state;
         char reason[64];
         char scratch[512];
         json_t *consumer, *metadata, *limits;
@@ -275,7 +276,7 @@ static bool string_map(json_t *o, const char *field, size_t max_keys, sbx_mgr_re
 static json_t *box_record(const box *b) {
         json_t *r = json_object();
         json_object_set_new(r, "id", json_string(b->id));
-        json_object_set_new(r, "state", json_string(b->state));
+        json_object_set_new(r, "state", json_string(sbx_state_to_string(b->state)));
         json_object_set_new(r, "reason", b->reason[0] ? json_string(b->reason) : json_null());
         json_object_set_new(r, "profile", json_string(b->profile));
         json_object_set_new(r, "backend", b->backend[0] ? json_string(b->backend) : json_null());
@@ -336,10 +337,10 @@ static int box_save(sbx_mgr *m, box *b) {
                 "metadata_json, created_at, expires_at, updated_at, record_json, harness, session_id, "
                 "run_id, "
                 "job_id, supervisor_pid, inputs_json) VALUES (?,?,?,?,?,?,NULL,NULL,?,?,?,?,?,?,?,?,?,?)",
-                NULL, NULL, &e, "ssssssiiisssssis", b->id, b->state, b->reason, b->profile, b->backend,
-                b->tenant, b->created_ms, b->expires_ms, b->updated_ms, text, consumer_field(b, "harness"),
-                consumer_field(b, "session_id"), consumer_field(b, "run_id"), consumer_field(b, "job_id"),
-                (int64_t) b->sv_pid, inputs);
+                NULL, NULL, &e, "ssssssiiisssssis", b->id, sbx_state_to_string(b->state), b->reason,
+                b->profile, b->backend, b->tenant, b->created_ms, b->expires_ms, b->updated_ms, text,
+                consumer_field(b, "harness"), consumer_field(b, "session_id"), consumer_field(b, "run_id"),
+                consumer_field(b, "job_id"), (int64_t) b->sv_pid, inputs);
         free(text);
         free(inputs);
         if (r < 0) {
@@ -362,7 +363,7 @@ static void emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* sto
                 data = json_object();
         json_object_set_new(data, "sandbox_id", json_string(b->id));
         if (!json_object_get(data, "state"))
-                json_object_set_new(data, "state", json_string(b->state));
+                json_object_set_new(data, "state", json_string(sbx_state_to_string(b->state)));
         if (!json_object_get(data, "reason"))
                 json_object_set_new(data, "reason", b->reason[0] ? json_string(b->reason) : json_null());
         json_object_set_new(data, "at", time_json(at));
@@ -372,7 +373,8 @@ static void emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* sto
         (void) STORE_SQL(m,
                 "INSERT INTO events (sandbox_id, type, state, reason, at, data_json) VALUES (?,?,?,?,?,?) "
                 "RETURNING seq",
-                seq_row, &seq, NULL, "ssssis", b->id, type, b->state, b->reason, at, text);
+                seq_row, &seq, NULL, "ssssis", b->id, type, sbx_state_to_string(b->state), b->reason, at,
+                text);
         free(text);
         pthread_mutex_lock(&m->lock);
         if (seq > m->last_seq)
@@ -381,13 +383,29 @@ static void emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* sto
         pthread_mutex_unlock(&m->lock);
 }
 
-/* A lifecycle transition: stored and streamed. The box is the caller's (busy or private). */
-static void set_state(sbx_mgr *m, box *b, const char *state, const char *reason) {
+/* A lifecycle transition: checked against the table (lifecycle.c), stored and streamed. The box
+ * is the caller's (busy or private). With `only_from` valid, the transition happens only if b is
+ * in that state now (a race lost to a destroy is not an error: false, nothing logged); an
+ * illegal transition is a bug: refused and logged. */
+static bool set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason) {
+        sbx_error e = {0};
         pthread_mutex_lock(&m->lock);
-        snprintf(b->state, sizeof b->state, "%s", state);
-        snprintf(b->reason, sizeof b->reason, "%s", reason ? reason : "");
-        b->updated_ms = now_ms();
+        sbx_state was = b->state;
+        bool lost = only_from != _SBX_STATE_INVALID && was != only_from;
+        int r = lost ? 0 : sbx_state_transition_check(was, state, &e);
+        if (!lost && r >= 0) {
+                b->state = state;
+                snprintf(b->reason, sizeof b->reason, "%s", reason ? reason : "");
+                b->updated_ms = now_ms();
+        }
         pthread_mutex_unlock(&m->lock);
+        if (lost)
+                return false;
+        if (r < 0) {
+                sbx_log(SBX_LOG_ERROR, "lifecycle_refused", "sandbox", b->id, "reason", reason, "error",
+                        e.message, NULL);
+                return false;
+        }
         bool own = !tx_held;
         if (own)
                 tx_begin(m);
@@ -395,7 +413,13 @@ static void set_state(sbx_mgr *m, box *b, const char *state, const char *reason)
         emit(m, b, "sandbox.state", NULL);
         if (own)
                 tx_end(m);
-        sbx_log(SBX_LOG_INFO, "sandbox_state", "sandbox", b->id, "state", state, "reason", reason, NULL);
+        sbx_log(SBX_LOG_INFO, "sandbox_state", "sandbox", b->id, "state", sbx_state_to_string(state),
+                "reason", reason, NULL);
+        return true;
+}
+
+static bool set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
+        return set_state_from(m, b, _SBX_STATE_INVALID, state, reason);
 }
 
 static box *box_find_locked(sbx_mgr *m, const char *id, const char *tenant) {
@@ -855,10 +879,14 @@ static void remove_dir(box *b) {
 
 /* The whole destroy: destroying → (supervisor ends, leftovers removed) → destroyed. */
 static void destroy_box(sbx_mgr *m, box *b, const char *reason) {
-        set_state(m, b, "destroying", reason);
+        pthread_mutex_lock(&m->lock);
+        bool already = b->state == SBX_STATE_DESTROYING; /* a restart finishing one */
+        pthread_mutex_unlock(&m->lock);
+        if (!already)
+                (void) set_state(m, b, SBX_STATE_DESTROYING, reason);
         sv_stop(m, b);
         remove_dir(b);
-        set_state(m, b, "destroyed", reason);
+        set_state(m, b, SBX_STATE_DESTROYED, reason);
         atomic_fetch_add(&m->n_destroyed, 1);
         box_unlink(m, b);
 }
@@ -962,10 +990,10 @@ static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const c
         int r = sv_spawn_hooked(m, b, budget_used, msg, sizeof msg, meanwhile, ud);
         if (r < 0) {
                 atomic_fetch_add(&m->n_failed, 1);
-                set_state(m, b, "failed", "provision_error");
+                set_state(m, b, SBX_STATE_FAILED, "provision_error");
                 remove_dir(b);
                 (void) unlink(b->sock);
-                set_state(m, b, "destroyed", "provision_error");
+                set_state(m, b, SBX_STATE_DESTROYED, "provision_error");
                 box_unlink(m, b);
                 return reply_err(
                         rp, 503, "provision_failed", NULL, "the sandbox could not be started: %s", msg);
@@ -973,7 +1001,7 @@ static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const c
         pthread_mutex_lock(&m->lock);
         b->last_active_ms = now_ms();
         pthread_mutex_unlock(&m->lock);
-        set_state(m, b, "ready", reason);
+        set_state(m, b, SBX_STATE_READY, reason);
         return 0;
 }
 
@@ -1032,11 +1060,11 @@ static void store_first_states(void *ud) {
                         "body_sha256) "
                         "VALUES (?,?,?,?,?)",
                         NULL, NULL, NULL, "sssis", f->key, f->tenant, b->id, now_ms(), f->body_sha);
-        set_state(m, b, "provisioning", "create");
+        set_state(m, b, SBX_STATE_PROVISIONING, "create");
         if (f->warm) {
                 /* started ahead of time: ready now */
                 b->last_active_ms = now_ms();
-                set_state(m, b, "ready", "provisioned");
+                set_state(m, b, SBX_STATE_READY, "provisioned");
                 atomic_fetch_add(&m->n_warm_used, 1);
         }
         tx_end(m);
@@ -1291,7 +1319,7 @@ static unsigned op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *
                 snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
                 snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
         }
-        snprintf(b->state, sizeof b->state, "requested");
+        b->state = SBX_STATE_REQUESTED;
         snprintf(b->reason, sizeof b->reason, "create");
         pthread_mutex_lock(&m->lock);
         b->busy = true;
@@ -1367,22 +1395,17 @@ static int list_cb(void *ud, int n, const char *const *cols) {
 }
 
 static unsigned op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        static const char *const states[] = {"requested", "provisioning", "ready", "active", "expired",
-                "failed", "destroying", "destroyed", NULL};
         const char *state = rq->query(rq->ctx, "state"), *profile = rq->query(rq->ctx, "profile");
         const char *harness = rq->query(rq->ctx, "harness"), *session = rq->query(rq->ctx, "session_id");
         const char *run = rq->query(rq->ctx, "run_id"), *job = rq->query(rq->ctx, "job_id");
         const char *lim = rq->query(rq->ctx, "limit"), *cursor = rq->query(rq->ctx, "cursor");
-        if (state) {
-                bool ok = false;
-                for (const char *const *s = states; *s && !ok; s++)
-                        ok = streq(*s, state);
-                if (!ok)
-                        return reply_err(rp, 400, "invalid_argument", "state",
-                                "state: '%.64s' is not a state (requested, provisioning, ready, active, "
-                                "expired, "
-                                "failed, destroying, destroyed)",
-                                state);
+        if (state && sbx_state_from_string(state) == _SBX_STATE_INVALID) {
+                char known[160] = "";
+                for (int i = 0; i < _SBX_STATE_MAX; i++)
+                        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                                sbx_state_to_string((sbx_state) i));
+                return reply_err(rp, 400, "invalid_argument", "state", "state: '%.64s' is not a state (%s)",
+                        state, known);
         }
         long limit = 100;
         if (lim) {
@@ -1456,10 +1479,9 @@ static box *usable_box(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sb
                 return NULL;
         }
         pthread_mutex_lock(&m->lock);
-        bool ok = !b->busy && (streq(b->state, "ready") || streq(b->state, "active"));
+        bool ok = !b->busy && sbx_state_usable(b->state);
         bool stopping = m->stopping;
-        char st[16];
-        snprintf(st, sizeof st, "%s", b->state);
+        const char *st = sbx_state_to_string(b->state);
         pthread_mutex_unlock(&m->lock);
         if (stopping) { /* an exec started now would be let go of at once */
                 reply_err(rp, 503, "unavailable", NULL, "the server is stopping");
@@ -1756,7 +1778,7 @@ static unsigned exec_begin(sbx_mgr *m, const sbx_mgr_request *rq, box *b, sbx_mg
                 return reply_err(rp, 429, "budget_exhausted", "budget_s",
                         "sandbox %s has spent its budget_s (%g s); create a new one", b->id, b->budget_s);
         if (first)
-                set_state(m, b, "active", "exec");
+                (void) set_state_from(m, b, SBX_STATE_READY, SBX_STATE_ACTIVE, "exec");
         return 0;
 }
 
@@ -1805,11 +1827,9 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
                 json_pack("{s:s, s:s?, s:o}", "exec_id", exec_id, "status", status, "exit_code",
                         json_is_integer(code) ? json_integer(json_integer_value(code)) : json_null()));
         pthread_mutex_lock(&m->lock);
-        bool still = streq(b->state, "active") && b->execs_running == 0 && !b->busy;
+        bool still = b->execs_running == 0 && !b->busy;
         pthread_mutex_unlock(&m->lock);
-        if (last && still)
-                set_state(m, b, "ready", "exec_done");
-        else
+        if (!(last && still && set_state_from(m, b, SBX_STATE_ACTIVE, SBX_STATE_READY, "exec_done")))
                 (void) box_save(m, b);
         tx_end(m);
 }
@@ -2222,14 +2242,14 @@ static unsigned op_recreate(sbx_mgr *m, const sbx_mgr_request *rq, const char *i
                 box_put(m, b);
                 return reply_err(rp, 409, "conflict", NULL, "sandbox %s is being changed", id);
         }
-        set_state(m, b, "destroying", "recreate");
+        set_state(m, b, SBX_STATE_DESTROYING, "recreate");
         sv_stop(m, b);
         remove_dir(b);
         pthread_mutex_lock(&m->lock);
         b->init_pid = b->sv_pid = 0;
         double used = b->budget_used_s;
         pthread_mutex_unlock(&m->lock);
-        set_state(m, b, "provisioning", "recreate");
+        set_state(m, b, SBX_STATE_PROVISIONING, "recreate");
         unsigned code = provision(m, b, used, "recreate", rp);
         pthread_mutex_lock(&m->lock);
         b->busy = false;
@@ -2259,7 +2279,7 @@ static unsigned op_destroy(sbx_mgr *m, const sbx_mgr_request *rq, const char *id
                 /* another destroy is under way: wait for it, then answer the final record */
                 for (int i = 0; i < 300; i++) {
                         pthread_mutex_lock(&m->lock);
-                        bool done = streq(b->state, "destroyed");
+                        bool done = b->state == SBX_STATE_DESTROYED;
                         pthread_mutex_unlock(&m->lock);
                         if (done)
                                 break;
@@ -2488,7 +2508,7 @@ static void *reaper_main(void *arg) {
                 size_t n = 0;
                 int64_t t = now_ms();
                 for (box *b = m->boxes; b && n < ELEMENTSOF(todo); b = b->next) {
-                        if (b->busy || !(streq(b->state, "ready") || streq(b->state, "active")))
+                        if (b->busy || !sbx_state_usable(b->state))
                                 continue;
                         const char *w = NULL;
                         if (b->sv_pidfd >= 0 && pidfd_dead(b->sv_pidfd))
@@ -2528,10 +2548,10 @@ static void *reaper_main(void *arg) {
                         box *b = todo[i];
                         if (streq(why[i], "supervisor_lost")) {
                                 atomic_fetch_add(&m->n_failed, 1);
-                                set_state(m, b, "failed", why[i]);
+                                set_state(m, b, SBX_STATE_FAILED, why[i]);
                         } else {
                                 atomic_fetch_add(&m->n_expired, 1);
-                                set_state(m, b, "expired", why[i]);
+                                set_state(m, b, SBX_STATE_EXPIRED, why[i]);
                         }
                         destroy_box(m, b, why[i]);
                         audit(m, NULL, "sandbox.destroy", b->id, "ok", why[i]);
@@ -2565,10 +2585,15 @@ static int load_cb(void *ud, int n, const char *const *cols) {
         S(actor, "actor");
         S(profile, "profile");
         S(backend, "backend");
-        S(state, "state");
         S(reason, "reason");
         S(scratch, "scratch");
 #undef S
+        b->state = sbx_state_from_string(json_string_value(json_object_get(rec, "state")));
+        if (b->state == _SBX_STATE_INVALID) { /* not a state this server knows: destroyed at once */
+                sbx_log(SBX_LOG_WARNING, "unknown_state", "sandbox", b->id, "state",
+                        json_string_value(json_object_get(rec, "state")), NULL);
+                b->state = SBX_STATE_FAILED;
+        }
         b->consumer = json_incref(json_object_get(rec, "consumer"));
         b->metadata = json_incref(json_object_get(rec, "metadata"));
         b->limits = json_incref(json_object_get(rec, "limits"));
@@ -2620,8 +2645,7 @@ static void reconcile(sbx_mgr *m) {
                 box *b = c.list;
                 c.list = b->next;
                 json_t *info = sv_call(b, "info", 3000);
-                if (info && json_is_true(json_object_get(info, "ok")) && !streq(b->state, "destroying") &&
-                        !streq(b->state, "expired") && !streq(b->state, "failed")) {
+                if (info && json_is_true(json_object_get(info, "ok")) && !sbx_state_ending(b->state)) {
                         b->sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));
                         b->init_pid = (pid_t) json_integer_value(json_object_get(info, "init_pid"));
                         b->sv_pidfd = b->sv_pid > 0 ? (int) syscall(SYS_pidfd_open, b->sv_pid, 0) : -1;
@@ -2635,7 +2659,7 @@ static void reconcile(sbx_mgr *m) {
                         ingest_exec_reports(m, b);
                         b->adopted_inflight =
                                 json_integer_value(json_object_get(info, "execs_running")) > 0 ? 2 : 0;
-                        set_state(m, b, "ready", "readopted");
+                        set_state(m, b, SBX_STATE_READY, "readopted");
                         atomic_fetch_add(&m->n_readopted, 1);
                         char sv[16];
                         snprintf(sv, sizeof sv, "%d", (int) b->sv_pid);
@@ -2651,8 +2675,8 @@ static void reconcile(sbx_mgr *m) {
                                 b->sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));
                                 b->sv_pidfd =
                                         b->sv_pid > 0 ? (int) syscall(SYS_pidfd_open, b->sv_pid, 0) : -1;
-                        } else if (!streq(b->state, "failed") && !streq(b->state, "destroying"))
-                                set_state(m, b, "failed", "supervisor_lost");
+                        } else if (!sbx_state_ending(b->state))
+                                set_state(m, b, SBX_STATE_FAILED, "supervisor_lost");
                         destroy_box(m, b, info ? b->reason : "supervisor_lost");
                         box_put(m, b);
                 }
@@ -2919,21 +2943,21 @@ int sbx_mgr_close(sbx_mgr *m) {
 }
 
 void sbx_mgr_metrics(sbx_mgr *m, FILE *f) {
-        static const char *const states[] = {
-                "requested", "provisioning", "ready", "active", "expired", "failed", "destroying", NULL};
-        unsigned counts[8] = {0}, running = 0;
+        static const sbx_state states[] = {SBX_STATE_REQUESTED, SBX_STATE_PROVISIONING, SBX_STATE_READY,
+                SBX_STATE_ACTIVE, SBX_STATE_EXPIRED, SBX_STATE_FAILED, SBX_STATE_DESTROYING};
+        unsigned counts[_SBX_STATE_MAX] = {0}, running = 0;
         pthread_mutex_lock(&m->lock);
         for (box *b = m->boxes; b; b = b->next) {
-                for (int i = 0; states[i]; i++)
-                        if (streq(states[i], b->state))
-                                counts[i]++;
+                if (b->state >= 0 && b->state < _SBX_STATE_MAX)
+                        counts[b->state]++;
                 running += b->execs_running;
         }
         pthread_mutex_unlock(&m->lock);
         fputs("# HELP sandboxer_sandboxes Sandboxes alive, by state.\n# TYPE sandboxer_sandboxes gauge\n",
                 f);
-        for (int i = 0; states[i]; i++)
-                fprintf(f, "sandboxer_sandboxes{state=\"%s\"} %u\n", states[i], counts[i]);
+        for (size_t i = 0; i < ELEMENTSOF(states); i++)
+                fprintf(f, "sandboxer_sandboxes{state=\"%s\"} %u\n", sbx_state_to_string(states[i]),
+                        counts[states[i]]);
         fprintf(f,
                 "# HELP sandboxer_execs_running Execs running now.\n# TYPE sandboxer_execs_running gauge\n"
                 "sandboxer_execs_running %u\n",

@@ -873,6 +873,10 @@ def main():
         os.path.join(RUN, "sandboxes")) else []
     dirs = os.listdir(os.path.join(ST, "sandboxes")) if os.path.isdir(os.path.join(ST, "sandboxes")) else []
     is_((supervisors(), socks, dirs), ([], [], []), "no supervisor, socket or state dir is left")
+    server_log.flush()
+    refused = [l for l in open(os.path.join(TMP, "serve.log"), "rb").read().decode(errors="replace").splitlines()
+               if "lifecycle_refused" in l]
+    is_(refused[:3], [], "no lifecycle transition outside the table was attempted (serve.log)")
 
     if os.path.exists(VALIDATOR) and os.path.exists(OPENAPI):
         ok(not invalid and validated[0] > 50, "every response body (%d) matches docs/openapi.json" % validated[0],

@@ -275,6 +275,8 @@ kill -TERM "$SERVE_PID"
 wait "$SERVE_PID"
 is $? 0 "the server stops with exit 0"
 SERVE_PID=""
+is "$(grep -c 'lifecycle_refused' "$SBX_TMP/serve.log")" 0 "under load, no lifecycle transition outside the table was attempted" ||
+        diag "$(grep 'lifecycle_refused' "$SBX_TMP/serve.log" | head -3)"
 for _ in $(seq 40); do
         [ -z "$(_sbx_state | LC_ALL=C sort | LC_ALL=C comm -13 "$SBX_TMP/leftovers.start" -)" ] && break
         sleep 0.05

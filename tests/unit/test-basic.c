@@ -33,8 +33,8 @@ static void test_error_wrap(void) {
         is_str(e.message, "warm pool profile.x: no profile named profile.x", "wrap prefixes the context");
         is_str(e.step, "profile: open", "wrap keeps the step");
         is_int(sbx_error_wrap(&e, -ENOENT, "serve"), -ENOENT, "wrapped twice");
-        is_str(sbx_error_format(&e, buf, sizeof buf), "serve: warm pool profile.x: no profile named profile.x",
-                "contexts nest outermost first");
+        is_str(sbx_error_format(&e, buf, sizeof buf),
+                "serve: warm pool profile.x: no profile named profile.x", "contexts nest outermost first");
 
         sbx_error unset = {0};
         is_int(sbx_error_wrap(&unset, -EACCES, "open %s", "/etc/x"), -EACCES, "callee left *e unset");
