@@ -125,4 +125,3 @@ int sbx_landlock_add_path(int ruleset_fd, int abi, const char *path, unsigned ac
         close(fd);
         return r;
 }
-

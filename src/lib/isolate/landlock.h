@@ -41,4 +41,3 @@ int sbx_landlock_ruleset_new(
 /* Add a path rule: `access` (SBX_LL_*) on the hierarchy at path (a file gets only file rights).
  * Syscalls only: usable in the child after pivot_root. `abi` masks the rights. */
 int sbx_landlock_add_path(int ruleset_fd, int abi, const char *path, unsigned access);
-
