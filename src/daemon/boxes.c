@@ -1,0 +1,258 @@
+/* boxes.c — a sandbox's record: kept in memory and in the store, found, referenced, listed (GET). */
+#include "daemon/mgr-internal.h"
+
+/* ---- boxes --------------------------------------------------------------------------------- */
+
+json_t *mgr_box_record(const box *b) {
+        json_t *r = json_object();
+        json_object_set_new(r, "id", json_string(b->id));
+        json_object_set_new(r, "state", json_string(sbx_state_to_string(b->state)));
+        json_object_set_new(r, "reason", b->reason[0] ? json_string(b->reason) : json_null());
+        json_object_set_new(r, "profile", json_string(b->profile));
+        json_object_set_new(r, "backend", b->backend[0] ? json_string(b->backend) : json_null());
+        json_object_set_new(r, "tenant", json_string(b->tenant));
+        json_object_set_new(r, "actor", json_string(b->actor));
+        json_object_set_new(r, "consumer", b->consumer ? json_deep_copy(b->consumer) : json_object());
+        json_object_set_new(r, "metadata", b->metadata ? json_deep_copy(b->metadata) : json_object());
+        json_object_set_new(r, "created_at", mgr_time_json(b->created_ms));
+        json_object_set_new(r, "updated_at", mgr_time_json(b->updated_ms));
+        json_object_set_new(r, "expires_at", mgr_time_json(b->expires_ms));
+        json_object_set_new(r, "ttl_max_at", mgr_time_json(b->ttl_max_ms));
+        json_object_set_new(r, "idle_s", b->idle_s > 0 ? json_real(b->idle_s) : json_null());
+        json_object_set_new(r, "last_active_at", mgr_time_json(b->last_active_ms));
+        json_object_set_new(r, "budget_s", json_real(b->budget_s));
+        json_object_set_new(r, "budget_used_s", json_real(b->budget_used_s));
+        json_object_set_new(r, "execs", json_integer(b->execs));
+        json_object_set_new(r, "limits", b->limits ? json_deep_copy(b->limits) : json_object());
+        json_object_set_new(r, "scratch", b->scratch[0] ? json_string(b->scratch) : json_null());
+        json_object_set_new(r, "workspace", json_null());
+        return r;
+}
+
+static const char *consumer_field(const box *b, const char *k) {
+        return b->consumer ? json_string_value(json_object_get(b->consumer, k)) : NULL;
+}
+
+/* The row: the record and what lists filter on. Lock held or box private. */
+int mgr_box_save(sbx_mgr *m, box *b) {
+        json_t *rec = mgr_box_record(b);
+        char *text = json_dumps(rec, JSON_COMPACT);
+        json_decref(rec);
+        json_t *in =
+                json_pack("{s:s, s:f, s:f}", "profile", b->profile, "ttl_s", b->ttl_s, "idle_s", b->idle_s);
+        char *inputs = json_dumps(in, JSON_COMPACT);
+        json_decref(in);
+        sbx_error e = {0};
+        int r = STORE_SQL(m,
+                "INSERT OR REPLACE INTO sandboxes (id, state, reason, profile, backend, tenant, "
+                "consumer_json, "
+                "metadata_json, created_at, expires_at, updated_at, record_json, harness, session_id, "
+                "run_id, "
+                "job_id, supervisor_pid, inputs_json) VALUES (?,?,?,?,?,?,NULL,NULL,?,?,?,?,?,?,?,?,?,?)",
+                NULL, NULL, &e, "ssssssiiisssssis", b->id, sbx_state_to_string(b->state), b->reason,
+                b->profile, b->backend, b->tenant, b->created_ms, b->expires_ms, b->updated_ms, text,
+                consumer_field(b, "harness"), consumer_field(b, "session_id"), consumer_field(b, "run_id"),
+                consumer_field(b, "job_id"), (int64_t) b->sv_pid, inputs);
+        free(text);
+        free(inputs);
+        if (r < 0) {
+                char buf[1200];
+                sbx_log(SBX_LOG_ERROR, "store_failed", "sandbox", b->id, "error",
+                        sbx_error_format(&e, buf, sizeof buf), NULL);
+        }
+        return r;
+}
+
+box *mgr_box_find_locked(sbx_mgr *m, const char *id, const char *tenant) {
+        for (box *b = m->boxes; b; b = b->next)
+                if (streq(b->id, id) && (!tenant || streq(b->tenant, tenant)))
+                        return b;
+        return NULL;
+}
+
+box *mgr_box_get(sbx_mgr *m, const char *id, const char *tenant) {
+        pthread_mutex_lock(&m->lock);
+        box *b = mgr_box_find_locked(m, id, tenant);
+        if (b)
+                b->refs++;
+        pthread_mutex_unlock(&m->lock);
+        return b;
+}
+
+void mgr_box_free(box *b) {
+        if (!b)
+                return;
+        json_decref(b->consumer);
+        json_decref(b->metadata);
+        json_decref(b->limits);
+        json_decref(b->running);
+        json_decref(b->secret_names);
+        if (b->sv_pidfd >= 0)
+                close(b->sv_pidfd);
+        free(b);
+}
+
+void mgr_box_put(sbx_mgr *m, box *b) {
+        if (!b)
+                return;
+        pthread_mutex_lock(&m->lock);
+        bool last = --b->refs == 0;
+        pthread_mutex_unlock(&m->lock);
+        if (last)
+                mgr_box_free(b);
+}
+
+/* Out of the live list (destroyed); freed by the last mgr_box_put. */
+void mgr_box_unlink(sbx_mgr *m, box *b) {
+        pthread_mutex_lock(&m->lock);
+        for (box **pp = &m->boxes; *pp; pp = &(*pp)->next)
+                if (*pp == b) {
+                        *pp = b->next;
+                        b->refs--; /* the list's reference */
+                        break;
+                }
+        pthread_mutex_unlock(&m->lock);
+}
+
+/* ---- get, list ----------------------------------------------------------------------------- */
+
+/* The sandbox id's record for the caller: live, or stored (destroyed); 404 otherwise. */
+unsigned mgr_op_get(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+        if (b) {
+                pthread_mutex_lock(&m->lock);
+                rp->json = mgr_box_record(b);
+                pthread_mutex_unlock(&m->lock);
+                mgr_box_put(m, b);
+                rp->code = 200;
+                return 200;
+        }
+        json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, rq->who->tenant) : NULL;
+        if (!rec)
+                return mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
+        rp->code = 200;
+        rp->json = rec;
+        return 200;
+}
+
+typedef struct list_ctx {
+        json_t *items;
+        char last_created[32], last_id[32];
+        int n;
+} list_ctx;
+
+static int list_cb(void *ud, int n, const char *const *cols) {
+        list_ctx *c = ud;
+        json_error_t je;
+        json_t *rec = cols[0] ? json_loads(cols[0], 0, &je) : NULL;
+        if (rec)
+                json_array_append_new(c->items, rec);
+        snprintf(c->last_created, sizeof c->last_created, "%s", cols[1] ? cols[1] : "0");
+        snprintf(c->last_id, sizeof c->last_id, "%s", cols[2] ? cols[2] : "");
+        c->n++;
+        return 0;
+}
+
+unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
+        const char *state = rq->query(rq->ctx, "state"), *profile = rq->query(rq->ctx, "profile");
+        const char *harness = rq->query(rq->ctx, "harness"), *session = rq->query(rq->ctx, "session_id");
+        const char *run = rq->query(rq->ctx, "run_id"), *job = rq->query(rq->ctx, "job_id");
+        const char *lim = rq->query(rq->ctx, "limit"), *cursor = rq->query(rq->ctx, "cursor");
+        if (state && sbx_state_from_string(state) == _SBX_STATE_INVALID) {
+                char known[160] = "";
+                for (int i = 0; i < _SBX_STATE_MAX; i++)
+                        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                                sbx_state_to_string((sbx_state) i));
+                return mgr_reply_err(rp, 400, "invalid_argument", "state",
+                        "state: '%.64s' is not a state (%s)", state, known);
+        }
+        long limit = 100;
+        if (lim) {
+                char *end;
+                limit = strtol(lim, &end, 10);
+                if (*end || limit < 1 || limit > 500)
+                        return mgr_reply_err(
+                                rp, 400, "invalid_argument", "limit", "limit: an integer from 1 to 500");
+        }
+        int64_t c_created = 0;
+        char c_id[32] = "";
+        if (cursor) {
+                long long cc;
+                if (sscanf(cursor, "%lld.%31s", &cc, c_id) != 2 || !mgr_valid_sandbox_id(c_id))
+                        return mgr_reply_err(
+                                rp, 400, "invalid_argument", "cursor", "cursor: not one this server gave");
+                c_created = cc;
+        }
+        list_ctx c = {.items = json_array()};
+        sbx_error e = {0};
+        int r = sbx_store_sql(m->store,
+                "SELECT record_json, created_at, id FROM sandboxes WHERE tenant = ?1 "
+                "AND (?2 IS NULL AND state != 'destroyed' OR state = ?2) AND (?3 IS NULL OR profile = ?3) "
+                "AND (?4 IS NULL OR harness = ?4) AND (?5 IS NULL OR session_id = ?5) "
+                "AND (?6 IS NULL OR run_id = ?6) AND (?7 IS NULL OR job_id = ?7) "
+                "AND (?8 = '' OR created_at > ?9 OR (created_at = ?9 AND id > ?8)) "
+                "ORDER BY created_at, id LIMIT ?10",
+                list_cb, &c, &e, "ssssssssii", rq->who->tenant, state, profile, harness, session, run, job,
+                c_id, c_created, (int64_t) limit);
+        (void) c_id;
+        if (r < 0) {
+                json_decref(c.items);
+                return mgr_reply_err(
+                        rp, 503, "unavailable", NULL, "the store could not be read: %s", e.message);
+        }
+        json_t *next = json_null();
+        if (c.n == limit) {
+                char nc[80];
+                snprintf(nc, sizeof nc, "%s.%s", c.last_created, c.last_id);
+                json_decref(next);
+                next = json_string(nc);
+        }
+        /* live records are fresher than the stored ones (budget, execs): overlay them */
+        size_t i;
+        json_t *it;
+        json_array_foreach(c.items, i, it) {
+                const char *id = json_string_value(json_object_get(it, "id"));
+                box *b = id ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+                if (b) {
+                        pthread_mutex_lock(&m->lock);
+                        json_array_set_new(c.items, i, mgr_box_record(b));
+                        pthread_mutex_unlock(&m->lock);
+                        mgr_box_put(m, b);
+                }
+        }
+        rp->code = 200;
+        rp->json = json_pack("{s:o, s:o}", "items", c.items, "next_cursor", next);
+        return 200;
+}
+
+/* The caller's live sandbox for an operation: 404 unknown, 410 destroyed, 409 not usable now. */
+box *mgr_usable_box(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+        if (!b) {
+                json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, rq->who->tenant) : NULL;
+                if (rec) {
+                        mgr_reply_err(rp, 410, "gone", NULL, "sandbox %s was destroyed (%s)", id,
+                                json_string_value(json_object_get(rec, "reason")) ?: "destroyed");
+                        json_decref(rec);
+                } else
+                        mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
+                return NULL;
+        }
+        pthread_mutex_lock(&m->lock);
+        bool ok = !b->busy && sbx_state_usable(b->state);
+        bool stopping = m->stopping;
+        const char *st = sbx_state_to_string(b->state);
+        pthread_mutex_unlock(&m->lock);
+        if (stopping) { /* an exec started now would be let go of at once */
+                mgr_reply_err(rp, 503, "unavailable", NULL, "the server is stopping");
+                mgr_box_put(m, b);
+                return NULL;
+        }
+        if (!ok) {
+                mgr_reply_err(rp, 409, "conflict", NULL, "sandbox %s is %s%s", id, st,
+                        streq(st, "ready") ? " (being recreated or destroyed)" : "");
+                mgr_box_put(m, b);
+                return NULL;
+        }
+        return b;
+}

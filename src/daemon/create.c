@@ -1,0 +1,460 @@
+/* create.c — create: quotas, idempotency, profile and policy resolved, the supervisor started or a warm one
+ * taken; the warm pool. */
+#include "daemon/mgr-internal.h"
+
+#include "basic/sha256.h"
+
+/* ---- quotas -------------------------------------------------------------------------------- */
+
+const char *mgr_quota_check(
+        sbx_mgr *m, const char *tenant, double memory_mb, bool exec, char *msg, size_t sz) {
+        unsigned n = 0, execs = 0;
+        double mem = 0;
+        pthread_mutex_lock(&m->lock);
+        for (box *b = m->boxes; b; b = b->next)
+                if (streq(b->tenant, tenant)) {
+                        n++;
+                        execs += b->execs_running;
+                        mem += b->memory_mb;
+                }
+        pthread_mutex_unlock(&m->lock);
+        if (!exec && m->o.quota_sandboxes && n >= m->o.quota_sandboxes) {
+                snprintf(msg, sz,
+                        "tenant '%s' has %u sandboxes alive (quota sandboxes: %u); destroy one first",
+                        tenant, n, m->o.quota_sandboxes);
+                return "quota.sandboxes";
+        }
+        if (!exec && m->o.quota_memory_mb > 0 && mem + memory_mb > m->o.quota_memory_mb) {
+                snprintf(msg, sz,
+                        "tenant '%s' would hold %g MiB of sandbox memory (quota memory_mb: %g); destroy one "
+                        "or use a profile with a smaller memory_mb",
+                        tenant, mem + memory_mb, m->o.quota_memory_mb);
+                return "quota.memory_mb";
+        }
+        if (exec && m->o.quota_execs && execs >= m->o.quota_execs) {
+                snprintf(msg, sz, "tenant '%s' has %u execs running (quota execs: %u); retry when one ends",
+                        tenant, execs, m->o.quota_execs);
+                return "quota.execs";
+        }
+        return NULL;
+}
+
+/* ---- create -------------------------------------------------------------------------------- */
+
+typedef struct idem_row {
+        char *sandbox_id, *body_sha;
+        bool found;
+} idem_row;
+
+static int idem_cb(void *ud, int n, const char *const *cols) {
+        idem_row *r = ud;
+        r->found = true;
+        r->sandbox_id = cols[0] ? strdup(cols[0]) : NULL;
+        r->body_sha = n > 1 && cols[1] ? strdup(cols[1]) : NULL;
+        return 0;
+}
+
+static int record_cb(void *ud, int n, const char *const *cols) {
+        json_error_t je;
+        if (cols[0])
+                *(json_t **) ud = json_loads(cols[0], 0, &je);
+        return 0;
+}
+
+json_t *mgr_stored_record(sbx_mgr *m, const char *id, const char *tenant) {
+        json_t *rec = NULL;
+        (void) sbx_store_sql(m->store, "SELECT record_json FROM sandboxes WHERE id = ? AND tenant = ?",
+                record_cb, &rec, NULL, "ss", id, tenant);
+        return rec;
+}
+
+static bool profile_id_ok(const char *s) {
+        if (!s || !*s || strlen(s) > 200)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
+                            *p == '-'))
+                        return false;
+        return true;
+}
+
+static json_t *limits_json(const sbx_config *cfg) {
+        json_t *l = json_object();
+        for (int i = 0; i < _SBX_LIMIT_MAX; i++)
+                json_object_set_new(
+                        l, sbx_limit_to_string((sbx_limit_id) i), json_real(cfg->limits.value[i]));
+        return l;
+}
+
+/* Provision b (state provisioning → ready | failed). 0 or an HTTP status with rp filled. */
+static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const char *reason,
+        sbx_mgr_reply *rp, spawn_hook meanwhile, void *ud) {
+        char msg[1200] = "";
+        int r = mgr_sv_spawn_hooked(m, b, budget_used, msg, sizeof msg, meanwhile, ud);
+        if (r < 0) {
+                atomic_fetch_add(&m->n_failed, 1);
+                mgr_set_state(m, b, SBX_STATE_FAILED, "provision_error");
+                mgr_remove_dir(b);
+                (void) unlink(b->sock);
+                mgr_set_state(m, b, SBX_STATE_DESTROYED, "provision_error");
+                mgr_box_unlink(m, b);
+                return mgr_reply_err(
+                        rp, 503, "provision_failed", NULL, "the sandbox could not be started: %s", msg);
+        }
+        pthread_mutex_lock(&m->lock);
+        b->last_active_ms = mgr_now_ms();
+        pthread_mutex_unlock(&m->lock);
+        mgr_set_state(m, b, SBX_STATE_READY, reason);
+        return 0;
+}
+
+/* Policy-file changes go to the audit log when they are first seen (at start and at the first
+ * create after the file changed), with the digest before and after. */
+void mgr_policy_seen(sbx_mgr *m, const sbx_policy *p) {
+        if (!p || streq(p->sha256, m->policy_sha))
+                return;
+        pthread_mutex_lock(&m->lock);
+        bool changed = !streq(p->sha256, m->policy_sha);
+        char was[65];
+        snprintf(was, sizeof was, "%s", m->policy_sha);
+        if (changed)
+                snprintf(m->policy_sha, sizeof m->policy_sha, "%s", p->sha256);
+        pthread_mutex_unlock(&m->lock);
+        if (!changed)
+                return;
+        char path[PATH_MAX + 32], tmp[PATH_MAX + 40], detail[256];
+        snprintf(path, sizeof path, "%.4000s/policy.sha256", m->state_dir);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "we");
+        if (f) {
+                fprintf(f, "%s\n", p->sha256);
+                if (fclose(f) == 0)
+                        (void) rename(tmp, path);
+        }
+        snprintf(detail, sizeof detail, "sha256 %s (before: %s)", p->sha256, was[0] ? was : "none");
+        mgr_audit(m, NULL, "policy.load", p->source_file ? p->source_file : "builtin", "ok", detail);
+        sbx_log(SBX_LOG_INFO, "policy_loaded", "file", p->source_file ? p->source_file : "builtin", "sha256",
+                p->sha256, NULL);
+}
+
+unsigned mgr_provision(sbx_mgr *m, box *b, double budget_used, const char *reason, sbx_mgr_reply *rp) {
+        return provision_hooked(m, b, budget_used, reason, rp, NULL, NULL);
+}
+
+/* A create's first states (requested, provisioning; ready for a pooled one) and its
+ * Idempotency-Key, in one transaction. */
+typedef struct first_states {
+        sbx_mgr *m;
+        box *b;
+        const char *key, *tenant, *body_sha;
+        bool warm;
+} first_states;
+
+static void store_first_states(void *ud) {
+        first_states *f = ud;
+        sbx_mgr *m = f->m;
+        box *b = f->b;
+        mgr_tx_begin(m);
+        (void) mgr_box_save(m, b);
+        mgr_emit(m, b, "sandbox.state", NULL);
+        if (f->key)
+                (void) STORE_SQL(m,
+                        "INSERT OR REPLACE INTO idempotency (key, tenant, sandbox_id, created_at, "
+                        "body_sha256) "
+                        "VALUES (?,?,?,?,?)",
+                        NULL, NULL, NULL, "sssis", f->key, f->tenant, b->id, mgr_now_ms(), f->body_sha);
+        mgr_set_state(m, b, SBX_STATE_PROVISIONING, "create");
+        if (f->warm) {
+                /* started ahead of time: ready now */
+                b->last_active_ms = mgr_now_ms();
+                mgr_set_state(m, b, SBX_STATE_READY, "provisioned");
+                atomic_fetch_add(&m->n_warm_used, 1);
+        }
+        mgr_tx_end(m);
+}
+
+/* ---- the warm pool ------------------------------------------------------------------------- */
+
+static bool warm_profile(sbx_mgr *m, const char *profile) {
+        for (char **p = m->warm_profiles; p && *p; p++)
+                if (streq(*p, profile))
+                        return true;
+        return false;
+}
+
+/* A live pooled sandbox of that profile, taken out of the pool (NULL: none). */
+static box *pool_take(sbx_mgr *m, const char *profile) {
+        if (!m->o.warm_pool || !warm_profile(m, profile))
+                return NULL;
+        for (;;) {
+                pthread_mutex_lock(&m->lock);
+                box *b = NULL;
+                for (box **pp = &m->pool; *pp; pp = &(*pp)->next)
+                        if (streq((*pp)->profile, profile)) {
+                                b = *pp;
+                                *pp = b->next;
+                                b->next = NULL;
+                                break;
+                        }
+                pthread_cond_broadcast(&m->ev_cond); /* the filler refills */
+                pthread_mutex_unlock(&m->lock);
+                if (!b || !mgr_pidfd_dead(b->sv_pidfd))
+                        return b;
+                /* its supervisor died meanwhile: clean up, try the next */
+                mgr_sv_stop(m, b);
+                mgr_remove_dir(b);
+                mgr_box_free(b);
+        }
+}
+
+static unsigned pool_count(sbx_mgr *m, const char *profile) {
+        unsigned n = 0;
+        for (box *b = m->pool; b; b = b->next)
+                n += streq(b->profile, profile);
+        return n;
+}
+
+void *mgr_filler_main(void *arg) {
+        sbx_mgr *m = arg;
+        unsigned failures = 0;
+        for (;;) {
+                const char *need = NULL;
+                pthread_mutex_lock(&m->lock);
+                while (!m->stopping) {
+                        for (char **p = m->warm_profiles; p && *p && !need; p++)
+                                if (pool_count(m, *p) < m->o.warm_pool)
+                                        need = *p;
+                        if (need)
+                                break;
+                        pthread_cond_wait(&m->ev_cond, &m->lock);
+                }
+                bool stop = m->stopping;
+                pthread_mutex_unlock(&m->lock);
+                if (stop)
+                        break;
+                box *b = calloc(1, sizeof *b);
+                if (!b)
+                        break;
+                b->sv_pidfd = -1;
+                b->refs = 1;
+                mgr_random_id("sbx_", b->id, sizeof b->id);
+                snprintf(b->profile, sizeof b->profile, "%s", need);
+                snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
+                snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
+                b->secret_names = json_array();
+                char msg[1200];
+                if (mgr_sv_spawn(m, b, 0, msg, sizeof msg) < 0) {
+                        sbx_log(SBX_LOG_WARNING, "warm_pool_failed", "profile", need, "error", msg, NULL);
+                        mgr_remove_dir(b);
+                        mgr_box_free(b);
+                        /* back off: 0.1 s, doubling to 5 s */
+                        unsigned ms = 100u << (failures < 6 ? failures : 6);
+                        failures++;
+                        usleep((ms > 5000 ? 5000 : ms) * 1000);
+                        continue;
+                }
+                failures = 0;
+                pthread_mutex_lock(&m->lock);
+                b->next = m->pool;
+                m->pool = b;
+                pthread_mutex_unlock(&m->lock);
+        }
+        return NULL;
+}
+
+unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
+        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        json_t *body = mgr_parse_body(rq, rp, true);
+        if (!body)
+                return rp->code;
+        static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", NULL};
+        static const char *const ckeys[] = {"harness", "session_id", "run_id", "job_id", NULL};
+        unsigned code = 0;
+        idem_row idem = {0};
+        box *b = NULL;
+        const char *who_tenant = rq->who->tenant;
+        const char *key = rq->header ? rq->header(rq->ctx, "Idempotency-Key") : NULL;
+        char body_sha[65] = "";
+
+        if (!mgr_only_keys(body, keys, "", rp))
+                goto out;
+        json_t *jp = json_object_get(body, "profile"), *jt = json_object_get(body, "ttl_s"),
+               *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata");
+        if (jp && !json_is_string(jp)) {
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "profile", "profile: must be a string (a profile id)");
+                goto out;
+        }
+        const char *profile = jp ? json_string_value(jp) : "profile.default";
+        if (!profile_id_ok(profile)) {
+                mgr_reply_err(rp, 400, "invalid_argument", "profile",
+                        "profile: '%.200s' is not a profile id ([a-z0-9._-], at most 200)", profile);
+                goto out;
+        }
+        if (jt && (!json_is_number(jt) || json_number_value(jt) <= 0 ||
+                          json_number_value(jt) > 366 * 86400.0)) {
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "ttl_s", "ttl_s: must be a positive number of seconds");
+                goto out;
+        }
+        if (jc && (!json_is_object(jc) || !mgr_only_keys(jc, ckeys, "consumer.", rp) ||
+                          !mgr_string_map(jc, "consumer", 4, rp))) {
+                if (!rp->json)
+                        mgr_reply_err(rp, 400, "invalid_argument", "consumer",
+                                "consumer: must be an object {harness, session_id, run_id, job_id}");
+                goto out;
+        }
+        if (jc) {
+                const char *k;
+                json_t *v;
+                json_object_foreach(jc, k, v) if (json_string_length(v) > 256) {
+                        mgr_reply_err(rp, 400, "invalid_argument", "consumer",
+                                "consumer.%s: at most 256 bytes", k);
+                        goto out;
+                }
+        }
+        if (jm && !mgr_string_map(jm, "metadata", 64, rp))
+                goto out;
+        if (key && (strlen(key) == 0 || strlen(key) > 255)) {
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "Idempotency-Key", "Idempotency-Key: 1 to 255 bytes");
+                goto out;
+        }
+
+        /* Idempotency: the same key and body answer the same sandbox. */
+        if (key) {
+                char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+                sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, body_sha);
+                free(canon);
+                (void) sbx_store_sql(m->store,
+                        "SELECT sandbox_id, body_sha256 FROM idempotency WHERE key = ? AND tenant = ?",
+                        idem_cb, &idem, NULL, "ss", key, who_tenant);
+                if (idem.found) {
+                        if (idem.body_sha && !streq(idem.body_sha, body_sha)) {
+                                mgr_reply_err(rp, 409, "conflict", "Idempotency-Key",
+                                        "this Idempotency-Key was used with a different body");
+                                goto out;
+                        }
+                        box *live = mgr_box_get(m, idem.sandbox_id, who_tenant);
+                        json_t *rec = NULL;
+                        if (live) {
+                                pthread_mutex_lock(&m->lock);
+                                rec = mgr_box_record(live);
+                                pthread_mutex_unlock(&m->lock);
+                                mgr_box_put(m, live);
+                        } else
+                                rec = mgr_stored_record(m, idem.sandbox_id, who_tenant);
+                        if (rec) {
+                                rp->code = 200;
+                                rp->json = rec;
+                                goto out;
+                        }
+                }
+        }
+
+        /* The profile and the policy: what it may be, before anything starts. */
+        sbx_request req = {.profile = profile, .policy_file = m->policy_file};
+        sbx_error e = {0};
+        if (sbx_config_resolve(&req, &cfg, &e) < 0) {
+                char buf[1200];
+                bool unknown = e.errnum == ENOENT;
+                mgr_reply_err(rp, unknown ? 422 : 400, unknown ? "unknown_profile" : "invalid_argument",
+                        "profile", "%s", sbx_error_format(&e, buf, sizeof buf));
+                goto out;
+        }
+        mgr_policy_seen(m, cfg->policy);
+        const sbx_profile *pr = cfg->profile;
+        double ttl_default = pr->ttl_default_s > 0 ? pr->ttl_default_s : 4 * 3600.0;
+        double ttl_max = pr->ttl_max_s > 0 ? pr->ttl_max_s : 24 * 3600.0;
+        double ttl = jt ? json_number_value(jt) : ttl_default;
+        if (ttl > ttl_max) {
+                mgr_reply_err(rp, 400, "invalid_argument", "ttl_s",
+                        "ttl_s: %g is more than the profile's ttl.max (%g s)", ttl, ttl_max);
+                goto out;
+        }
+        for (char **sn = pr->secrets; sn && *sn; sn++) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof path, "%.3900s/%.128s", m->secrets_dir ? m->secrets_dir : "", *sn);
+                if (!m->secrets_dir || !mgr_secret_name_ok(*sn) || access(path, R_OK) < 0) {
+                        mgr_reply_err(rp, 422, "secret_unavailable", "secrets",
+                                "profile %s needs the secret '%s', which %s", profile, *sn,
+                                m->secrets_dir ? "is not in the server's secret store"
+                                               : "cannot be resolved: the server has no --secrets-dir");
+                        goto out;
+                }
+        }
+        char qmsg[512];
+        const char *q = mgr_quota_check(
+                m, who_tenant, cfg->limits.value[SBX_LIMIT_MEMORY_MB], false, qmsg, sizeof qmsg);
+        if (q) {
+                mgr_reply_err(rp, 429, "quota_exceeded", q, "%s", qmsg);
+                goto out;
+        }
+
+        box *warm = !(pr->secrets && pr->secrets[0]) ? pool_take(m, profile) : NULL;
+        b = warm ? warm : calloc(1, sizeof *b);
+        if (!b) {
+                mgr_reply_err(rp, 503, "unavailable", NULL, "out of memory");
+                goto out;
+        }
+        b->refs = 2; /* the list's and ours */
+        if (!warm) {
+                b->sv_pidfd = -1;
+                mgr_random_id("sbx_", b->id, sizeof b->id);
+        }
+        snprintf(b->tenant, sizeof b->tenant, "%s", who_tenant);
+        snprintf(b->actor, sizeof b->actor, "%s:%s", rq->who->kind, rq->who->name);
+        snprintf(b->profile, sizeof b->profile, "%s", profile);
+        b->consumer = jc ? json_deep_copy(jc) : json_object();
+        b->metadata = jm ? json_deep_copy(jm) : json_object();
+        b->limits = limits_json(cfg);
+        json_decref(b->secret_names); /* a pooled one has its own (empty) */
+        b->secret_names = json_array();
+        for (char **sn = pr->secrets; sn && *sn; sn++)
+                json_array_append_new(b->secret_names, json_string(*sn));
+        b->created_ms = b->updated_ms = mgr_now_ms();
+        b->ttl_s = ttl;
+        b->expires_ms = b->created_ms + (int64_t) (ttl * 1000);
+        b->ttl_max_ms = b->created_ms + (int64_t) (ttl_max * 1000);
+        b->idle_s = pr->ttl_idle_s;
+        b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];
+        b->memory_mb = cfg->limits.value[SBX_LIMIT_MEMORY_MB];
+        if (!warm) {
+                snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
+                snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
+        }
+        b->state = SBX_STATE_REQUESTED;
+        snprintf(b->reason, sizeof b->reason, "create");
+        pthread_mutex_lock(&m->lock);
+        b->busy = true;
+        b->next = m->boxes;
+        m->boxes = b;
+        pthread_mutex_unlock(&m->lock);
+        first_states fs = {
+                .m = m, .b = b, .key = key, .tenant = who_tenant, .body_sha = body_sha, .warm = warm};
+        if (warm) {
+                store_first_states(&fs);
+                code = 0;
+        } else /* stored while the supervisor starts */
+                code = provision_hooked(m, b, 0, "provisioned", rp, store_first_states, &fs);
+        pthread_mutex_lock(&m->lock);
+        b->busy = false;
+        pthread_mutex_unlock(&m->lock);
+        if (code) {
+                mgr_audit(m, rq->who, "sandbox.create", b->id, "failed", NULL);
+                goto out;
+        }
+        atomic_fetch_add(&m->n_created, 1);
+        mgr_audit(m, rq->who, "sandbox.create", b->id, "ok", profile);
+        rp->code = 201;
+        pthread_mutex_lock(&m->lock);
+        rp->json = mgr_box_record(b);
+        pthread_mutex_unlock(&m->lock);
+out:
+        if (b)
+                mgr_box_put(m, b);
+        free(idem.sandbox_id);
+        free(idem.body_sha);
+        json_decref(body);
+        return rp->code;
+}

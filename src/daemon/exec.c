@@ -1,0 +1,709 @@
+/* exec.c — exec: parse, run through the supervisor, stream or collect, record; the exec records; the compat
+ * surfaces' exec API. */
+#include "daemon/mgr-internal.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include "basic/base64.h"
+
+static void collect(char **buf, size_t *len, size_t *cap, const char *d, size_t n) {
+        if (*len + n + 1 > *cap) {
+                size_t nc = (*cap ? *cap * 2 : 65536);
+                while (nc < *len + n + 1)
+                        nc *= 2;
+                char *p = realloc(*buf, nc);
+                if (!p)
+                        return;
+                *buf = p;
+                *cap = nc;
+        }
+        memcpy(*buf + *len, d, n);
+        *len += n;
+        (*buf)[*len] = 0;
+}
+
+const char *mgr_no_answer(sbx_mgr *m, const char *gone) {
+        return mgr_stopping(m)
+                       ? "the server is stopping: the exec was left running in the sandbox (the rest "
+                         "of its output is not delivered; the next server takes its report in)"
+                       : gone;
+}
+
+/* Run one request through the supervisor: the command's stdin from in_data, its output through
+ * io. Returns the supervisor's answer; NULL when the supervisor is gone, or when the server stops
+ * before the exec ends (the exec goes on; a re-adopting server takes its report in): mgr_no_answer()
+ * says which. */
+json_t *mgr_sv_exec(
+        sbx_mgr *m, box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io) {
+        int fd = mgr_sv_connect(b);
+        if (fd < 0)
+                return NULL;
+        int in = -1, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+        json_t *ans = NULL;
+        if (in_fd >= 0)
+                in = fcntl(in_fd, F_DUPFD_CLOEXEC, 3);
+        else if (in_data) {
+                in = memfd_create("sandboxer-stdin", MFD_CLOEXEC);
+                size_t off = 0;
+                while (in >= 0 && off < in_len) {
+                        ssize_t k = write(in, in_data + off, in_len - off);
+                        if (k <= 0)
+                                break;
+                        off += (size_t) k;
+                }
+                if (in >= 0)
+                        (void) lseek(in, 0, SEEK_SET);
+        } else
+                in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (in < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+                goto out;
+        int fds[3] = {in, outp[1], errp[1]};
+        if (mgr_sv_send(fd, req, fds, 3) < 0)
+                goto out;
+        close(outp[1]);
+        close(errp[1]);
+        outp[1] = errp[1] = -1;
+        in = safe_close(in);
+        struct pollfd pf[3] = {{.fd = outp[0], .events = POLLIN}, {.fd = errp[0], .events = POLLIN},
+                {.fd = m->stop_efd, .events = POLLIN}};
+        int open_n = 2;
+        char buf[65536];
+        while (open_n > 0) {
+                int k = poll(pf, 3, -1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        break;
+                if (pf[2].revents)
+                        goto out; /* the server stops */
+                for (int i = 0; i < 2; i++) {
+                        if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        ssize_t n = read(pf[i].fd, buf, sizeof buf);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n <= 0) {
+                                pf[i].fd = -1;
+                                open_n--;
+                                continue;
+                        }
+                        if (io->sink)
+                                io->sink(io->ud, i + 1, buf, (size_t) n);
+                        else if (i == 0)
+                                collect(&io->out, &io->out_len, &io->out_cap, buf, (size_t) n);
+                        else
+                                collect(&io->err, &io->err_len, &io->err_cap, buf, (size_t) n);
+                }
+        }
+        for (;;) { /* the report, unless the server stops first */
+                struct pollfd rf[2] = {{.fd = fd, .events = POLLIN}, {.fd = m->stop_efd, .events = POLLIN}};
+                int k = poll(rf, 2, -1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k > 0 && rf[0].revents) /* the report is there: it wins over the stop */
+                        ans = mgr_sv_recv(fd, -1);
+                break;
+        }
+out:
+        safe_close(in);
+        for (int i = 0; i < 2; i++) {
+                safe_close(outp[i]);
+                safe_close(errp[i]);
+        }
+        close(fd);
+        return ans;
+}
+
+typedef struct exec_args {
+        json_t *req; /* for the supervisor */
+        char *stdin_data;
+        size_t stdin_len;
+        bool has_stdin, stream;
+        char exec_id[32];
+} exec_args;
+
+static void exec_args_done(exec_args *a) {
+        json_decref(a->req);
+        free(a->stdin_data);
+}
+
+static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_reply *rp) {
+        json_t *body = mgr_parse_body(rq, rp, false);
+        if (!body)
+                return rp->code;
+        static const char *const keys[] = {
+                "argv", "env", "cwd", "timeout_s", "stdin", "stdin_encoding", "stream", NULL};
+        if (!mgr_only_keys(body, keys, "", rp))
+                goto fail;
+        json_t *argv = json_object_get(body, "argv"), *env = json_object_get(body, "env"),
+               *cwd = json_object_get(body, "cwd"), *t = json_object_get(body, "timeout_s"),
+               *in = json_object_get(body, "stdin"), *enc = json_object_get(body, "stdin_encoding"),
+               *stream = json_object_get(body, "stream");
+        if (!json_is_array(argv) || json_array_size(argv) == 0 || json_array_size(argv) > 1024) {
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "argv", "argv: must be a non-empty array of strings");
+                goto fail;
+        }
+        size_t i;
+        json_t *x;
+        json_array_foreach(argv, i, x) if (!json_is_string(x) ||
+                                           memchr(json_string_value(x), 0, json_string_length(x)) ||
+                                           (i == 0 && json_string_length(x) == 0)) {
+                mgr_reply_err(rp, 400, "invalid_argument", "argv",
+                        "argv[%zu]: must be a string (no NUL; the first not empty)", i);
+                goto fail;
+        }
+        json_t *envv = json_array();
+        if (env) {
+                if (!mgr_string_map(env, "env", 256, rp)) {
+                        json_decref(envv);
+                        goto fail;
+                }
+                const char *k;
+                json_t *v;
+                json_object_foreach(env, k, v) {
+                        const char *why = "values may not hold NUL";
+                        if (sbx_env_name_check(k, &why) < 0 ||
+                                memchr(json_string_value(v), 0, json_string_length(v))) {
+                                json_decref(envv);
+                                mgr_reply_err(
+                                        rp, 400, "invalid_argument", "env", "env: '%.64s': %s", k, why);
+                                goto fail;
+                        }
+                        char *kv;
+                        if (asprintf(&kv, "%s=%s", k, json_string_value(v)) >= 0) {
+                                json_array_append_new(envv, json_string(kv));
+                                free(kv);
+                        }
+                }
+        }
+        if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/' ||
+                           json_string_length(cwd) > 4096)) {
+                json_decref(envv);
+                mgr_reply_err(rp, 400, "invalid_argument", "cwd",
+                        "cwd: must be an absolute path inside the sandbox");
+                goto fail;
+        }
+        if (t && (!json_is_number(t) || json_number_value(t) <= 0)) {
+                json_decref(envv);
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "timeout_s", "timeout_s: must be a positive number");
+                goto fail;
+        }
+        if (stream && !json_is_boolean(stream)) {
+                json_decref(envv);
+                mgr_reply_err(rp, 400, "invalid_argument", "stream", "stream: must be true or false");
+                goto fail;
+        }
+        if (enc && (!json_is_string(enc) || !(streq(json_string_value(enc), "utf-8") ||
+                                                    streq(json_string_value(enc), "base64")))) {
+                json_decref(envv);
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "stdin_encoding", "stdin_encoding: utf-8 or base64");
+                goto fail;
+        }
+        if (in && !json_is_string(in)) {
+                json_decref(envv);
+                mgr_reply_err(rp, 400, "invalid_argument", "stdin", "stdin: must be a string");
+                goto fail;
+        }
+        if (in) {
+                a->has_stdin = true;
+                if (enc && streq(json_string_value(enc), "base64")) {
+                        if (sbx_base64_decode(json_string_value(in), json_string_length(in), false,
+                                    &a->stdin_data, &a->stdin_len) < 0) {
+                                json_decref(envv);
+                                mgr_reply_err(
+                                        rp, 400, "invalid_argument", "stdin", "stdin: not valid base64");
+                                goto fail;
+                        }
+                } else {
+                        a->stdin_len = json_string_length(in);
+                        a->stdin_data = malloc(a->stdin_len + 1);
+                        if (a->stdin_data)
+                                memcpy(a->stdin_data, json_string_value(in), a->stdin_len);
+                }
+        }
+        a->stream = stream && json_is_true(stream);
+        mgr_random_id("exe_", a->exec_id, sizeof a->exec_id);
+        a->req = json_pack("{s:s, s:s, s:s, s:O, s:o}", "op", "exec", "kind", "run", "exec_id", a->exec_id,
+                "argv", argv, "env", envv);
+        if (cwd)
+                json_object_set(a->req, "cwd", cwd);
+        if (t)
+                json_object_set(a->req, "timeout_s", t);
+        json_decref(body);
+        return 0;
+fail:
+        json_decref(body);
+        return rp->code;
+}
+
+/* Before and after an exec: the box is active while any runs; counted, budget, store, event. */
+static unsigned exec_begin(sbx_mgr *m, const sbx_mgr_request *rq, box *b, sbx_mgr_reply *rp) {
+        char qmsg[512];
+        const char *q = mgr_quota_check(m, rq->who->tenant, 0, true, qmsg, sizeof qmsg);
+        if (q)
+                return mgr_reply_err(rp, 429, "quota_exceeded", q, "%s", qmsg);
+        pthread_mutex_lock(&m->lock);
+        bool spent = b->budget_s > 0 && b->budget_used_s >= b->budget_s;
+        bool first = !spent && b->execs_running++ == 0;
+        b->last_active_ms = mgr_now_ms();
+        pthread_mutex_unlock(&m->lock);
+        if (spent)
+                return mgr_reply_err(rp, 429, "budget_exhausted", "budget_s",
+                        "sandbox %s has spent its budget_s (%g s); create a new one", b->id, b->budget_s);
+        if (first)
+                (void) mgr_set_state_from(m, b, SBX_STATE_READY, SBX_STATE_ACTIVE, "exec");
+        return 0;
+}
+
+static void running_add(sbx_mgr *m, box *b, const char *exec_id, json_t *argv) {
+        pthread_mutex_lock(&m->lock);
+        if (!b->running)
+                b->running = json_object();
+        json_object_set_new(b->running, exec_id,
+                json_pack("{s:s, s:s, s:O, s:o}", "exec_id", exec_id, "status", "running", "argv", argv,
+                        "started_at", mgr_time_json(mgr_now_ms())));
+        pthread_mutex_unlock(&m->lock);
+}
+
+static void running_del(sbx_mgr *m, box *b, const char *exec_id) {
+        pthread_mutex_lock(&m->lock);
+        if (b->running)
+                json_object_del(b->running, exec_id);
+        pthread_mutex_unlock(&m->lock);
+}
+
+static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
+        json_t *rep = json_object_get(ans, "report");
+        const char *status = json_string_value(json_object_get(rep, "status"));
+        json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
+        json_t *wall = json_object_get(json_object_get(rep, "usage"), "wall_ms");
+        char *text = rep ? json_dumps(rep, JSON_COMPACT) : NULL;
+        int64_t t = mgr_now_ms();
+        mgr_tx_begin(m);
+        (void) STORE_SQL(m,
+                "INSERT OR REPLACE INTO execs (id, sandbox_id, status, exit_code, started_at, ended_at, "
+                "report_json) "
+                "VALUES (?,?,?,?,?,?,?)",
+                NULL, NULL, NULL, "sssiiis", exec_id, b->id, status,
+                (int64_t) (json_is_integer(code) ? json_integer_value(code) : -1),
+                t - (json_is_integer(wall) ? json_integer_value(wall) : 0), t, text);
+        free(text);
+        pthread_mutex_lock(&m->lock);
+        b->execs++;
+        if (json_is_integer(wall))
+                b->budget_used_s += (double) json_integer_value(wall) / 1000.0;
+        b->last_active_ms = mgr_now_ms();
+        bool last = --b->execs_running == 0;
+        pthread_mutex_unlock(&m->lock);
+        atomic_fetch_add(&m->n_execs, 1);
+        mgr_emit(m, b, "sandbox.exec",
+                json_pack("{s:s, s:s?, s:o}", "exec_id", exec_id, "status", status, "exit_code",
+                        json_is_integer(code) ? json_integer(json_integer_value(code)) : json_null()));
+        pthread_mutex_lock(&m->lock);
+        bool still = b->execs_running == 0 && !b->busy;
+        pthread_mutex_unlock(&m->lock);
+        if (!(last && still && mgr_set_state_from(m, b, SBX_STATE_ACTIVE, SBX_STATE_READY, "exec_done")))
+                (void) mgr_box_save(m, b);
+        mgr_tx_end(m);
+}
+
+static json_t *exec_result(const char *exec_id, json_t *ans, const exec_io *io) {
+        json_t *rep = json_object_get(ans, "report");
+        const char *status = json_string_value(json_object_get(rep, "status"));
+        json_t *ex = json_object_get(rep, "exit");
+        json_t *code = json_object_get(ex, "code"), *sig = json_object_get(ex, "signal");
+        bool text = mgr_utf8_valid((const unsigned char *) (io->out ? io->out : ""), io->out_len) &&
+                    mgr_utf8_valid((const unsigned char *) (io->err ? io->err : ""), io->err_len);
+        json_t *r = json_object();
+        json_object_set_new(r, "exec_id", json_string(exec_id));
+        json_object_set_new(r, "status", json_string(status ? status : "setup_error"));
+        json_object_set_new(r, "exit_code",
+                json_is_integer(code) ? json_integer(json_integer_value(code)) : json_null());
+        json_object_set_new(
+                r, "signal", json_is_integer(sig) ? json_integer(json_integer_value(sig)) : json_null());
+        json_object_set_new(r, "stdout",
+                text ? json_stringn(io->out ? io->out : "", io->out_len)
+                     : mgr_base64_json((const unsigned char *) io->out, io->out_len));
+        json_object_set_new(r, "stderr",
+                text ? json_stringn(io->err ? io->err : "", io->err_len)
+                     : mgr_base64_json((const unsigned char *) io->err, io->err_len));
+        json_object_set_new(r, "encoding", json_string(text ? "utf-8" : "base64"));
+        json_object_set(r, "report", rep ? rep : json_null());
+        return r;
+}
+
+typedef struct stream_ctx {
+        sbx_mgr *m;
+        box *b;
+        exec_args a;
+        int fd; /* write end */
+        bool broken;
+        char *carry[3]; /* an incomplete UTF-8 tail per stream */
+        size_t carry_len[3];
+} stream_ctx;
+
+static void stream_line(stream_ctx *s, json_t *j) {
+        char *text = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!text || s->broken) {
+                free(text);
+                return;
+        }
+        size_t n = strlen(text);
+        text[n] = '\n';
+        for (size_t off = 0; off < n + 1;) {
+                ssize_t k = write(s->fd, text + off, n + 1 - off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        s->broken = true; /* the client left; the exec goes on to its end */
+                        break;
+                }
+                off += (size_t) k;
+        }
+        free(text);
+}
+
+static void stream_sink(void *ud, int which, const char *data, size_t n) {
+        stream_ctx *s = ud;
+        bool text = mgr_utf8_valid((const unsigned char *) data, n);
+        stream_line(
+                s, json_pack("{s:s, s:o, s:s}", "type", which == 1 ? "stdout" : "stderr", "data",
+                           text ? json_stringn(data, n) : mgr_base64_json((const unsigned char *) data, n),
+                           "encoding", text ? "utf-8" : "base64"));
+}
+
+static void *stream_thread(void *arg) {
+        stream_ctx *s = arg;
+        exec_io io = {.sink = stream_sink, .ud = s};
+        stream_line(s, json_pack("{s:s, s:s, s:s}", "type", "start", "exec_id", s->a.exec_id, "sandbox_id",
+                               s->b->id));
+        json_t *ans = mgr_sv_exec(
+                s->m, s->b, s->a.req, s->a.has_stdin ? s->a.stdin_data : NULL, s->a.stdin_len, -1, &io);
+        if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
+                exec_end(s->m, s->b, s->a.exec_id, ans);
+                json_t *rep = json_object_get(ans, "report");
+                size_t i;
+                json_t *v;
+                json_array_foreach(json_object_get(rep, "violations"), i, v)
+                        stream_line(s, json_pack("{s:s, s:O}", "type", "violation", "violation", v));
+                json_t *ex = json_object_get(rep, "exit");
+                json_t *code = json_object_get(ex, "code"), *sig = json_object_get(ex, "signal");
+                stream_line(s, json_pack("{s:s, s:s, s:O, s:O, s:O, s:O}", "type", "end", "exec_id",
+                                       s->a.exec_id, "status", json_object_get(rep, "status"), "exit_code",
+                                       code ? code : json_null(), "signal", sig ? sig : json_null(),
+                                       "report", rep));
+        } else {
+                pthread_mutex_lock(&s->m->lock);
+                s->b->execs_running--;
+                pthread_mutex_unlock(&s->m->lock);
+                /* "detached": the server stopped and let go of an exec that had started */
+                stream_line(s,
+                        json_pack("{s:s, s:s, s:s, s:n, s:n, s:o}", "type", "end", "exec_id", s->a.exec_id,
+                                "status", !ans && mgr_stopping(s->m) ? "detached" : "setup_error",
+                                "exit_code", "signal", "error",
+                                mgr_err_json("unavailable", NULL, "%s",
+                                        ans ? json_string_value(json_object_get(ans, "error"))
+                                                        ?: "exec failed"
+                                            : mgr_no_answer(s->m, "the sandbox's supervisor is gone"))));
+        }
+        json_decref(ans);
+        running_del(s->m, s->b, s->a.exec_id);
+        close(s->fd);
+        sbx_mgr *m = s->m;
+        mgr_box_put(m, s->b);
+        exec_args_done(&s->a);
+        free(s);
+        mgr_worker_done(m);
+        return NULL;
+}
+
+unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
+        exec_args a = {0};
+        box *b = mgr_usable_box(m, rq, id, rp);
+        if (!b)
+                return rp->code;
+        if (exec_parse(rq, &a, rp) || exec_begin(m, rq, b, rp)) {
+                exec_args_done(&a);
+                mgr_box_put(m, b);
+                return rp->code;
+        }
+        mgr_audit(m, rq->who, "sandbox.exec", b->id, "started", a.exec_id);
+        running_add(m, b, a.exec_id, json_object_get(a.req, "argv"));
+        if (a.stream) {
+                int p[2];
+                stream_ctx *s = calloc(1, sizeof *s);
+                if (!s || pipe2(p, O_CLOEXEC) < 0) {
+                        free(s);
+                        pthread_mutex_lock(&m->lock);
+                        b->execs_running--;
+                        pthread_mutex_unlock(&m->lock);
+                        running_del(m, b, a.exec_id);
+                        exec_args_done(&a);
+                        mgr_box_put(m, b);
+                        return mgr_reply_err(rp, 503, "unavailable", NULL, "cannot start the stream: %s",
+                                strerror(errno));
+                }
+                s->m = m;
+                s->b = b;
+                s->a = a;
+                s->fd = p[1];
+                if (mgr_worker_start(m, stream_thread, s) < 0) {
+                        close(p[0]);
+                        close(p[1]);
+                        pthread_mutex_lock(&m->lock);
+                        b->execs_running--;
+                        pthread_mutex_unlock(&m->lock);
+                        running_del(m, b, s->a.exec_id);
+                        exec_args_done(&s->a);
+                        free(s);
+                        mgr_box_put(m, b);
+                        return mgr_reply_err(rp, 503, "unavailable", NULL, "cannot start the stream");
+                }
+                rp->code = 200;
+                rp->ctype = "application/x-ndjson";
+                rp->stream_fd = p[0];
+                return 200;
+        }
+        exec_io io = {0};
+        json_t *ans = mgr_sv_exec(m, b, a.req, a.has_stdin ? a.stdin_data : NULL, a.stdin_len, -1, &io);
+        if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
+                exec_end(m, b, a.exec_id, ans);
+                rp->code = 200;
+                rp->json = exec_result(a.exec_id, ans, &io);
+        } else {
+                pthread_mutex_lock(&m->lock);
+                b->execs_running--;
+                pthread_mutex_unlock(&m->lock);
+                if (ans && json_integer_value(json_object_get(ans, "errno")) == EDQUOT)
+                        mgr_reply_err(rp, 429, "budget_exhausted", "budget_s", "%s",
+                                json_string_value(json_object_get(ans, "error")) ?: "budget spent");
+                else if (ans)
+                        mgr_reply_err(rp, 409, "conflict", NULL, "the exec could not start: %s",
+                                json_string_value(json_object_get(ans, "error")) ?: "unknown");
+                else
+                        mgr_reply_err(rp, 503, "unavailable", NULL, "%s",
+                                mgr_no_answer(
+                                        m, "the sandbox's supervisor did not answer (it is gone or busy)"));
+        }
+        json_decref(ans);
+        running_del(m, b, a.exec_id);
+        free(io.out);
+        free(io.err);
+        exec_args_done(&a);
+        mgr_box_put(m, b);
+        return rp->code;
+}
+
+/* ---- exec records: what ran, kept in the store (also what ran while the server was away) ---- */
+
+typedef struct execs_ctx {
+        json_t *items;
+} execs_ctx;
+
+static int execs_cb(void *ud, int n, const char *const *cols) {
+        execs_ctx *c = ud;
+        json_error_t je;
+        json_t *rep = n > 5 && cols[5] ? json_loads(cols[5], 0, &je) : NULL;
+        json_t *x = json_object();
+        json_object_set_new(x, "exec_id", json_string(cols[0] ? cols[0] : ""));
+        json_object_set_new(x, "status", cols[1] ? json_string(cols[1]) : json_null());
+        json_object_set_new(x, "exit_code",
+                cols[2] && strtoll(cols[2], NULL, 10) >= 0 ? json_integer(strtoll(cols[2], NULL, 10))
+                                                           : json_null());
+        json_object_set_new(x, "started_at", mgr_time_json(cols[3] ? strtoll(cols[3], NULL, 10) : 0));
+        json_object_set_new(x, "ended_at", mgr_time_json(cols[4] ? strtoll(cols[4], NULL, 10) : 0));
+        if (n > 5)
+                json_object_set_new(x, "report", rep ? rep : json_null());
+        json_array_append_new(c->items, x);
+        return 0;
+}
+
+/* GET …/execs: those that ended (newest first, at most 500) and those running now;
+ * GET …/execs/ID: one, with its report. */
+unsigned mgr_op_execs(
+        sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id, sbx_mgr_reply *rp) {
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+        json_t *rec = b ? NULL : mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, rq->who->tenant) : NULL;
+        if (!b && !rec)
+                return mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
+        json_decref(rec);
+        if (b && b->adopted_inflight)
+                mgr_ingest_exec_reports(m, b);
+        execs_ctx c = {.items = json_array()};
+        if (exec_id)
+                (void) sbx_store_sql(m->store,
+                        "SELECT id, status, exit_code, started_at, ended_at, report_json FROM execs WHERE "
+                        "sandbox_id = ? "
+                        "AND id = ?",
+                        execs_cb, &c, NULL, "ss", id, exec_id);
+        else
+                (void) sbx_store_sql(m->store,
+                        "SELECT id, status, exit_code, started_at, ended_at FROM execs WHERE sandbox_id = ? "
+                        "ORDER BY "
+                        "ended_at DESC LIMIT 500",
+                        execs_cb, &c, NULL, "s", id);
+        json_t *running = json_array();
+        if (b) {
+                pthread_mutex_lock(&m->lock);
+                const char *k;
+                json_t *v;
+                json_object_foreach(b->running, k, v) {
+                        if (!exec_id || streq(k, exec_id))
+                                json_array_append(running, v);
+                }
+                pthread_mutex_unlock(&m->lock);
+                mgr_box_put(m, b);
+        }
+        if (exec_id) {
+                json_t *one = json_array_size(c.items) ? json_incref(json_array_get(c.items, 0)) : NULL;
+                if (!one && json_array_size(running))
+                        one = json_incref(json_array_get(running, 0));
+                json_decref(c.items);
+                json_decref(running);
+                if (!one)
+                        return mgr_reply_err(
+                                rp, 404, "not_found", NULL, "no exec '%.64s' in sandbox %s", exec_id, id);
+                rp->code = 200;
+                rp->json = one;
+                return 200;
+        }
+        rp->code = 200;
+        rp->json = json_pack("{s:o, s:o}", "items", c.items, "running", running);
+        return 200;
+}
+
+/* ---- the compat surfaces' exec API ---------------------------------------------------------- */
+
+typedef struct cexec {
+        sbx_mgr *m;
+        box *b;
+        json_t *req;
+        int in_fd;
+        char exec_id[32];
+        sbx_exec_stream_cb cb;
+} cexec;
+
+static void cexec_sink(void *ud, int which, const char *data, size_t n) {
+        cexec *c = ud;
+        if (c->cb.on_output)
+                c->cb.on_output(c->cb.userdata, which, data, n);
+}
+
+static void *cexec_thread(void *arg) {
+        cexec *c = arg;
+        exec_io io = {.sink = cexec_sink, .ud = c};
+        json_t *ans = mgr_sv_exec(c->m, c->b, c->req, NULL, 0, c->in_fd, &io);
+        safe_close(c->in_fd);
+        if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
+                exec_end(c->m, c->b, c->exec_id, ans);
+                if (c->cb.on_end)
+                        c->cb.on_end(c->cb.userdata, json_object_get(ans, "report"), NULL);
+        } else {
+                pthread_mutex_lock(&c->m->lock);
+                c->b->execs_running--;
+                pthread_mutex_unlock(&c->m->lock);
+                if (c->cb.on_end)
+                        c->cb.on_end(c->cb.userdata, NULL,
+                                ans ? json_string_value(json_object_get(ans, "error")) ?: "the exec failed"
+                                    : mgr_no_answer(c->m, "the sandbox's supervisor is gone"));
+        }
+        running_del(c->m, c->b, c->exec_id);
+        json_decref(ans);
+        json_decref(c->req);
+        sbx_mgr *m = c->m;
+        mgr_box_put(m, c->b);
+        free(c);
+        mgr_worker_done(m);
+        return NULL;
+}
+
+static const char *no_query(void *ctx, const char *k) {
+        return NULL;
+}
+
+unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id,
+        const sbx_exec_spec *spec, const sbx_exec_stream_cb *cb, char exec_id[static 32], json_t **err) {
+        sbx_mgr_request rq = {.who = who, .query = no_query};
+        sbx_mgr_reply rp = {.stream_fd = -1};
+        *err = NULL;
+        box *b = mgr_usable_box(m, &rq, sandbox_id, &rp);
+        if (!b) {
+                *err = rp.json;
+                return rp.code;
+        }
+        if (!spec || !spec->argv || !spec->argv[0] || !spec->argv[0][0]) {
+                mgr_box_put(m, b);
+                *err = mgr_err_json("invalid_argument", "argv", "argv: a non-empty command is required");
+                return 400;
+        }
+        if (exec_begin(m, &rq, b, &rp)) {
+                mgr_box_put(m, b);
+                *err = rp.json;
+                return rp.code;
+        }
+        cexec *c = calloc(1, sizeof *c);
+        json_t *argv = json_array(), *env = json_array();
+        for (char *const *a = spec->argv; *a; a++)
+                json_array_append_new(argv, json_string(*a));
+        for (char *const *a = spec->env; a && *a; a++)
+                json_array_append_new(env, json_string(*a));
+        mgr_random_id("exe_", exec_id, 32);
+        if (c) {
+                c->m = m;
+                c->b = b;
+                c->cb = *cb;
+                c->in_fd = spec->stdin_fd >= 0 ? fcntl(spec->stdin_fd, F_DUPFD_CLOEXEC, 3) : -1;
+                snprintf(c->exec_id, sizeof c->exec_id, "%s", exec_id);
+                c->req = json_pack("{s:s, s:s, s:s, s:O, s:o}", "op", "exec", "kind", "run", "exec_id",
+                        exec_id, "argv", argv, "env", env);
+                if (spec->cwd)
+                        json_object_set_new(c->req, "cwd", json_string(spec->cwd));
+                if (spec->timeout_s > 0)
+                        json_object_set_new(c->req, "timeout_s", json_real(spec->timeout_s));
+        } else
+                json_decref(env);
+        mgr_audit(m, who, "sandbox.exec", b->id, "started", exec_id);
+        running_add(m, b, exec_id, argv);
+        json_decref(argv);
+        if (!c || mgr_worker_start(m, cexec_thread, c) < 0) {
+                pthread_mutex_lock(&m->lock);
+                b->execs_running--;
+                pthread_mutex_unlock(&m->lock);
+                running_del(m, b, exec_id);
+                if (c) {
+                        safe_close(c->in_fd);
+                        json_decref(c->req);
+                        free(c);
+                }
+                mgr_box_put(m, b);
+                *err = mgr_err_json("unavailable", NULL, "cannot start the exec's thread");
+                return 503;
+        }
+        return 0;
+}
+
+int sbx_mgr_exec_signal(
+        sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id, int sig) {
+        box *b = mgr_valid_sandbox_id(sandbox_id) ? mgr_box_get(m, sandbox_id, who->tenant) : NULL;
+        if (!b)
+                return -ENOENT;
+        int r = -ESRCH;
+        int fd = mgr_sv_connect(b);
+        if (fd >= 0) {
+                json_t *req =
+                        json_pack("{s:s, s:s, s:i}", "op", "signal", "exec_id", exec_id, "signal", sig);
+                json_t *ans = mgr_sv_send(fd, req, NULL, 0) >= 0 ? mgr_sv_recv(fd, 5000) : NULL;
+                if (ans && json_is_true(json_object_get(ans, "ok")))
+                        r = 0;
+                json_decref(req);
+                json_decref(ans);
+                close(fd);
+        }
+        mgr_box_put(m, b);
+        return r;
+}

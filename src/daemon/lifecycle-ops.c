@@ -1,0 +1,174 @@
+/* lifecycle-ops.c — what moves a sandbox between states: the checked transition, TTL, recreate, destroy. */
+#include "daemon/mgr-internal.h"
+
+#include "basic/rm-rf.h"
+
+/* A lifecycle transition: checked against the table (lifecycle.c), stored and streamed. The box
+ * is the caller's (busy or private). With `only_from` valid, the transition happens only if b is
+ * in that state now (a race lost to a destroy is not an error: false, nothing logged); an
+ * illegal transition is a bug: refused and logged. */
+bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason) {
+        sbx_error e = {0};
+        pthread_mutex_lock(&m->lock);
+        sbx_state was = b->state;
+        bool lost = only_from != _SBX_STATE_INVALID && was != only_from;
+        int r = lost ? 0 : sbx_state_transition_check(was, state, &e);
+        if (!lost && r >= 0) {
+                b->state = state;
+                snprintf(b->reason, sizeof b->reason, "%s", reason ? reason : "");
+                b->updated_ms = mgr_now_ms();
+        }
+        pthread_mutex_unlock(&m->lock);
+        if (lost)
+                return false;
+        if (r < 0) {
+                sbx_log(SBX_LOG_ERROR, "lifecycle_refused", "sandbox", b->id, "reason", reason, "error",
+                        e.message, NULL);
+                return false;
+        }
+        bool own = !mgr_tx_held;
+        if (own)
+                mgr_tx_begin(m);
+        (void) mgr_box_save(m, b);
+        mgr_emit(m, b, "sandbox.state", NULL);
+        if (own)
+                mgr_tx_end(m);
+        sbx_log(SBX_LOG_INFO, "sandbox_state", "sandbox", b->id, "state", sbx_state_to_string(state),
+                "reason", reason, NULL);
+        return true;
+}
+
+bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
+        return mgr_set_state_from(m, b, _SBX_STATE_INVALID, state, reason);
+}
+
+void mgr_remove_dir(box *b) {
+        (void) sbx_rm_rf(b->dir);
+}
+
+/* The whole destroy: destroying → (supervisor ends, leftovers removed) → destroyed. */
+void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason) {
+        pthread_mutex_lock(&m->lock);
+        bool already = b->state == SBX_STATE_DESTROYING; /* a restart finishing one */
+        pthread_mutex_unlock(&m->lock);
+        if (!already)
+                (void) mgr_set_state(m, b, SBX_STATE_DESTROYING, reason);
+        mgr_sv_stop(m, b);
+        mgr_remove_dir(b);
+        mgr_set_state(m, b, SBX_STATE_DESTROYED, reason);
+        atomic_fetch_add(&m->n_destroyed, 1);
+        mgr_box_unlink(m, b);
+}
+
+/* Claim b for a destroy/recreate (one at a time). */
+static bool claim(sbx_mgr *m, box *b) {
+        pthread_mutex_lock(&m->lock);
+        bool ok = !b->busy;
+        if (ok)
+                b->busy = true;
+        pthread_mutex_unlock(&m->lock);
+        return ok;
+}
+
+/* ---- ttl, recreate, destroy ---------------------------------------------------------------- */
+
+unsigned mgr_op_ttl(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
+        json_t *body = mgr_parse_body(rq, rp, false);
+        if (!body)
+                return rp->code;
+        static const char *const keys[] = {"extend_s", NULL};
+        json_t *x = json_object_get(body, "extend_s");
+        if (!mgr_only_keys(body, keys, "", rp)) {
+                json_decref(body);
+                return rp->code;
+        }
+        if (!json_is_number(x) || json_number_value(x) <= 0 || json_number_value(x) > 366 * 86400.0) {
+                json_decref(body);
+                return mgr_reply_err(
+                        rp, 400, "invalid_argument", "extend_s", "extend_s: a positive number of seconds");
+        }
+        double ext = json_number_value(x);
+        json_decref(body);
+        box *b = mgr_usable_box(m, rq, id, rp);
+        if (!b)
+                return rp->code;
+        pthread_mutex_lock(&m->lock);
+        int64_t base = b->expires_ms > mgr_now_ms() ? b->expires_ms : mgr_now_ms();
+        int64_t want = base + (int64_t) (ext * 1000);
+        b->expires_ms = want > b->ttl_max_ms ? b->ttl_max_ms : want;
+        b->updated_ms = mgr_now_ms();
+        bool capped = want > b->ttl_max_ms;
+        pthread_mutex_unlock(&m->lock);
+        (void) mgr_box_save(m, b);
+        mgr_emit(m, b, "sandbox.ttl", json_pack("{s:b}", "capped", capped));
+        mgr_audit(m, rq->who, "sandbox.ttl", b->id, "ok", capped ? "capped at ttl.max" : NULL);
+        pthread_mutex_lock(&m->lock);
+        rp->json = mgr_box_record(b);
+        pthread_mutex_unlock(&m->lock);
+        rp->code = 200;
+        mgr_box_put(m, b);
+        return 200;
+}
+
+unsigned mgr_op_recreate(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
+        box *b = mgr_usable_box(m, rq, id, rp);
+        if (!b)
+                return rp->code;
+        if (!claim(m, b)) {
+                mgr_box_put(m, b);
+                return mgr_reply_err(rp, 409, "conflict", NULL, "sandbox %s is being changed", id);
+        }
+        mgr_set_state(m, b, SBX_STATE_DESTROYING, "recreate");
+        mgr_sv_stop(m, b);
+        mgr_remove_dir(b);
+        pthread_mutex_lock(&m->lock);
+        b->init_pid = b->sv_pid = 0;
+        double used = b->budget_used_s;
+        pthread_mutex_unlock(&m->lock);
+        mgr_set_state(m, b, SBX_STATE_PROVISIONING, "recreate");
+        unsigned code = mgr_provision(m, b, used, "recreate", rp);
+        pthread_mutex_lock(&m->lock);
+        b->busy = false;
+        pthread_mutex_unlock(&m->lock);
+        mgr_audit(m, rq->who, "sandbox.recreate", b->id, code ? "failed" : "ok", NULL);
+        if (!code) {
+                pthread_mutex_lock(&m->lock);
+                rp->json = mgr_box_record(b);
+                pthread_mutex_unlock(&m->lock);
+                rp->code = 200;
+        }
+        mgr_box_put(m, b);
+        return rp->code;
+}
+
+unsigned mgr_op_destroy(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+        if (!b) {
+                json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, rq->who->tenant) : NULL;
+                if (!rec)
+                        return mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
+                rp->code = 200; /* already gone: the final record, again */
+                rp->json = rec;
+                return 200;
+        }
+        if (!claim(m, b)) {
+                /* another destroy is under way: wait for it, then answer the final record */
+                for (int i = 0; i < 300; i++) {
+                        pthread_mutex_lock(&m->lock);
+                        bool done = b->state == SBX_STATE_DESTROYED;
+                        pthread_mutex_unlock(&m->lock);
+                        if (done)
+                                break;
+                        usleep(50000);
+                }
+        } else {
+                mgr_destroy_box(m, b, "user_delete");
+                mgr_audit(m, rq->who, "sandbox.destroy", b->id, "ok", NULL);
+        }
+        pthread_mutex_lock(&m->lock);
+        rp->json = mgr_box_record(b);
+        pthread_mutex_unlock(&m->lock);
+        rp->code = 200;
+        mgr_box_put(m, b);
+        return 200;
+}

@@ -1,0 +1,185 @@
+/* mgr-internal.h — what the manager's files (sandboxes.c, boxes.c, create.c, exec.c, ...) share:
+ * the sandbox record, the manager, and the helpers one file defines for another. Not installed, not
+ * for http.c or compat/ (they use sandboxes.h). */
+#pragma once
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <limits.h>
+
+#include "basic/macro.h"
+#include "daemon/lifecycle.h"
+#include "daemon/log.h"
+#include "daemon/sandboxes.h"
+#include "daemon/store.h"
+#include "policy/policy.h"
+
+#define MAX_BODY_JSON (1024 * 1024)
+#define FILE_MAX (64ull * 1024 * 1024)
+#define PROVISION_TIMEOUT_MS 30000
+#define DESTROY_WAIT_MS 10000
+
+typedef struct box {
+        char id[32];
+        char tenant[128];
+        char actor[140];
+        char profile[256];
+        char backend[16];
+        sbx_state state;
+        char reason[64];
+        char scratch[512];
+        json_t *consumer, *metadata, *limits;
+        json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
+        json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */
+        int64_t created_ms, updated_ms, expires_ms, ttl_max_ms, last_active_ms;
+        double idle_s, ttl_s;
+        double budget_s, budget_used_s;
+        double memory_mb;
+        int64_t execs;
+        unsigned execs_running;
+        pid_t sv_pid, init_pid;
+        int sv_pidfd;
+        bool busy; /* a destroy or recreate holds it */
+        bool sv_child; /* the supervisor is our child (started by this server): reap it */
+        int adopted_inflight; /* re-adopted with execs running: their reports are to be taken in
+                               * (reaper ticks to go once none runs; the last report may land
+                               * just after the count drops) */
+        unsigned refs;
+        char sock[sizeof(((struct sockaddr_un *) 0)->sun_path)];
+        char dir[PATH_MAX];
+        struct box *next;
+} box;
+
+struct sbx_mgr {
+        sbx_store *store;
+        sbx_mgr_options o;
+        char *state_dir, *runtime_dir, *exe, *policy_file, *secrets_dir, *audit_path;
+        bool supervise_exe_lean; /* exe is sandboxer-supervise, not `sandboxer supervise` */
+        pthread_mutex_t lock;
+        pthread_cond_t ev_cond;
+        box *boxes;
+        int64_t last_seq;
+        pthread_t reaper;
+        bool reaper_started, stopping;
+        _Atomic uint64_t n_created, n_destroyed, n_failed, n_execs, n_expired, n_readopted, n_warm_used;
+        /* the warm pool: started, unassigned sandboxes (not in the store until taken) */
+        box *pool;
+        char **warm_profiles;
+        pthread_t filler;
+        bool filler_started;
+        /* detached threads (exec streams, event streams, the compat surfaces' execs): counted, so
+         * that the manager outlives them; stop_efd wakes the ones that wait on a sandbox */
+        unsigned workers;
+        pthread_cond_t workers_cond;
+        int stop_efd;
+        char policy_sha[65]; /* of the policy file last seen (state dir: policy.sha256) */
+};
+
+/* A hook mgr_sv_spawn_hooked() runs once the supervisor is started (see there). */
+typedef void (*spawn_hook)(void *ud);
+
+/* How an exec's output is taken: streamed to sink as it comes, or collected. */
+typedef struct exec_io {
+        /* sink for output as it comes (stream), or NULL to collect */
+        void (*sink)(void *ud, int which, const char *data, size_t n);
+        void *ud;
+        char *out, *err;
+        size_t out_len, err_len, out_cap, err_cap;
+} exec_io;
+
+/* Writes that belong together go in one transaction, the store's lock held throughout (the
+ * connection is shared): fewer commits, ~40 pwrite()s less per exec. mgr_tx_begin/_end. */
+extern __thread bool mgr_tx_held;
+#define STORE_SQL(m, ...)                                                                                   \
+        (mgr_tx_held ? sbx_store_sql_locked((m)->store, __VA_ARGS__)                                        \
+                     : sbx_store_sql((m)->store, __VA_ARGS__))
+
+/* mgr-util.c */
+int mgr_worker_start(sbx_mgr *m, void *(*fn)(void *), void *arg);
+void mgr_worker_done(sbx_mgr *m);
+int64_t mgr_now_ms(void);
+json_t *mgr_time_json(int64_t ms);
+void mgr_random_id(const char *prefix, char *buf, size_t size);
+bool mgr_valid_sandbox_id(const char *s);
+json_t *mgr_err_json(const char *code, const char *field, const char *fmt, ...) _printf_(3, 4);
+unsigned mgr_reply_err(sbx_mgr_reply *rp, unsigned code, const char *ecode, const char *field,
+        const char *fmt, ...) _printf_(5, 6);
+void mgr_audit(sbx_mgr *m, const sbx_caller *who, const char *action, const char *target,
+        const char *outcome, const char *detail);
+json_t *mgr_parse_body(const sbx_mgr_request *rq, sbx_mgr_reply *rp, bool empty_ok);
+bool mgr_only_keys(json_t *o, const char *const *allowed, const char *prefix, sbx_mgr_reply *rp);
+bool mgr_string_map(json_t *o, const char *field, size_t max_keys, sbx_mgr_reply *rp);
+void mgr_tx_begin(sbx_mgr *m);
+void mgr_tx_end(sbx_mgr *m);
+bool mgr_stopping(sbx_mgr *m);
+bool mgr_utf8_valid(const unsigned char *s, size_t n);
+json_t *mgr_base64_json(const unsigned char *s, size_t n);
+
+/* boxes.c */
+json_t *mgr_box_record(const box *b);
+int mgr_box_save(sbx_mgr *m, box *b);
+box *mgr_box_find_locked(sbx_mgr *m, const char *id, const char *tenant);
+box *mgr_box_get(sbx_mgr *m, const char *id, const char *tenant);
+void mgr_box_free(box *b);
+void mgr_box_put(sbx_mgr *m, box *b);
+void mgr_box_unlink(sbx_mgr *m, box *b);
+unsigned mgr_op_get(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
+unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+box *mgr_usable_box(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
+
+/* events.c */
+void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */);
+unsigned mgr_op_events(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+
+/* lifecycle-ops.c */
+bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason);
+bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason);
+void mgr_remove_dir(box *b);
+void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason);
+unsigned mgr_op_ttl(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
+unsigned mgr_op_recreate(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
+unsigned mgr_op_destroy(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
+
+/* supervisors.c */
+int mgr_sv_connect(const box *b);
+int mgr_sv_send(int fd, json_t *req, const int *fds, int nfds);
+json_t *mgr_sv_recv(int fd, int timeout_ms);
+json_t *mgr_sv_call(const box *b, const char *op, int timeout_ms);
+bool mgr_pidfd_dead(int pidfd);
+bool mgr_secret_name_ok(const char *s);
+int mgr_sv_spawn_hooked(
+        sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook meanwhile, void *ud);
+int mgr_sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz);
+void mgr_ingest_exec_reports(sbx_mgr *m, box *b);
+void mgr_sv_stop(sbx_mgr *m, box *b);
+
+/* create.c */
+const char *mgr_quota_check(
+        sbx_mgr *m, const char *tenant, double memory_mb, bool exec, char *msg, size_t sz);
+json_t *mgr_stored_record(sbx_mgr *m, const char *id, const char *tenant);
+void mgr_policy_seen(sbx_mgr *m, const sbx_policy *p);
+unsigned mgr_provision(sbx_mgr *m, box *b, double budget_used, const char *reason, sbx_mgr_reply *rp);
+void *mgr_filler_main(void *arg);
+unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+
+/* exec.c */
+const char *mgr_no_answer(sbx_mgr *m, const char *gone);
+json_t *mgr_sv_exec(
+        sbx_mgr *m, box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io);
+unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
+unsigned mgr_op_execs(
+        sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id, sbx_mgr_reply *rp);
+
+/* files.c */
+unsigned mgr_op_files(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, bool put, sbx_mgr_reply *rp);
+
+/* reaper.c */
+void *mgr_reaper_main(void *arg);
+void mgr_reconcile(sbx_mgr *m);

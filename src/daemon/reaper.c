@@ -1,0 +1,261 @@
+/* reaper.c — the reaper (TTLs, idle, dead supervisors) and the reconcile at start (re-adopt, fail, clean
+ * up). */
+#include "daemon/mgr-internal.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include "basic/rm-rf.h"
+
+/* ---- reaper, reconcile ------------------------------------------------------------------------- */
+
+void *mgr_reaper_main(void *arg) {
+        sbx_mgr *m = arg;
+        for (;;) {
+                pthread_mutex_lock(&m->lock);
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 250 * 1000000L;
+                if (ts.tv_nsec >= 1000000000L)
+                        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+                if (!m->stopping)
+                        (void) pthread_cond_timedwait(&m->ev_cond, &m->lock, &ts);
+                if (m->stopping) {
+                        pthread_mutex_unlock(&m->lock);
+                        break;
+                }
+                /* pick the work under the lock, do it outside */
+                box *todo[64];
+                const char *why[64];
+                size_t n = 0;
+                int64_t t = mgr_now_ms();
+                for (box *b = m->boxes; b && n < ELEMENTSOF(todo); b = b->next) {
+                        if (b->busy || !sbx_state_usable(b->state))
+                                continue;
+                        const char *w = NULL;
+                        if (b->sv_pidfd >= 0 && mgr_pidfd_dead(b->sv_pidfd))
+                                w = "supervisor_lost";
+                        else if (t >= b->expires_ms)
+                                w = "ttl_expiry";
+                        else if (b->idle_s > 0 && b->execs_running == 0 &&
+                                 t - b->last_active_ms >= (int64_t) (b->idle_s * 1000))
+                                w = "idle";
+                        if (w) {
+                                b->busy = true;
+                                b->refs++;
+                                todo[n] = b;
+                                why[n++] = w;
+                        }
+                }
+                box *adopted[16];
+                size_t na = 0;
+                for (box *b = m->boxes; b && na < ELEMENTSOF(adopted); b = b->next)
+                        if (b->adopted_inflight && !b->busy) {
+                                b->refs++;
+                                adopted[na++] = b;
+                        }
+                pthread_mutex_unlock(&m->lock);
+                /* execs that a previous server started: their reports, once they ended */
+                for (size_t i = 0; i < na; i++) {
+                        box *b = adopted[i];
+                        json_t *info = mgr_sv_call(b, "info", 2000);
+                        if (!info || json_integer_value(json_object_get(info, "execs_running")) == 0) {
+                                mgr_ingest_exec_reports(m, b);
+                                b->adopted_inflight--;
+                        }
+                        json_decref(info);
+                        mgr_box_put(m, b);
+                }
+                for (size_t i = 0; i < n; i++) {
+                        box *b = todo[i];
+                        if (streq(why[i], "supervisor_lost")) {
+                                atomic_fetch_add(&m->n_failed, 1);
+                                mgr_set_state(m, b, SBX_STATE_FAILED, why[i]);
+                        } else {
+                                atomic_fetch_add(&m->n_expired, 1);
+                                mgr_set_state(m, b, SBX_STATE_EXPIRED, why[i]);
+                        }
+                        mgr_destroy_box(m, b, why[i]);
+                        mgr_audit(m, NULL, "sandbox.destroy", b->id, "ok", why[i]);
+                        mgr_box_put(m, b);
+                }
+        }
+        return NULL;
+}
+
+typedef struct load_ctx {
+        sbx_mgr *m;
+        box *list;
+} load_ctx;
+
+static int load_cb(void *ud, int n, const char *const *cols) {
+        load_ctx *c = ud;
+        json_error_t je;
+        json_t *rec = cols[0] ? json_loads(cols[0], 0, &je) : NULL;
+        if (!rec)
+                return 0;
+        box *b = calloc(1, sizeof *b);
+        if (!b) {
+                json_decref(rec);
+                return 0;
+        }
+        b->sv_pidfd = -1;
+        b->refs = 1;
+#define S(f, k) snprintf(b->f, sizeof b->f, "%s", json_string_value(json_object_get(rec, k)) ?: "")
+        S(id, "id");
+        S(tenant, "tenant");
+        S(actor, "actor");
+        S(profile, "profile");
+        S(backend, "backend");
+        S(reason, "reason");
+        S(scratch, "scratch");
+#undef S
+        b->state = sbx_state_from_string(json_string_value(json_object_get(rec, "state")));
+        if (b->state == _SBX_STATE_INVALID) { /* not a state this server knows: destroyed at once */
+                sbx_log(SBX_LOG_WARNING, "unknown_state", "sandbox", b->id, "state",
+                        json_string_value(json_object_get(rec, "state")), NULL);
+                b->state = SBX_STATE_FAILED;
+        }
+        b->consumer = json_incref(json_object_get(rec, "consumer"));
+        b->metadata = json_incref(json_object_get(rec, "metadata"));
+        b->limits = json_incref(json_object_get(rec, "limits"));
+        b->created_ms = cols[1] ? strtoll(cols[1], NULL, 10) : mgr_now_ms();
+        b->expires_ms = cols[2] ? strtoll(cols[2], NULL, 10) : mgr_now_ms();
+        b->updated_ms = mgr_now_ms();
+        b->last_active_ms = mgr_now_ms();
+        b->sv_pid = cols[3] ? (pid_t) strtol(cols[3], NULL, 10) : 0;
+        json_t *in = NULL;
+        if (cols[4])
+                in = json_loads(cols[4], 0, &je);
+        b->ttl_s = json_number_value(json_object_get(in, "ttl_s"));
+        json_decref(in);
+        b->idle_s = json_number_value(json_object_get(rec, "idle_s"));
+        b->budget_s = json_number_value(json_object_get(rec, "budget_s"));
+        b->budget_used_s = json_number_value(json_object_get(rec, "budget_used_s"));
+        b->execs = json_integer_value(json_object_get(rec, "execs"));
+        b->memory_mb = json_number_value(json_object_get(b->limits, "memory_mb"));
+        /* ttl_max_at back from its text: created + (ttl_max_at - created) kept in the record */
+        const char *tm = json_string_value(json_object_get(rec, "ttl_max_at"));
+        struct tm t = {0};
+        int ms = 0;
+        if (tm && sscanf(tm, "%d-%d-%dT%d:%d:%d.%dZ", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour,
+                          &t.tm_min, &t.tm_sec, &ms) == 7) {
+                t.tm_year -= 1900;
+                t.tm_mon -= 1;
+                b->ttl_max_ms = (int64_t) timegm(&t) * 1000 + ms;
+        } else
+                b->ttl_max_ms = b->expires_ms;
+        json_decref(rec);
+        snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", c->m->runtime_dir, b->id);
+        snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", c->m->state_dir, b->id);
+        b->next = c->list;
+        c->list = b;
+        return 0;
+}
+
+/* What a restart finds: each stored sandbox that is not destroyed either has its supervisor
+ * answering on its socket (re-adopted, its execs in flight carry on) or is lost (failed, cleaned
+ * up, destroyed); supervisor sockets nobody knows are orphans, destroyed. */
+void mgr_reconcile(sbx_mgr *m) {
+        load_ctx c = {.m = m};
+        (void) sbx_store_sql(m->store,
+                "SELECT record_json, created_at, expires_at, supervisor_pid, inputs_json FROM sandboxes "
+                "WHERE "
+                "state != 'destroyed'",
+                load_cb, &c, NULL, "");
+        while (c.list) {
+                box *b = c.list;
+                c.list = b->next;
+                json_t *info = mgr_sv_call(b, "info", 3000);
+                if (info && json_is_true(json_object_get(info, "ok")) && !sbx_state_ending(b->state)) {
+                        b->sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));
+                        b->init_pid = (pid_t) json_integer_value(json_object_get(info, "init_pid"));
+                        b->sv_pidfd = b->sv_pid > 0 ? (int) syscall(SYS_pidfd_open, b->sv_pid, 0) : -1;
+                        double used = json_number_value(json_object_get(info, "budget_used_s"));
+                        if (used > b->budget_used_s)
+                                b->budget_used_s = used;
+                        pthread_mutex_lock(&m->lock);
+                        b->next = m->boxes;
+                        m->boxes = b;
+                        pthread_mutex_unlock(&m->lock);
+                        mgr_ingest_exec_reports(m, b);
+                        b->adopted_inflight =
+                                json_integer_value(json_object_get(info, "execs_running")) > 0 ? 2 : 0;
+                        mgr_set_state(m, b, SBX_STATE_READY, "readopted");
+                        atomic_fetch_add(&m->n_readopted, 1);
+                        char sv[16];
+                        snprintf(sv, sizeof sv, "%d", (int) b->sv_pid);
+                        sbx_log(SBX_LOG_INFO, "readopted", "sandbox", b->id, "supervisor", sv, NULL);
+                } else {
+                        pthread_mutex_lock(&m->lock);
+                        b->refs++;
+                        b->next = m->boxes;
+                        m->boxes = b;
+                        pthread_mutex_unlock(&m->lock);
+                        if (info) {
+                                /* alive but on its way out: finish the destroy */
+                                b->sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));
+                                b->sv_pidfd =
+                                        b->sv_pid > 0 ? (int) syscall(SYS_pidfd_open, b->sv_pid, 0) : -1;
+                        } else if (!sbx_state_ending(b->state))
+                                mgr_set_state(m, b, SBX_STATE_FAILED, "supervisor_lost");
+                        mgr_destroy_box(m, b, info ? b->reason : "supervisor_lost");
+                        mgr_box_put(m, b);
+                }
+                json_decref(info);
+        }
+        /* orphan supervisors: a socket in the runtime dir that no stored sandbox names */
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/sandboxes", m->runtime_dir);
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                size_t l = strlen(de->d_name);
+                if (l != 25 || !streq(de->d_name + 20, ".sock"))
+                        continue;
+                char id[32];
+                snprintf(id, sizeof id, "%.20s", de->d_name);
+                pthread_mutex_lock(&m->lock);
+                bool known = mgr_box_find_locked(m, id, NULL) != NULL;
+                pthread_mutex_unlock(&m->lock);
+                if (known || !mgr_valid_sandbox_id(id))
+                        continue;
+                box tmp = {.sv_pidfd = -1, .sv_pid = 1};
+                if (strlen(dir) + 1 + l >= sizeof tmp.sock)
+                        continue;
+                snprintf(tmp.sock, sizeof tmp.sock, "%.80s/%.25s", dir, de->d_name);
+                json_t *info = mgr_sv_call(&tmp, "info", 2000);
+                if (info) {
+                        tmp.sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));
+                        tmp.sv_pidfd = (int) syscall(SYS_pidfd_open, tmp.sv_pid, 0);
+                        sbx_log(SBX_LOG_INFO, "orphan_destroyed", "supervisor_socket", tmp.sock, NULL);
+                }
+                json_decref(info);
+                json_decref(mgr_sv_call(&tmp, "destroy", 2000));
+                if (tmp.sv_pidfd >= 0) {
+                        struct pollfd pf = {.fd = tmp.sv_pidfd, .events = POLLIN};
+                        (void) poll(&pf, 1, DESTROY_WAIT_MS);
+                        close(tmp.sv_pidfd);
+                }
+                (void) unlinkat(dirfd(d), de->d_name, 0);
+        }
+        if (d)
+                closedir(d);
+        /* state dirs of sandboxes that are gone */
+        snprintf(dir, sizeof dir, "%s/sandboxes", m->state_dir);
+        d = opendir(dir);
+        while (d && (de = readdir(d))) {
+                if (!mgr_valid_sandbox_id(de->d_name))
+                        continue;
+                pthread_mutex_lock(&m->lock);
+                bool known = mgr_box_find_locked(m, de->d_name, NULL) != NULL;
+                pthread_mutex_unlock(&m->lock);
+                if (!known) {
+                        char p[PATH_MAX + 64];
+                        snprintf(p, sizeof p, "%.4000s/%.20s", dir, de->d_name);
+                        (void) sbx_rm_rf(p);
+                }
+        }
+        if (d)
+                closedir(d);
+}

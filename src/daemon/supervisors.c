@@ -1,0 +1,408 @@
+/* supervisors.c — each sandbox's supervisor: started, spoken to over its socket, stopped; reports of execs
+ * that ran while the server was away. */
+#include "daemon/mgr-internal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* ---- supervisors --------------------------------------------------------------------------- */
+
+int mgr_sv_connect(const box *b) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", b->sock);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+int mgr_sv_send(int fd, json_t *req, const int *fds, int nfds) {
+        char *text = json_dumps(req, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(3 * sizeof(int))];
+        } cbuf;
+        memset(&cbuf, 0, sizeof cbuf);
+        struct iovec iov = {.iov_base = text, .iov_len = strlen(text)};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (nfds > 0) {
+                mh.msg_control = cbuf.b;
+                mh.msg_controllen = CMSG_SPACE((size_t) nfds * sizeof(int));
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN((size_t) nfds * sizeof(int));
+                memcpy(CMSG_DATA(c), fds, (size_t) nfds * sizeof(int));
+        }
+        ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        free(text);
+        return n < 0 ? -errno : 0;
+}
+
+json_t *mgr_sv_recv(int fd, int timeout_ms) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int k;
+        do
+                k = poll(&pf, 1, timeout_ms);
+        while (k < 0 && errno == EINTR);
+        if (k <= 0)
+                return NULL;
+        size_t cap = 4 * 1024 * 1024;
+        char *buf = malloc(cap);
+        if (!buf)
+                return NULL;
+        ssize_t n = recv(fd, buf, cap, 0);
+        json_t *j = NULL;
+        if (n > 0) {
+                json_error_t je;
+                j = json_loadb(buf, (size_t) n, 0, &je);
+        }
+        free(buf);
+        return j;
+}
+
+/* One request without descriptors, its answer (NULL when the supervisor is not there). */
+json_t *mgr_sv_call(const box *b, const char *op, int timeout_ms) {
+        int fd = mgr_sv_connect(b);
+        if (fd < 0)
+                return NULL;
+        json_t *req = json_pack("{s:s}", "op", op);
+        json_t *ans = NULL;
+        if (mgr_sv_send(fd, req, NULL, 0) >= 0)
+                ans = mgr_sv_recv(fd, timeout_ms);
+        json_decref(req);
+        close(fd);
+        return ans;
+}
+
+bool mgr_pidfd_dead(int pidfd) {
+        if (pidfd < 0)
+                return true;
+        struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+        return poll(&pf, 1, 0) > 0;
+}
+
+bool mgr_secret_name_ok(const char *s) {
+        if (!s || !*s || strlen(s) > 128 || streq(s, ".") || streq(s, ".."))
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                            *p == '.' || *p == '_' || *p == '-'))
+                        return false;
+        return true;
+}
+
+/* The secrets b's profile names, from the secrets dir, as the supervisor reads them: a sealed
+ * memfd holding {NAME: BASE64}. -1 and nothing when there are none; -errno with msg. */
+static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
+        if (!b->secret_names) {
+                sbx_profile *pr = NULL;
+                sbx_error e = {0};
+                if (sbx_profile_load(b->profile, &pr, &e) < 0) {
+                        snprintf(msg, msgsz, "cannot load profile %.200s: %.600s", b->profile, e.message);
+                        return -ENOENT;
+                }
+                b->secret_names = json_array();
+                for (char **s = pr->secrets; s && *s; s++)
+                        json_array_append_new(b->secret_names, json_string(*s));
+                sbx_profile_free(pr);
+        }
+        if (json_array_size(b->secret_names) == 0)
+                return -1;
+        if (!m->secrets_dir) {
+                snprintf(msg, msgsz, "profile %.200s needs secrets, and this server has no --secrets-dir",
+                        b->profile);
+                return -ENOKEY;
+        }
+        json_t *all = json_object();
+        size_t i;
+        json_t *n;
+        int r = 0;
+        json_array_foreach(b->secret_names, i, n) {
+                const char *name = json_string_value(n);
+                char path[PATH_MAX];
+                if (!mgr_secret_name_ok(name)) {
+                        snprintf(msg, msgsz, "secret name '%.130s' is not [A-Za-z0-9._-]", name ? name : "");
+                        r = -EINVAL;
+                        break;
+                }
+                snprintf(path, sizeof path, "%.3900s/%s", m->secrets_dir, name);
+                int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 65536) {
+                        snprintf(msg, msgsz, "secret '%s' is not in the secret store (%.900s: %s)", name,
+                                path, fd < 0 ? strerror(errno) : "not a regular file of at most 64 KiB");
+                        if (fd >= 0)
+                                close(fd);
+                        r = -ENOKEY;
+                        break;
+                }
+                char buf[65536];
+                ssize_t k = read(fd, buf, sizeof buf);
+                close(fd);
+                if (k < 0) {
+                        snprintf(msg, msgsz, "cannot read secret '%s': %s", name, strerror(errno));
+                        r = -EIO;
+                        break;
+                }
+                json_object_set_new(all, name, mgr_base64_json((const unsigned char *) buf, (size_t) k));
+                explicit_bzero(buf, (size_t) k);
+        }
+        char *text = r >= 0 ? json_dumps(all, JSON_COMPACT) : NULL;
+        json_decref(all);
+        if (r < 0)
+                return r;
+        int fd = memfd_create("sandboxer-secrets", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        size_t len = text ? strlen(text) : 0;
+        if (fd < 0 || write(fd, text, len) != (ssize_t) len || lseek(fd, 0, SEEK_SET) < 0) {
+                snprintf(msg, msgsz, "cannot hand over the secrets: %s", strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                fd = -EIO;
+        } else
+                (void) fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+        if (text) {
+                explicit_bzero(text, len);
+                free(text);
+        }
+        return fd;
+}
+
+/* Start the supervisor for b (double fork: in a session of its own, not our child), wait for
+ * its word. 0 with b's pids, backend and scratch filled; -errno with a message in msg.
+ * meanwhile(ud), if given, runs once the supervisor is started (its ~6 ms of start-up overlap
+ * whatever it does, e.g. storing the sandbox's first states), or before an early failure. */
+static int sv_spawn_inner(
+        sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook *meanwhile, void *ud);
+
+int mgr_sv_spawn_hooked(
+        sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook meanwhile, void *ud) {
+        int r = sv_spawn_inner(m, b, budget_used, msg, msgsz, &meanwhile, ud);
+        if (meanwhile)
+                meanwhile(ud); /* not run yet: an early failure; the states go in in order still */
+        return r;
+}
+
+int mgr_sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz) {
+        return mgr_sv_spawn_hooked(m, b, budget_used, msg, msgsz, NULL, NULL);
+}
+
+static int sv_spawn_inner(
+        sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook *meanwhile, void *ud) {
+        char budget[32], logpath[PATH_MAX + 32];
+        snprintf(budget, sizeof budget, "%.3f", budget_used);
+        snprintf(logpath, sizeof logpath, "%s/supervisor.log", b->dir);
+        char *argv[24];
+        int n = 0;
+        argv[n++] = m->exe;
+        if (!m->supervise_exe_lean)
+                argv[n++] = (char *) "supervise";
+        argv[n++] = (char *) "--id";
+        argv[n++] = b->id;
+        argv[n++] = (char *) "--socket";
+        argv[n++] = b->sock;
+        argv[n++] = (char *) "--state";
+        argv[n++] = b->dir;
+        argv[n++] = (char *) "--profile";
+        argv[n++] = b->profile;
+        argv[n++] = (char *) "--ready-fd";
+        argv[n++] = (char *) "3";
+        argv[n++] = (char *) "--budget-used";
+        argv[n++] = budget;
+        if (m->policy_file) {
+                argv[n++] = (char *) "--policy";
+                argv[n++] = m->policy_file;
+        }
+        int sfd = secrets_fd(m, b, msg, msgsz);
+        if (sfd < -1)
+                return sfd;
+        if (sfd >= 0) {
+                argv[n++] = (char *) "--secrets-fd";
+                argv[n++] = (char *) "4";
+        }
+        argv[n] = NULL;
+        extern char **environ;
+
+        if (mkdir(b->dir, 0700) < 0 && errno != EEXIST) {
+                int r = -errno;
+                snprintf(msg, msgsz, "cannot create %.900s: %s", b->dir, strerror(errno));
+                safe_close(sfd);
+                return r;
+        }
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                int r = -errno;
+                snprintf(msg, msgsz, "pipe: %s", strerror(errno));
+                safe_close(sfd);
+                return r;
+        }
+        /* posix_spawn (vfork-like: no copy of this big, threaded process), in a session of its
+         * own; it is our child until we reap it, and re-parented to init when we go. */
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t at;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&at);
+        sigset_t none, dfl;
+        sigemptyset(&none);
+        sigemptyset(&dfl);
+        sigaddset(&dfl, SIGPIPE);
+        posix_spawnattr_setsigmask(&at, &none);
+        posix_spawnattr_setsigdefault(&at, &dfl);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        posix_spawn_file_actions_adddup2(&fa, p[1], 3);
+        if (sfd >= 0)
+                posix_spawn_file_actions_adddup2(&fa, sfd, 4);
+        posix_spawn_file_actions_addclosefrom_np(&fa, sfd >= 0 ? 5 : 4);
+        pid_t c;
+        int sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+        close(p[1]);
+        safe_close(sfd);
+        if (sr != 0) {
+                close(p[0]);
+                snprintf(msg, msgsz, "cannot start %.900s: %s", m->exe, strerror(sr));
+                return -sr;
+        }
+        b->sv_child = true;
+        if (*meanwhile) {
+                (*meanwhile)(ud);
+                *meanwhile = NULL;
+        }
+        char line[4400];
+        size_t got = 0;
+        int64_t deadline = mgr_now_ms() + PROVISION_TIMEOUT_MS;
+        while (got < sizeof line - 1 && !memchr(line, '\n', got)) {
+                int64_t left = deadline - mgr_now_ms();
+                struct pollfd pf = {.fd = p[0], .events = POLLIN};
+                int k = left > 0 ? poll(&pf, 1, (int) left) : 0;
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                ssize_t r = read(p[0], line + got, sizeof line - 1 - got);
+                if (r <= 0)
+                        break;
+                got += (size_t) r;
+        }
+        close(p[0]);
+        line[got] = 0;
+        char *nl = strchr(line, '\n');
+        if (nl)
+                *nl = 0;
+        int init_pid = 0, sv_pid = 0;
+        char backend[16] = "", scratch[512] = "";
+        if (sscanf(line, "ready %d %d %15s %511s", &init_pid, &sv_pid, backend, scratch) == 4 &&
+                sv_pid > 0) {
+                b->init_pid = init_pid;
+                b->sv_pid = sv_pid;
+                b->sv_pidfd = (int) syscall(SYS_pidfd_open, sv_pid, 0);
+                snprintf(b->backend, sizeof b->backend, "%s", backend);
+                snprintf(b->scratch, sizeof b->scratch, "%s", streq(scratch, "-") ? "" : scratch);
+                return 0;
+        }
+        if (strncmp(line, "error ", 6) == 0)
+                snprintf(msg, msgsz, "%.1000s", line + 6);
+        else if (got == 0)
+                snprintf(msg, msgsz, "the supervisor ended without a word (see %.900s)", logpath);
+        else
+                snprintf(msg, msgsz, "the supervisor said: %.300s", line);
+        return -EIO;
+}
+
+/* Reports the supervisor wrote that the store has not got (the server was away). */
+static int exists_row(void *ud, int n, const char *const *cols) {
+        *(bool *) ud = true;
+        return 0;
+}
+
+void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
+        char dir[PATH_MAX + 16];
+        snprintf(dir, sizeof dir, "%s/execs", b->dir);
+        DIR *d = opendir(dir);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                size_t l = strlen(de->d_name);
+                if (de->d_name[0] == '.' || l < 6 || !streq(de->d_name + l - 5, ".json") || l > 80)
+                        continue;
+                char id[80];
+                snprintf(id, sizeof id, "%.*s", (int) (l - 5), de->d_name);
+                bool have = false;
+                (void) sbx_store_sql(
+                        m->store, "SELECT 1 FROM execs WHERE id = ?", exists_row, &have, NULL, "s", id);
+                if (have)
+                        continue;
+                char path[PATH_MAX + 100];
+                snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+                json_error_t je;
+                json_t *rep = json_load_file(path, 0, &je);
+                if (!rep)
+                        continue;
+                char *text = json_dumps(rep, JSON_COMPACT);
+                json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
+                (void) sbx_store_sql(m->store,
+                        "INSERT OR IGNORE INTO execs (id, sandbox_id, status, exit_code, started_at, "
+                        "ended_at, "
+                        "report_json) VALUES (?,?,?,?,?,?,?)",
+                        NULL, NULL, NULL, "sssiiis", id, b->id,
+                        json_string_value(json_object_get(rep, "status")),
+                        (int64_t) (json_is_integer(code) ? json_integer_value(code) : -1), mgr_now_ms(),
+                        mgr_now_ms(), text);
+                free(text);
+                json_decref(rep);
+                pthread_mutex_lock(&m->lock);
+                b->execs++;
+                pthread_mutex_unlock(&m->lock);
+                mgr_emit(m, b, "sandbox.exec", json_pack("{s:s, s:s}", "exec_id", id, "note", "recovered"));
+        }
+        closedir(d);
+}
+
+/* End the supervisor (and with it the sandbox), and remove what is left of it. */
+void mgr_sv_stop(sbx_mgr *m, box *b) {
+        if (b->sv_pidfd >= 0 && !mgr_pidfd_dead(b->sv_pidfd)) {
+                json_t *ans = mgr_sv_call(b, "destroy", 5000);
+                json_decref(ans);
+                struct pollfd pf = {.fd = b->sv_pidfd, .events = POLLIN};
+                int k;
+                do
+                        k = poll(&pf, 1, DESTROY_WAIT_MS);
+                while (k < 0 && errno == EINTR);
+                if (k == 0) {
+                        (void) syscall(SYS_pidfd_send_signal, b->sv_pidfd, SIGKILL, NULL, 0);
+                        do
+                                k = poll(&pf, 1, DESTROY_WAIT_MS);
+                        while (k < 0 && errno == EINTR);
+                }
+        } else if (b->sv_pidfd < 0 && b->sv_pid > 0) {
+                /* no pidfd: ask, and trust the socket going away */
+                json_decref(mgr_sv_call(b, "destroy", 2000));
+        }
+        if (b->sv_pidfd >= 0)
+                close(b->sv_pidfd);
+        b->sv_pidfd = -1;
+        if (b->sv_child && b->sv_pid > 0) {
+                (void) waitpid(b->sv_pid, NULL, WNOHANG); /* gone by now: no wait */
+                b->sv_child = false;
+        }
+        (void) unlink(b->sock);
+        mgr_ingest_exec_reports(m, b);
+}
