@@ -31,6 +31,10 @@ SBX_PUBLIC sbx_run *sbx_run_free(sbx_run *run);
 SBX_PUBLIC int sbx_run_set_profile(sbx_run *run, const char *name_or_file);
 /* The site policy file (default: /etc/sandboxer/policy.yaml if present, else built in). */
 SBX_PUBLIC int sbx_run_set_policy_file(sbx_run *run, const char *path);
+/* The profile and policy as a control plane resolved them (the bytes of the library's
+ * sbx_config_encode(), from the same build): used instead of loading the profile and the policy
+ * file again, so that a file edited since is not read. Copied; NULL clears it. */
+SBX_PUBLIC int sbx_run_set_resolved_config(sbx_run *run, const void *data, size_t len);
 /* "auto", "native", "landlock", ... */
 SBX_PUBLIC int sbx_run_set_backend(sbx_run *run, const char *backend);
 /* "balanced" or "strict". */

@@ -326,10 +326,47 @@ static int read_secrets(sbx_run *run, int fd) {
         return r;
 }
 
+/* --config-fd: the profile and policy as the server resolved them at create (its
+ * sbx_config_encode() bytes), read to the end; used instead of --profile and --policy, so that a
+ * file edited between the create and this start is not read again. */
+static int read_config(sbx_run *run, int fd) {
+        size_t n = 0, cap = 16384;
+        char *buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (n == cap) {
+                        char *nb = cap < 4 * 1024 * 1024 ? realloc(buf, cap * 2) : NULL;
+                        if (!nb) {
+                                free(buf);
+                                return -E2BIG;
+                        }
+                        buf = nb;
+                        cap *= 2;
+                }
+                ssize_t k = read(fd, buf + n, cap - n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        int r = -errno;
+                        free(buf);
+                        return r;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        close(fd);
+        int r = n > 0 ? sbx_run_set_resolved_config(run, buf, n) : -ENODATA;
+        free(buf);
+        return r;
+}
+
 static void usage(FILE *f) {
         fprintf(f, "Usage: sandboxer supervise --id ID --socket PATH --state DIR [--profile NAME|FILE]\n"
                    "                           [--policy FILE] [--backend NAME] [--workspace DIR]\n"
-                   "                           [--ready-fd N] [--budget-used SECONDS] [--secrets-fd N]\n\n"
+                   "                           [--ready-fd N] [--budget-used SECONDS] [--secrets-fd N]\n"
+                   "                           [--config-fd N]\n\n"
                    "The supervisor of one persistent sandbox, started by 'sandboxer serve' (internal:\n"
                    "it is not meant to be run by hand). It starts the sandbox and serves requests on\n"
                    "the unix socket PATH until the sandbox is destroyed.\n\n"
@@ -344,6 +381,9 @@ static void usage(FILE *f) {
                    "                      'error MESSAGE' there, once\n"
                    "  --budget-used S     seconds of budget_s already spent (recreate)\n"
                    "  --secrets-fd N      the profile's secrets, JSON {NAME: BASE64}, read from N\n"
+                   "  --config-fd N       the profile and policy as the server resolved them (bytes of\n"
+                   "                      this build's own format), read from N; --profile and --policy\n"
+                   "                      then only name them\n"
                    "  -h, --help          this text\n");
 }
 
@@ -359,6 +399,7 @@ int verb_supervise(int argc, char **argv) {
                 {"ready-fd", required_argument, NULL, 'r'},
                 {"budget-used", required_argument, NULL, 'u'},
                 {"secrets-fd", required_argument, NULL, 'S'},
+                {"config-fd", required_argument, NULL, 'C'},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -367,9 +408,9 @@ int verb_supervise(int argc, char **argv) {
                 cli_error("out of memory");
                 return SBX_EXIT_FAILURE;
         }
-        int c, rc = 0;
+        int c, rc = 0, li = 0;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "h", opts, &li)) >= 0) {
                 switch (c) {
                 case 'i':
                         S.id = optarg;
@@ -425,6 +466,19 @@ int verb_supervise(int argc, char **argv) {
                         }
                         break;
                 }
+                case 'C': {
+                        char *end;
+                        long v = strtol(optarg, &end, 10);
+                        int cr = *end || v < 3 || v > 1023 ? -EBADF : read_config(run, (int) v);
+                        if (cr < 0) {
+                                cli_error("--config-fd: '%s' is not a descriptor with the resolved "
+                                          "configuration (%s)",
+                                        optarg, strerror(-cr));
+                                sbx_run_free(run);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        break;
+                }
                 case 'h':
                         usage(stdout);
                         sbx_run_free(run);
@@ -435,7 +489,7 @@ int verb_supervise(int argc, char **argv) {
                         return SBX_EXIT_FAILURE;
                 }
                 if (rc < 0) {
-                        cli_error("--%s: %s", opts[0].name, strerror(-rc));
+                        cli_error("--%s: %s", opts[li].name, strerror(-rc));
                         sbx_run_free(run);
                         return SBX_EXIT_FAILURE;
                 }

@@ -87,6 +87,7 @@ void mgr_box_free(box *b) {
         json_decref(b->limits);
         json_decref(b->running);
         json_decref(b->secret_names);
+        free(b->config);
         if (b->sv_pidfd >= 0)
                 close(b->sv_pidfd);
         free(b);

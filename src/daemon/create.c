@@ -86,11 +86,49 @@ static json_t *limits_json(const sbx_config *cfg) {
         return l;
 }
 
+/* What b's supervisor is handed: cfg's profile and policy as they were resolved, never their names
+ * to resolve again (a file edited in between would make the two disagree). 0 or -errno. */
+int mgr_box_set_config(box *b, const sbx_config *cfg) {
+        char *data = NULL, sha[65];
+        size_t n = 0;
+        int r = sbx_config_encode(cfg, &data, &n, sha);
+        if (r < 0)
+                return r;
+        free(b->config);
+        b->config = data;
+        b->config_len = n;
+        snprintf(b->config_sha, sizeof b->config_sha, "%s", sha);
+        return 0;
+}
+
+/* Resolve b's profile (by its name) with the server's policy now: for a sandbox that has no
+ * resolved configuration (a pooled one, or one a restarted server re-adopted, provisioned again).
+ * 0, or -errno with the loader's sentence in msg. */
+int mgr_box_resolve(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
+        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        sbx_request req = {.profile = b->profile, .policy_file = m->policy_file};
+        sbx_error e = {0};
+        int r = sbx_config_resolve(&req, &cfg, &e);
+        if (r < 0) {
+                char buf[1200];
+                snprintf(msg, msgsz, "%s", sbx_error_format(&e, buf, sizeof buf));
+                return r;
+        }
+        r = mgr_box_set_config(b, cfg);
+        if (r < 0)
+                snprintf(msg, msgsz, "cannot encode the resolved configuration: %s", strerror(-r));
+        return r;
+}
+
 /* Provision b (state provisioning → ready | failed). 0 or an HTTP status with rp filled. */
 static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const char *reason,
         sbx_mgr_reply *rp, spawn_hook meanwhile, void *ud) {
         char msg[1200] = "";
-        int r = mgr_sv_spawn_hooked(m, b, budget_used, msg, sizeof msg, meanwhile, ud);
+        int r = b->config ? 0 : mgr_box_resolve(m, b, msg, sizeof msg);
+        if (r >= 0)
+                r = mgr_sv_spawn_hooked(m, b, budget_used, msg, sizeof msg, meanwhile, ud);
+        else if (meanwhile)
+                meanwhile(ud); /* the first states go in before the failure, as for a spawn's */
         if (r < 0) {
                 atomic_fetch_add(&m->n_failed, 1);
                 mgr_set_state(m, b, SBX_STATE_FAILED, "provision_error");
@@ -182,8 +220,10 @@ static bool warm_profile(sbx_mgr *m, const char *profile) {
         return false;
 }
 
-/* A live pooled sandbox of that profile, taken out of the pool (NULL: none). */
-static box *pool_take(sbx_mgr *m, const char *profile) {
+/* A live pooled sandbox of that profile, taken out of the pool (NULL: none). One whose
+ * configuration is not the create's (the profile or the policy file was edited since it was
+ * started) is stale: stopped, and the next tried. */
+static box *pool_take(sbx_mgr *m, const char *profile, const char *config_sha) {
         if (!m->o.warm_pool || !warm_profile(m, profile))
                 return NULL;
         for (;;) {
@@ -198,9 +238,12 @@ static box *pool_take(sbx_mgr *m, const char *profile) {
                         }
                 pthread_cond_broadcast(&m->ev_cond); /* the filler refills */
                 pthread_mutex_unlock(&m->lock);
-                if (!b || !mgr_pidfd_dead(b->sv_pidfd))
+                bool stale = b && !streq(b->config_sha, config_sha);
+                if (!b || (!stale && !mgr_pidfd_dead(b->sv_pidfd)))
                         return b;
-                /* its supervisor died meanwhile: clean up, try the next */
+                /* its supervisor died meanwhile, or it is stale: clean up, try the next */
+                if (stale)
+                        sbx_log(SBX_LOG_INFO, "warm_pool_stale", "profile", profile, "sandbox", b->id, NULL);
                 mgr_sv_stop(m, b);
                 mgr_remove_dir(b);
                 mgr_box_free(b);
@@ -243,7 +286,8 @@ void *mgr_filler_main(void *arg) {
                 snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
                 b->secret_names = json_array();
                 char msg[1200];
-                if (mgr_sv_spawn(m, b, 0, msg, sizeof msg) < 0) {
+                if (mgr_box_resolve(m, b, msg, sizeof msg) < 0 ||
+                        mgr_sv_spawn(m, b, 0, msg, sizeof msg) < 0) {
                         sbx_log(SBX_LOG_WARNING, "warm_pool_failed", "profile", need, "error", msg, NULL);
                         mgr_remove_dir(b);
                         mgr_box_free(b);
@@ -264,6 +308,9 @@ void *mgr_filler_main(void *arg) {
 
 unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        _cleanup_free_ char *config = NULL;
+        size_t config_len = 0;
+        char config_sha[65] = "";
         json_t *body = mgr_parse_body(rq, rp, true);
         if (!body)
                 return rp->code;
@@ -391,7 +438,14 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                 goto out;
         }
 
-        box *warm = !(pr->secrets && pr->secrets[0]) ? pool_take(m, profile) : NULL;
+        /* What its supervisor is handed: this resolution, not the names to resolve again. */
+        int cr = sbx_config_encode(cfg, &config, &config_len, config_sha);
+        if (cr < 0) {
+                mgr_reply_err(rp, 503, "unavailable", NULL, "cannot encode the resolved configuration: %s",
+                        strerror(-cr));
+                goto out;
+        }
+        box *warm = !(pr->secrets && pr->secrets[0]) ? pool_take(m, profile, config_sha) : NULL;
         b = warm ? warm : calloc(1, sizeof *b);
         if (!b) {
                 mgr_reply_err(rp, 503, "unavailable", NULL, "out of memory");
@@ -401,6 +455,9 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         if (!warm) {
                 b->sv_pidfd = -1;
                 mgr_random_id("sbx_", b->id, sizeof b->id);
+                b->config = TAKE_PTR(config);
+                b->config_len = config_len;
+                snprintf(b->config_sha, sizeof b->config_sha, "%s", config_sha);
         }
         snprintf(b->tenant, sizeof b->tenant, "%s", who_tenant);
         snprintf(b->actor, sizeof b->actor, "%s:%s", rq->who->kind, rq->who->name);

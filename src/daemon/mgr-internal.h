@@ -38,6 +38,12 @@ typedef struct box {
         json_t *consumer, *metadata, *limits;
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */
+        /* The profile and policy as resolved for it (sbx_config_encode()), handed to its supervisor
+         * at every start; NULL for one re-adopted by a restarted server until it is provisioned
+         * again (then resolved again). config_sha: their SHA-256, "" with none. */
+        char *config;
+        size_t config_len;
+        char config_sha[65];
         int64_t created_ms, updated_ms, expires_ms, ttl_max_ms, last_active_ms;
         double idle_s, ttl_s;
         double budget_s, budget_used_s;
@@ -161,6 +167,8 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b);
 void mgr_sv_stop(sbx_mgr *m, box *b);
 
 /* create.c */
+int mgr_box_set_config(box *b, const sbx_config *cfg);
+int mgr_box_resolve(sbx_mgr *m, box *b, char *msg, size_t msgsz);
 const char *mgr_quota_check(
         sbx_mgr *m, const char *tenant, double memory_mb, bool exec, char *msg, size_t sz);
 json_t *mgr_stored_record(sbx_mgr *m, const char *id, const char *tenant);

@@ -181,6 +181,33 @@ static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
         return fd;
 }
 
+/* fd moved to a number >= min (close-on-exec), the original closed; fd itself when it already
+ * is, or when it cannot be moved. */
+static int fd_above(int fd, int min) {
+        if (fd >= min)
+                return fd;
+        int n = fcntl(fd, F_DUPFD_CLOEXEC, min);
+        if (n < 0)
+                return fd;
+        close(fd);
+        return n;
+}
+
+/* b's resolved configuration in a sealed memfd, for --config-fd (the supervisor reads it to its
+ * end). The fd, or -errno with msg. */
+static int config_fd(const box *b, char *msg, size_t msgsz) {
+        int fd = memfd_create("sandboxer-config", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0 || write(fd, b->config, b->config_len) != (ssize_t) b->config_len ||
+                lseek(fd, 0, SEEK_SET) < 0) {
+                int r = errno ? -errno : -EIO;
+                snprintf(msg, msgsz, "cannot hand over the resolved configuration: %s", strerror(-r));
+                safe_close(fd);
+                return r;
+        }
+        (void) fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+        return fd;
+}
+
 /* Start the supervisor for b (double fork: in a session of its own, not our child), wait for
  * its word. 0 with b's pids, backend and scratch filled; -errno with a message in msg.
  * meanwhile(ud), if given, runs once the supervisor is started (its ~6 ms of start-up overlap
@@ -233,6 +260,16 @@ static int sv_spawn_inner(
                 argv[n++] = (char *) "--secrets-fd";
                 argv[n++] = (char *) "4";
         }
+        int cfd = -1;
+        if (b->config) {
+                cfd = config_fd(b, msg, msgsz);
+                if (cfd < 0) {
+                        safe_close(sfd);
+                        return cfd;
+                }
+                argv[n++] = (char *) "--config-fd";
+                argv[n++] = (char *) "5";
+        }
         argv[n] = NULL;
         extern char **environ;
 
@@ -240,6 +277,7 @@ static int sv_spawn_inner(
                 int r = -errno;
                 snprintf(msg, msgsz, "cannot create %.900s: %s", b->dir, strerror(errno));
                 safe_close(sfd);
+                safe_close(cfd);
                 return r;
         }
         int p[2];
@@ -247,8 +285,21 @@ static int sv_spawn_inner(
                 int r = -errno;
                 snprintf(msg, msgsz, "pipe: %s", strerror(errno));
                 safe_close(sfd);
+                safe_close(cfd);
                 return r;
         }
+        /* The descriptors dup2()ed to 3, 4 and 5 below must not be among 3..5 themselves (one
+         * would be overwritten before its own turn). */
+        p[1] = fd_above(p[1], 10);
+        sfd = sfd >= 0 ? fd_above(sfd, 10) : sfd;
+        cfd = cfd >= 0 ? fd_above(cfd, 10) : cfd;
+#if SBX_TEST_HOOKS
+        /* Test hook (-Dtest_hooks=true only): a pause between the create's resolution and the
+         * supervisor's start, for a test that edits the policy file in it. */
+        const char *delay = getenv("SANDBOXER_TEST_SPAWN_DELAY_MS");
+        if (delay && atoi(delay) > 0)
+                usleep((useconds_t) atoi(delay) * 1000);
+#endif
         /* posix_spawn (vfork-like: no copy of this big, threaded process), in a session of its
          * own; it is our child until we reap it, and re-parented to init when we go. */
         posix_spawn_file_actions_t fa;
@@ -268,13 +319,18 @@ static int sv_spawn_inner(
         posix_spawn_file_actions_adddup2(&fa, p[1], 3);
         if (sfd >= 0)
                 posix_spawn_file_actions_adddup2(&fa, sfd, 4);
-        posix_spawn_file_actions_addclosefrom_np(&fa, sfd >= 0 ? 5 : 4);
+        else if (cfd >= 0)
+                posix_spawn_file_actions_addopen(&fa, 4, "/dev/null", O_RDONLY, 0); /* 5 stays 5 */
+        if (cfd >= 0)
+                posix_spawn_file_actions_adddup2(&fa, cfd, 5);
+        posix_spawn_file_actions_addclosefrom_np(&fa, cfd >= 0 ? 6 : sfd >= 0 ? 5 : 4);
         pid_t c;
         int sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&at);
         close(p[1]);
         safe_close(sfd);
+        safe_close(cfd);
         if (sr != 0) {
                 close(p[0]);
                 snprintf(msg, msgsz, "cannot start %.900s: %s", m->exe, strerror(sr));

@@ -40,6 +40,8 @@ struct sbx_run {
         char *error;
         sbx_secret *secrets;
         size_t n_secrets;
+        char *resolved; /* sbx_run_set_resolved_config() */
+        size_t resolved_len;
 };
 
 _public_ bool sbx_platform_sandboxes(void) {
@@ -81,6 +83,7 @@ _public_ sbx_run *sbx_run_free(sbx_run *r) {
                 free(r->secrets[i].value);
         }
         free(r->secrets);
+        free(r->resolved);
         free(r);
         return NULL;
 }
@@ -99,6 +102,17 @@ _public_ int sbx_run_set_profile(sbx_run *r, const char *v) {
 }
 _public_ int sbx_run_set_policy_file(sbx_run *r, const char *v) {
         return set_str(&r->policy_file, v);
+}
+_public_ int sbx_run_set_resolved_config(sbx_run *r, const void *data, size_t len) {
+        char *c = NULL;
+        if (data && !(c = malloc(len ? len : 1)))
+                return -ENOMEM;
+        if (c)
+                memcpy(c, data, len);
+        free(r->resolved);
+        r->resolved = c;
+        r->resolved_len = c ? len : 0;
+        return 0;
 }
 _public_ int sbx_run_set_workspace(sbx_run *r, const char *v) {
         return set_str(&r->workspace, v);
@@ -246,6 +260,8 @@ static int resolve(sbx_run *r, sbx_config **ret, sbx_error *e) {
         sbx_request req = {
                 .profile = r->profile,
                 .policy_file = r->policy_file,
+                .resolved = r->resolved,
+                .resolved_len = r->resolved_len,
                 .backend = r->backend,
                 .has_backend = r->has_backend,
                 .mode = r->mode,

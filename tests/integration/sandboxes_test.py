@@ -5,9 +5,11 @@ SANDBOXER, SBX_SRC, SBX_TMP and POLICY (a policy for this user: best-effort limi
 unprivileged). Every JSON body received is validated against docs/openapi.json when the
 validator (tests/tools/validate-api.py) is there."""
 import base64
+import hashlib
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -47,6 +49,12 @@ ENV = dict(os.environ, SANDBOXER_RUNTIME_DIR=RUN, SANDBOXER_STATE_DIR=ST, SANDBO
 
 n = 0
 failed = 0
+
+
+def skip(why):
+    global n
+    n += 1
+    print("ok %d # SKIP %s" % (n, why))
 
 
 def ok(cond, name, diag=None):
@@ -849,6 +857,76 @@ def main():
        pl[-1]["detail"].endswith("(before: %s)" % pl[-2]["detail"].split()[1]),
        "audit: a new policy file, and its change while serving, are each logged with their digests",
        [p_.get("detail") for p_ in pl])
+
+    # ---- the supervisor is handed what create resolved, never names to resolve again --------
+    with open(pol, "w") as f:
+        f.write(base)
+    sha_a = hashlib.sha256(base.encode()).hexdigest()
+    edited = re.sub(r"timeout_s: *[0-9.]+", "timeout_s: 33", base, count=1)
+
+    def timeout_of(rep):
+        lim = ((rep or {}).get("config") or {}).get("limits") or {}
+        return (lim.get("timeout_s") or {}).get("value")
+
+    dj = subprocess.run([SBX, "doctor", "--json"], env=ENV, capture_output=True, text=True)
+    try:
+        hooks = json.loads(dj.stdout).get("build", {}).get("test_hooks")
+    except ValueError:
+        hooks = None
+    if hooks:
+        os.environ["SANDBOXER_TEST_SPAWN_DELAY_MS"] = "1500"
+        ENV["SANDBOXER_TEST_SPAWN_DELAY_MS"] = "1500"
+        ok(start(["--policy", pol]), "serve starts (a 1.5 s pause before each supervisor's start: test hook)")
+        del ENV["SANDBOXER_TEST_SPAWN_DELAY_MS"]
+        del os.environ["SANDBOXER_TEST_SPAWN_DELAY_MS"]
+        got = {}
+        th = threading.Thread(target=lambda: got.update(r=create()))
+        th.start()
+        time.sleep(0.6)
+        with open(pol, "w") as f:
+            f.write(edited)  # edited after the create resolved it, before its supervisor starts
+        th.join(30)
+        s, r, _ = got.get("r", (0, {}, {}))
+        ok(s == 201 and r.get("limits", {}).get("timeout_s") == 45, "create resolved the policy as it was", (s, r))
+        sid = r.get("id", "x")
+        s, r, _ = exec_(sid, ["true"])
+        rep = r.get("report") if s == 200 else None
+        is_((timeout_of(rep), (rep or {}).get("config", {}).get("policy_sha256")), (45, sha_a),
+            "the policy edited between create and the supervisor's start: the supervisor runs what create resolved")
+        with open(pol, "w") as f:
+            f.write("modes: [this is not a policy\n")
+        s, r, _ = req("POST", "/v1/sandboxes/%s/recreate" % sid)
+        ok(s == 200 and r.get("state") == "ready",
+           "recreate with the policy file broken meanwhile: the supervisor starts from what create resolved", r)
+        s, r, _ = exec_(sid, ["true"])
+        rep = r.get("report") if s == 200 else None
+        is_((timeout_of(rep), (rep or {}).get("config", {}).get("policy_sha256")), (45, sha_a),
+            "recreate: the same resolved configuration")
+        s, r, _ = create()
+        ok(s == 400 and "policy" in json.dumps(r).lower(), "a new create reads the broken policy file: 400 saying so", r)
+        req("DELETE", "/v1/sandboxes/" + sid)
+        stop()
+    else:
+        for _ in range(6):
+            skip("this build has no test hooks (meson -Dtest_hooks=true)")
+    # the warm pool: a pooled sandbox made under an edited policy is not handed out
+    with open(pol, "w") as f:
+        f.write(base)
+    ok(start(["--policy", pol, "--warm-pool", "1"]), "serve starts with a warm pool of 1")
+    end = time.time() + 15
+    while time.time() < end and len(supervisors()) < 1:
+        time.sleep(0.1)
+    with open(pol, "w") as f:
+        f.write(edited)
+    s, r, _ = create()
+    sid = r.get("id", "x")
+    s2, r2, _ = exec_(sid, ["true"])
+    is_((s, r.get("limits", {}).get("timeout_s"), timeout_of(r2.get("report") if s2 == 200 else None)), (201, 33, 33),
+        "warm pool: the policy edited after the pool filled: the create gets a sandbox of the new policy")
+    slog = open(os.path.join(TMP, "serve.log"), "rb").read().decode(errors="replace")
+    ok("warm_pool_stale" in slog, "warm pool: the stale pooled sandbox was stopped (serve.log warm_pool_stale)")
+    req("DELETE", "/v1/sandboxes/" + sid)
+    stop()
 
     # ---- audit ----------------------------------------------------------------------------
     v = subprocess.run([SBX, "audit", "verify", "--state-dir", ST], env=ENV, capture_output=True, text=True)

@@ -1229,6 +1229,69 @@ static void test_ns_refusal(void) {
         ok(!sbx_backend_error_is_ns_refusal(NULL), "auto fallback: no error, no fallback");
 }
 
+/* sbx_config_encode(): what the control plane hands a supervisor decodes into the same profile and
+ * policy, and bytes that are not such a thing are refused, never half-read. */
+static char *dump_of(const sbx_profile *p) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        sbx_profile_dump(p, true, f);
+        fclose(f);
+        return buf;
+}
+
+static void test_resolved(void) {
+        for (const char *const *id = sbx_builtin_profile_ids(); *id; id++) {
+                _cleanup_(sbx_config_freep) sbx_config *a = NULL, *b = NULL;
+                sbx_error e = {};
+                sbx_request req = {.profile = *id};
+                char *data = NULL, sha[65] = "", sha2[65] = "";
+                size_t n = 0;
+                int r = sbx_config_resolve(&req, &a, &e);
+                if (r == 0)
+                        r = sbx_config_encode(a, &data, &n, sha);
+                sbx_request again = {.profile = "no-such-profile", .policy_file = "/nonexistent/policy.yaml",
+                        .resolved = data, .resolved_len = n};
+                if (r == 0)
+                        r = sbx_config_resolve(&again, &b, &e);
+                char *da = r == 0 ? dump_of(a->profile) : NULL, *db = r == 0 ? dump_of(b->profile) : NULL;
+                if (!ok(r == 0 && streq(da, db) && streq(a->policy->sha256, b->policy->sha256) &&
+                                memcmp(&a->limits, &b->limits, sizeof a->limits) == 0 && a->mode == b->mode,
+                            "resolved %s: decoded, the same profile, policy and limits (names not read)", *id))
+                        diag("r=%d %s", r, fmt(&e));
+                if (r == 0) {
+                        char *again_data = NULL;
+                        size_t n2 = 0;
+                        ok(sbx_config_encode(b, &again_data, &n2, sha2) == 0 && n2 == n && streq(sha, sha2),
+                                "resolved %s: encoding the decoded one gives the same bytes", *id);
+                        free(again_data);
+                }
+                if (streq(*id, "profile.python") && data) {
+                        static const size_t cuts[] = {0, 7, 8, 40, 48};
+                        for (size_t i = 0; i < ELEMENTSOF(cuts) + 2; i++) {
+                                _cleanup_(sbx_config_freep) sbx_config *c = NULL;
+                                _cleanup_free_ char *bad = malloc(n);
+                                memcpy(bad, data, n);
+                                size_t len = i < ELEMENTSOF(cuts) ? cuts[i] : n - 1;
+                                if (i == ELEMENTSOF(cuts) + 1) {
+                                        len = n;
+                                        bad[n - 3] ^= 0x5a; /* inside the profile's entry: its digest */
+                                }
+                                sbx_request bq = {.resolved = bad, .resolved_len = len};
+                                sbx_error be = {};
+                                r = sbx_config_resolve(&bq, &c, &be);
+                                if (!ok(r < 0 && !c && (be.errnum == EBADMSG || be.errnum == EPROTO),
+                                            "resolved bytes %s (%zu of %zu): refused, saying so",
+                                            i == ELEMENTSOF(cuts) + 1 ? "altered" : "truncated", len, n))
+                                        diag("r=%d %s", r, fmt(&be));
+                        }
+                }
+                free(da);
+                free(db);
+                free(data);
+        }
+}
+
 int main(void) {
         snprintf(tmpdir, sizeof tmpdir, "/tmp/test-policy-XXXXXX");
         if (!mkdtemp(tmpdir)) {
@@ -1252,6 +1315,7 @@ int main(void) {
         test_config();
         test_dump_roundtrip();
         test_parse_cache();
+        test_resolved();
 
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", tmpdir);

@@ -4,7 +4,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "basic/sha256.h"
 #include "basic/strv.h"
+#include "policy/parse-cache.h"
 #include "policy/policy-internal.h"
 
 sbx_config *sbx_config_free(sbx_config *c) {
@@ -306,18 +308,99 @@ static int add_loader_cache(sbx_profile *p) {
         return strv_extend(&p->fs_read, cache);
 }
 
+/* ---- the resolved profile and policy as bytes (sbx_config_encode) ----
+ * "SBXRSLV1", the version, then the policy's and the profile's parse-cache entries (each a u64
+ * length and its bytes: the structures as they are, every string with them, their own digest).
+ * Made by the control plane at create and decoded by the sandbox's supervisor: the same build's
+ * layout (the entries carry the structures' sizes; the version is checked). */
+#define RESOLVED_MAGIC "SBXRSLV1"
+
+int sbx_config_encode(const sbx_config *c, char **ret, size_t *ret_len, char ret_sha256[static 65]) {
+        _cleanup_free_ char *pol = NULL, *pro = NULL;
+        size_t npol, npro;
+        int r;
+        if (!c || !c->policy || !c->profile)
+                return -EINVAL;
+        if ((r = sbx_parse_cache_encode(SBX_PARSE_CACHE_POLICY, c->policy, &pol, &npol)) < 0 ||
+                (r = sbx_parse_cache_encode(SBX_PARSE_CACHE_PROFILE, c->profile, &pro, &npro)) < 0)
+                return r;
+        char version[32] = {0};
+        snprintf(version, sizeof version, "%s", SBX_VERSION);
+        size_t n = 8 + sizeof version + 8 + npol + 8 + npro;
+        char *buf = malloc(n), *o = buf;
+        if (!buf)
+                return -ENOMEM;
+        uint64_t l;
+        memcpy(o, RESOLVED_MAGIC, 8), o += 8;
+        memcpy(o, version, sizeof version), o += sizeof version;
+        l = npol, memcpy(o, &l, 8), o += 8;
+        memcpy(o, pol, npol), o += npol;
+        l = npro, memcpy(o, &l, 8), o += 8;
+        memcpy(o, pro, npro);
+        sha256_hex(buf, n, ret_sha256);
+        *ret = buf;
+        *ret_len = n;
+        return 0;
+}
+
+static int resolved_decode(
+        const char *data, size_t n, sbx_policy **ret_pol, sbx_profile **ret_pro, sbx_error *e) {
+        char version[32] = {0}, mine[32] = {0};
+        uint64_t npol, npro;
+        size_t at = 8 + sizeof version;
+        snprintf(mine, sizeof mine, "%s", SBX_VERSION);
+        if (n < at + 8 || memcmp(data, RESOLVED_MAGIC, 8) != 0)
+                return sbx_error_set(e, EBADMSG, "config",
+                        "the resolved configuration handed over is not one (%zu bytes, no header)", n);
+        memcpy(version, data + 8, sizeof version);
+        version[sizeof version - 1] = 0;
+        if (memcmp(version, mine, sizeof mine) != 0)
+                return sbx_error_set(e, EPROTO, "config",
+                        "the resolved configuration was made by sandboxer %s, this is %s: run the server "
+                        "and its supervisors from the same build",
+                        version, mine);
+        memcpy(&npol, data + at, 8), at += 8;
+        if (npol > n - at || n - at - npol < 8)
+                return sbx_error_set(e, EBADMSG, "config", "the resolved configuration is truncated");
+        const char *pol = data + at;
+        at += npol;
+        memcpy(&npro, data + at, 8), at += 8;
+        if (npro != n - at)
+                return sbx_error_set(e, EBADMSG, "config", "the resolved configuration is truncated");
+        int r = sbx_parse_cache_decode(SBX_PARSE_CACHE_POLICY, pol, npol, (void **) ret_pol);
+        if (r >= 0) {
+                r = sbx_parse_cache_decode(SBX_PARSE_CACHE_PROFILE, data + at, npro, (void **) ret_pro);
+                if (r < 0)
+                        *ret_pol = sbx_policy_free(*ret_pol);
+        }
+        if (r == -ENOMEM)
+                return sbx_error_set(e, ENOMEM, "config", "out of memory");
+        if (r < 0)
+                return sbx_error_set(e, -r, "config",
+                        "the resolved configuration handed over does not decode (%s): a server and a "
+                        "supervisor of different builds?",
+                        strerror(-r));
+        return 0;
+}
+
 int sbx_config_resolve(const sbx_request *req, sbx_config **ret, sbx_error *e) {
         _cleanup_(sbx_config_freep) sbx_config *c = calloc(1, sizeof(sbx_config));
         int r;
 
         if (!c)
                 return sbx_error_set(e, ENOMEM, "config", "out of memory");
-        r = sbx_policy_load(req ? req->policy_file : NULL, &c->policy, e);
-        if (r < 0)
-                return r;
-        r = sbx_profile_load(req && req->profile ? req->profile : "profile.default", &c->profile, e);
-        if (r < 0)
-                return r;
+        if (req && req->resolved) {
+                r = resolved_decode(req->resolved, req->resolved_len, &c->policy, &c->profile, e);
+                if (r < 0)
+                        return r;
+        } else {
+                r = sbx_policy_load(req ? req->policy_file : NULL, &c->policy, e);
+                if (r < 0)
+                        return r;
+                r = sbx_profile_load(req && req->profile ? req->profile : "profile.default", &c->profile, e);
+                if (r < 0)
+                        return r;
+        }
         if (add_loader_cache(c->profile) < 0)
                 goto oom;
 

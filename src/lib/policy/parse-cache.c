@@ -159,12 +159,9 @@ static void put_str(wbuf *w, const char *s) {
         put(w, s, l);
 }
 
-void sbx_parse_cache_store(
-        sbx_parse_cache_kind k, const char *text, size_t len, const char *name, const void *obj) {
-        char path[PATH_MAX + 32];
-        if ((unsigned) k >= _SBX_PARSE_CACHE_KIND_MAX || !obj ||
-                entry_path(k, text, len, name, path, sizeof path) < 0)
-                return;
+int sbx_parse_cache_encode(sbx_parse_cache_kind k, const void *obj, char **ret, size_t *ret_len) {
+        if ((unsigned) k >= _SBX_PARSE_CACHE_KIND_MAX || !obj || !ret || !ret_len)
+                return -EINVAL;
         const struct kind_info *ki = &kinds[k];
         wbuf w = {0};
         header h = {.kind = (uint32_t) k, .size = (uint32_t) ki->size};
@@ -173,7 +170,7 @@ void sbx_parse_cache_store(
         _cleanup_free_ char *raw = malloc(ki->size);
         if (!raw) {
                 free(w.p);
-                return;
+                return -ENOMEM;
         }
         memcpy(raw, obj, ki->size);
         for (size_t i = 0; i < ki->n_ptrs; i++)
@@ -205,16 +202,31 @@ void sbx_parse_cache_store(
                         w.oom = true;
                 }
         }
-        if (!w.oom && w.n <= ENTRY_MAX) {
-                header *hp = (header *) w.p;
-                hp->payload_len = w.n - sizeof h;
-                sha256_ctx c;
-                sha256_init(&c);
-                sha256_update(&c, w.p + sizeof h, w.n - sizeof h);
-                sha256_final(&c, hp->digest);
-                (void) sbx_cache_store(path, w.p, w.n, "parse-", 64);
+        if (w.oom || w.n > ENTRY_MAX) {
+                free(w.p);
+                return w.oom ? -ENOMEM : -E2BIG;
         }
-        free(w.p);
+        header *hp = (header *) w.p;
+        hp->payload_len = w.n - sizeof h;
+        sha256_ctx c;
+        sha256_init(&c);
+        sha256_update(&c, w.p + sizeof h, w.n - sizeof h);
+        sha256_final(&c, hp->digest);
+        *ret = w.p;
+        *ret_len = w.n;
+        return 0;
+}
+
+void sbx_parse_cache_store(
+        sbx_parse_cache_kind k, const char *text, size_t len, const char *name, const void *obj) {
+        char path[PATH_MAX + 32];
+        if ((unsigned) k >= _SBX_PARSE_CACHE_KIND_MAX || !obj ||
+                entry_path(k, text, len, name, path, sizeof path) < 0)
+                return;
+        _cleanup_free_ char *data = NULL;
+        size_t n;
+        if (sbx_parse_cache_encode(k, obj, &data, &n) >= 0)
+                (void) sbx_cache_store(path, data, n, "parse-", 64);
 }
 
 /* ---- reading ---- */
@@ -260,18 +272,10 @@ static void free_obj(sbx_parse_cache_kind k, void *obj) {
                 sbx_profile_free(obj);
 }
 
-int sbx_parse_cache_load(
-        sbx_parse_cache_kind k, const char *text, size_t len, const char *name, void **ret) {
-        char path[PATH_MAX + 32];
+int sbx_parse_cache_decode(sbx_parse_cache_kind k, const char *data, size_t n, void **ret) {
         int r;
-        if ((unsigned) k >= _SBX_PARSE_CACHE_KIND_MAX || !ret)
+        if ((unsigned) k >= _SBX_PARSE_CACHE_KIND_MAX || !data || !ret)
                 return -EINVAL;
-        if ((r = entry_path(k, text, len, name, path, sizeof path)) < 0)
-                return r;
-        _cleanup_free_ char *data = NULL;
-        size_t n;
-        if ((r = sbx_cache_read(path, ENTRY_MAX, &data, &n)) < 0)
-                return r;
         const struct kind_info *ki = &kinds[k];
         header h;
         if (n < sizeof h)
@@ -362,4 +366,19 @@ int sbx_parse_cache_load(
         }
         *ret = obj;
         return 0;
+}
+
+int sbx_parse_cache_load(
+        sbx_parse_cache_kind k, const char *text, size_t len, const char *name, void **ret) {
+        char path[PATH_MAX + 32];
+        int r;
+        if ((unsigned) k >= _SBX_PARSE_CACHE_KIND_MAX || !ret)
+                return -EINVAL;
+        if ((r = entry_path(k, text, len, name, path, sizeof path)) < 0)
+                return r;
+        _cleanup_free_ char *data = NULL;
+        size_t n;
+        if ((r = sbx_cache_read(path, ENTRY_MAX, &data, &n)) < 0)
+                return r;
+        return sbx_parse_cache_decode(k, data, n, ret);
 }

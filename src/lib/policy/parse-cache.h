@@ -20,3 +20,10 @@ int sbx_parse_cache_load(sbx_parse_cache_kind k, const char *text, size_t len, c
  * nothing is said when it cannot be kept. */
 void sbx_parse_cache_store(
         sbx_parse_cache_kind k, const char *text, size_t len, const char *name, const void *obj);
+
+/* The same entry as bytes (what the cache keeps): an object encoded into a malloc'ed buffer, and
+ * decoded back into an object of our own. This build's layout: the bytes are for the same build
+ * (the cache's key, or the control plane handing its supervisor what it resolved). Decoding checks
+ * the digest and every bound: -EBADMSG for bytes that are not such an entry. */
+int sbx_parse_cache_encode(sbx_parse_cache_kind k, const void *obj, char **ret, size_t *ret_len);
+int sbx_parse_cache_decode(sbx_parse_cache_kind k, const char *data, size_t n, void **ret);

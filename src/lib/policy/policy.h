@@ -286,6 +286,10 @@ int sbx_policy_check_profile(const sbx_policy *pol, const sbx_profile *p, sbx_mo
 typedef struct sbx_request {
         const char *profile; /* NULL = profile.default */
         const char *policy_file; /* NULL = default lookup */
+        /* The policy and the (merged) profile as a control plane resolved them
+         * (sbx_config_encode()): used instead of loading profile and policy_file again. */
+        const char *resolved;
+        size_t resolved_len;
         sbx_backend_id backend; /* valid if has_backend */
         bool has_backend;
         sbx_mode mode;
@@ -324,6 +328,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_config *, sbx_config_free);
  * (refused with -EPERM naming the policy key unless allowed), fill every limit from the
  * policy's mode defaults. Errors: -EINVAL (bad input), -EPERM (policy refusal), -ENOENT. */
 int sbx_config_resolve(const sbx_request *req, sbx_config **ret, sbx_error *e);
+
+/* c's policy and profile as bytes for sbx_request.resolved (this build's own format: for a
+ * supervisor of the same build), and their SHA-256. 0 or -errno. */
+int sbx_config_encode(const sbx_config *c, char **ret, size_t *ret_len, char ret_sha256[static 65]);
 
 /* Print every effective value of c with where it came from (builtin, the policy file, the
  * profile id@version, a flag): aligned text, or one JSON object
