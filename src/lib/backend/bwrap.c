@@ -62,10 +62,6 @@ static int bwrap_probe(char *reason, size_t size) {
         return 0;
 }
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static int push(char ***a, const char *s1, const char *s2, const char *s3) {
         if (strv_extend(a, s1) < 0 || (s2 && strv_extend(a, s2) < 0) || (s3 && strv_extend(a, s3) < 0))
                 return -ENOMEM;
@@ -76,35 +72,18 @@ static int push(char ***a, const char *s1, const char *s2, const char *s3) {
  * whose target is bound anyway stays a symlink, as on the host (/bin -> usr/bin). */
 static int add_bind(char ***a, sbx_report *rep, const char *host, const char *target, bool rw,
         char *const *reads, sbx_error *e) {
-        struct stat st;
-        if (lstat(host, &st) < 0) {
-                if (errno == ENOENT) {
-                        (void) sbx_report_add_mount(rep, host, target, "missing");
-                        return 0;
-                }
-                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", host);
-        }
-        _cleanup_free_ char *real = realpath(host, NULL);
-        if (!real) {
-                if (errno == ENOENT) {
-                        (void) sbx_report_add_mount(rep, host, target, "missing");
-                        return 0;
-                }
-                return sbx_error_set(e, errno, "mount plan", "cannot resolve %s: %m", host);
-        }
-        if (S_ISLNK(st.st_mode) && streq(host, target) && reads && sbx_path_covered(reads, real)) {
-                char link[PATH_MAX];
-                ssize_t n = readlink(host, link, sizeof link - 1);
-                if (n < 0)
-                        return sbx_error_set(e, errno, "mount plan", "cannot read link %s: %m", host);
-                link[n] = 0;
-                (void) sbx_report_add_mount(rep, link, target, "symlink");
-                return push(a, "--symlink", link, target) < 0
+        sbx_bind bd;
+        int r = sbx_backend_resolve_bind(rep, host, target, reads, &bd, e);
+        if (r < 0 || bd.kind == SBX_BIND_MISSING)
+                return r;
+        if (bd.kind == SBX_BIND_SYMLINK) {
+                (void) sbx_report_add_mount(rep, bd.link, target, "symlink");
+                return push(a, "--symlink", bd.link, target) < 0
                                ? sbx_error_set(e, ENOMEM, "mount plan", "out of memory")
                                : 0;
         }
-        (void) sbx_report_add_mount(rep, real, target, rw ? "bind-rw" : "bind-ro");
-        return push(a, rw ? "--bind" : "--ro-bind", real, target) < 0
+        (void) sbx_report_add_mount(rep, bd.real, target, rw ? "bind-rw" : "bind-ro");
+        return push(a, rw ? "--bind" : "--ro-bind", bd.real, target) < 0
                        ? sbx_error_set(e, ENOMEM, "mount plan", "out of memory")
                        : 0;
 }
@@ -201,8 +180,7 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_p
                 return sbx_error_set(e, ENOMEM, "bwrap", "out of memory");
         snprintf(uid, sizeof uid, "%d", SBX_SANDBOX_UID);
         snprintf(gid, sizeof gid, "%d", SBX_SANDBOX_GID);
-        snprintf(size, sizeof size, "%" PRIu64,
-                (uint64_t) ceil(cfg->limits.value[SBX_LIMIT_SCRATCH_MB]) * 1048576u);
+        snprintf(size, sizeof size, "%" PRIu64, sbx_limit_bytes(&cfg->limits, SBX_LIMIT_SCRATCH_MB));
         if (push(&a, "bwrap", "--unshare-all", NULL) < 0 ||
                 (pr->net_allow && push(&a, "--share-net", NULL, NULL) < 0) ||
                 push(&a, "--die-with-parent", "--new-session", "--as-pid-1") < 0 ||
@@ -210,7 +188,7 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_p
                 push(&a, "--hostname", SANDBOX_HOSTNAME, NULL) < 0)
                 return sbx_error_set(e, ENOMEM, "bwrap", "out of memory");
 
-        qsort(reads, strv_length(reads), sizeof(char *), cmp_str); /* parents before children */
+        sbx_backend_sort_paths(reads); /* parents before children */
         STRV_FOREACH(p, reads)
                 if ((r = add_bind(&a, rep, *p, *p, false, reads, e)) < 0)
                         return r;
@@ -260,20 +238,9 @@ static int bwrap_run(
         bool root = geteuid() == 0;
         uid_t uid = root ? cfg->policy->run_as : getuid();
         gid_t gid = root ? cfg->policy->run_as : getgid();
-        if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && root) {
-                struct stat st;
-                if (stat(cfg->workspace, &st) < 0)
-                        return sbx_error_set(
-                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
-                if (st.st_uid != uid)
-                        return sbx_error_set(e, EPERM, "workspace",
-                                "refusing a writable workspace on the bwrap backend as root: bubblewrap "
-                                "runs as uid %u "
-                                "and what the command writes would land owned by it, not by the workspace's "
-                                "owner "
-                                "(uid %u); bubblewrap has no idmapped mounts; use --backend native",
-                                (unsigned) uid, (unsigned) st.st_uid);
-        }
+        if (root && (r = sbx_backend_rw_workspace_owned(cfg, "bwrap", uid,
+                             "bubblewrap has no idmapped mounts; use --backend native", e)) < 0)
+                return r;
 
         /* bubblewrap binds the workspace by its path, as uid: it must be able to reach it */
         if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE && root &&

@@ -252,7 +252,7 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
         int r = sbx_cgroup_probe("/sys/fs/cgroup", NULL, &probe);
         if (r >= 0) {
                 sbx_cgroup_limits cl = {
-                        .memory_bytes = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
+                        .memory_bytes = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB),
                         .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
                         .cpus = lim->value[SBX_LIMIT_CPUS],
                 };
@@ -305,8 +305,8 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                 !sbx_backend_bench_disabled("seccomp"))
                 rep->limit_mechanism[SBX_LIMIT_PIDS] = SBX_MECH_SECCOMP;
         if (rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] == SBX_MECH_NONE &&
-                sbx_rlimit_plan_memory(rl, (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
-                        !cfg->profile->allow_spawn) >= 0)
+                sbx_rlimit_plan_memory(
+                        rl, sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB), !cfg->profile->allow_spawn) >= 0)
                 rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = SBX_MECH_RLIMIT;
 
         for (int l = 0; l < _SBX_LIMIT_MAX; l++)
@@ -703,18 +703,87 @@ bool sbx_backend_bench_disabled(const char *layer) {
         return false;
 }
 
+/* One host path for a bind at target, resolved the one way every backend binds: absent (or a
+ * dangling link) is skipped and reported "missing"; a symlink bound at its own path whose
+ * target the read paths cover anyway stays a symlink, as on the host (/bin -> usr/bin); anything
+ * else binds its real path. */
+int sbx_backend_resolve_bind(sbx_report *rep, const char *host, const char *target, char *const *reads,
+        sbx_bind *ret, sbx_error *e) {
+        struct stat st;
+        *ret = (sbx_bind){.kind = SBX_BIND_MISSING};
+        if (lstat(host, &st) < 0) {
+                if (errno == ENOENT) {
+                        (void) sbx_report_add_mount(rep, host, target, "missing");
+                        return 0;
+                }
+                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", host);
+        }
+        char *real = realpath(host, NULL);
+        if (!real) {
+                if (errno == ENOENT) { /* a dangling symlink */
+                        (void) sbx_report_add_mount(rep, host, target, "missing");
+                        return 0;
+                }
+                return sbx_error_set(e, errno, "mount plan", "cannot resolve %s: %m", host);
+        }
+        if (strlen(real) >= sizeof ret->real) {
+                free(real);
+                return sbx_error_set(e, ENAMETOOLONG, "mount plan", "%s: its real path is too long", host);
+        }
+        strcpy(ret->real, real);
+        free(real);
+        ret->kind = SBX_BIND_PATH;
+        if (S_ISLNK(st.st_mode) && streq(host, target) && reads && sbx_path_covered(reads, ret->real)) {
+                ssize_t n = readlink(host, ret->link, sizeof ret->link - 1);
+                if (n < 0)
+                        return sbx_error_set(e, errno, "mount plan", "cannot read link %s: %m", host);
+                ret->link[n] = 0;
+                ret->link_len = (size_t) n;
+                ret->kind = SBX_BIND_SYMLINK;
+        }
+        return 0;
+}
+
+int sbx_backend_rw_workspace_owned(
+        const sbx_config *cfg, const char *backend, uid_t uid, const char *fix, sbx_error *e) {
+        struct stat st;
+        if (!cfg->workspace || cfg->profile->ws_access != SBX_ACCESS_RW)
+                return 0;
+        if (stat(cfg->workspace, &st) < 0)
+                return sbx_error_set(
+                        e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+        if (st.st_uid != uid)
+                return sbx_error_set(e, EPERM, "workspace",
+                        "refusing a writable workspace on the %s backend: the command runs as uid %u and "
+                        "what "
+                        "it writes would land owned by it, not by the workspace's owner (uid %u); %s",
+                        backend, (unsigned) uid, (unsigned) st.st_uid, fix);
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+void sbx_backend_sort_paths(char **paths) {
+        if (paths)
+                qsort(paths, strv_length(paths), sizeof(char *), cmp_str);
+}
+
 /* What the supervisor saw, into the report: the command's end, then what the sandbox did to it
- * (DESIGN.md precedence), the limits hit with their evidence. Shared by run and exec. */
-int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_supervise_result *rp,
+ * (DESIGN.md precedence), the limits hit with their evidence. The one classification of how a
+ * run ended: run and exec (native, landlock, bwrap, firejail, persistent sandboxes) and the
+ * container engines (sbx_oci_run), which say how they differ in o. */
+int sbx_backend_classify_ex(const sbx_config *cfg, sbx_report *rep, const sbx_supervise_result *rp,
         const sbx_supervise_params *svpp, sbx_cgroup *cg, uint64_t t0, uint64_t ready_ns,
-        const char *timeout_key, sbx_error *e) {
+        const sbx_classify_opts *o, sbx_error *e) {
+        static const sbx_classify_opts none = {0};
         const sbx_supervise_result res = *rp;
         const sbx_supervise_params svp = *svpp;
         double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S];
         double budget = cfg->limits.value[SBX_LIMIT_BUDGET_S];
-        struct {
-                uint64_t ready_ns;
-        } sv = {ready_ns};
+        if (!o)
+                o = &none;
         rep->wall_ms = (int64_t) ((res.reaped_ns - t0) / 1000000);
         rep->exec_ms = res.started_ns ? (int64_t) ((res.ended_ns - res.started_ns) / 1000000) : 0;
         rep->teardown_ms = (int64_t) ((sbx_now_ns() - res.ended_ns) / 1000000);
@@ -722,15 +791,25 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
         rep->cpu_sys_ms = res.rusage.ru_stime.tv_sec * 1000 + res.rusage.ru_stime.tv_usec / 1000;
         rep->max_rss_kb = res.rusage.ru_maxrss;
         rep->stdout_bytes = res.stdout_bytes;
-        sbx_cgroup_stats cst = {0};
-        /* what the report uses; the peak memory only as evidence of an OOM, below */
-        bool have_stats =
-                cg && sbx_cgroup_stats_read_some(
-                              cg, SBX_CG_STAT_OOM | SBX_CG_STAT_PIDS | SBX_CG_STAT_PIDS_REFUSED, &cst) >= 0;
-        if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
-                rep->pids_peak = (int64_t) cst.pids_peak;
         rep->stderr_bytes = res.stderr_bytes;
         rep->output_truncated = res.output_limited;
+        sbx_cgroup_stats cst = {0};
+        /* what the report uses; the peak memory only as evidence of an OOM, below (all of them
+         * where the cgroup's figures stand for the usage) */
+        bool have_stats = cg && sbx_cgroup_stats_read_some(cg,
+                                        o->container_usage ? SBX_CG_STAT_ALL
+                                                           : SBX_CG_STAT_OOM | SBX_CG_STAT_PIDS |
+                                                                     SBX_CG_STAT_PIDS_REFUSED,
+                                        &cst) >= 0;
+        if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
+                rep->pids_peak = (int64_t) cst.pids_peak;
+        if (o->container_usage && have_stats && cst.cpu_usage_usec != SBX_CG_UNKNOWN) {
+                /* the container's CPU time, all of it (user and system are not told apart) */
+                rep->cpu_user_ms = (int64_t) (cst.cpu_usage_usec / 1000);
+                rep->cpu_sys_ms = 0;
+        }
+        if (o->container_usage && have_stats && cst.memory_peak_bytes != SBX_CG_UNKNOWN)
+                rep->max_rss_kb = (int64_t) (cst.memory_peak_bytes / 1024);
 
         /* Classify: what the command did, then what the sandbox did to it (precedence). */
         switch (res.end) {
@@ -760,7 +839,8 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
                         rep->status = SBX_STATUS_SETUP_ERROR;
                         rep->cli_exit = 125;
                         return sbx_error_set(e, res.exec_errno ? res.exec_errno : EIO, "sandbox init",
-                                "sandbox setup failed inside the sandbox: %s%s%s", res.text,
+                                "sandbox setup failed inside the %s: %s%s%s",
+                                o->container_usage ? "container" : "sandbox", res.text,
                                 res.exec_errno ? ": " : "", res.exec_errno ? strerror(res.exec_errno) : "");
                 }
                 /* Killed by us before the command ended: the cause below says which. */
@@ -771,16 +851,15 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
         }
         if (res.killed) {
                 rep->killed_by_sandbox = true;
-                if (rep->has_exit_code && res.end != SBX_SV_EXITED) {
+                if (rep->has_exit_code && res.end != SBX_SV_EXITED)
                         rep->has_exit_code = false;
-                }
         }
         if (res.output_limited) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_OUTPUT_LIMIT);
                 sbx_detail d[2] = {{.key = "limit_bytes", .num = (int64_t) svp.output_cap},
                         {.key = "mechanism", .str = (char *) "supervisor"}};
                 (void) sbx_report_add_violation(rep, SBX_VIOLATION_OUTPUT_LIMIT, "killed",
-                        (int64_t) ((res.ended_ns - sv.ready_ns) / 1000000), NULL, d, 2);
+                        (int64_t) ((res.ended_ns - ready_ns) / 1000000), NULL, d, 2);
                 if (rep->cli_exit < 128)
                         rep->cli_exit = 128 + SIGKILL;
         }
@@ -796,24 +875,30 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
                 rep->killed_by_sandbox = true;
         }
         rep->observation = res.listener ? "active" : res.observation_unavailable ? "unavailable" : "off";
-        if (res.oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
+        if (res.oom || o->engine_oom ||
+                (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
                 sbx_cgroup_stats peak;
-                if (cg && sbx_cgroup_stats_read_some(cg, SBX_CG_STAT_MEMORY_PEAK, &peak) >= 0)
+                if (!o->container_usage && cg &&
+                        sbx_cgroup_stats_read_some(cg, SBX_CG_STAT_MEMORY_PEAK, &peak) >= 0)
                         cst.memory_peak_bytes = peak.memory_peak_bytes;
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
                 /* Evidence from the cgroup itself: its OOM event (we end the sandbox on it, which
-                 * can beat the kernel's own OOM kill, then oom_kills stays 0) and its counters. */
-                sbx_detail d[4] = {
+                 * can beat the kernel's own OOM kill, then oom_kills stays 0) and its counters;
+                 * an engine's own word where there is an engine. */
+                sbx_detail d[5] = {
                         {.key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB]},
                         {.key = "oom_kills",
-                                .num = (int64_t) (cst.oom_kills == SBX_CG_UNKNOWN ? 0 : cst.oom_kills)},
+                                .num = (int64_t) (have_stats && cst.oom_kills != SBX_CG_UNKNOWN
+                                                          ? cst.oom_kills
+                                                          : 0)},
                         {.key = "peak_bytes",
-                                .num = (int64_t) (cst.memory_peak_bytes == SBX_CG_UNKNOWN
-                                                          ? 0
-                                                          : cst.memory_peak_bytes)},
-                        {.key = "oom_event", .num = res.oom ? 1 : 0}};
+                                .num = (int64_t) (have_stats && cst.memory_peak_bytes != SBX_CG_UNKNOWN
+                                                          ? cst.memory_peak_bytes
+                                                          : 0)},
+                        {.key = "oom_event", .num = res.oom ? 1 : 0},
+                        {.key = "engine_oom_killed", .num = o->engine_oom ? 1 : 0}};
                 (void) sbx_report_add_violation(
-                        rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 4);
+                        rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, o->engine ? 5 : 4);
                 rep->killed_by_sandbox = true;
         }
         if (res.cancel_signal) {
@@ -824,7 +909,7 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_TIMEOUT);
                 sbx_detail d[2] = {{.key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000)},
                         {.key = "limit",
-                                .str = (char *) (timeout_key                      ? timeout_key
+                                .str = (char *) (o->timeout_key                   ? o->timeout_key
                                                  : budget > 0 && budget < timeout ? "budget_s"
                                                                                   : "timeout_s")}};
                 (void) sbx_report_add_violation(
@@ -832,6 +917,13 @@ int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_super
                 rep->cli_exit = 124;
         }
         return 0;
+}
+
+int sbx_backend_classify(const sbx_config *cfg, sbx_report *rep, const sbx_supervise_result *res,
+        const sbx_supervise_params *svp, sbx_cgroup *cg, uint64_t t0, uint64_t ready_ns,
+        const char *timeout_key, sbx_error *e) {
+        sbx_classify_opts o = {.timeout_key = timeout_key};
+        return sbx_backend_classify_ex(cfg, rep, res, svp, cg, t0, ready_ns, &o, e);
 }
 
 /* The host's audit state, as sbx_audit_probe() answers it, remembered for a few seconds in the
@@ -1036,7 +1128,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 .tty_in = master >= 0 ? io->in_fd : -1,
                 .fwd_out = io->out_fd,
                 .fwd_err = io->err_fd,
-                .output_cap = (uint64_t) (cfg->limits.value[SBX_LIMIT_OUTPUT_MB] * 1048576.0),
+                .output_cap = sbx_limit_bytes(&cfg->limits, SBX_LIMIT_OUTPUT_MB),
                 .start_ns = sv.ready_ns,
                 .timeout_s = budget > 0 && budget < timeout ? budget : timeout,
                 .grace_s = 2.0,

@@ -4,6 +4,7 @@
  * parameters they fill (namespaces, mounts, ids, Landlock rules). DESIGN.md principle 3. */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "backend/backend.h"
@@ -99,6 +100,42 @@ int sbx_backend_audit_reader(
  * error. */
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
         sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e);
+
+/* A host path resolved for a bind (sbx_backend_resolve_bind()). */
+typedef enum sbx_bind_kind {
+        SBX_BIND_MISSING, /* absent or dangling: skipped, reported "missing" */
+        SBX_BIND_SYMLINK, /* a symlink kept as one: link (its text), real (its target) */
+        SBX_BIND_PATH, /* bind real */
+} sbx_bind_kind;
+typedef struct sbx_bind {
+        sbx_bind_kind kind;
+        char real[PATH_MAX];
+        char link[PATH_MAX];
+        size_t link_len;
+} sbx_bind;
+int sbx_backend_resolve_bind(sbx_report *rep, const char *host, const char *target, char *const *reads,
+        sbx_bind *ret, sbx_error *e);
+/* A writable workspace where the command runs as uid with no idmapped mount to give its writes
+ * to the workspace's owner: refused (-EPERM, naming the backend, both uids and fix) unless uid
+ * owns it. 0 when there is no writable workspace or uid owns it. */
+int sbx_backend_rw_workspace_owned(
+        const sbx_config *cfg, const char *backend, uid_t uid, const char *fix, sbx_error *e);
+/* Sorted in place, parents before children (/usr before /usr/share). */
+void sbx_backend_sort_paths(char **paths);
+
+/* How a backend's run differs for the classification: the command is not our child (a container
+ * engine's: the cgroup's CPU time and memory peak stand for the usage, and a setup failure is
+ * "inside the container"); an engine that can say it OOM-killed the container (engine: its word
+ * is evidence, engine_oom: it said so); the limit a timeout stands for (NULL: timeout_s, or
+ * budget_s when the budget was the shorter). */
+typedef struct sbx_classify_opts {
+        bool container_usage;
+        bool engine, engine_oom;
+        const char *timeout_key;
+} sbx_classify_opts;
+int sbx_backend_classify_ex(const sbx_config *cfg, sbx_report *rep, const sbx_supervise_result *res,
+        const sbx_supervise_params *svp, sbx_cgroup *cg, uint64_t t0, uint64_t ready_ns,
+        const sbx_classify_opts *o, sbx_error *e);
 
 /* The supervisor's result into the report (status, exit, usage, violations of the limits hit).
  * timeout_key names the limit a timeout stands for (NULL: timeout_s, or budget_s when the

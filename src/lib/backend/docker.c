@@ -501,8 +501,8 @@ static int create_body(const sbx_config *cfg, char *const *argv, char *const *en
         const sbx_limits *lim = &cfg->limits;
         double timeout = lim->value[SBX_LIMIT_TIMEOUT_S], budget = lim->value[SBX_LIMIT_BUDGET_S];
         double deadline = budget > 0 && budget < timeout ? budget : timeout;
-        uint64_t mem = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0);
-        uint64_t scratch = (uint64_t) ceil(lim->value[SBX_LIMIT_SCRATCH_MB]) * 1048576u;
+        uint64_t mem = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB);
+        uint64_t scratch = sbx_limit_bytes(lim, SBX_LIMIT_SCRATCH_MB);
         char user[32], wd[32], tmpfs[96], owner[64];
         snprintf(user, sizeof user, "%u:%u", (unsigned) uid, (unsigned) uid);
         snprintf(wd, sizeof wd, "%us", (unsigned) ceil(deadline) + 5);
@@ -970,20 +970,8 @@ static int docker_run(
                 (r = engine_facts(sock, &eng, reason, sizeof reason)) < 0)
                 return sbx_error_set(e, -r, "docker", "cannot use the docker backend: %s", reason);
         uid_t uid = cfg->policy->run_as;
-        if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW) {
-                struct stat st;
-                if (stat(cfg->workspace, &st) < 0)
-                        return sbx_error_set(
-                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
-                if (st.st_uid != uid)
-                        return sbx_error_set(e, EPERM, "workspace",
-                                "refusing a writable workspace on the docker backend: the command runs as "
-                                "uid "
-                                "%u and what it writes would land owned by it, not by the workspace's owner "
-                                "(uid "
-                                "%u); use --backend native",
-                                (unsigned) uid, (unsigned) st.st_uid);
-        }
+        if ((r = sbx_backend_rw_workspace_owned(cfg, "docker", uid, "use --backend native", e)) < 0)
+                return r;
 
         rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;

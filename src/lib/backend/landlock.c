@@ -169,22 +169,11 @@ static int landlock_run(
         bool root = geteuid() == 0;
         uid_t uid = root ? cfg->policy->run_as : getuid();
         gid_t gid = root ? cfg->policy->run_as : getgid();
-        if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && root) {
-                struct stat st;
-                if (stat(cfg->workspace, &st) < 0)
-                        return sbx_error_set(
-                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
-                if (st.st_uid != uid)
-                        return sbx_error_set(e, EPERM, "workspace",
-                                "refusing a writable workspace on the landlock backend as root: the command "
-                                "runs as uid %u "
-                                "and what it writes would land owned by it, not by the workspace's owner "
-                                "(uid %u), and "
-                                "without a mount namespace there is no idmapped mount; run sandboxer as the "
-                                "workspace's "
-                                "owner, or use --backend native",
-                                (unsigned) uid, (unsigned) st.st_uid);
-        }
+        if (root && (r = sbx_backend_rw_workspace_owned(cfg, "landlock", uid,
+                             "without a mount namespace there is no idmapped mount; run sandboxer as the "
+                             "workspace's owner, or use --backend native",
+                             e)) < 0)
+                return r;
 
         if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
                 (r = sbx_backend_check_reachable(

@@ -33,45 +33,23 @@
 #define SANDBOX_HOSTNAME "sandbox"
 #define SCRATCH_DIR "/tmp"
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static int add_bind(sbx_mount_plan *plan, sbx_report *rep, const char *host, const char *target, bool rw,
         char *const *all_reads, sbx_error *e) {
-        struct stat st;
-        if (lstat(host, &st) < 0) {
-                if (errno == ENOENT) {
-                        (void) sbx_report_add_mount(rep, host, target, "missing");
-                        return 0;
-                }
-                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", host);
-        }
-        _cleanup_free_ char *real = realpath(host, NULL);
-        if (!real) {
-                if (errno == ENOENT) { /* dangling symlink */
-                        (void) sbx_report_add_mount(rep, host, target, "missing");
-                        return 0;
-                }
-                return sbx_error_set(e, errno, "mount plan", "cannot resolve %s: %m", host);
-        }
-        if (S_ISLNK(st.st_mode) && streq(host, target) && all_reads && sbx_path_covered(all_reads, real)) {
-                /* /bin -> usr/bin where /usr is bound anyway: keep it a symlink, as on the host. */
-                char link[PATH_MAX];
-                ssize_t n = readlink(host, link, sizeof link - 1);
-                if (n < 0)
-                        return sbx_error_set(e, errno, "mount plan", "cannot read link %s: %m", host);
-                link[n] = 0;
-                (void) sbx_report_add_mount(rep, link, target, "symlink");
+        sbx_bind bd;
+        int r = sbx_backend_resolve_bind(rep, host, target, all_reads, &bd, e);
+        if (r < 0 || bd.kind == SBX_BIND_MISSING)
+                return r;
+        if (bd.kind == SBX_BIND_SYMLINK) {
+                (void) sbx_report_add_mount(rep, bd.link, target, "symlink");
                 return sbx_mount_plan_add(
-                        plan, SBX_MOP_SYMLINK, NULL, target, link, (size_t) n, false, false, 0);
+                        plan, SBX_MOP_SYMLINK, NULL, target, bd.link, bd.link_len, false, false, 0);
         }
         struct stat rst;
-        if (stat(real, &rst) < 0)
-                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", real);
+        if (stat(bd.real, &rst) < 0)
+                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", bd.real);
         char src[PATH_MAX + 16];
-        snprintf(src, sizeof src, SBX_OLDROOT "%s", real);
-        (void) sbx_report_add_mount(rep, real, target, rw ? "bind-rw" : "bind-ro");
+        snprintf(src, sizeof src, SBX_OLDROOT "%s", bd.real);
+        (void) sbx_report_add_mount(rep, bd.real, target, rw ? "bind-rw" : "bind-ro");
         return sbx_mount_plan_add(plan, SBX_MOP_BIND, src, target, NULL, 0, rw, S_ISDIR(rst.st_mode), 0);
 }
 
@@ -109,7 +87,7 @@ static int build_mounts(
                 return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
 #endif
         /* Parents before children: /usr before /usr/share. */
-        qsort(reads, strv_length(reads), sizeof(char *), cmp_str);
+        sbx_backend_sort_paths(reads);
         STRV_FOREACH(p, reads) {
                 r = add_bind(plan, rep, *p, *p, false, reads, e);
                 if (r < 0)

@@ -225,10 +225,6 @@ int sbx_oci_base_tar(char **ret, size_t *ret_size, sbx_error *e) {
 
 /* ---- binds -------------------------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static bool base_has_link(const char *target) {
         for (size_t i = 0; i < ELEMENTSOF(root_links); i++)
                 if (target[0] == '/' && streq(target + 1, root_links[i]))
@@ -238,35 +234,22 @@ static bool base_has_link(const char *target) {
 
 static int add_bind(char ***b, sbx_report *rep, const char *host, const char *target, bool rw,
         char *const *reads, sbx_error *e) {
-        struct stat st;
-        if (lstat(host, &st) < 0) {
-                if (errno == ENOENT) {
-                        (void) sbx_report_add_mount(rep, host, target, "missing");
-                        return 0;
-                }
-                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", host);
-        }
-        _cleanup_free_ char *real = realpath(host, NULL);
-        if (!real) {
-                if (errno == ENOENT) {
-                        (void) sbx_report_add_mount(rep, host, target, "missing");
-                        return 0;
-                }
-                return sbx_error_set(e, errno, "mount plan", "cannot resolve %s: %m", host);
-        }
-        if (S_ISLNK(st.st_mode) && streq(host, target) && reads && sbx_path_covered(reads, real) &&
-                base_has_link(target)) {
-                (void) sbx_report_add_mount(rep, real, target, "symlink");
+        sbx_bind bd;
+        int r = sbx_backend_resolve_bind(rep, host, target, reads, &bd, e);
+        if (r < 0 || bd.kind == SBX_BIND_MISSING)
+                return r;
+        if (bd.kind == SBX_BIND_SYMLINK && base_has_link(target)) {
+                (void) sbx_report_add_mount(rep, bd.real, target, "symlink");
                 return 0; /* the base has the same link */
         }
-        if (strpbrk(real, ",:") || strpbrk(target, ",:"))
+        if (strpbrk(bd.real, ",:") || strpbrk(target, ",:"))
                 return sbx_error_set(e, EINVAL, "mount plan",
                         "cannot bind %s at %s into a container: the engine's mount syntax cannot carry ',' "
-                        "or "
-                        "':' in a path; use --backend bwrap or native",
-                        real, target);
-        (void) sbx_report_add_mount(rep, real, target, rw ? "bind-rw" : "bind-ro");
-        if (strv_extend(b, real) < 0 || strv_extend(b, target) < 0 || strv_extend(b, rw ? "rw" : "ro") < 0)
+                        "or ':' in a path; use --backend bwrap or native",
+                        bd.real, target);
+        (void) sbx_report_add_mount(rep, bd.real, target, rw ? "bind-rw" : "bind-ro");
+        if (strv_extend(b, bd.real) < 0 || strv_extend(b, target) < 0 ||
+                strv_extend(b, rw ? "rw" : "ro") < 0)
                 return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
         return 0;
 }
@@ -277,8 +260,7 @@ int sbx_oci_binds(const sbx_config *cfg, sbx_report *rep, char ***ret_binds, sbx
         int r;
         if (pr->fs_read && !reads)
                 return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
-        if (reads)
-                qsort(reads, strv_length(reads), sizeof(char *), cmp_str); /* parents first */
+        sbx_backend_sort_paths(reads); /* parents first */
         STRV_FOREACH(p, reads)
                 if ((r = add_bind(&b, rep, *p, *p, false, reads, e)) < 0)
                         return r;
@@ -344,7 +326,7 @@ int sbx_oci_plan_limits(
                 sbx_cgroup_probe_result probe = {0};
                 if (self && sbx_cgroup_probe("/sys/fs/cgroup", self, &probe) >= 0) {
                         sbx_cgroup_limits cl = {
-                                .memory_bytes = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0),
+                                .memory_bytes = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB),
                                 .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
                                 .cpus = lim->value[SBX_LIMIT_CPUS],
                         };
@@ -565,7 +547,7 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
                 .tty_in = -1,
                 .fwd_out = io->out_fd,
                 .fwd_err = io->err_fd,
-                .output_cap = (uint64_t) (cfg->limits.value[SBX_LIMIT_OUTPUT_MB] * 1048576.0),
+                .output_cap = sbx_limit_bytes(&cfg->limits, SBX_LIMIT_OUTPUT_MB),
                 .start_ns = ready,
                 .timeout_s = budget > 0 && budget < timeout ? budget : timeout,
                 .grace_s = 2.0,
@@ -601,118 +583,8 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
                 engine_oom = read(l->oom_report_fd, &c, 1) == 1 && c == 'O';
         }
 
-        rep->wall_ms = (int64_t) ((res.reaped_ns - t0) / 1000000);
-        rep->exec_ms = res.started_ns ? (int64_t) ((res.ended_ns - res.started_ns) / 1000000) : 0;
-        rep->teardown_ms = (int64_t) ((sbx_now_ns() - res.ended_ns) / 1000000);
-        /* The client's own usage, not the container's (it is not our child): the init's own
-         * figures come with its end message where the engine passed the status socket. */
-        rep->cpu_user_ms = res.rusage.ru_utime.tv_sec * 1000 + res.rusage.ru_utime.tv_usec / 1000;
-        rep->cpu_sys_ms = res.rusage.ru_stime.tv_sec * 1000 + res.rusage.ru_stime.tv_usec / 1000;
-        rep->max_rss_kb = res.rusage.ru_maxrss;
-        rep->stdout_bytes = res.stdout_bytes;
-        rep->stderr_bytes = res.stderr_bytes;
-        rep->output_truncated = res.output_limited;
-        sbx_cgroup_stats cst = {0};
-        bool have_stats = l->cg && sbx_cgroup_stats_read(l->cg, &cst) >= 0;
-        if (have_stats && cst.pids_peak != SBX_CG_UNKNOWN)
-                rep->pids_peak = (int64_t) cst.pids_peak;
-        if (have_stats && cst.cpu_usage_usec != SBX_CG_UNKNOWN) {
-                /* the container's CPU time, all of it (user and system are not told apart) */
-                rep->cpu_user_ms = (int64_t) (cst.cpu_usage_usec / 1000);
-                rep->cpu_sys_ms = 0;
-        }
-        if (have_stats && cst.memory_peak_bytes != SBX_CG_UNKNOWN)
-                rep->max_rss_kb = (int64_t) (cst.memory_peak_bytes / 1024);
-
-        switch (res.end) {
-        case SBX_SV_EXITED:
-                rep->status = SBX_STATUS_EXITED;
-                rep->has_exit_code = true;
-                rep->exit_code = res.code;
-                rep->cli_exit = res.code;
-                break;
-        case SBX_SV_SIGNALED:
-                rep->status = SBX_STATUS_SIGNALED;
-                rep->exit_signal = res.signal;
-                rep->cli_exit = 128 + res.signal;
-                break;
-        case SBX_SV_EXEC_FAILED:
-                rep->status = SBX_STATUS_EXITED;
-                rep->has_exit_code = true;
-                rep->exit_code = res.code;
-                rep->cli_exit = res.code;
-                (void) sbx_report_set_error(rep, "%s: %s: %s",
-                        res.code == 127 ? "command not found" : "command not executable", res.text,
-                        strerror(res.exec_errno));
-                break;
-        case SBX_SV_SETUP_FAILED:
-        default:
-                if (!res.killed) {
-                        rep->status = SBX_STATUS_SETUP_ERROR;
-                        rep->cli_exit = 125;
-                        return sbx_error_set(e, res.exec_errno ? res.exec_errno : EIO, "sandbox init",
-                                "sandbox setup failed inside the container: %s%s%s", res.text,
-                                res.exec_errno ? ": " : "", res.exec_errno ? strerror(res.exec_errno) : "");
-                }
-                rep->status = SBX_STATUS_SIGNALED;
-                rep->exit_signal = SIGKILL;
-                rep->cli_exit = 128 + SIGKILL;
-                break;
-        }
-        if (res.killed) {
-                rep->killed_by_sandbox = true;
-                if (rep->has_exit_code && res.end != SBX_SV_EXITED)
-                        rep->has_exit_code = false;
-        }
-        if (res.output_limited) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_OUTPUT_LIMIT);
-                sbx_detail d[2] = {{.key = "limit_bytes", .num = (int64_t) svp.output_cap},
-                        {.key = "mechanism", .str = (char *) "supervisor"}};
-                (void) sbx_report_add_violation(rep, SBX_VIOLATION_OUTPUT_LIMIT, "killed",
-                        (int64_t) ((res.ended_ns - ready) / 1000000), NULL, d, 2);
-                if (rep->cli_exit < 128)
-                        rep->cli_exit = 128 + SIGKILL;
-        }
-        if (have_stats && cst.pids_refused != SBX_CG_UNKNOWN && cst.pids_refused > 0) {
-                sbx_detail d[2] = {{.key = "limit", .num = (int64_t) cfg->limits.value[SBX_LIMIT_PIDS]},
-                        {.key = "refused", .num = (int64_t) cst.pids_refused}};
-                (void) sbx_report_add_violation(
-                        rep, SBX_VIOLATION_PROCESS_LIMIT, "denied", rep->exec_ms, NULL, d, 2);
-        }
-        if (res.violation_killed) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_VIOLATION);
-                rep->killed_by_sandbox = true;
-        }
-        rep->observation = res.listener ? "active" : res.observation_unavailable ? "unavailable" : "off";
-        if (res.oom || engine_oom || (have_stats && cst.oom_kills != SBX_CG_UNKNOWN && cst.oom_kills > 0)) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_MEMORY_LIMIT);
-                sbx_detail d[4] = {
-                        {.key = "limit_mb", .num = (int64_t) cfg->limits.value[SBX_LIMIT_MEMORY_MB]},
-                        {.key = "oom_kills",
-                                .num = (int64_t) (have_stats && cst.oom_kills != SBX_CG_UNKNOWN
-                                                          ? cst.oom_kills
-                                                          : 0)},
-                        {.key = "oom_event", .num = res.oom ? 1 : 0},
-                        {.key = "engine_oom_killed", .num = engine_oom ? 1 : 0}};
-                (void) sbx_report_add_violation(
-                        rep, SBX_VIOLATION_MEMORY_LIMIT, "killed", rep->exec_ms, NULL, d, 4);
-                rep->killed_by_sandbox = true;
-        }
-        if (res.cancel_signal) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_CANCELLED);
-                rep->cli_exit = 128 + res.cancel_signal;
-        }
-        if (res.timed_out) {
-                rep->status = sbx_status_merge(rep->status, SBX_STATUS_TIMEOUT);
-                sbx_detail d[2] = {{.key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000)},
-                        {.key = "limit",
-                                .str = (char *) (budget > 0 && budget < timeout ? "budget_s"
-                                                                                : "timeout_s")}};
-                (void) sbx_report_add_violation(
-                        rep, SBX_VIOLATION_TIMEOUT, "killed", res.timeout_at_ms, NULL, d, 2);
-                rep->cli_exit = 124;
-        }
-        return 0;
+        sbx_classify_opts co = {.container_usage = true, .engine = true, .engine_oom = engine_oom};
+        return sbx_backend_classify_ex(cfg, rep, &res, &svp, l->cg, t0, ready, &co, e);
 
 fail_fds:
         for (int i = 0; i < 2; i++) {

@@ -450,8 +450,8 @@ _public_ int sbx_sandbox_exec(
                 timeout = req->timeout_s, timeout_key = "exec.timeout_s";
         if (budget > 0 && (timeout <= 0 || left < timeout))
                 timeout = left, timeout_key = "budget_s";
-        uint64_t cap = req->output_cap ? req->output_cap
-                                       : (uint64_t) (cfg->limits.value[SBX_LIMIT_OUTPUT_MB] * 1048576.0);
+        uint64_t cap =
+                req->output_cap ? req->output_cap : sbx_limit_bytes(&cfg->limits, SBX_LIMIT_OUTPUT_MB);
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xs) < 0 || pipe2(outp, O_CLOEXEC) < 0 ||
                 pipe2(errp, O_CLOEXEC) < 0) {

@@ -208,7 +208,7 @@ static int build_argv(const sbx_config *cfg, const podman_plan *pp, char *const 
         char nofile[64], nproc[64];
         rlimit_arg(nofile, sizeof nofile, RLIMIT_NOFILE, 1048576);
         rlimit_arg(nproc, sizeof nproc, RLIMIT_NPROC, 32768);
-        uint64_t scratch = (uint64_t) ceil(lim->value[SBX_LIMIT_SCRATCH_MB]) * 1048576u;
+        uint64_t scratch = sbx_limit_bytes(lim, SBX_LIMIT_SCRATCH_MB);
         int r = 0;
         r = push(&a, "podman", "run");
         r = r ?: push(&a, "--rm", "-i");
@@ -237,7 +237,7 @@ static int build_argv(const sbx_config *cfg, const podman_plan *pp, char *const 
                 r = r ?: push(&a, "--cgroups", "no-conmon");
                 r = r ?: push(&a, "--pids-limit", "0"); /* ours, one level up */
         } else {
-                uint64_t mem = (uint64_t) (lim->value[SBX_LIMIT_MEMORY_MB] * 1048576.0);
+                uint64_t mem = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB);
                 r = r ?: pushf(&a, "--memory=%" PRIu64 "b", mem);
                 r = r ?: pushf(&a, "--memory-swap=%" PRIu64 "b", mem);
                 r = r ?: pushf(&a, "--pids-limit=%" PRIu64, (uint64_t) lim->value[SBX_LIMIT_PIDS]);
@@ -335,18 +335,8 @@ static int podman_run(
         bool root = geteuid() == 0;
         uid_t uid = root ? cfg->policy->run_as : getuid();
         gid_t gid = root ? cfg->policy->run_as : getgid();
-        if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && root) {
-                struct stat st;
-                if (stat(cfg->workspace, &st) < 0)
-                        return sbx_error_set(
-                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
-                if (st.st_uid != uid)
-                        return sbx_error_set(e, EPERM, "workspace",
-                                "refusing a writable workspace on the podman backend as root: the command "
-                                "runs as uid %u and what it writes would land owned by it, not by the "
-                                "workspace's owner (uid %u); use --backend native",
-                                (unsigned) uid, (unsigned) st.st_uid);
-        }
+        if (root && (r = sbx_backend_rw_workspace_owned(cfg, "podman", uid, "use --backend native", e)) < 0)
+                return r;
 
         if ((r = sbx_oci_base_rootfs(base, sizeof base, e)) < 0)
                 return r;

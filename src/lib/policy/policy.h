@@ -47,6 +47,19 @@ typedef struct sbx_limits {
         sbx_source source[_SBX_LIMIT_MAX];
 } sbx_limits;
 
+/* A limit given in MiB (memory_mb, output_mb, scratch_mb) in bytes; scratch_mb rounded up to a
+ * whole MiB (a tmpfs size=, an engine's --tmpfs). The one conversion every backend uses. */
+static inline uint64_t sbx_limit_bytes(const sbx_limits *l, sbx_limit_id id) {
+        double v = l->value[id];
+        if (!(v > 0))
+                return 0;
+        if (id == SBX_LIMIT_SCRATCH_MB) {
+                uint64_t w = (uint64_t) v;
+                return ((double) w < v ? w + 1 : w) * 1048576u;
+        }
+        return (uint64_t) (v * 1048576.0);
+}
+
 typedef enum sbx_mode {
         SBX_MODE_BALANCED,
         SBX_MODE_STRICT,
