@@ -1,8 +1,8 @@
 /* compat.h — the compatibility surfaces on the control plane's own server: E2B's API and its
- * in-sandbox agent protocol (envd, Connect RPC with the JSON codec) in e2b.c, Daytona's API and
- * toolbox in daytona.c, and what they share in compat.c. They translate to the control plane's
- * own operations (sbx_mgr_route, sbx_mgr_exec_start): one lifecycle, one exec path; every fence,
- * limit, report, event and audit line of sandboxer stays behind each call. */
+ * in-sandbox agent protocol (envd, Connect RPC with the JSON codec) in e2b.c and the e2b-*.c files
+ * (e2b-internal.h), Daytona's API and toolbox in daytona.c, and what they share in compat.c. They
+ * translate to the control plane's own operations (sbx_mgr_route, sbx_mgr_exec_start): one lifecycle,
+ * one exec path; every fence, limit, report, event and audit line of sandboxer stays behind each call. */
 #pragma once
 
 #include <jansson.h>

@@ -1,0 +1,51 @@
+/* e2b-internal.h — what the files of E2B's surface share (e2b.c: errors, envd's requests and
+ * dispatch; e2b-sandboxes.c: the control plane; e2b-process.c: process.Process; e2b-files.c:
+ * filesystem.Filesystem and /files). Not for the other surfaces (they use compat.h). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "basic/macro.h"
+#include "daemon/compat/compat.h"
+
+/* The home directories E2B's paths may start with (cx_path), NULL-terminated. */
+extern const char *const e2b_homes[];
+
+/* ---- errors (e2b.c) ------------------------------------------------------------------------ */
+
+/* The control plane's and /files' error: {code, message}. */
+void e2b_api_err(cx_req *rq, unsigned code, const char *fmt, ...) _printf_(3, 4);
+/* A unary Connect error: {code, message}, with the HTTP status of the code. */
+void e2b_rpc_err(cx_req *rq, const char *code, const char *fmt, ...) _printf_(3, 4);
+/* The message of a native refusal ({"error": {"message": ...}}), or "refused". */
+const char *e2b_native_message(const json_t *j);
+/* The Connect code of a native HTTP status. */
+const char *e2b_connect_code(unsigned http);
+
+/* ---- envd: one request (e2b.c) ------------------------------------------------------------- */
+
+typedef struct envd {
+        cx_req *rq;
+        const char *sandbox;
+        json_t *rec; /* the live record */
+        char **env; /* the sandbox-wide environment */
+        const char *scratch;
+} envd;
+
+/* The JSON message of a Connect request: plain (unary) or in one envelope (streaming). */
+json_t *e2b_rpc_body(cx_req *rq, bool stream);
+
+/* ---- what e2b.c dispatches to -------------------------------------------------------------- */
+
+/* The control plane: /sandboxes…, /v2/sandboxes… (e2b-sandboxes.c). */
+void e2b_control(cx_req *rq, const char *path);
+/* process.Process (e2b-process.c). */
+void e2b_process_start(envd *e);
+void e2b_process_connect(envd *e);
+void e2b_process_list(envd *e);
+void e2b_process_signal(envd *e);
+void e2b_process_input(envd *e, bool close_it); /* SendInput, or CloseStdin when close_it */
+/* filesystem.Filesystem/METHOD and /files (e2b-files.c). */
+void e2b_filesystem(envd *e, const char *method);
+void e2b_files(envd *e);

@@ -1,0 +1,404 @@
+/* e2b-sandboxes.c — E2B's control plane (/sandboxes, /v2/sandboxes): create, get, list, timeout,
+ * connect, kill, as the native sandbox routes; templateID is a sandboxer profile. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "basic/macro.h"
+#include "daemon/compat/compat.h"
+#include "daemon/compat/e2b-internal.h"
+
+/* What the SDK gates on envd's version: 0.5.2 closeStdin (done), 0.5.7 octet-stream and gzip
+ * uploads (not done: so not claimed), 0.6.2 file metadata (not done). */
+#define ENVD_VERSION "0.5.6"
+#define DEFAULT_TIMEOUT_S 300.0
+
+/* ---- the control plane ---------------------------------------------------------------------- */
+
+static const char *profile_of(const char *templ, char *buf, size_t size) {
+        if (!templ || !*templ || streq(templ, "base"))
+                return "profile.default";
+        if (strncmp(templ, "profile.", 8) == 0)
+                return templ;
+        snprintf(buf, size, "profile.%s", templ);
+        return buf;
+}
+
+static const char *template_of(const json_t *rec, char *buf, size_t size) {
+        const char *p = json_string_value(json_object_get(rec, "profile")) ?: "profile.default";
+        if (streq(p, "profile.default"))
+                return "base";
+        snprintf(buf, size, "%s", strncmp(p, "profile.", 8) == 0 ? p + 8 : p);
+        return buf;
+}
+
+static void iso_time(int64_t ms, char buf[static 40]) {
+        time_t t = (time_t) (ms / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        size_t n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf + n, 40 - n, ".%03dZ", (int) (ms % 1000));
+}
+
+/* The E2B shape of a native record (ListedSandbox / SandboxDetail). */
+static json_t *sandbox_json(const json_t *rec, bool detail) {
+        char tb[256], started[40], end[40];
+        const json_t *lim = json_object_get(rec, "limits");
+        iso_time(cx_record_ms(rec, "created_at"), started);
+        iso_time(cx_record_ms(rec, "expires_at"), end);
+        const char *id = json_string_value(json_object_get(rec, "id")) ?: "";
+        const char *templ = template_of(rec, tb, sizeof tb);
+        json_t *md = json_object_get(rec, "metadata");
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "sandboxID", id, "templateID",
+                templ, "alias", templ, "clientID", "sandboxer", "startedAt", started, "endAt", end, "state",
+                "running", "metadata", md ? json_incref(md) : json_object(), "envdVersion", ENVD_VERSION);
+        json_object_set_new(
+                j, "cpuCount", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
+        json_object_set_new(j, "memoryMB",
+                json_integer((json_int_t) json_number_value(json_object_get(lim, "memory_mb"))));
+        json_object_set_new(j, "diskSizeMB",
+                json_integer((json_int_t) json_number_value(json_object_get(lim, "scratch_mb"))));
+        if (detail)
+                json_object_set_new(j, "domain", json_null());
+        return j;
+}
+
+/* A native refusal as E2B's control plane says it (a destroyed sandbox is one not found). */
+static void api_native_err(cx_req *rq, unsigned code, const json_t *j) {
+        e2b_api_err(rq, code == 410 ? 404 : code, "%s", e2b_native_message(j));
+}
+
+static bool api_auth(cx_req *rq) {
+        const char *key = cx_header(rq, "X-API-KEY");
+        if (key ? cx_auth_token(rq, key) : cx_auth_who(rq))
+                return true;
+        e2b_api_err(rq, 401, "%s",
+                key ? "unknown or revoked API key: E2B_API_KEY must be a sandboxer token ('sandboxer token "
+                      "create --actor agt --name NAME --json')"
+                    : "an API key is required: set E2B_API_KEY to a sandboxer token");
+        return false;
+}
+
+/* Extend the sandbox so that it lives timeout_s from now (never shortened: the native TTL only
+ * extends; capped by the profile's ttl.max). */
+static unsigned set_timeout(
+        cx_req *rq, const char *id, const json_t *rec, double timeout_s, json_t **ret_err) {
+        int64_t remaining = cx_record_ms(rec, "expires_at") - cx_now_ms();
+        double extend = timeout_s - (double) remaining / 1000.0;
+        if (extend < 1)
+                return 200;
+        char path[128], body[64];
+        snprintf(path, sizeof path, "/v1/sandboxes/%s/ttl", id);
+        snprintf(body, sizeof body, "{\"extend_s\":%.3f}", extend);
+        sbx_mgr_reply rp;
+        unsigned code = cx_native(rq, "POST", path, body, strlen(body), NULL, &rp);
+        if (code != 200 && ret_err)
+                *ret_err = json_incref(rp.json);
+        sbx_mgr_reply_done(&rp);
+        return code;
+}
+
+static void op_create(cx_req *rq) {
+        json_error_t je;
+        json_t *body = json_loadb(rq->body, rq->len, 0, &je);
+        if (!json_is_object(body)) {
+                json_decref(body);
+                e2b_api_err(rq, 400, "the body must be a JSON object: %s", je.text);
+                return;
+        }
+        json_t *jt = json_object_get(body, "templateID"), *jto = json_object_get(body, "timeout"),
+               *jm = json_object_get(body, "metadata"), *je_ = json_object_get(body, "envVars");
+        char pb[256];
+        if (jt && !json_is_string(jt)) {
+                e2b_api_err(rq, 400,
+                        "templateID: must be a string (a sandboxer profile: base is profile.default)");
+                goto out;
+        }
+        if (jto && !json_is_null(jto) && (!json_is_number(jto) || json_number_value(jto) <= 0)) {
+                e2b_api_err(rq, 400, "timeout: must be a positive number of seconds");
+                goto out;
+        }
+        if (!cx_string_map_ok(jm, false)) {
+                e2b_api_err(rq, 400, "metadata: must be an object of strings");
+                goto out;
+        }
+        if (!cx_string_map_ok(je_, true)) {
+                e2b_api_err(rq, 400, "envVars: must be an object of strings with variable names as keys");
+                goto out;
+        }
+        if (json_is_true(json_object_get(body, "autoPause"))) {
+                e2b_api_err(rq, 400, "autoPause: sandboxer sandboxes cannot be paused");
+                goto out;
+        }
+        const char *profile = profile_of(json_string_value(jt), pb, sizeof pb);
+        double timeout = json_is_number(jto) ? json_number_value(jto) : DEFAULT_TIMEOUT_S;
+        json_t *nb = json_pack("{s:s, s:f}", "profile", profile, "ttl_s", timeout);
+        if (json_is_object(jm) && json_object_size(jm))
+                json_object_set(nb, "metadata", jm);
+        char *text = json_dumps(nb, JSON_COMPACT);
+        sbx_mgr_reply rp;
+        unsigned code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
+        free(text);
+        bool capped = false;
+        if (code == 400 &&
+                streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "field")),
+                        "ttl_s")) {
+                /* more than the profile's ttl.max: the default TTL, extended up to the cap */
+                sbx_mgr_reply_done(&rp);
+                json_object_del(nb, "ttl_s");
+                text = json_dumps(nb, JSON_COMPACT);
+                code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
+                free(text);
+                capped = true;
+        }
+        json_decref(nb);
+        if (code != 201 && code != 200) {
+                if (code == 422)
+                        e2b_api_err(rq, 400, "templateID '%s': %s", json_string_value(jt) ?: "base",
+                                e2b_native_message(rp.json));
+                else
+                        api_native_err(rq, code, rp.json);
+                sbx_mgr_reply_done(&rp);
+                goto out;
+        }
+        json_t *rec = json_incref(rp.json);
+        sbx_mgr_reply_done(&rp);
+        const char *id = json_string_value(json_object_get(rec, "id")) ?: "";
+        const char *backend = json_string_value(json_object_get(rec, "backend")) ?: "";
+        if (streq(backend, "landlock") || streq(backend, "none")) {
+                /* E2B's SDKs write to /tmp and /home/user: only a mount namespace makes those the
+                 * sandbox's own. */
+                char path[128];
+                snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
+                cx_native(rq, "DELETE", path, NULL, 0, NULL, &rp);
+                sbx_mgr_reply_done(&rp);
+                e2b_api_err(rq, 400,
+                        "templateID '%s': profile %s runs on the %s backend, which has no mount namespace, "
+                        "so "
+                        "the paths E2B uses (/tmp, /home/user) would not be the sandbox's own; use a "
+                        "profile "
+                        "with isolation.level: container (e.g. base) on a host where a namespace backend "
+                        "works "
+                        "(see 'sandboxer doctor')",
+                        json_string_value(jt) ?: "base", profile, backend);
+                json_decref(rec);
+                goto out;
+        }
+        if (capped)
+                (void) set_timeout(rq, id, rec, timeout, NULL);
+        char token[65];
+        cx_box_set(id, &rq->caller, json_is_object(je_) ? json_incref(je_) : NULL, token);
+        char tb[256];
+        json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
+                template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
+                "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
+        json_object_set_new(ans, "domain", json_null());
+        cx_respond_json(rq, 201, ans);
+        json_decref(rec);
+out:
+        json_decref(body);
+}
+
+/* The record of a sandbox E2B may still address: live. 404 otherwise (answered). */
+static json_t *live_record(cx_req *rq, const char *id) {
+        unsigned code;
+        json_t *rec = cx_record(rq, id, &code);
+        if (!rec || !cx_record_live(rec)) {
+                json_decref(rec);
+                e2b_api_err(rq, 404, "sandbox %s not found", id);
+                return NULL;
+        }
+        return rec;
+}
+
+static void op_get(cx_req *rq, const char *id) {
+        json_t *rec = live_record(rq, id);
+        if (!rec)
+                return;
+        json_t *j = sandbox_json(rec, true);
+        char token[65];
+        if (cx_box_get(id, NULL, NULL, NULL)) {
+                cx_box_set(id, &rq->caller, NULL, token);
+                json_object_set_new(j, "envdAccessToken", json_string(token));
+        }
+        cx_respond_json(rq, 200, j);
+        json_decref(rec);
+}
+
+/* metadata=k%3Dv%26k2%3Dv2 (each key and value URL-encoded, then the whole). */
+static void url_decode(char *s) {
+        char *w = s;
+        for (char *p = s; *p; p++) {
+                if (*p == '%' && p[1] && p[2]) {
+                        char hex[3] = {p[1], p[2], 0};
+                        *w++ = (char) strtol(hex, NULL, 16);
+                        p += 2;
+                } else
+                        *w++ = *p == '+' ? ' ' : *p;
+        }
+        *w = 0;
+}
+
+static bool metadata_match(const json_t *md, const char *filter) {
+        if (!filter || !*filter)
+                return true;
+        _cleanup_free_ char *f = strdup(filter);
+        if (!f)
+                return false;
+        for (char *save = NULL, *pair = strtok_r(f, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+                char *eq = strchr(pair, '=');
+                if (!eq)
+                        return false;
+                *eq = 0;
+                url_decode(pair);
+                url_decode(eq + 1);
+                const char *v = json_string_value(json_object_get(md, pair));
+                if (!v || !streq(v, eq + 1))
+                        return false;
+        }
+        return true;
+}
+
+static void op_list(cx_req *rq) {
+        const char *md = cx_query(rq, "metadata"), *state = cx_query(rq, "state"),
+                   *limit = cx_query(rq, "limit"), *next = cx_query(rq, "nextToken");
+        if (state && !strstr(state, "running")) { /* nothing is ever paused */
+                cx_respond_json(rq, 200, json_array());
+                return;
+        }
+        char lim[16] = "100";
+        if (limit) {
+                long l = strtol(limit, NULL, 10);
+                snprintf(lim, sizeof lim, "%ld", l < 1 ? 1 : l > 500 ? 500 : l);
+        }
+        cx_kv q[] = {{"limit", lim}, {next ? "cursor" : NULL, next}, {NULL, NULL}};
+        sbx_mgr_reply rp;
+        unsigned code = cx_native(rq, "GET", "/v1/sandboxes", NULL, 0, q, &rp);
+        if (code != 200) {
+                api_native_err(rq, code, rp.json);
+                sbx_mgr_reply_done(&rp);
+                return;
+        }
+        json_t *out = json_array(), *items = json_object_get(rp.json, "items");
+        size_t i;
+        json_t *rec;
+        json_array_foreach(items, i, rec) {
+                if (!cx_record_live(rec) || !metadata_match(json_object_get(rec, "metadata"), md))
+                        continue;
+                json_array_append_new(out, sandbox_json(rec, false));
+        }
+        const char *nc = json_string_value(json_object_get(rp.json, "next_cursor"));
+        cx_respond_json(rq, 200, out);
+        if (nc)
+                cx_add_header(rq, "x-next-token", nc);
+        sbx_mgr_reply_done(&rp);
+}
+
+static void op_timeout(cx_req *rq, const char *id) {
+        json_t *body = json_loadb(rq->body, rq->len, 0, NULL);
+        json_t *t = json_object_get(body, "timeout");
+        if (!json_is_number(t) || json_number_value(t) < 0) {
+                json_decref(body);
+                e2b_api_err(rq, 400, "timeout: a number of seconds is required");
+                return;
+        }
+        double timeout = json_number_value(t);
+        json_decref(body);
+        json_t *rec = live_record(rq, id);
+        if (!rec)
+                return;
+        json_t *err = NULL;
+        unsigned code = set_timeout(rq, id, rec, timeout, &err);
+        if (code != 200)
+                api_native_err(rq, code, err);
+        else
+                cx_respond(rq, 204, NULL, "", 0);
+        json_decref(err);
+        json_decref(rec);
+}
+
+static void op_kill(cx_req *rq, const char *id) {
+        json_t *rec = live_record(rq, id); /* a second kill: 404, as E2B answers */
+        if (!rec)
+                return;
+        char path[128];
+        snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
+        sbx_mgr_reply rp;
+        unsigned code = cx_native(rq, "DELETE", path, NULL, 0, NULL, &rp);
+        if (code != 200)
+                api_native_err(rq, code, rp.json);
+        else {
+                cx_box_forget(id);
+                cx_respond(rq, 204, NULL, "", 0);
+        }
+        sbx_mgr_reply_done(&rp);
+        json_decref(rec);
+}
+
+static void op_connect(cx_req *rq, const char *id, unsigned ok_code) {
+        json_t *body = rq->len ? json_loadb(rq->body, rq->len, 0, NULL) : NULL;
+        json_t *t = json_object_get(body, "timeout");
+        double timeout = json_is_number(t) ? json_number_value(t) : 0;
+        json_decref(body);
+        json_t *rec = live_record(rq, id);
+        if (!rec)
+                return;
+        if (timeout > 0)
+                (void) set_timeout(rq, id, rec, timeout, NULL);
+        char token[65], tb[256];
+        cx_box_set(id, &rq->caller, NULL, token);
+        json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
+                template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
+                "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
+        json_object_set_new(ans, "domain", json_null());
+        cx_respond_json(rq, ok_code, ans);
+        json_decref(rec);
+}
+
+void e2b_control(cx_req *rq, const char *path) {
+        if (!api_auth(rq))
+                return;
+        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"),
+             del = streq(rq->method, "DELETE");
+        if (streq(path, "/sandboxes") || streq(path, "/v2/sandboxes")) {
+                if (post)
+                        op_create(rq);
+                else if (get)
+                        op_list(rq);
+                else
+                        e2b_api_err(rq, 405, "use GET or POST");
+                return;
+        }
+        const char *rest = strncmp(path, "/v2/", 4) == 0 ? path + 14 : path + 11; /* after /sandboxes/ */
+        char id[64];
+        const char *slash = strchr(rest, '/');
+        size_t l = slash ? (size_t) (slash - rest) : strlen(rest);
+        if (l == 0 || l >= sizeof id) {
+                e2b_api_err(rq, 404, "sandbox not found");
+                return;
+        }
+        memcpy(id, rest, l);
+        id[l] = 0;
+        const char *sub = slash ? slash : "";
+        if (!*sub && get)
+                op_get(rq, id);
+        else if (!*sub && del)
+                op_kill(rq, id);
+        else if (streq(sub, "/timeout") && post)
+                op_timeout(rq, id);
+        else if (streq(sub, "/connect") && post)
+                op_connect(rq, id, 200);
+        else if (streq(sub, "/resume") && post)
+                op_connect(rq, id, 201);
+        else if (streq(sub, "/refreshes") && post) {
+                json_t *rec = live_record(rq, id);
+                if (rec)
+                        cx_respond(rq, 204, NULL, "", 0);
+                json_decref(rec);
+        } else if (streq(sub, "/pause"))
+                e2b_api_err(rq, 409, "sandboxer sandboxes cannot be paused");
+        else
+                e2b_api_err(
+                        rq, 501, "%s %s is not implemented by sandboxer's E2B surface", rq->method, path);
+}
