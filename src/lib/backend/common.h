@@ -1,7 +1,10 @@
-/* common.h — what every backend that runs the sandbox's own init shares (native, landlock):
- * finding the init, the environment, the limits plan, the seccomp programs, and the one launch
- * path — spawn, supervise, classify into the report. Backends differ only in the spawn
- * parameters they fill (namespaces, mounts, ids, Landlock rules). DESIGN.md principle 3. */
+/* common.h — what the backends share, one file per concern: init.c (the sandbox's init, its
+ * argv and environment), paths.c (the filesystem view: binds, exec rules, the writable set,
+ * Landlock rules), limits.c (what enforces each limit), seccomp-fd.c (the programs handed to the
+ * init), launch.c (the one launch path: spawn, supervise), classify.c (how a run ended, for every
+ * backend and the container engines), runtime.c (runtime and scratch directories, tools).
+ * Backends that run the sandbox's own init differ only in the spawn parameters they fill
+ * (namespaces, mounts, ids, Landlock rules). DESIGN.md principle 3. */
 #pragma once
 
 #include <limits.h>
