@@ -94,7 +94,8 @@ static void help(void) {
                "whether it can run here, or why not and how to fix it.\n\n"
                "  --json     print one JSON object {kernel, landlock_abi, cgroup, unprivileged,\n"
                "             features: {NAME: {available, detail}}, backends: {NAME: {available, reason,\n"
-               "             cause, implemented, level, capabilities: {CAP: {yes, how}}}}}; cause is\n"
+               "             cause, implemented, level, persistent: {yes, how}, capabilities: {CAP:\n"
+               "             {yes, how}}}}}; cause is\n"
                "             none, not_implemented, tool_missing (its program is not in PATH) or host\n"
                "  -h, --help show this help\n\n"
                "Exit status: 0 when at least one backend can run on this host, 1 when none can,\n"
@@ -397,6 +398,15 @@ static int print_json(const char *kernel, int landlock_abi, const sbx_probe_resu
                 const sbx_backend *b = sbx_backend_get(sbx_backend_from_string(lines[i].name));
                 jsonw_kv_bool(&w, "implemented", b && b->implemented);
                 jsonw_kv_string(&w, "level", b ? sbx_level_to_string(b->level) : NULL);
+                /* persistence is a capability of the backend (serve's sandboxes) */
+                jsonw_key(&w, "persistent");
+                jsonw_begin_object(&w);
+                jsonw_kv_bool(&w, "yes", b && b->start);
+                jsonw_kv_string(&w, "how",
+                        b && b->start         ? "the init serves execs in the running sandbox"
+                        : b && b->persist_why ? b->persist_why
+                                              : "not implemented");
+                jsonw_end_object(&w);
                 jsonw_key(&w, "capabilities");
                 jsonw_begin_object(&w);
                 for (int c = 0; c < _SBX_CAP_MAX; c++) {

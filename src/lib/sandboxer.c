@@ -472,11 +472,11 @@ _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
         }
         if (ret >= 0)
                 ret = check_secrets(r, cfg, b, &e);
-        if (ret >= 0 && b->id != SBX_BACKEND_NATIVE && b->id != SBX_BACKEND_LANDLOCK)
+        if (ret >= 0 && !b->start)
                 ret = sbx_error_set(&e, EOPNOTSUPP, "backend",
-                        "persistent sandboxes run on the native and landlock backends, not on %s; choose "
-                        "one of those in the profile or policy",
-                        sbx_backend_to_string(b->id));
+                        "persistent sandboxes are not held by the %s backend (%s); choose another in the "
+                        "profile or policy",
+                        sbx_backend_to_string(b->id), b->persist_why ? b->persist_why : "not implemented");
         if (ret >= 0) {
                 int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
                 sbx_run_io io = {.in_fd = null_fd,
@@ -487,7 +487,7 @@ _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
                         .secrets = r->secrets,
                         .n_secrets = r->n_secrets};
                 ret = null_fd < 0 ? sbx_error_set(&e, errno, "persist", "open /dev/null: %m")
-                                  : b->run(cfg, NULL, &io, rep, &e);
+                                  : b->start(cfg, &io, rep, &e);
                 safe_close(null_fd);
         }
         if (ret < 0) {

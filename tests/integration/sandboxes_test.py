@@ -41,6 +41,8 @@ with open(os.path.join(PROFILES, "profile.idle.yaml"), "w") as f:
     f.write('id: profile.idle\nversion: "1.0.0"\nextends: profile.default\nttl: { idle: 1s }\n')
 with open(os.path.join(PROFILES, "profile.ll.yaml"), "w") as f:
     f.write('id: profile.ll\nversion: "1.0.0"\nextends: profile.python\nisolation: { backend: landlock }\n')
+with open(os.path.join(PROFILES, "profile.bw.yaml"), "w") as f:
+    f.write('id: profile.bw\nversion: "1.0.0"\nextends: profile.default\nisolation: { backend: bwrap }\n')
 with open(os.path.join(SECRETS, "api_key"), "w") as f:
     f.write("k3y-V4LUE-123\n")
 with open(os.path.join(SECRETS, "db.pass"), "wb") as f:
@@ -339,6 +341,12 @@ def main():
         for i in range(3):
             print("ok %d # SKIP landlock backend as an ordinary user: no bound for the pids here" % (n + 1 + i))
         globals()["n"] += 3
+
+    # persistence is a backend's capability: one that cannot hold a sandbox says so, and why
+    s, r, _ = create(profile="profile.bw")
+    msg = json.dumps(r)
+    ok(s == 503 and "not held by the bwrap backend" in msg and "use native or landlock" in msg,
+       "a persistent sandbox on bwrap is refused naming the backend, why and what to use", (s, r))
 
     # concurrency within one sandbox
     res = []

@@ -82,8 +82,11 @@ for name, v in b.items():
     assert v.get("cause") in ("none", "not_implemented", "tool_missing", "host"), name + ".cause: %r" % v.get("cause")
     assert (v["cause"] == "none") == v["available"], name + ": cause none exactly when available"
     assert (v["cause"] == "not_implemented") == (not v["implemented"]), name + ": not_implemented exactly when so"
+    pe = v.get("persistent") or {}
+    assert pe.get("yes") == (name in ("native", "landlock")), name + ".persistent.yes: %r" % pe
+    assert isinstance(pe.get("how"), str) and pe["how"], name + ".persistent: no how or why"
 EOF
-ok $? "backends: all seven, each with available, a reason and a cause that agrees"
+ok $? "backends: all seven, each with available, a reason and a cause that agrees, and whether it holds persistent sandboxes (why not)"
 [ -s "$tmp/back" ] && diag "$tmp/back"
 
 any=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(any(v["available"] for v in d["backends"].values())))' "$tmp/out.json" 2>/dev/null)

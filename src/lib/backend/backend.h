@@ -89,6 +89,12 @@ typedef struct sbx_backend {
          * (report->status is then setup_error and *e says why). */
         int (*run)(const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep,
                 sbx_error *e);
+        /* Persistence, a capability: start a persistent sandbox (io->persist set, no command; its
+         * init forks each exec on request) and supervise it until it is destroyed; the same
+         * return as run. NULL for a backend that cannot hold one; persist_why then says why and
+         * what to use instead. */
+        int (*start)(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_error *e);
+        const char *persist_why;
 } sbx_backend;
 
 const sbx_backend *sbx_backend_get(sbx_backend_id id);

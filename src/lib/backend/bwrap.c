@@ -391,4 +391,6 @@ const sbx_backend sbx_backend_bwrap = {
         .caps = bwrap_caps,
         .probe = bwrap_probe,
         .run = bwrap_run,
+        .persist_why = "bubblewrap runs one command: its init is not sandboxer's --serve init; use native "
+                       "or landlock",
 };

@@ -1132,4 +1132,6 @@ const sbx_backend sbx_backend_docker = {
         .caps = docker_caps,
         .probe = docker_probe,
         .run = docker_run,
+        .persist_why = "each exec would be a container of its own (no init serving execs inside the "
+                       "engine); use native or landlock",
 };

@@ -442,4 +442,6 @@ const sbx_backend sbx_backend_firejail = {
         .caps = firejail_caps,
         .probe = firejail_probe,
         .run = firejail_run,
+        .persist_why = "firejail runs one command: its init is not sandboxer's --serve init; use native or "
+                       "landlock",
 };

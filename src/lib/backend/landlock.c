@@ -272,6 +272,11 @@ out:
         return r;
 }
 
+/* A persistent sandbox: the same run with no command (the init serves execs). */
+static int landlock_start(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+        return landlock_run(cfg, NULL, io, rep, e);
+}
+
 static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_FS_READONLY] = {true,
                 "Landlock: no write right outside scratch, a rw workspace and filesystem.write"},
@@ -334,4 +339,5 @@ const sbx_backend sbx_backend_landlock = {
         .caps = landlock_caps,
         .probe = landlock_probe,
         .run = landlock_run,
+        .start = landlock_start,
 };

@@ -423,6 +423,11 @@ static int native_run(
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }
 
+/* A persistent sandbox: the same run with no command (the init serves execs). */
+static int native_start(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+        return native_run(cfg, NULL, io, rep, e);
+}
+
 static const sbx_cap_decl native_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_FS_READONLY] = {true, "read-only binds in a mount namespace, and Landlock"},
         [SBX_CAP_FS_PRIVATE_VIEW] = {true, "a root of only the read paths (pivot_root), and Landlock rules"},
@@ -472,4 +477,5 @@ const sbx_backend sbx_backend_native = {
         .caps = native_caps,
         .probe = native_probe,
         .run = native_run,
+        .start = native_start,
 };

@@ -527,4 +527,6 @@ const sbx_backend sbx_backend_podman = {
         .caps = podman_caps,
         .probe = podman_probe,
         .run = podman_run,
+        .persist_why = "each exec would be a container of its own (no init serving execs inside the "
+                       "engine); use native or landlock",
 };
