@@ -43,16 +43,25 @@ int mgr_box_save(sbx_mgr *m, box *b) {
         char *inputs = json_dumps(in, JSON_COMPACT);
         json_decref(in);
         sbx_error e = {0};
-        int r = STORE_SQL(m,
-                "INSERT OR REPLACE INTO sandboxes (id, state, reason, profile, backend, tenant, "
-                "consumer_json, "
-                "metadata_json, created_at, expires_at, updated_at, record_json, harness, session_id, "
-                "run_id, "
-                "job_id, supervisor_pid, inputs_json) VALUES (?,?,?,?,?,?,NULL,NULL,?,?,?,?,?,?,?,?,?,?)",
-                NULL, NULL, &e, "ssssssiiisssssis", b->id, sbx_state_to_string(b->state), b->reason,
-                b->profile, b->backend, b->tenant, b->created_ms, b->expires_ms, b->updated_ms, text,
-                consumer_field(b, "harness"), consumer_field(b, "session_id"), consumer_field(b, "run_id"),
-                consumer_field(b, "job_id"), (int64_t) b->sv_pid, inputs);
+        sbx_store_sandbox row = {
+                .id = b->id,
+                .state = sbx_state_to_string(b->state),
+                .reason = b->reason,
+                .profile = b->profile,
+                .backend = b->backend,
+                .tenant = b->tenant,
+                .created_at = b->created_ms,
+                .expires_at = b->expires_ms,
+                .updated_at = b->updated_ms,
+                .record_json = text,
+                .harness = consumer_field(b, "harness"),
+                .session_id = consumer_field(b, "session_id"),
+                .run_id = consumer_field(b, "run_id"),
+                .job_id = consumer_field(b, "job_id"),
+                .supervisor_pid = b->sv_pid,
+                .inputs_json = inputs,
+        };
+        int r = sbx_store_sandbox_put(m->store, &row, &e);
         free(text);
         free(inputs);
         if (r < 0) {
@@ -142,14 +151,14 @@ typedef struct list_ctx {
         int n;
 } list_ctx;
 
-static int list_cb(void *ud, int n, const char *const *cols) {
+static int list_cb(void *ud, const char *record_json, int64_t created_at, const char *id) {
         list_ctx *c = ud;
         json_error_t je;
-        json_t *rec = cols[0] ? json_loads(cols[0], 0, &je) : NULL;
+        json_t *rec = record_json ? json_loads(record_json, 0, &je) : NULL;
         if (rec)
                 json_array_append_new(c->items, rec);
-        snprintf(c->last_created, sizeof c->last_created, "%s", cols[1] ? cols[1] : "0");
-        snprintf(c->last_id, sizeof c->last_id, "%s", cols[2] ? cols[2] : "");
+        snprintf(c->last_created, sizeof c->last_created, "%" PRId64, created_at);
+        snprintf(c->last_id, sizeof c->last_id, "%s", id);
         c->n++;
         return 0;
 }
@@ -186,16 +195,19 @@ unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         }
         list_ctx c = {.items = json_array()};
         sbx_error e = {0};
-        int r = sbx_store_sql(m->store,
-                "SELECT record_json, created_at, id FROM sandboxes WHERE tenant = ?1 "
-                "AND (?2 IS NULL AND state != 'destroyed' OR state = ?2) AND (?3 IS NULL OR profile = ?3) "
-                "AND (?4 IS NULL OR harness = ?4) AND (?5 IS NULL OR session_id = ?5) "
-                "AND (?6 IS NULL OR run_id = ?6) AND (?7 IS NULL OR job_id = ?7) "
-                "AND (?8 = '' OR created_at > ?9 OR (created_at = ?9 AND id > ?8)) "
-                "ORDER BY created_at, id LIMIT ?10",
-                list_cb, &c, &e, "ssssssssii", rq->who->tenant, state, profile, harness, session, run, job,
-                c_id, c_created, (int64_t) limit);
-        (void) c_id;
+        sbx_store_sandbox_filter f = {
+                .tenant = rq->who->tenant,
+                .state = state,
+                .profile = profile,
+                .harness = harness,
+                .session_id = session,
+                .run_id = run,
+                .job_id = job,
+                .after_created = c_created,
+                .after_id = c_id,
+                .limit = limit,
+        };
+        int r = sbx_store_sandbox_list(m->store, &f, list_cb, &c, &e);
         if (r < 0) {
                 json_decref(c.items);
                 return mgr_reply_err(

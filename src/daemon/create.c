@@ -46,25 +46,11 @@ typedef struct idem_row {
         bool found;
 } idem_row;
 
-static int idem_cb(void *ud, int n, const char *const *cols) {
-        idem_row *r = ud;
-        r->found = true;
-        r->sandbox_id = cols[0] ? strdup(cols[0]) : NULL;
-        r->body_sha = n > 1 && cols[1] ? strdup(cols[1]) : NULL;
-        return 0;
-}
-
-static int record_cb(void *ud, int n, const char *const *cols) {
-        json_error_t je;
-        if (cols[0])
-                *(json_t **) ud = json_loads(cols[0], 0, &je);
-        return 0;
-}
-
 json_t *mgr_stored_record(sbx_mgr *m, const char *id, const char *tenant) {
-        json_t *rec = NULL;
-        (void) sbx_store_sql(m->store, "SELECT record_json FROM sandboxes WHERE id = ? AND tenant = ?",
-                record_cb, &rec, NULL, "ss", id, tenant);
+        char *text = sbx_store_sandbox_record(m->store, id, tenant);
+        json_error_t je;
+        json_t *rec = text ? json_loads(text, 0, &je) : NULL;
+        free(text);
         return rec;
 }
 
@@ -196,11 +182,8 @@ static void store_first_states(void *ud) {
         (void) mgr_box_save(m, b);
         mgr_emit(m, b, "sandbox.state", NULL);
         if (f->key)
-                (void) STORE_SQL(m,
-                        "INSERT OR REPLACE INTO idempotency (key, tenant, sandbox_id, created_at, "
-                        "body_sha256) "
-                        "VALUES (?,?,?,?,?)",
-                        NULL, NULL, NULL, "sssis", f->key, f->tenant, b->id, mgr_now_ms(), f->body_sha);
+                (void) sbx_store_idempotency_put(
+                        m->store, f->key, f->tenant, b->id, mgr_now_ms(), f->body_sha);
         mgr_set_state(m, b, SBX_STATE_PROVISIONING, "create");
         if (f->warm) {
                 /* started ahead of time: ready now */
@@ -373,9 +356,8 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                 char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
                 sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, body_sha);
                 free(canon);
-                (void) sbx_store_sql(m->store,
-                        "SELECT sandbox_id, body_sha256 FROM idempotency WHERE key = ? AND tenant = ?",
-                        idem_cb, &idem, NULL, "ss", key, who_tenant);
+                idem.found = sbx_store_idempotency_get(
+                                     m->store, key, who_tenant, &idem.sandbox_id, &idem.body_sha) > 0;
                 if (idem.found) {
                         if (idem.body_sha && !streq(idem.body_sha, body_sha)) {
                                 mgr_reply_err(rp, 409, "conflict", "Idempotency-Key",

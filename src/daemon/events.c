@@ -3,12 +3,6 @@
 
 #include <fcntl.h>
 
-static int seq_row(void *ud, int n, const char *const *cols) {
-        if (n > 0 && cols[0])
-                *(int64_t *) ud = strtoll(cols[0], NULL, 10);
-        return 0;
-}
-
 void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */) {
         int64_t at = mgr_now_ms();
         if (!data)
@@ -21,12 +15,8 @@ void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen
         json_object_set_new(data, "at", mgr_time_json(at));
         char *text = json_dumps(data, JSON_COMPACT);
         json_decref(data);
-        int64_t seq = 0;
-        (void) STORE_SQL(m,
-                "INSERT INTO events (sandbox_id, type, state, reason, at, data_json) VALUES (?,?,?,?,?,?) "
-                "RETURNING seq",
-                seq_row, &seq, NULL, "ssssis", b->id, type, sbx_state_to_string(b->state), b->reason, at,
-                text);
+        int64_t seq = sbx_store_event_add(
+                m->store, b->id, type, sbx_state_to_string(b->state), b->reason, at, text);
         free(text);
         pthread_mutex_lock(&m->lock);
         if (seq > m->last_seq)
@@ -46,16 +36,15 @@ typedef struct sse_ctx {
         bool broken;
 } sse_ctx;
 
-static int sse_row(void *ud, int n, const char *const *cols) {
+static int sse_row(void *ud, int64_t seq, const char *type, const char *data_json) {
         sse_ctx *s = ud;
-        int64_t seq = strtoll(cols[0], NULL, 10);
         if (seq > s->after)
                 s->after = seq;
         if (s->broken)
                 return 0;
         char *msg = NULL;
-        int k = asprintf(&msg, "id: %s\nevent: %s\ndata: {\"seq\":%s,%s\n\n", cols[0], cols[1], cols[0],
-                cols[2] && cols[2][0] == '{' ? cols[2] + 1 : "}");
+        int k = asprintf(&msg, "id: %" PRId64 "\nevent: %s\ndata: {\"seq\":%" PRId64 ",%s\n\n", seq, type,
+                seq, data_json && data_json[0] == '{' ? data_json + 1 : "}");
         if (k < 0)
                 return 0;
         for (size_t off = 0; off < (size_t) k;) {
@@ -76,12 +65,7 @@ static void *sse_thread(void *arg) {
         sse_ctx *s = arg;
         sbx_mgr *m = s->m;
         while (!s->broken) {
-                (void) sbx_store_sql(m->store,
-                        "SELECT e.seq, e.type, e.data_json FROM events e JOIN sandboxes s ON s.id = "
-                        "e.sandbox_id "
-                        "WHERE e.seq > ?1 AND s.tenant = ?2 AND (?3 = '' OR e.sandbox_id = ?3) ORDER BY "
-                        "e.seq LIMIT 500",
-                        sse_row, s, NULL, "iss", s->after, s->tenant, s->sandbox);
+                (void) sbx_store_events_after(m->store, s->after, s->tenant, s->sandbox, sse_row, s);
                 if (s->broken)
                         break;
                 pthread_mutex_lock(&m->lock);

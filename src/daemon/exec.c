@@ -284,13 +284,16 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         char *text = rep ? json_dumps(rep, JSON_COMPACT) : NULL;
         int64_t t = mgr_now_ms();
         mgr_tx_begin(m);
-        (void) STORE_SQL(m,
-                "INSERT OR REPLACE INTO execs (id, sandbox_id, status, exit_code, started_at, ended_at, "
-                "report_json) "
-                "VALUES (?,?,?,?,?,?,?)",
-                NULL, NULL, NULL, "sssiiis", exec_id, b->id, status,
-                (int64_t) (json_is_integer(code) ? json_integer_value(code) : -1),
-                t - (json_is_integer(wall) ? json_integer_value(wall) : 0), t, text);
+        sbx_store_exec x = {
+                .id = exec_id,
+                .sandbox_id = b->id,
+                .status = status,
+                .exit_code = json_is_integer(code) ? json_integer_value(code) : -1,
+                .started_at = t - (json_is_integer(wall) ? json_integer_value(wall) : 0),
+                .ended_at = t,
+                .report_json = text,
+        };
+        (void) sbx_store_exec_put(m->store, &x, false);
         free(text);
         pthread_mutex_lock(&m->lock);
         b->execs++;
@@ -503,22 +506,23 @@ unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_
 
 typedef struct execs_ctx {
         json_t *items;
+        bool with_report;
 } execs_ctx;
 
-static int execs_cb(void *ud, int n, const char *const *cols) {
+static int execs_cb(void *ud, const sbx_store_exec *e) {
         execs_ctx *c = ud;
         json_error_t je;
-        json_t *rep = n > 5 && cols[5] ? json_loads(cols[5], 0, &je) : NULL;
+        json_t *rep = e->report_json ? json_loads(e->report_json, 0, &je) : NULL;
         json_t *x = json_object();
-        json_object_set_new(x, "exec_id", json_string(cols[0] ? cols[0] : ""));
-        json_object_set_new(x, "status", cols[1] ? json_string(cols[1]) : json_null());
-        json_object_set_new(x, "exit_code",
-                cols[2] && strtoll(cols[2], NULL, 10) >= 0 ? json_integer(strtoll(cols[2], NULL, 10))
-                                                           : json_null());
-        json_object_set_new(x, "started_at", mgr_time_json(cols[3] ? strtoll(cols[3], NULL, 10) : 0));
-        json_object_set_new(x, "ended_at", mgr_time_json(cols[4] ? strtoll(cols[4], NULL, 10) : 0));
-        if (n > 5)
+        json_object_set_new(x, "exec_id", json_string(e->id));
+        json_object_set_new(x, "status", e->status ? json_string(e->status) : json_null());
+        json_object_set_new(x, "exit_code", e->exit_code >= 0 ? json_integer(e->exit_code) : json_null());
+        json_object_set_new(x, "started_at", mgr_time_json(e->started_at));
+        json_object_set_new(x, "ended_at", mgr_time_json(e->ended_at));
+        if (c->with_report)
                 json_object_set_new(x, "report", rep ? rep : json_null());
+        else
+                json_decref(rep);
         json_array_append_new(c->items, x);
         return 0;
 }
@@ -534,19 +538,11 @@ unsigned mgr_op_execs(
         json_decref(rec);
         if (b && b->adopted_inflight)
                 mgr_ingest_exec_reports(m, b);
-        execs_ctx c = {.items = json_array()};
+        execs_ctx c = {.items = json_array(), .with_report = exec_id != NULL};
         if (exec_id)
-                (void) sbx_store_sql(m->store,
-                        "SELECT id, status, exit_code, started_at, ended_at, report_json FROM execs WHERE "
-                        "sandbox_id = ? "
-                        "AND id = ?",
-                        execs_cb, &c, NULL, "ss", id, exec_id);
+                (void) sbx_store_exec_get(m->store, id, exec_id, execs_cb, &c);
         else
-                (void) sbx_store_sql(m->store,
-                        "SELECT id, status, exit_code, started_at, ended_at FROM execs WHERE sandbox_id = ? "
-                        "ORDER BY "
-                        "ended_at DESC LIMIT 500",
-                        execs_cb, &c, NULL, "s", id);
+                (void) sbx_store_exec_list(m->store, id, execs_cb, &c);
         json_t *running = json_array();
         if (b) {
                 pthread_mutex_lock(&m->lock);

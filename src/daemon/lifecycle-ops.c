@@ -26,7 +26,7 @@ bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state
                         e.message, NULL);
                 return false;
         }
-        bool own = !mgr_tx_held;
+        bool own = !sbx_store_tx_open(m->store);
         if (own)
                 mgr_tx_begin(m);
         (void) mgr_box_save(m, b);

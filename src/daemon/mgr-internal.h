@@ -3,6 +3,7 @@
  * for http.c or compat/ (they use sandboxes.h). */
 #pragma once
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 #include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/sandboxes.h"
+#include "daemon/store-sandboxes.h"
 #include "daemon/store.h"
 #include "policy/policy.h"
 
@@ -99,13 +101,6 @@ typedef struct exec_io {
         char *out, *err;
         size_t out_len, err_len, out_cap, err_cap;
 } exec_io;
-
-/* Writes that belong together go in one transaction, the store's lock held throughout (the
- * connection is shared): fewer commits, ~40 pwrite()s less per exec. mgr_tx_begin/_end. */
-extern __thread bool mgr_tx_held;
-#define STORE_SQL(m, ...)                                                                                   \
-        (mgr_tx_held ? sbx_store_sql_locked((m)->store, __VA_ARGS__)                                        \
-                     : sbx_store_sql((m)->store, __VA_ARGS__))
 
 /* mgr-util.c */
 int mgr_worker_start(sbx_mgr *m, void *(*fn)(void *), void *arg);

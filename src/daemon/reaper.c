@@ -88,10 +88,11 @@ typedef struct load_ctx {
         box *list;
 } load_ctx;
 
-static int load_cb(void *ud, int n, const char *const *cols) {
+static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_t expires_at,
+        int64_t supervisor_pid, const char *inputs_json) {
         load_ctx *c = ud;
         json_error_t je;
-        json_t *rec = cols[0] ? json_loads(cols[0], 0, &je) : NULL;
+        json_t *rec = record_json ? json_loads(record_json, 0, &je) : NULL;
         if (!rec)
                 return 0;
         box *b = calloc(1, sizeof *b);
@@ -119,14 +120,14 @@ static int load_cb(void *ud, int n, const char *const *cols) {
         b->consumer = json_incref(json_object_get(rec, "consumer"));
         b->metadata = json_incref(json_object_get(rec, "metadata"));
         b->limits = json_incref(json_object_get(rec, "limits"));
-        b->created_ms = cols[1] ? strtoll(cols[1], NULL, 10) : mgr_now_ms();
-        b->expires_ms = cols[2] ? strtoll(cols[2], NULL, 10) : mgr_now_ms();
+        b->created_ms = created_at ? created_at : mgr_now_ms();
+        b->expires_ms = expires_at ? expires_at : mgr_now_ms();
         b->updated_ms = mgr_now_ms();
         b->last_active_ms = mgr_now_ms();
-        b->sv_pid = cols[3] ? (pid_t) strtol(cols[3], NULL, 10) : 0;
+        b->sv_pid = (pid_t) supervisor_pid;
         json_t *in = NULL;
-        if (cols[4])
-                in = json_loads(cols[4], 0, &je);
+        if (inputs_json)
+                in = json_loads(inputs_json, 0, &je);
         b->ttl_s = json_number_value(json_object_get(in, "ttl_s"));
         json_decref(in);
         b->idle_s = json_number_value(json_object_get(rec, "idle_s"));
@@ -158,11 +159,7 @@ static int load_cb(void *ud, int n, const char *const *cols) {
  * up, destroyed); supervisor sockets nobody knows are orphans, destroyed. */
 void mgr_reconcile(sbx_mgr *m) {
         load_ctx c = {.m = m};
-        (void) sbx_store_sql(m->store,
-                "SELECT record_json, created_at, expires_at, supervisor_pid, inputs_json FROM sandboxes "
-                "WHERE "
-                "state != 'destroyed'",
-                load_cb, &c, NULL, "");
+        (void) sbx_store_sandbox_live(m->store, load_cb, &c, NULL);
         while (c.list) {
                 box *b = c.list;
                 c.list = b->next;

@@ -5,11 +5,6 @@
 #include <sys/stat.h>
 #include "basic/strv.h"
 
-static int max_seq_cb(void *ud, int n, const char *const *cols) {
-        *(int64_t *) ud = cols[0] ? strtoll(cols[0], NULL, 10) : 0;
-        return 0;
-}
-
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e) {
         sbx_mgr *m = calloc(1, sizeof *m);
         if (!m)
@@ -98,7 +93,7 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
                 sbx_mgr_free(m);
                 return r;
         }
-        (void) sbx_store_sql(store, "SELECT MAX(seq) FROM events", max_seq_cb, &m->last_seq, NULL, "");
+        m->last_seq = sbx_store_event_last(store);
         *ret = m;
         return 0;
 }

@@ -383,11 +383,6 @@ static int sv_spawn_inner(
 }
 
 /* Reports the supervisor wrote that the store has not got (the server was away). */
-static int exists_row(void *ud, int n, const char *const *cols) {
-        *(bool *) ud = true;
-        return 0;
-}
-
 void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
         char dir[PATH_MAX + 16];
         snprintf(dir, sizeof dir, "%s/execs", b->dir);
@@ -401,10 +396,7 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
                         continue;
                 char id[80];
                 snprintf(id, sizeof id, "%.*s", (int) (l - 5), de->d_name);
-                bool have = false;
-                (void) sbx_store_sql(
-                        m->store, "SELECT 1 FROM execs WHERE id = ?", exists_row, &have, NULL, "s", id);
-                if (have)
+                if (sbx_store_exec_exists(m->store, id))
                         continue;
                 char path[PATH_MAX + 100];
                 snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -414,14 +406,16 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
                         continue;
                 char *text = json_dumps(rep, JSON_COMPACT);
                 json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
-                (void) sbx_store_sql(m->store,
-                        "INSERT OR IGNORE INTO execs (id, sandbox_id, status, exit_code, started_at, "
-                        "ended_at, "
-                        "report_json) VALUES (?,?,?,?,?,?,?)",
-                        NULL, NULL, NULL, "sssiiis", id, b->id,
-                        json_string_value(json_object_get(rep, "status")),
-                        (int64_t) (json_is_integer(code) ? json_integer_value(code) : -1), mgr_now_ms(),
-                        mgr_now_ms(), text);
+                sbx_store_exec x = {
+                        .id = id,
+                        .sandbox_id = b->id,
+                        .status = json_string_value(json_object_get(rep, "status")),
+                        .exit_code = json_is_integer(code) ? json_integer_value(code) : -1,
+                        .started_at = mgr_now_ms(),
+                        .ended_at = mgr_now_ms(),
+                        .report_json = text,
+                };
+                (void) sbx_store_exec_put(m->store, &x, true);
                 free(text);
                 json_decref(rep);
                 pthread_mutex_lock(&m->lock);

@@ -73,4 +73,14 @@ for v in $verbs; do
         ok $? "the man page describes the verb $v"
 done
 
+# The layout the README describes holds (issue 21): no source file under src/ over 1,200 lines,
+# and the control plane's SQL only in its store files (store.c, store-sandboxes.c).
+if [ -d "$SBX_SRC/src" ]; then
+        long=$(find "$SBX_SRC/src" -name '*.[ch]' -exec wc -l {} + | awk '$2 != "total" && $1 > 1200 { print $2 ": " $1 }')
+        is "$long" "" "no source file under src/ is over 1,200 lines"
+        sql=$(grep -rlE '"(SELECT|INSERT|UPDATE|DELETE FROM|BEGIN|COMMIT)[ "]' "$SBX_SRC/src" --include='*.c' |
+                grep -vE '/src/daemon/store(-[a-z]+)?\.c$')
+        is "$sql" "" "the control plane's SQL is in its store files only"
+fi
+
 done_testing
