@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/jsonw.h"
 #include "basic/strv.h"
 #include "policy/policy.h"
 #include "verbs.h"
@@ -159,21 +160,7 @@ static int verb_validate(int argc, char **argv) {
 }
 
 static void json_str(const char *s) {
-        if (!s) {
-                fputs("null", stdout);
-                return;
-        }
-        putchar('"');
-        for (; *s; s++) {
-                unsigned char ch = (unsigned char) *s;
-                if (ch == '"' || ch == '\\')
-                        printf("\\%c", ch);
-                else if (ch < 0x20 || ch == 0x7f)
-                        printf("\\u%04x", ch);
-                else
-                        putchar(ch);
-        }
-        putchar('"');
+        (void) json_fputs(stdout, s);
 }
 
 typedef struct entry {

@@ -589,6 +589,17 @@ static void test_escaping(void) {
                 "escaped string decodes back to the original");
         jfree(n);
         free(q);
+
+        /* json_fputs: the same escaping, written as it goes (profile show, profile list --json). */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        json_fputs(f, "a\"\x01\xff\xe2\x80\xa8");
+        fputc(' ', f);
+        json_fputs(f, NULL);
+        fclose(f);
+        is_str(buf, "\"a\\\"\\u0001\\ufffd\\u2028\" null", "json_fputs escapes as json_quote; NULL is null");
+        free(buf);
 }
 
 static void test_numbers(void) {

@@ -416,3 +416,15 @@ int json_quote(const char *s, size_t n, char **ret) {
                 return r;
         return jsonw_finish(&w, false, ret, NULL);
 }
+
+int json_fputs(FILE *f, const char *s) {
+        if (!s)
+                return fputs("null", f) < 0 ? -EIO : 0;
+        char *q = NULL;
+        int r = json_quote(s, strlen(s), &q);
+        if (r < 0)
+                return r;
+        r = fputs(q, f) < 0 ? -EIO : 0;
+        free(q);
+        return r;
+}

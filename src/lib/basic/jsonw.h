@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "macro.h"
 
@@ -69,3 +70,6 @@ int jsonw_finish(jsonw *w, bool newline, char **ret, size_t *ret_len);
 /* Escape one string (with the quotes) into a fresh buffer: a helper for callers that build JSON
  * fragments by hand. */
 int json_quote(const char *s, size_t n, char **ret);
+/* s as a JSON string literal (the same escaping; NULL as null) to f: for output written as it
+ * goes (also a valid YAML double-quoted scalar). 0 or -errno. */
+int json_fputs(FILE *f, const char *s);

@@ -2,40 +2,13 @@
  * (`run --dry-run`), and a merged profile as YAML (re-parseable) or JSON (`profile show`). */
 #include <string.h>
 
+#include "basic/jsonw.h"
 #include "basic/strv.h"
 #include "policy/policy-internal.h"
 
-/* A JSON string literal; also a valid YAML double-quoted scalar. */
+/* A JSON string literal; also a valid YAML double-quoted scalar (jsonw's escaping). */
 static void put_str(FILE *f, const char *s) {
-        if (!s) {
-                fputs("null", f);
-                return;
-        }
-        fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
-                switch (*p) {
-                case '"':
-                        fputs("\\\"", f);
-                        break;
-                case '\\':
-                        fputs("\\\\", f);
-                        break;
-                case '\n':
-                        fputs("\\n", f);
-                        break;
-                case '\t':
-                        fputs("\\t", f);
-                        break;
-                case '\r':
-                        fputs("\\r", f);
-                        break;
-                default:
-                        if (*p < 0x20 || *p == 0x7f)
-                                fprintf(f, "\\u%04x", *p);
-                        else
-                                fputc(*p, f);
-                }
-        fputc('"', f);
+        (void) json_fputs(f, s);
 }
 
 static void put_strv(FILE *f, char *const *l) {
