@@ -127,8 +127,9 @@ void mgr_box_unlink(sbx_mgr *m, box *b) {
 /* ---- get, list ----------------------------------------------------------------------------- */
 
 /* The sandbox id's record for the caller: live, or stored (destroyed); 404 otherwise. */
-unsigned mgr_op_get(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
-        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+unsigned sbx_ops_get(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, who->tenant) : NULL;
         if (b) {
                 pthread_mutex_lock(&m->lock);
                 rp->json = mgr_box_record(b);
@@ -137,7 +138,7 @@ unsigned mgr_op_get(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_m
                 rp->code = 200;
                 return 200;
         }
-        json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, rq->who->tenant) : NULL;
+        json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, who->tenant) : NULL;
         if (!rec)
                 return mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
         rp->code = 200;
@@ -163,11 +164,10 @@ static int list_cb(void *ud, const char *record_json, int64_t created_at, const 
         return 0;
 }
 
-unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        const char *state = rq->query(rq->ctx, "state"), *profile = rq->query(rq->ctx, "profile");
-        const char *harness = rq->query(rq->ctx, "harness"), *session = rq->query(rq->ctx, "session_id");
-        const char *run = rq->query(rq->ctx, "run_id"), *job = rq->query(rq->ctx, "job_id");
-        const char *lim = rq->query(rq->ctx, "limit"), *cursor = rq->query(rq->ctx, "cursor");
+unsigned sbx_ops_list(sbx_mgr *m, const sbx_caller *who, const sbx_list_req *req, sbx_mgr_reply *rp) {
+        const char *state = req->state, *profile = req->profile, *harness = req->harness;
+        const char *session = req->session_id, *run = req->run_id, *job = req->job_id, *cursor = req->cursor;
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
         if (state && sbx_state_from_string(state) == _SBX_STATE_INVALID) {
                 char known[160] = "";
                 for (int i = 0; i < _SBX_STATE_MAX; i++)
@@ -176,14 +176,10 @@ unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
                 return mgr_reply_err(rp, 400, "invalid_argument", "state",
                         "state: '%.64s' is not a state (%s)", state, known);
         }
-        long limit = 100;
-        if (lim) {
-                char *end;
-                limit = strtol(lim, &end, 10);
-                if (*end || limit < 1 || limit > 500)
-                        return mgr_reply_err(
-                                rp, 400, "invalid_argument", "limit", "limit: an integer from 1 to 500");
-        }
+        long limit = req->limit ? (long) req->limit : 100;
+        if (limit > 500)
+                return mgr_reply_err(
+                        rp, 400, "invalid_argument", "limit", "limit: an integer from 1 to 500");
         int64_t c_created = 0;
         char c_id[32] = "";
         if (cursor) {
@@ -196,7 +192,7 @@ unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         list_ctx c = {.items = json_array()};
         sbx_error e = {0};
         sbx_store_sandbox_filter f = {
-                .tenant = rq->who->tenant,
+                .tenant = who->tenant,
                 .state = state,
                 .profile = profile,
                 .harness = harness,
@@ -225,7 +221,7 @@ unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         json_t *it;
         json_array_foreach(c.items, i, it) {
                 const char *id = json_string_value(json_object_get(it, "id"));
-                box *b = id ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+                box *b = id ? mgr_box_get(m, id, who->tenant) : NULL;
                 if (b) {
                         pthread_mutex_lock(&m->lock);
                         json_array_set_new(c.items, i, mgr_box_record(b));
@@ -239,10 +235,10 @@ unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
 }
 
 /* The caller's live sandbox for an operation: 404 unknown, 410 destroyed, 409 not usable now. */
-box *mgr_usable_box(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
-        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+box *mgr_usable_box(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, who->tenant) : NULL;
         if (!b) {
-                json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, rq->who->tenant) : NULL;
+                json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, who->tenant) : NULL;
                 if (rec) {
                         mgr_reply_err(rp, 410, "gone", NULL, "sandbox %s was destroyed (%s)", id,
                                 json_string_value(json_object_get(rec, "reason")) ?: "destroyed");

@@ -289,40 +289,81 @@ void *mgr_filler_main(void *arg) {
         return NULL;
 }
 
+/* POST /v1/sandboxes: the body decoded into a create request (its keys and their types), then
+ * the typed operation. */
 unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
-        _cleanup_free_ char *config = NULL;
-        size_t config_len = 0;
-        char config_sha[65] = "";
         json_t *body = mgr_parse_body(rq, rp, true);
         if (!body)
                 return rp->code;
         static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", NULL};
-        static const char *const ckeys[] = {"harness", "session_id", "run_id", "job_id", NULL};
-        unsigned code = 0;
-        idem_row idem = {0};
-        box *b = NULL;
-        const char *who_tenant = rq->who->tenant;
-        const char *key = rq->header ? rq->header(rq->ctx, "Idempotency-Key") : NULL;
-        char body_sha[65] = "";
-
-        if (!mgr_only_keys(body, keys, "", rp))
-                goto out;
         json_t *jp = json_object_get(body, "profile"), *jt = json_object_get(body, "ttl_s"),
                *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata");
-        if (jp && !json_is_string(jp)) {
+        if (!mgr_only_keys(body, keys, "", rp))
+                ;
+        else if (jp && !json_is_string(jp))
                 mgr_reply_err(
                         rp, 400, "invalid_argument", "profile", "profile: must be a string (a profile id)");
-                goto out;
+        else if (jt && !json_is_number(jt))
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "ttl_s", "ttl_s: must be a positive number of seconds");
+        else if (jc && !json_is_object(jc))
+                mgr_reply_err(rp, 400, "invalid_argument", "consumer",
+                        "consumer: must be an object {harness, session_id, run_id, job_id}");
+        else {
+                sbx_create_req req = {
+                        .profile = json_string_value(jp),
+                        .ttl_s = jt ? json_number_value(jt) : 0,
+                        .ttl_given = jt != NULL,
+                        .consumer = jc,
+                        .metadata = jm,
+                        .idempotency_key = rq->header ? rq->header(rq->ctx, "Idempotency-Key") : NULL,
+                };
+                sbx_ops_create(m, rq->who, &req, rp);
         }
-        const char *profile = jp ? json_string_value(jp) : "profile.default";
+        json_decref(body);
+        return rp->code;
+}
+
+/* The request as a canonical JSON text (sorted keys, what was given): what an Idempotency-Key
+ * is held to. */
+static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
+        json_t *j = json_object();
+        if (req->profile)
+                json_object_set_new(j, "profile", json_string(req->profile));
+        if (req->ttl_given)
+                json_object_set_new(j, "ttl_s", json_real(req->ttl_s));
+        if (req->consumer)
+                json_object_set(j, "consumer", req->consumer);
+        if (req->metadata)
+                json_object_set(j, "metadata", req->metadata);
+        char *canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, out);
+        free(canon);
+        json_decref(j);
+}
+
+unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req *req, sbx_mgr_reply *rp) {
+        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        _cleanup_free_ char *config = NULL;
+        size_t config_len = 0;
+        char config_sha[65] = "";
+        static const char *const ckeys[] = {"harness", "session_id", "run_id", "job_id", NULL};
+        idem_row idem = {0};
+        box *b = NULL;
+        unsigned code = 0;
+        const char *who_tenant = who->tenant;
+        const char *key = req->idempotency_key;
+        json_t *jc = req->consumer, *jm = req->metadata;
+        char body_sha[65] = "";
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+
+        const char *profile = req->profile ? req->profile : "profile.default";
         if (!profile_id_ok(profile)) {
                 mgr_reply_err(rp, 400, "invalid_argument", "profile",
                         "profile: '%.200s' is not a profile id ([a-z0-9._-], at most 200)", profile);
                 goto out;
         }
-        if (jt && (!json_is_number(jt) || json_number_value(jt) <= 0 ||
-                          json_number_value(jt) > 366 * 86400.0)) {
+        if (req->ttl_given && (!(req->ttl_s > 0) || req->ttl_s > 366 * 86400.0)) {
                 mgr_reply_err(
                         rp, 400, "invalid_argument", "ttl_s", "ttl_s: must be a positive number of seconds");
                 goto out;
@@ -351,11 +392,9 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                 goto out;
         }
 
-        /* Idempotency: the same key and body answer the same sandbox. */
+        /* Idempotency: the same key and request answer the same sandbox. */
         if (key) {
-                char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
-                sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, body_sha);
-                free(canon);
+                create_req_digest(req, body_sha);
                 idem.found = sbx_store_idempotency_get(
                                      m->store, key, who_tenant, &idem.sandbox_id, &idem.body_sha) > 0;
                 if (idem.found) {
@@ -382,9 +421,9 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         }
 
         /* The profile and the policy: what it may be, before anything starts. */
-        sbx_request req = {.profile = profile, .policy_file = m->policy_file};
+        sbx_request rreq = {.profile = profile, .policy_file = m->policy_file};
         sbx_error e = {0};
-        if (sbx_config_resolve(&req, &cfg, &e) < 0) {
+        if (sbx_config_resolve(&rreq, &cfg, &e) < 0) {
                 char buf[1200];
                 bool unknown = e.errnum == ENOENT;
                 mgr_reply_err(rp, unknown ? 422 : 400, unknown ? "unknown_profile" : "invalid_argument",
@@ -395,7 +434,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         const sbx_profile *pr = cfg->profile;
         double ttl_default = pr->ttl_default_s > 0 ? pr->ttl_default_s : 4 * 3600.0;
         double ttl_max = pr->ttl_max_s > 0 ? pr->ttl_max_s : 24 * 3600.0;
-        double ttl = jt ? json_number_value(jt) : ttl_default;
+        double ttl = req->ttl_given ? req->ttl_s : ttl_default;
         if (ttl > ttl_max) {
                 mgr_reply_err(rp, 400, "invalid_argument", "ttl_s",
                         "ttl_s: %g is more than the profile's ttl.max (%g s)", ttl, ttl_max);
@@ -442,7 +481,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                 snprintf(b->config_sha, sizeof b->config_sha, "%s", config_sha);
         }
         snprintf(b->tenant, sizeof b->tenant, "%s", who_tenant);
-        snprintf(b->actor, sizeof b->actor, "%s:%s", rq->who->kind, rq->who->name);
+        snprintf(b->actor, sizeof b->actor, "%s:%s", who->kind, who->name);
         snprintf(b->profile, sizeof b->profile, "%s", profile);
         b->consumer = jc ? json_deep_copy(jc) : json_object();
         b->metadata = jm ? json_deep_copy(jm) : json_object();
@@ -480,11 +519,11 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         b->busy = false;
         pthread_mutex_unlock(&m->lock);
         if (code) {
-                mgr_audit(m, rq->who, "sandbox.create", b->id, "failed", NULL);
+                mgr_audit(m, who, "sandbox.create", b->id, "failed", NULL);
                 goto out;
         }
         atomic_fetch_add(&m->n_created, 1);
-        mgr_audit(m, rq->who, "sandbox.create", b->id, "ok", profile);
+        mgr_audit(m, who, "sandbox.create", b->id, "ok", profile);
         rp->code = 201;
         pthread_mutex_lock(&m->lock);
         rp->json = mgr_box_record(b);
@@ -494,6 +533,5 @@ out:
                 mgr_box_put(m, b);
         free(idem.sandbox_id);
         free(idem.body_sha);
-        json_decref(body);
         return rp->code;
 }

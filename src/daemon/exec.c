@@ -241,9 +241,9 @@ fail:
 }
 
 /* Before and after an exec: the box is active while any runs; counted, budget, store, event. */
-static unsigned exec_begin(sbx_mgr *m, const sbx_mgr_request *rq, box *b, sbx_mgr_reply *rp) {
+static unsigned exec_begin(sbx_mgr *m, const sbx_caller *who, box *b, sbx_mgr_reply *rp) {
         char qmsg[512];
-        const char *q = mgr_quota_check(m, rq->who->tenant, 0, true, qmsg, sizeof qmsg);
+        const char *q = mgr_quota_check(m, who->tenant, 0, true, qmsg, sizeof qmsg);
         if (q)
                 return mgr_reply_err(rp, 429, "quota_exceeded", q, "%s", qmsg);
         pthread_mutex_lock(&m->lock);
@@ -427,10 +427,10 @@ static void *stream_thread(void *arg) {
 
 unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
         exec_args a = {0};
-        box *b = mgr_usable_box(m, rq, id, rp);
+        box *b = mgr_usable_box(m, rq->who, id, rp);
         if (!b)
                 return rp->code;
-        if (exec_parse(rq, &a, rp) || exec_begin(m, rq, b, rp)) {
+        if (exec_parse(rq, &a, rp) || exec_begin(m, rq->who, b, rp)) {
                 exec_args_done(&a);
                 mgr_box_put(m, b);
                 return rp->code;
@@ -529,10 +529,11 @@ static int execs_cb(void *ud, const sbx_store_exec *e) {
 
 /* GET …/execs: those that ended (newest first, at most 500) and those running now;
  * GET …/execs/ID: one, with its report. */
-unsigned mgr_op_execs(
-        sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id, sbx_mgr_reply *rp) {
-        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
-        json_t *rec = b ? NULL : mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, rq->who->tenant) : NULL;
+unsigned sbx_ops_execs(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const char *exec_id, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, who->tenant) : NULL;
+        json_t *rec = b ? NULL : mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, who->tenant) : NULL;
         if (!b && !rec)
                 return mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
         json_decref(rec);
@@ -618,16 +619,11 @@ static void *cexec_thread(void *arg) {
         return NULL;
 }
 
-static const char *no_query(void *ctx, const char *k) {
-        return NULL;
-}
-
 unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id,
         const sbx_exec_spec *spec, const sbx_exec_stream_cb *cb, char exec_id[static 32], json_t **err) {
-        sbx_mgr_request rq = {.who = who, .query = no_query};
         sbx_mgr_reply rp = {.stream_fd = -1};
         *err = NULL;
-        box *b = mgr_usable_box(m, &rq, sandbox_id, &rp);
+        box *b = mgr_usable_box(m, who, sandbox_id, &rp);
         if (!b) {
                 *err = rp.json;
                 return rp.code;
@@ -637,7 +633,7 @@ unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandb
                 *err = mgr_err_json("invalid_argument", "argv", "argv: a non-empty command is required");
                 return 400;
         }
-        if (exec_begin(m, &rq, b, &rp)) {
+        if (exec_begin(m, who, b, &rp)) {
                 mgr_box_put(m, b);
                 *err = rp.json;
                 return rp.code;

@@ -32,17 +32,18 @@ static bool path_ok(const box *b, const char *p, char *why, size_t sz) {
         return false;
 }
 
-unsigned mgr_op_files(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, bool put, sbx_mgr_reply *rp) {
-        box *b = mgr_usable_box(m, rq, id, rp);
+static unsigned op_files(sbx_mgr *m, const sbx_caller *who, const char *id, const char *path, bool put,
+        const char *data, size_t len, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        box *b = mgr_usable_box(m, who, id, rp);
         if (!b)
                 return rp->code;
-        const char *path = rq->query(rq->ctx, "path");
         char why[256];
         if (!path_ok(b, path, why, sizeof why)) {
                 mgr_box_put(m, b);
                 return mgr_reply_err(rp, 400, "invalid_argument", "path", "%s", why);
         }
-        if (put && rq->len > FILE_MAX) {
+        if (put && len > FILE_MAX) {
                 mgr_box_put(m, b);
                 return mgr_reply_err(rp, 413, "payload_too_large", NULL, "files are at most %llu bytes",
                         (unsigned long long) FILE_MAX);
@@ -50,8 +51,7 @@ unsigned mgr_op_files(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, boo
         json_t *req = json_pack("{s:s, s:s, s:[s], s:I}", "op", "exec", "kind", put ? "put" : "get", "argv",
                 path, "output_cap", (json_int_t) FILE_MAX);
         exec_io io = {0};
-        json_t *ans =
-                mgr_sv_exec(m, b, req, put ? (rq->body ? rq->body : "") : NULL, put ? rq->len : 0, -1, &io);
+        json_t *ans = mgr_sv_exec(m, b, req, put ? (data ? data : "") : NULL, put ? len : 0, -1, &io);
         json_decref(req);
         if (!ans)
                 mgr_reply_err(rp, 503, "unavailable", NULL, "%s",
@@ -77,8 +77,8 @@ unsigned mgr_op_files(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, boo
                         json_string_value(json_object_get(json_object_get(ans, "report"), "status")) ?: "?");
         else if (put) {
                 rp->code = 200;
-                rp->json = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t) rq->len);
-                mgr_audit(m, rq->who, "sandbox.files.put", b->id, "ok", path);
+                rp->json = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t) len);
+                mgr_audit(m, who, "sandbox.files.put", b->id, "ok", path);
         } else {
                 rp->code = 200;
                 rp->raw = io.out ? io.out : strdup("");
@@ -94,4 +94,14 @@ unsigned mgr_op_files(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, boo
         pthread_mutex_unlock(&m->lock);
         mgr_box_put(m, b);
         return rp->code;
+}
+
+unsigned sbx_ops_file_read(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const char *path, sbx_mgr_reply *rp) {
+        return op_files(m, who, id, path, false, NULL, 0, rp);
+}
+
+unsigned sbx_ops_file_write(sbx_mgr *m, const sbx_caller *who, const char *id, const char *path,
+        const void *data, size_t len, sbx_mgr_reply *rp) {
+        return op_files(m, who, id, path, true, data, len, rp);
 }

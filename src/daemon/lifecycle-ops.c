@@ -72,24 +72,12 @@ static bool claim(sbx_mgr *m, box *b) {
 
 /* ---- ttl, recreate, destroy ---------------------------------------------------------------- */
 
-unsigned mgr_op_ttl(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
-        json_t *body = mgr_parse_body(rq, rp, false);
-        if (!body)
-                return rp->code;
-        static const char *const keys[] = {"extend_s", NULL};
-        json_t *x = json_object_get(body, "extend_s");
-        if (!mgr_only_keys(body, keys, "", rp)) {
-                json_decref(body);
-                return rp->code;
-        }
-        if (!json_is_number(x) || json_number_value(x) <= 0 || json_number_value(x) > 366 * 86400.0) {
-                json_decref(body);
+unsigned sbx_ops_extend(sbx_mgr *m, const sbx_caller *who, const char *id, double ext, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        if (!(ext > 0) || ext > 366 * 86400.0)
                 return mgr_reply_err(
                         rp, 400, "invalid_argument", "extend_s", "extend_s: a positive number of seconds");
-        }
-        double ext = json_number_value(x);
-        json_decref(body);
-        box *b = mgr_usable_box(m, rq, id, rp);
+        box *b = mgr_usable_box(m, who, id, rp);
         if (!b)
                 return rp->code;
         pthread_mutex_lock(&m->lock);
@@ -101,7 +89,7 @@ unsigned mgr_op_ttl(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_m
         pthread_mutex_unlock(&m->lock);
         (void) mgr_box_save(m, b);
         mgr_emit(m, b, "sandbox.ttl", json_pack("{s:b}", "capped", capped));
-        mgr_audit(m, rq->who, "sandbox.ttl", b->id, "ok", capped ? "capped at ttl.max" : NULL);
+        mgr_audit(m, who, "sandbox.ttl", b->id, "ok", capped ? "capped at ttl.max" : NULL);
         pthread_mutex_lock(&m->lock);
         rp->json = mgr_box_record(b);
         pthread_mutex_unlock(&m->lock);
@@ -110,8 +98,9 @@ unsigned mgr_op_ttl(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_m
         return 200;
 }
 
-unsigned mgr_op_recreate(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
-        box *b = mgr_usable_box(m, rq, id, rp);
+unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        box *b = mgr_usable_box(m, who, id, rp);
         if (!b)
                 return rp->code;
         if (!claim(m, b)) {
@@ -130,7 +119,7 @@ unsigned mgr_op_recreate(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, 
         pthread_mutex_lock(&m->lock);
         b->busy = false;
         pthread_mutex_unlock(&m->lock);
-        mgr_audit(m, rq->who, "sandbox.recreate", b->id, code ? "failed" : "ok", NULL);
+        mgr_audit(m, who, "sandbox.recreate", b->id, code ? "failed" : "ok", NULL);
         if (!code) {
                 pthread_mutex_lock(&m->lock);
                 rp->json = mgr_box_record(b);
@@ -141,10 +130,11 @@ unsigned mgr_op_recreate(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, 
         return rp->code;
 }
 
-unsigned mgr_op_destroy(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
-        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, who->tenant) : NULL;
         if (!b) {
-                json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, rq->who->tenant) : NULL;
+                json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, who->tenant) : NULL;
                 if (!rec)
                         return mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
                 rp->code = 200; /* already gone: the final record, again */
@@ -163,7 +153,7 @@ unsigned mgr_op_destroy(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, s
                 }
         } else {
                 mgr_destroy_box(m, b, "user_delete");
-                mgr_audit(m, rq->who, "sandbox.destroy", b->id, "ok", NULL);
+                mgr_audit(m, who, "sandbox.destroy", b->id, "ok", NULL);
         }
         pthread_mutex_lock(&m->lock);
         rp->json = mgr_box_record(b);

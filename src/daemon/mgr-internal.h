@@ -18,6 +18,7 @@
 #include "basic/macro.h"
 #include "daemon/lifecycle.h"
 #include "daemon/log.h"
+#include "daemon/ops.h"
 #include "daemon/sandboxes.h"
 #include "daemon/store-sandboxes.h"
 #include "daemon/store.h"
@@ -131,9 +132,7 @@ box *mgr_box_get(sbx_mgr *m, const char *id, const char *tenant);
 void mgr_box_free(box *b);
 void mgr_box_put(sbx_mgr *m, box *b);
 void mgr_box_unlink(sbx_mgr *m, box *b);
-unsigned mgr_op_get(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
-unsigned mgr_op_list(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
-box *mgr_usable_box(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
+box *mgr_usable_box(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 
 /* events.c */
 void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */);
@@ -144,9 +143,6 @@ bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state
 bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason);
 void mgr_remove_dir(box *b);
 void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason);
-unsigned mgr_op_ttl(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
-unsigned mgr_op_recreate(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
-unsigned mgr_op_destroy(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
 
 /* supervisors.c */
 int mgr_sv_connect(const box *b);
@@ -177,11 +173,8 @@ const char *mgr_no_answer(sbx_mgr *m, const char *gone);
 json_t *mgr_sv_exec(
         sbx_mgr *m, box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io);
 unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
-unsigned mgr_op_execs(
-        sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id, sbx_mgr_reply *rp);
 
 /* files.c */
-unsigned mgr_op_files(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, bool put, sbx_mgr_reply *rp);
 
 /* reaper.c */
 void *mgr_reaper_main(void *arg);

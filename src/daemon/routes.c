@@ -7,6 +7,47 @@ static unsigned method_not_allowed(sbx_mgr_reply *rp, const char *allow) {
         return mgr_reply_err(rp, 405, "method_not_allowed", NULL, "use %s", allow);
 }
 
+/* The native API's requests decoded into the typed operations (ops.h). */
+
+static unsigned list_decode(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
+        sbx_list_req req = {
+                .state = rq->query(rq->ctx, "state"),
+                .profile = rq->query(rq->ctx, "profile"),
+                .harness = rq->query(rq->ctx, "harness"),
+                .session_id = rq->query(rq->ctx, "session_id"),
+                .run_id = rq->query(rq->ctx, "run_id"),
+                .job_id = rq->query(rq->ctx, "job_id"),
+                .cursor = rq->query(rq->ctx, "cursor"),
+        };
+        const char *lim = rq->query(rq->ctx, "limit");
+        if (lim) {
+                char *end;
+                long l = strtol(lim, &end, 10);
+                if (*end || l < 1 || l > 500)
+                        return mgr_reply_err(
+                                rp, 400, "invalid_argument", "limit", "limit: an integer from 1 to 500");
+                req.limit = (unsigned) l;
+        }
+        return sbx_ops_list(m, rq->who, &req, rp);
+}
+
+static unsigned ttl_decode(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
+        json_t *body = mgr_parse_body(rq, rp, false);
+        if (!body)
+                return rp->code;
+        static const char *const keys[] = {"extend_s", NULL};
+        json_t *x = json_object_get(body, "extend_s");
+        if (!mgr_only_keys(body, keys, "", rp))
+                ;
+        else if (!json_is_number(x))
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "extend_s", "extend_s: a positive number of seconds");
+        else
+                sbx_ops_extend(m, rq->who, id, json_number_value(x), rp);
+        json_decref(body);
+        return rp->code;
+}
+
 bool sbx_mgr_route(
         sbx_mgr *m, const char *method, const char *path, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         rp->stream_fd = -1;
@@ -23,7 +64,7 @@ bool sbx_mgr_route(
                 if (post)
                         mgr_op_create(m, rq, rp);
                 else if (get)
-                        mgr_op_list(m, rq, rp);
+                        list_decode(m, rq, rp);
                 else
                         method_not_allowed(rp, "GET, POST");
                 return true;
@@ -42,9 +83,9 @@ bool sbx_mgr_route(
         const char *sub = slash ? slash : "";
         if (!*sub) {
                 if (get)
-                        mgr_op_get(m, rq, id, rp);
+                        sbx_ops_get(m, rq->who, id, rp);
                 else if (del)
-                        mgr_op_destroy(m, rq, id, rp);
+                        sbx_ops_destroy(m, rq->who, id, rp);
                 else
                         method_not_allowed(rp, "GET, DELETE");
         } else if (streq(sub, "/exec")) {
@@ -59,22 +100,23 @@ bool sbx_mgr_route(
                 else if (eid && (strlen(eid) != 20 || strncmp(eid, "exe_", 4) != 0))
                         mgr_reply_err(rp, 404, "not_found", NULL, "no exec '%.64s'", eid);
                 else
-                        mgr_op_execs(m, rq, id, eid, rp);
+                        sbx_ops_execs(m, rq->who, id, eid, rp);
         } else if (streq(sub, "/files")) {
                 if (put || post)
-                        mgr_op_files(m, rq, id, true, rp);
+                        sbx_ops_file_write(
+                                m, rq->who, id, rq->query(rq->ctx, "path"), rq->body, rq->len, rp);
                 else if (get)
-                        mgr_op_files(m, rq, id, false, rp);
+                        sbx_ops_file_read(m, rq->who, id, rq->query(rq->ctx, "path"), rp);
                 else
                         method_not_allowed(rp, "GET, PUT, POST");
         } else if (streq(sub, "/ttl")) {
                 if (post)
-                        mgr_op_ttl(m, rq, id, rp);
+                        ttl_decode(m, rq, id, rp);
                 else
                         method_not_allowed(rp, "POST");
         } else if (streq(sub, "/recreate")) {
                 if (post)
-                        mgr_op_recreate(m, rq, id, rp);
+                        sbx_ops_recreate(m, rq->who, id, rp);
                 else
                         method_not_allowed(rp, "POST");
         } else

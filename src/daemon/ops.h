@@ -1,0 +1,66 @@
+/* ops.h — the control plane's operations, typed: what the native API (routes.c decodes its
+ * requests into these) and the compat surfaces (src/daemon/compat/, which translate E2B's and
+ * Daytona's calls) both call. No paths, no query strings, no JSON bodies to build and parse back:
+ * a request structure in, a reply out.
+ *
+ * Each answers an HTTP status (also in rp->code) with rp filled: a JSON record or body (rp->json),
+ * raw bytes (rp->raw, a file), or an error body {error: {code, message, field?}} (DESIGN.md); the
+ * caller frees rp with sbx_mgr_reply_done(). Every operation acts for `who` (its tenant bounds
+ * what it sees) and is audited as itself, whichever surface called it. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "daemon/sandboxes.h"
+
+typedef struct sbx_create_req {
+        const char *profile; /* NULL: profile.default */
+        double ttl_s; /* with ttl_given; else the profile's ttl.default */
+        bool ttl_given;
+        json_t *consumer; /* {harness, session_id, run_id, job_id} strings, or NULL; borrowed */
+        json_t *metadata; /* an object of strings, or NULL; borrowed */
+        const char *idempotency_key; /* NULL: none */
+} sbx_create_req;
+
+/* 201 with the record (200 with the same record when the key is replayed with the same
+ * request); 400, 409, 422 (unknown profile, a secret unavailable), 429 (quota), 503. */
+unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req *req, sbx_mgr_reply *rp);
+
+/* 200 with the record (also a destroyed one's); 404. */
+unsigned sbx_ops_get(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+
+typedef struct sbx_list_req {
+        const char *state; /* NULL: every state but destroyed */
+        const char *profile, *harness, *session_id, *run_id, *job_id; /* NULL: any */
+        unsigned limit; /* 1..500; 0: 100 */
+        const char *cursor; /* next_cursor of the page before, or NULL */
+} sbx_list_req;
+
+/* 200 {items: [record], next_cursor}; 400 (a state that is none, a bad cursor or limit). */
+unsigned sbx_ops_list(sbx_mgr *m, const sbx_caller *who, const sbx_list_req *req, sbx_mgr_reply *rp);
+
+/* Extend the TTL by extend_s seconds (capped by the profile's ttl.max): 200 with the record;
+ * 400, 404, 409, 410. */
+unsigned sbx_ops_extend(
+        sbx_mgr *m, const sbx_caller *who, const char *id, double extend_s, sbx_mgr_reply *rp);
+/* Destroyed and provisioned again, the same id: 200 with the record; 404, 409, 410, 503. */
+unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+/* 200 with the final record (also when it was already destroyed); 404. */
+unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+
+/* A file inside the sandbox, read by the sandbox itself (its fences apply): 200 with its bytes
+ * in rp->raw; written: 200 {path, size}. 400, 403, 404, 409, 410, 413. */
+unsigned sbx_ops_file_read(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const char *path, sbx_mgr_reply *rp);
+unsigned sbx_ops_file_write(sbx_mgr *m, const sbx_caller *who, const char *id, const char *path,
+        const void *data, size_t len, sbx_mgr_reply *rp);
+
+/* The execs of a sandbox (exec_id NULL: those that ended and those running) or one, with its
+ * report: 200; 404. */
+unsigned sbx_ops_execs(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const char *exec_id, sbx_mgr_reply *rp);
+
+/* An exec, started and streamed to callbacks: sbx_mgr_exec_start() and sbx_mgr_exec_signal()
+ * in sandboxes.h. */
