@@ -86,7 +86,7 @@ bool sbx_mgr_route(
 void sbx_mgr_metrics(sbx_mgr *m, FILE *f);
 
 /* ---- for the compat surfaces (src/daemon/compat/): the same operations, called in-process ---
- * Any native route can also be called with sbx_mgr_route() and a synthesized request. */
+ * The others are typed in ops.h. */
 
 typedef struct sbx_exec_stream_cb {
         void (*on_output)(void *userdata, int fd /* 1 stdout, 2 stderr */, const char *data, size_t n);

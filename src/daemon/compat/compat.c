@@ -99,44 +99,35 @@ void cx_add_header(cx_req *rq, const char *name, const char *value) {
                 MHD_add_response_header(rq->resp, name, value);
 }
 
-/* ---- native routes in-process -------------------------------------------------------------- */
+/* ---- the operations, for the caller (ops.h) -------------------------------------------------- */
 
-static const char *kv_lookup(void *ctx, const char *key) {
-        for (const cx_kv *p = ctx; p && p->k; p++)
-                if (streq(p->k, key))
-                        return p->v;
-        return NULL;
-}
-
-static const char *no_header(void *ctx, const char *key) {
-        return NULL;
-}
-
-unsigned cx_native(cx_req *rq, const char *method, const char *path, const char *body, size_t len,
-        const cx_kv *query, sbx_mgr_reply *rp) {
-        sbx_mgr_request nrq = {.who = &rq->caller,
-                .body = body,
-                .len = len,
-                .query = kv_lookup,
-                .header = no_header,
-                .ctx = (void *) query};
-        *rp = (sbx_mgr_reply){.stream_fd = -1};
-        if (!sbx_mgr_route(rq->m, method, path, &nrq, rp)) {
-                rp->code = 404;
-                return 404;
+unsigned cx_file_put(
+        cx_req *rq, const char *id, const char *path, const void *data, size_t len, json_t **ret_err) {
+        sbx_mgr_reply rp;
+        unsigned code = sbx_ops_file_write(rq->m, &rq->caller, id, path, data, len, &rp);
+        if (code == 404) {
+                /* as envd and Daytona's toolbox do: the parent directories first */
+                sbx_mgr_reply_done(&rp);
+                cx_run r;
+                char *argv[] = {(char *) "/bin/sh", (char *) "-c",
+                        (char *) "mkdir -p -- \"$(dirname -- \"$1\")\"", (char *) "sh", (char *) path, NULL};
+                (void) cx_exec(rq, id, argv, NULL, NULL, 0, NULL, 0, &r);
+                cx_run_done(&r);
+                code = sbx_ops_file_write(rq->m, &rq->caller, id, path, data, len, &rp);
         }
-        return rp->code;
+        if (code != 200 && ret_err)
+                *ret_err = json_incref(rp.json);
+        sbx_mgr_reply_done(&rp);
+        return code;
 }
 
 json_t *cx_record(cx_req *rq, const char *id, unsigned *code) {
-        char path[128];
         if (!id || strlen(id) > 64 || strchr(id, '/') || strchr(id, '?')) {
                 *code = 404;
                 return NULL;
         }
-        snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
         sbx_mgr_reply rp;
-        *code = cx_native(rq, "GET", path, NULL, 0, NULL, &rp);
+        *code = sbx_ops_get(rq->m, &rq->caller, id, &rp);
         json_t *rec = NULL;
         if (*code == 200 && rp.json) {
                 rec = rp.json;

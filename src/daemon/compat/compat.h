@@ -1,8 +1,9 @@
 /* compat.h — the compatibility surfaces on the control plane's own server: E2B's API and its
  * in-sandbox agent protocol (envd, Connect RPC with the JSON codec) in e2b.c and the e2b-*.c files
  * (e2b-internal.h), Daytona's API and toolbox in daytona.c, and what they share in compat.c. They
- * translate to the control plane's own operations (sbx_mgr_route, sbx_mgr_exec_start): one lifecycle,
- * one exec path; every fence, limit, report, event and audit line of sandboxer stays behind each call. */
+ * translate to the control plane's own typed operations (ops.h: sbx_ops_create, _get, _list,
+ * _extend, _destroy, _file_read/_write; sbx_mgr_exec_start): one lifecycle, one exec path; every fence,
+ * limit, report, event and audit line of sandboxer stays behind each call. */
 #pragma once
 
 #include <jansson.h>
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/ops.h"
 #include "daemon/sandboxes.h"
 #include "daemon/store.h"
 
@@ -58,13 +60,11 @@ void cx_respond(cx_req *rq, unsigned code, const char *ctype, const void *body, 
 void cx_respond_json(cx_req *rq, unsigned code, json_t *j /* stolen */);
 void cx_add_header(cx_req *rq, const char *name, const char *value);
 
-/* A native route called in-process for the caller: query is NULL or {key, value}… {NULL}. The
- * reply is in rp (sbx_mgr_reply_done it). Returns the status. */
-typedef struct cx_kv {
-        const char *k, *v;
-} cx_kv;
-unsigned cx_native(cx_req *rq, const char *method, const char *path, const char *body, size_t len,
-        const cx_kv *query, sbx_mgr_reply *rp);
+/* Write a file into the caller's sandbox (sbx_ops_file_write), making its parent directories
+ * when they are missing, as the SDKs' servers do. The status; on failure *ret_err (if given) the
+ * error body. */
+unsigned cx_file_put(
+        cx_req *rq, const char *id, const char *path, const void *data, size_t len, json_t **ret_err);
 /* The caller's sandbox record (GET /v1/sandboxes/ID), or NULL with *code (404, …). */
 json_t *cx_record(cx_req *rq, const char *id, unsigned *code);
 /* A record's state is one where execs and files work (ready, active). */

@@ -149,25 +149,21 @@ static void op_create(cx_req *rq) {
                          : json_is_integer(ja) && json_integer_value(ja) > 0
                                  ? (double) json_integer_value(ja)
                                  : 0;
-        json_t *nb = json_pack("{s:s}", "profile", profile);
-        if (minutes > 0)
-                json_object_set_new(nb, "ttl_s", json_real(minutes * 60));
-        if (json_is_object(jl) && json_object_size(jl))
-                json_object_set(nb, "metadata", jl);
-        char *text = json_dumps(nb, JSON_COMPACT);
+        sbx_create_req creq = {
+                .profile = profile,
+                .ttl_s = minutes * 60,
+                .ttl_given = minutes > 0,
+                .metadata = json_is_object(jl) && json_object_size(jl) ? jl : NULL,
+        };
         sbx_mgr_reply rp;
-        unsigned code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
-        free(text);
+        unsigned code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
         if (code == 400 &&
                 streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "field")),
                         "ttl_s")) {
                 sbx_mgr_reply_done(&rp);
-                json_object_del(nb, "ttl_s"); /* more than ttl.max: the profile's default */
-                text = json_dumps(nb, JSON_COMPACT);
-                code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
-                free(text);
+                creq.ttl_given = false; /* more than ttl.max: the profile's default */
+                code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
         }
-        json_decref(nb);
         if (code != 201 && code != 200) {
                 native_err(rq, code, rp.json);
                 sbx_mgr_reply_done(&rp);
@@ -177,10 +173,8 @@ static void op_create(cx_req *rq) {
         const char *id = json_string_value(json_object_get(rp.json, "id")) ?: "";
         const char *backend = json_string_value(json_object_get(rp.json, "backend")) ?: "";
         if (streq(backend, "landlock") || streq(backend, "none")) {
-                char path[128];
-                snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
                 sbx_mgr_reply dr;
-                cx_native(rq, "DELETE", path, NULL, 0, NULL, &dr);
+                sbx_ops_destroy(rq->m, &rq->caller, id, &dr);
                 sbx_mgr_reply_done(&dr);
                 err(rq, 400,
                         "snapshot '%s': profile %s runs on the %s backend, which has no mount namespace, so "
@@ -216,14 +210,13 @@ static bool labels_match(const json_t *md, const char *filter) {
 static void op_list(cx_req *rq) {
         const char *limit = cx_query(rq, "limit"), *cursor = cx_query(rq, "cursor"),
                    *labels = cx_query(rq, "labels");
-        char lim[16] = "100";
+        sbx_list_req lreq = {.limit = 100, .cursor = cursor};
         if (limit) {
                 long l = strtol(limit, NULL, 10);
-                snprintf(lim, sizeof lim, "%ld", l < 1 ? 1 : l > 500 ? 500 : l);
+                lreq.limit = (unsigned) (l < 1 ? 1 : l > 500 ? 500 : l);
         }
-        cx_kv q[] = {{"limit", lim}, {cursor ? "cursor" : NULL, cursor}, {NULL, NULL}};
         sbx_mgr_reply rp;
-        unsigned code = cx_native(rq, "GET", "/v1/sandboxes", NULL, 0, q, &rp);
+        unsigned code = sbx_ops_list(rq->m, &rq->caller, &lreq, &rp);
         if (code != 200) {
                 native_err(rq, code, rp.json);
                 sbx_mgr_reply_done(&rp);
@@ -257,10 +250,8 @@ static void op_delete(cx_req *rq, const char *id) {
         json_t *rec = record(rq, id, false);
         if (!rec)
                 return;
-        char path[128];
-        snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
         sbx_mgr_reply rp;
-        unsigned code = cx_native(rq, "DELETE", path, NULL, 0, NULL, &rp);
+        unsigned code = sbx_ops_destroy(rq->m, &rq->caller, id, &rp);
         if (code == 200) {
                 cx_respond_json(rq, 200, sandbox_json(rq, rp.json));
                 cx_box_forget(id);
@@ -287,10 +278,7 @@ static void op_autostop(cx_req *rq, const char *id, const char *arg) {
         unsigned code = 200;
         sbx_mgr_reply rp = {.stream_fd = -1};
         if (want - remaining >= 1) {
-                char path[128], body[64];
-                snprintf(path, sizeof path, "/v1/sandboxes/%s/ttl", id);
-                snprintf(body, sizeof body, "{\"extend_s\":%.3f}", MIN(want - remaining, 366 * 86400.0 - 1));
-                code = cx_native(rq, "POST", path, body, strlen(body), NULL, &rp);
+                code = sbx_ops_extend(rq->m, &rq->caller, id, MIN(want - remaining, 366 * 86400.0 - 1), &rp);
         }
         if (code == 200)
                 cx_respond(rq, 200, "application/json", "", 0);
@@ -437,31 +425,11 @@ out:
 }
 
 static unsigned file_get(box *b, const char *path, sbx_mgr_reply *rp) {
-        char np[128];
-        snprintf(np, sizeof np, "/v1/sandboxes/%s/files", b->id);
-        cx_kv q[] = {{"path", path}, {NULL, NULL}};
-        return cx_native(b->rq, "GET", np, NULL, 0, q, rp);
+        return sbx_ops_file_read(b->rq->m, &b->rq->caller, b->id, path, rp);
 }
 
 static unsigned file_put(box *b, const char *path, const char *data, size_t len, json_t **ret_err) {
-        char np[128];
-        snprintf(np, sizeof np, "/v1/sandboxes/%s/files", b->id);
-        cx_kv q[] = {{"path", path}, {NULL, NULL}};
-        sbx_mgr_reply rp;
-        unsigned code = cx_native(b->rq, "PUT", np, data, len, q, &rp);
-        if (code == 404) { /* the parent directories first */
-                sbx_mgr_reply_done(&rp);
-                cx_run r;
-                char *argv[] = {(char *) "/bin/sh", (char *) "-c",
-                        (char *) "mkdir -p -- \"$(dirname -- \"$1\")\"", (char *) "sh", (char *) path, NULL};
-                (void) cx_exec(b->rq, b->id, argv, NULL, NULL, 0, NULL, 0, &r);
-                cx_run_done(&r);
-                code = cx_native(b->rq, "PUT", np, data, len, q, &rp);
-        }
-        if (code != 200 && ret_err)
-                *ret_err = json_incref(rp.json);
-        sbx_mgr_reply_done(&rp);
-        return code;
+        return cx_file_put(b->rq, b->id, path, data, len, ret_err);
 }
 
 static void bulk_upload(box *b) {

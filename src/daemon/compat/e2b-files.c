@@ -174,27 +174,7 @@ static void files_err(cx_req *rq, unsigned code, const json_t *native) {
 }
 
 static unsigned file_put(envd *e, const char *path, const char *data, size_t len, json_t **ret_err) {
-        char np[128];
-        snprintf(np, sizeof np, "/v1/sandboxes/%s/files", e->sandbox);
-        cx_kv q[] = {{"path", path}, {NULL, NULL}};
-        sbx_mgr_reply rp;
-        unsigned code = cx_native(e->rq, "PUT", np, data, len, q, &rp);
-        if (code == 404) {
-                /* envd makes the parent directories */
-                sbx_mgr_reply_done(&rp);
-                cx_run r;
-                char *argv[] = {(char *) "/bin/sh", (char *) "-c",
-                        (char *) "mkdir -p -- \"$(dirname -- \"$1\")\"", (char *) "sh", (char *) path, NULL};
-                if (cx_exec(e->rq, e->sandbox, argv, NULL, NULL, 0, NULL, 0, &r) == 0 && r.exit_code == 0)
-                        code = cx_native(e->rq, "PUT", np, data, len, q, &rp);
-                else
-                        code = cx_native(e->rq, "PUT", np, data, len, q, &rp);
-                cx_run_done(&r);
-        }
-        if (code != 200 && ret_err)
-                *ret_err = json_incref(rp.json);
-        sbx_mgr_reply_done(&rp);
-        return code;
+        return cx_file_put(e->rq, e->sandbox, path, data, len, ret_err);
 }
 
 static json_t *written_json(const char *path) {
@@ -211,11 +191,8 @@ void e2b_files(envd *e) {
                         e2b_api_err(rq, 400, "path: a file path is required");
                         return;
                 }
-                char np[128];
-                snprintf(np, sizeof np, "/v1/sandboxes/%s/files", e->sandbox);
-                cx_kv q[] = {{"path", p}, {NULL, NULL}};
                 sbx_mgr_reply rp;
-                unsigned code = cx_native(rq, "GET", np, NULL, 0, q, &rp);
+                unsigned code = sbx_ops_file_read(rq->m, &rq->caller, e->sandbox, p, &rp);
                 if (code == 200 && rp.raw)
                         cx_respond(rq, 200, "application/octet-stream", rp.raw, rp.raw_len);
                 else if (code == 200)

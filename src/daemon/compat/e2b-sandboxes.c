@@ -88,11 +88,8 @@ static unsigned set_timeout(
         double extend = timeout_s - (double) remaining / 1000.0;
         if (extend < 1)
                 return 200;
-        char path[128], body[64];
-        snprintf(path, sizeof path, "/v1/sandboxes/%s/ttl", id);
-        snprintf(body, sizeof body, "{\"extend_s\":%.3f}", extend);
         sbx_mgr_reply rp;
-        unsigned code = cx_native(rq, "POST", path, body, strlen(body), NULL, &rp);
+        unsigned code = sbx_ops_extend(rq->m, &rq->caller, id, extend, &rp);
         if (code != 200 && ret_err)
                 *ret_err = json_incref(rp.json);
         sbx_mgr_reply_done(&rp);
@@ -133,26 +130,24 @@ static void op_create(cx_req *rq) {
         }
         const char *profile = profile_of(json_string_value(jt), pb, sizeof pb);
         double timeout = json_is_number(jto) ? json_number_value(jto) : DEFAULT_TIMEOUT_S;
-        json_t *nb = json_pack("{s:s, s:f}", "profile", profile, "ttl_s", timeout);
-        if (json_is_object(jm) && json_object_size(jm))
-                json_object_set(nb, "metadata", jm);
-        char *text = json_dumps(nb, JSON_COMPACT);
+        sbx_create_req creq = {
+                .profile = profile,
+                .ttl_s = timeout,
+                .ttl_given = true,
+                .metadata = json_is_object(jm) && json_object_size(jm) ? jm : NULL,
+        };
         sbx_mgr_reply rp;
-        unsigned code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
-        free(text);
+        unsigned code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
         bool capped = false;
         if (code == 400 &&
                 streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "field")),
                         "ttl_s")) {
                 /* more than the profile's ttl.max: the default TTL, extended up to the cap */
                 sbx_mgr_reply_done(&rp);
-                json_object_del(nb, "ttl_s");
-                text = json_dumps(nb, JSON_COMPACT);
-                code = cx_native(rq, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, NULL, &rp);
-                free(text);
+                creq.ttl_given = false;
+                code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
                 capped = true;
         }
-        json_decref(nb);
         if (code != 201 && code != 200) {
                 if (code == 422)
                         e2b_api_err(rq, 400, "templateID '%s': %s", json_string_value(jt) ?: "base",
@@ -169,9 +164,7 @@ static void op_create(cx_req *rq) {
         if (streq(backend, "landlock") || streq(backend, "none")) {
                 /* E2B's SDKs write to /tmp and /home/user: only a mount namespace makes those the
                  * sandbox's own. */
-                char path[128];
-                snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
-                cx_native(rq, "DELETE", path, NULL, 0, NULL, &rp);
+                sbx_ops_destroy(rq->m, &rq->caller, id, &rp);
                 sbx_mgr_reply_done(&rp);
                 e2b_api_err(rq, 400,
                         "templateID '%s': profile %s runs on the %s backend, which has no mount namespace, "
@@ -267,14 +260,13 @@ static void op_list(cx_req *rq) {
                 cx_respond_json(rq, 200, json_array());
                 return;
         }
-        char lim[16] = "100";
+        sbx_list_req lreq = {.limit = 100, .cursor = next};
         if (limit) {
                 long l = strtol(limit, NULL, 10);
-                snprintf(lim, sizeof lim, "%ld", l < 1 ? 1 : l > 500 ? 500 : l);
+                lreq.limit = (unsigned) (l < 1 ? 1 : l > 500 ? 500 : l);
         }
-        cx_kv q[] = {{"limit", lim}, {next ? "cursor" : NULL, next}, {NULL, NULL}};
         sbx_mgr_reply rp;
-        unsigned code = cx_native(rq, "GET", "/v1/sandboxes", NULL, 0, q, &rp);
+        unsigned code = sbx_ops_list(rq->m, &rq->caller, &lreq, &rp);
         if (code != 200) {
                 api_native_err(rq, code, rp.json);
                 sbx_mgr_reply_done(&rp);
@@ -322,10 +314,8 @@ static void op_kill(cx_req *rq, const char *id) {
         json_t *rec = live_record(rq, id); /* a second kill: 404, as E2B answers */
         if (!rec)
                 return;
-        char path[128];
-        snprintf(path, sizeof path, "/v1/sandboxes/%s", id);
         sbx_mgr_reply rp;
-        unsigned code = cx_native(rq, "DELETE", path, NULL, 0, NULL, &rp);
+        unsigned code = sbx_ops_destroy(rq->m, &rq->caller, id, &rp);
         if (code != 200)
                 api_native_err(rq, code, rp.json);
         else {
