@@ -97,6 +97,8 @@ void mgr_box_free(box *b) {
         json_decref(b->running);
         json_decref(b->secret_names);
         free(b->config);
+        json_decref(b->surface_env);
+        explicit_bzero(b->surface_token, sizeof b->surface_token);
         if (b->sv_pidfd >= 0)
                 close(b->sv_pidfd);
         free(b);

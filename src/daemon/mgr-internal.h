@@ -47,6 +47,12 @@ typedef struct box {
         char *config;
         size_t config_len;
         char config_sha[65];
+        /* the compat surfaces' (surface.c): the sandbox-wide environment, envd's token and whom
+         * it was made for; in memory only */
+        bool surface_set;
+        char surface_token[65];
+        sbx_caller surface_who;
+        json_t *surface_env;
         int64_t created_ms, updated_ms, expires_ms, ttl_max_ms, last_active_ms;
         double idle_s, ttl_s;
         double budget_s, budget_used_s;
@@ -89,6 +95,11 @@ struct sbx_mgr {
         pthread_cond_t workers_cond;
         int stop_efd;
         char policy_sha[65]; /* of the policy file last seen (state dir: policy.sha256) */
+        struct {
+                const char *name;
+                void *state;
+                void (*drop)(void *state);
+        } surfaces[4]; /* the compat surfaces' own tables (sbx_mgr_surface_state) */
 };
 
 /* A hook mgr_sv_spawn_hooked() runs once the supervisor is started (see there). */
@@ -175,6 +186,9 @@ json_t *mgr_sv_exec(
 unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
 
 /* files.c */
+
+/* surface.c */
+void mgr_surfaces_free(sbx_mgr *m);
 
 /* reaper.c */
 void *mgr_reaper_main(void *arg);

@@ -200,6 +200,7 @@ int sbx_mgr_close(sbx_mgr *m) {
         free(m->secrets_dir);
         free(m->audit_path);
         safe_close(m->stop_efd);
+        mgr_surfaces_free(m);
         free(m);
         return 0;
 }

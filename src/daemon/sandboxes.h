@@ -88,6 +88,21 @@ void sbx_mgr_metrics(sbx_mgr *m, FILE *f);
 /* ---- for the compat surfaces (src/daemon/compat/): the same operations, called in-process ---
  * The others are typed in ops.h. */
 
+/* What a compat surface keeps with a sandbox, on its record (gone with it; not stored: a
+ * restarted server has none): whom it was made for, the sandbox-wide environment (an object of
+ * strings; env stolen, NULL keeps the one there) and an access token, made at the first set (64
+ * hex digits; "" when the host had no randomness). 0, or -ENOENT when the sandbox is not live. */
+int sbx_mgr_surface_set(
+        sbx_mgr *m, const char *id, const sbx_caller *who, json_t *env, char ret_token[static 65]);
+/* true with the caller and a copy of the environment (NULL when none) when the sandbox has them and
+ * token (NULL: not checked) is its token. */
+bool sbx_mgr_surface_get(
+        sbx_mgr *m, const char *id, const char *token, sbx_caller *ret_who, json_t **ret_env);
+/* A surface's own state for the manager's life (E2B's process table): made by make() at the
+ * first call for name, dropped by drop() when the manager is freed; NULL when it could not be
+ * made (or the manager's few slots are taken). */
+void *sbx_mgr_surface_state(sbx_mgr *m, const char *name, void *(*make)(void), void (*drop)(void *));
+
 typedef struct sbx_exec_stream_cb {
         void (*on_output)(void *userdata, int fd /* 1 stdout, 2 stderr */, const char *data, size_t n);
         /* last call: the exec's report (borrowed), or NULL and a sentence when it could not run */

@@ -567,93 +567,30 @@ char *cx_path(const char *p, const char *scratch, const char *const *homes) {
 
 /* ---- per-sandbox state ---------------------------------------------------------------------- */
 
-typedef struct box_ent {
-        struct box_ent *next;
-        char id[64];
-        char token[65];
-        sbx_caller who;
-        json_t *env;
-} box_ent;
+/* ---- per sandbox: kept by the manager, on the sandbox's record ---------------------------------- */
 
-static pthread_mutex_t boxes_lock = PTHREAD_MUTEX_INITIALIZER;
-static box_ent *boxes;
-
-static box_ent *box_find(const char *id) {
-        for (box_ent *b = boxes; b; b = b->next)
-                if (streq(b->id, id))
-                        return b;
-        return NULL;
+void cx_box_set(sbx_mgr *m, const char *id, const sbx_caller *who, json_t *env, char ret_token[static 65]) {
+        (void) sbx_mgr_surface_set(m, id, who, env, ret_token);
 }
 
-void cx_box_set(const char *id, const sbx_caller *who, json_t *env, char ret_token[static 65]) {
-        pthread_mutex_lock(&boxes_lock);
-        box_ent *b = box_find(id);
-        if (!b && (b = calloc(1, sizeof *b))) {
-                snprintf(b->id, sizeof b->id, "%s", id);
-                unsigned char rnd[24];
-                if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd) {
-                        /* never a guessable token: leave it empty (no envd access but by peer) */
-                        b->token[0] = 0;
-                } else
-                        for (size_t i = 0; i < sizeof rnd; i++)
-                                snprintf(b->token + 2 * i, 3, "%02x", rnd[i]);
-                b->who = *who;
-                b->next = boxes;
-                boxes = b;
-        }
-        if (b && env) {
-                json_decref(b->env);
-                b->env = TAKE_PTR(env);
-        }
-        json_decref(env);
-        snprintf(ret_token, 65, "%s", b ? b->token : "");
-        pthread_mutex_unlock(&boxes_lock);
-}
-
-/* Constant time: the token is a secret. */
-static bool token_eq(const char *a, const char *b) {
-        size_t la = strlen(a), lb = strlen(b);
-        unsigned char d = la != lb;
-        for (size_t i = 0; i < la && i < lb; i++)
-                d |= (unsigned char) (a[i] ^ b[i]);
-        return d == 0 && la > 0;
-}
-
-bool cx_box_get(const char *id, const char *token, sbx_caller *ret_who, char ***ret_env) {
-        pthread_mutex_lock(&boxes_lock);
-        box_ent *b = box_find(id);
-        bool ok = b && (!token || token_eq(b->token, token));
-        if (ok && ret_who)
-                *ret_who = b->who;
+bool cx_box_get(sbx_mgr *m, const char *id, const char *token, sbx_caller *ret_who, char ***ret_env) {
+        json_t *env = NULL;
+        bool ok = sbx_mgr_surface_get(m, id, token, ret_who, ret_env ? &env : NULL);
         if (ok && ret_env) {
-                size_t n = json_object_size(b->env), i = 0;
+                size_t n = json_object_size(env), i = 0;
                 char **v = calloc(n + 1, sizeof *v);
                 const char *k;
                 json_t *val;
                 if (v)
-                        json_object_foreach(b->env, k, val) {
+                        json_object_foreach(env, k, val) {
                                 if (json_is_string(val) &&
                                         asprintf(&v[i], "%s=%s", k, json_string_value(val)) >= 0)
                                         i++;
                         }
                 *ret_env = v;
         }
-        pthread_mutex_unlock(&boxes_lock);
+        json_decref(env);
         return ok;
-}
-
-void cx_box_forget(const char *id) {
-        pthread_mutex_lock(&boxes_lock);
-        for (box_ent **pp = &boxes; *pp; pp = &(*pp)->next)
-                if (streq((*pp)->id, id)) {
-                        box_ent *b = *pp;
-                        *pp = b->next;
-                        json_decref(b->env);
-                        explicit_bzero(b->token, sizeof b->token);
-                        free(b);
-                        break;
-                }
-        pthread_mutex_unlock(&boxes_lock);
 }
 
 void cx_strv_free(char **v) {

@@ -122,12 +122,12 @@ int cx_multipart(const char *ctype, const char *body, size_t len, cx_part *parts
  * /home/user) under the scratch. Returns a new string, or NULL when it is not a usable path. */
 char *cx_path(const char *p, const char *scratch, const char *const *homes);
 
-/* Per sandbox state of the compat surfaces (in memory: lost when the server restarts): the
- * sandbox-wide environment (E2B envVars, Daytona env) and E2B's envd access token. */
-void cx_box_set(const char *id, const sbx_caller *who, json_t *env /* stolen, may be NULL */,
+/* Per sandbox state of the compat surfaces, kept by the manager on the sandbox's record (gone
+ * with the sandbox; lost when the server restarts): the sandbox-wide environment (E2B envVars,
+ * Daytona env) and E2B's envd access token (sbx_mgr_surface_set/_get). */
+void cx_box_set(sbx_mgr *m, const char *id, const sbx_caller *who, json_t *env /* stolen, may be NULL */,
         char ret_token[static 65]);
 /* The environment to add to each exec ("K=V" strings, NULL-terminated; free with strv_free) and
  * the caller, when the token (or NULL: skip the check) matches. false: unknown / bad token. */
-bool cx_box_get(const char *id, const char *token, sbx_caller *ret_who, char ***ret_env);
-void cx_box_forget(const char *id);
+bool cx_box_get(sbx_mgr *m, const char *id, const char *token, sbx_caller *ret_who, char ***ret_env);
 void cx_strv_free(char **v);

@@ -82,7 +82,7 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
         json_t *md = json_object_get(rec, "metadata");
         char **env = NULL;
         json_t *envj = json_object();
-        if (cx_box_get(id, NULL, NULL, &env))
+        if (cx_box_get(rq->m, id, NULL, NULL, &env))
                 for (char **v = env; v && *v; v++) {
                         char *eq = strchr(*v, '=');
                         if (eq) {
@@ -183,7 +183,7 @@ static void op_create(cx_req *rq) {
                         snap ? snap : "", profile, backend);
         } else {
                 char token[65];
-                cx_box_set(id, &rq->caller, json_is_object(je) ? json_incref(je) : NULL, token);
+                cx_box_set(rq->m, id, &rq->caller, json_is_object(je) ? json_incref(je) : NULL, token);
                 cx_respond_json(rq, 200, sandbox_json(rq, rp.json));
         }
         sbx_mgr_reply_done(&rp);
@@ -254,7 +254,6 @@ static void op_delete(cx_req *rq, const char *id) {
         unsigned code = sbx_ops_destroy(rq->m, &rq->caller, id, &rp);
         if (code == 200) {
                 cx_respond_json(rq, 200, sandbox_json(rq, rp.json));
-                cx_box_forget(id);
         } else
                 native_err(rq, code, rp.json);
         sbx_mgr_reply_done(&rp);
@@ -621,7 +620,7 @@ static void toolbox(cx_req *rq, const char *path) {
         box b = {.rq = rq, .id = id};
         if (!(b.rec = record(rq, id, true)))
                 return;
-        (void) cx_box_get(id, NULL, NULL, &b.env);
+        (void) cx_box_get(rq->m, id, NULL, NULL, &b.env);
         b.scratch = json_string_value(json_object_get(b.rec, "scratch")) ?: "/tmp";
         bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"),
              del = streq(rq->method, "DELETE");

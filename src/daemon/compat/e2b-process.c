@@ -21,8 +21,11 @@
 
 #define MAX_SUBS 8
 
+typedef struct proc_table proc_table;
+
 typedef struct proc {
         struct proc *next;
+        proc_table *tab;
         atomic_int refs;
         char sandbox[64], exec_id[32];
         uint32_t pid;
@@ -32,9 +35,40 @@ typedef struct proc {
         size_t nsubs;
 } proc;
 
-static pthread_mutex_t procs_lock = PTHREAD_MUTEX_INITIALIZER;
-static proc *procs;
-static uint32_t next_pid = 1000;
+/* The processes envd has started, kept by the manager for its life (sbx_mgr_surface_state):
+ * E2B's pids are this table's, handed out from 1000. */
+struct proc_table {
+        pthread_mutex_t lock;
+        proc *procs;
+        uint32_t next_pid;
+};
+
+static void proc_unref(proc *p);
+
+static void *table_new(void) {
+        proc_table *t = calloc(1, sizeof *t);
+        if (!t)
+                return NULL;
+        pthread_mutex_init(&t->lock, NULL);
+        t->next_pid = 1000;
+        return t;
+}
+
+/* When the manager is freed: its exec threads have ended, each process is unlinked already. */
+static void table_free(void *state) {
+        proc_table *t = state;
+        while (t->procs) {
+                proc *p = t->procs;
+                t->procs = p->next;
+                proc_unref(p);
+        }
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+}
+
+static proc_table *table(sbx_mgr *m) {
+        return sbx_mgr_surface_state(m, "e2b.process", table_new, table_free);
+}
 
 static void proc_unref(proc *p) {
         if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
@@ -47,10 +81,10 @@ static void proc_unref(proc *p) {
         free(p);
 }
 
-/* Under procs_lock. */
-static proc *proc_find(const char *sandbox, const json_t *selector) {
+/* Under tab->lock. */
+static proc *proc_find(proc_table *tab, const char *sandbox, const json_t *selector) {
         json_t *pid = json_object_get(selector, "pid"), *tag = json_object_get(selector, "tag");
-        for (proc *p = procs; p; p = p->next) {
+        for (proc *p = tab->procs; p; p = p->next) {
                 if (!streq(p->sandbox, sandbox))
                         continue;
                 if (json_is_integer(pid) && (uint32_t) json_integer_value(pid) == p->pid)
@@ -63,7 +97,7 @@ static proc *proc_find(const char *sandbox, const json_t *selector) {
 }
 
 static void proc_unlink(proc *p) {
-        for (proc **pp = &procs; *pp; pp = &(*pp)->next)
+        for (proc **pp = &p->tab->procs; *pp; pp = &(*pp)->next)
                 if (*pp == p) {
                         *pp = p->next;
                         p->next = NULL;
@@ -117,10 +151,10 @@ static void proc_output(void *ud, int fd, const char *data, size_t n) {
         char *b = cx_b64_encode(data, n);
         if (!b)
                 return;
-        pthread_mutex_lock(&procs_lock);
+        pthread_mutex_lock(&p->tab->lock);
         for (size_t i = 0; i < p->nsubs; i++)
                 frame_event(p->subs[i], json_pack("{s:{s:s}}", "data", fd == 2 ? "stderr" : "stdout", b));
-        pthread_mutex_unlock(&procs_lock);
+        pthread_mutex_unlock(&p->tab->lock);
         free(b);
 }
 
@@ -151,7 +185,7 @@ static void proc_end(void *ud, const json_t *report, const char *error) {
                 exited ? exit_code : (exit_code >= 0 ? exit_code : -1), "exited", exited, "status", st);
         if (why[0])
                 json_object_set_new(end, "error", json_string(why));
-        pthread_mutex_lock(&procs_lock);
+        pthread_mutex_lock(&p->tab->lock);
         for (size_t i = 0; i < p->nsubs; i++) {
                 frame_event(p->subs[i], json_pack("{s:O}", "end", end));
                 frame(p->subs[i], 2, json_object());
@@ -159,7 +193,7 @@ static void proc_end(void *ud, const json_t *report, const char *error) {
         }
         proc_unlink(p);
         p->stdin_w = safe_close(p->stdin_w);
-        pthread_mutex_unlock(&procs_lock);
+        pthread_mutex_unlock(&p->tab->lock);
         json_decref(end);
         proc_unref(p);
 }
@@ -176,6 +210,11 @@ static double connect_timeout_s(cx_req *rq, const json_t *rec) {
 }
 
 void e2b_process_start(envd *e) {
+        proc_table *tab = table(e->rq->m);
+        if (!tab) {
+                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+                return;
+        }
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, true);
         json_t *pc = json_object_get(req, "process");
@@ -250,6 +289,7 @@ void e2b_process_start(envd *e) {
                 goto out;
         }
         atomic_init(&p->refs, 2); /* the callbacks' and ours */
+        p->tab = tab;
         snprintf(p->sandbox, sizeof p->sandbox, "%s", e->sandbox);
         p->stdin_w = pin[1];
         /* "o" steals: a fresh array/object, or one more reference to the request's */
@@ -262,15 +302,15 @@ void e2b_process_start(envd *e) {
         p->subs[p->nsubs++] = s;
         s = NULL; /* the proc's now */
         cx_stream *out_s = p->subs[0];
-        pthread_mutex_lock(&procs_lock);
-        p->pid = next_pid++;
-        if (next_pid == 0)
-                next_pid = 1000;
-        p->next = procs;
-        procs = p;
+        pthread_mutex_lock(&tab->lock);
+        p->pid = tab->next_pid++;
+        if (tab->next_pid == 0)
+                tab->next_pid = 1000;
+        p->next = tab->procs;
+        tab->procs = p;
         /* the start event goes first, before any output the exec's thread may send */
         frame_event(out_s, json_pack("{s:{s:I}}", "start", "pid", (json_int_t) p->pid));
-        pthread_mutex_unlock(&procs_lock);
+        pthread_mutex_unlock(&tab->lock);
         sbx_exec_spec spec = {.argv = argv,
                 .env = env,
                 .cwd = cwd,
@@ -282,9 +322,9 @@ void e2b_process_start(envd *e) {
         unsigned code = sbx_mgr_exec_start(rq->m, &rq->caller, e->sandbox, &spec, &cb, exec_id, &err);
         safe_close(pin[0]);
         if (code) {
-                pthread_mutex_lock(&procs_lock);
+                pthread_mutex_lock(&tab->lock);
                 proc_unlink(p);
-                pthread_mutex_unlock(&procs_lock);
+                pthread_mutex_unlock(&tab->lock);
                 cx_stream_clear(out_s);
                 frame_error(out_s, code == 410 || code == 404 ? "unavailable" : e2b_connect_code(code),
                         e2b_native_message(err));
@@ -297,9 +337,9 @@ void e2b_process_start(envd *e) {
                 p = NULL;
                 goto out;
         }
-        pthread_mutex_lock(&procs_lock);
+        pthread_mutex_lock(&tab->lock);
         snprintf(p->exec_id, sizeof p->exec_id, "%s", exec_id);
-        pthread_mutex_unlock(&procs_lock);
+        pthread_mutex_unlock(&tab->lock);
         rq->resp = cx_stream_response(out_s, "application/connect+json");
         rq->code = 200;
         proc_unref(p);
@@ -313,6 +353,11 @@ out:
 }
 
 void e2b_process_connect(envd *e) {
+        proc_table *tab = table(e->rq->m);
+        if (!tab) {
+                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+                return;
+        }
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, true);
         cx_stream *s = rpc_stream();
@@ -325,8 +370,8 @@ void e2b_process_connect(envd *e) {
         rq->resp = cx_stream_response(s, "application/connect+json");
         rq->code = 200;
         bool subscribed = false;
-        pthread_mutex_lock(&procs_lock);
-        proc *p = proc_find(e->sandbox, json_object_get(req, "process"));
+        pthread_mutex_lock(&tab->lock);
+        proc *p = proc_find(tab, e->sandbox, json_object_get(req, "process"));
         if (p && p->nsubs < MAX_SUBS) {
                 frame_event(s, json_pack("{s:{s:I}}", "start", "pid", (json_int_t) p->pid));
                 p->subs[p->nsubs++] = s;
@@ -336,16 +381,21 @@ void e2b_process_connect(envd *e) {
                         p ? "too many connections to this process" : "no such process is running");
                 cx_stream_close(s);
         }
-        pthread_mutex_unlock(&procs_lock);
+        pthread_mutex_unlock(&tab->lock);
         if (!subscribed)
                 cx_stream_unref(s);
         json_decref(req);
 }
 
 void e2b_process_list(envd *e) {
+        proc_table *tab = table(e->rq->m);
+        if (!tab) {
+                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+                return;
+        }
         json_t *list = json_array();
-        pthread_mutex_lock(&procs_lock);
-        for (proc *p = procs; p; p = p->next) {
+        pthread_mutex_lock(&tab->lock);
+        for (proc *p = tab->procs; p; p = p->next) {
                 if (!streq(p->sandbox, e->sandbox))
                         continue;
                 json_t *pi = json_pack("{s:O, s:I}", "config", p->config, "pid", (json_int_t) p->pid);
@@ -353,11 +403,16 @@ void e2b_process_list(envd *e) {
                         json_object_set(pi, "tag", p->tag);
                 json_array_append_new(list, pi);
         }
-        pthread_mutex_unlock(&procs_lock);
+        pthread_mutex_unlock(&tab->lock);
         cx_respond_json(e->rq, 200, json_pack("{s:o}", "processes", list));
 }
 
 void e2b_process_signal(envd *e) {
+        proc_table *tab = table(e->rq->m);
+        if (!tab) {
+                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+                return;
+        }
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, false);
         json_t *sig = json_object_get(req, "signal");
@@ -371,11 +426,11 @@ void e2b_process_signal(envd *e) {
                 return;
         }
         char exec_id[32] = "";
-        pthread_mutex_lock(&procs_lock);
-        proc *p = proc_find(e->sandbox, json_object_get(req, "process"));
+        pthread_mutex_lock(&tab->lock);
+        proc *p = proc_find(tab, e->sandbox, json_object_get(req, "process"));
         if (p)
                 snprintf(exec_id, sizeof exec_id, "%s", p->exec_id);
-        pthread_mutex_unlock(&procs_lock);
+        pthread_mutex_unlock(&tab->lock);
         json_decref(req);
         if (!exec_id[0]) {
                 e2b_rpc_err(rq, "not_found", "no such process is running");
@@ -391,6 +446,11 @@ void e2b_process_signal(envd *e) {
 }
 
 void e2b_process_input(envd *e, bool close_it) {
+        proc_table *tab = table(e->rq->m);
+        if (!tab) {
+                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+                return;
+        }
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, false);
         char *data = NULL;
@@ -409,14 +469,14 @@ void e2b_process_input(envd *e, bool close_it) {
         }
         int fd = -1;
         bool found;
-        pthread_mutex_lock(&procs_lock);
-        proc *p = proc_find(e->sandbox, json_object_get(req, "process"));
+        pthread_mutex_lock(&tab->lock);
+        proc *p = proc_find(tab, e->sandbox, json_object_get(req, "process"));
         found = p != NULL;
         if (p && close_it)
                 p->stdin_w = safe_close(p->stdin_w);
         else if (p && p->stdin_w >= 0)
                 fd = fcntl(p->stdin_w, F_DUPFD_CLOEXEC, 3);
-        pthread_mutex_unlock(&procs_lock);
+        pthread_mutex_unlock(&tab->lock);
         json_decref(req);
         if (!found)
                 e2b_rpc_err(rq, "not_found", "no such process is running");

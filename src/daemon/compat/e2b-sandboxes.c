@@ -181,7 +181,7 @@ static void op_create(cx_req *rq) {
         if (capped)
                 (void) set_timeout(rq, id, rec, timeout, NULL);
         char token[65];
-        cx_box_set(id, &rq->caller, json_is_object(je_) ? json_incref(je_) : NULL, token);
+        cx_box_set(rq->m, id, &rq->caller, json_is_object(je_) ? json_incref(je_) : NULL, token);
         char tb[256];
         json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
                 template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
@@ -211,8 +211,8 @@ static void op_get(cx_req *rq, const char *id) {
                 return;
         json_t *j = sandbox_json(rec, true);
         char token[65];
-        if (cx_box_get(id, NULL, NULL, NULL)) {
-                cx_box_set(id, &rq->caller, NULL, token);
+        if (cx_box_get(rq->m, id, NULL, NULL, NULL)) {
+                cx_box_set(rq->m, id, &rq->caller, NULL, token);
                 json_object_set_new(j, "envdAccessToken", json_string(token));
         }
         cx_respond_json(rq, 200, j);
@@ -319,7 +319,6 @@ static void op_kill(cx_req *rq, const char *id) {
         if (code != 200)
                 api_native_err(rq, code, rp.json);
         else {
-                cx_box_forget(id);
                 cx_respond(rq, 204, NULL, "", 0);
         }
         sbx_mgr_reply_done(&rp);
@@ -337,7 +336,7 @@ static void op_connect(cx_req *rq, const char *id, unsigned ok_code) {
         if (timeout > 0)
                 (void) set_timeout(rq, id, rec, timeout, NULL);
         char token[65], tb[256];
-        cx_box_set(id, &rq->caller, NULL, token);
+        cx_box_set(rq->m, id, &rq->caller, NULL, token);
         json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
                 template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
                 "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);

@@ -113,9 +113,10 @@ static void envd_handle(cx_req *rq, const char *sandbox) {
         bool authed;
         if (rq->who) {
                 authed = cx_auth_who(rq);
-                (void) cx_box_get(sandbox, NULL, NULL, &e.env);
+                (void) cx_box_get(rq->m, sandbox, NULL, NULL, &e.env);
         } else
-                authed = cx_box_get(sandbox, cx_header(rq, "X-Access-Token") ?: "", &rq->caller, &e.env);
+                authed = cx_box_get(
+                        rq->m, sandbox, cx_header(rq, "X-Access-Token") ?: "", &rq->caller, &e.env);
         if (!authed) {
                 if (health)
                         e2b_api_err(rq, 502, "sandbox %s is not running (or this access token is not its)",
@@ -134,8 +135,6 @@ static void envd_handle(cx_req *rq, const char *sandbox) {
                         e2b_rpc_err(rq, "unavailable", "sandbox %s is not running", sandbox);
                 else
                         e2b_api_err(rq, 502, "sandbox %s is not running", sandbox);
-                if (e.rec)
-                        cx_box_forget(sandbox);
                 goto out;
         }
         e.scratch = json_string_value(json_object_get(e.rec, "scratch")) ?: "/tmp";
