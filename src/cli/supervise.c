@@ -5,15 +5,7 @@
  * descriptors. It outlives a restart of the server, which re-adopts it by its socket; if it dies,
  * its sandbox dies with it (the init's parent-death signal). Internal: not for people to run.
  *
- * Requests (one JSON object; answers likewise):
- *   {"op":"exec","exec_id":ID,"kind":"run|put|get","argv":[...],"env":["K=V"...],"cwd":DIR,
- *    "timeout_s":N,"output_cap":BYTES}  + SCM_RIGHTS [stdin, stdout, stderr]
- *      → {"ok":true,"exit":N,"report":{...}} | {"ok":false,"errno":N,"error":"..."}
- *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N}
- *   {"op":"signal","exec_id":ID,"signal":N} → {"ok":true} | errno ESRCH (no such exec running)
- *   {"op":"destroy"} → {"ok":true}, then the sandbox ends and this process exits.
- * Each exec's report is also written to STATE/execs/EXEC_ID.json before the answer, so that
- * nothing is lost when the server is not there to take it. */
+ * The protocol with the server: supervise/sv-protocol.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -30,9 +22,8 @@
 
 #include "basic/base64.h"
 #include "sandboxer/sandboxer.h"
+#include "supervise/sv-protocol.h"
 #include "verbs.h"
-
-#define REQ_MAX (256 * 1024)
 
 static struct {
         const char *id, *socket_path, *state_dir;
@@ -186,13 +177,13 @@ out:
 
 static void *conn_thread(void *arg) {
         int fd = (int) (intptr_t) arg;
-        char *buf = malloc(REQ_MAX + 1);
+        char *buf = malloc(SBX_SV_REQ_MAX + 1);
         int fds[3] = {-1, -1, -1};
         union {
                 struct cmsghdr h;
                 char b[CMSG_SPACE(3 * sizeof(int))];
         } cbuf;
-        struct iovec iov = {.iov_base = buf, .iov_len = REQ_MAX};
+        struct iovec iov = {.iov_base = buf, .iov_len = SBX_SV_REQ_MAX};
         struct msghdr mh = {
                 .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf};
         ssize_t n = buf ? recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) : -1;
@@ -208,14 +199,14 @@ static void *conn_thread(void *arg) {
                 const char *op = json_string_value(json_object_get(req, "op"));
                 if (!op)
                         reply_err(fd, EINVAL, "malformed request");
-                else if (strcmp(op, "exec") == 0)
+                else if (strcmp(op, SBX_SV_OP_EXEC) == 0)
                         handle_exec(fd, req, fds);
-                else if (strcmp(op, "info") == 0)
+                else if (strcmp(op, SBX_SV_OP_INFO) == 0)
                         reply(fd, json_pack("{s:b, s:i, s:i, s:f, s:i}", "ok", 1, "init_pid",
                                           sbx_sandbox_init_pid(S.sb), "execs_running",
                                           (int) sbx_sandbox_execs_running(S.sb), "budget_used_s",
                                           sbx_sandbox_budget_used(S.sb), "pid", (int) getpid()));
-                else if (strcmp(op, "signal") == 0) {
+                else if (strcmp(op, SBX_SV_OP_SIGNAL) == 0) {
                         json_t *sig = json_object_get(req, "signal");
                         const char *id = json_string_value(json_object_get(req, "exec_id"));
                         int r = !json_is_integer(sig) || json_integer_value(sig) < 1 ||
@@ -226,7 +217,7 @@ static void *conn_thread(void *arg) {
                                 reply_err(fd, -r, r == -ESRCH ? "no such exec is running" : NULL);
                         else
                                 reply(fd, json_pack("{s:b}", "ok", 1));
-                } else if (strcmp(op, "destroy") == 0) {
+                } else if (strcmp(op, SBX_SV_OP_DESTROY) == 0) {
                         sbx_sandbox_kill(S.sb);
                         reply(fd, json_pack("{s:b}", "ok", 1));
                 } else
@@ -264,7 +255,7 @@ static void on_ready(sbx_sandbox *sb, void *ud) {
                 sbx_sandbox_add_budget_used(sb, S.budget_carry);
         char line[4200];
         const char *scratch = sbx_sandbox_scratch(sb);
-        snprintf(line, sizeof line, "ready %d %d %s %s\n", sbx_sandbox_init_pid(sb), (int) getpid(),
+        snprintf(line, sizeof line, SBX_SV_READY_FMT, sbx_sandbox_init_pid(sb), (int) getpid(),
                 sbx_sandbox_backend(sb) ? sbx_sandbox_backend(sb) : "-", scratch ? scratch : "-");
         say_ready(line);
 }
@@ -530,7 +521,8 @@ int verb_supervise(int argc, char **argv) {
         if (r != 0) {
                 char line[1200];
                 const char *err = sbx_run_error(run);
-                snprintf(line, sizeof line, "error %s\n", err ? err : "the sandbox could not be started");
+                snprintf(line, sizeof line, SBX_SV_ERROR_PREFIX "%s\n",
+                        err ? err : "the sandbox could not be started");
                 for (char *p = line + 6; *p && p[1]; p++)
                         if (*p == '\n')
                                 *p = ' ';

@@ -227,8 +227,8 @@ static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_repl
         }
         a->stream = stream && json_is_true(stream);
         mgr_random_id("exe_", a->exec_id, sizeof a->exec_id);
-        a->req = json_pack("{s:s, s:s, s:s, s:O, s:o}", "op", "exec", "kind", "run", "exec_id", a->exec_id,
-                "argv", argv, "env", envv);
+        a->req = json_pack("{s:s, s:s, s:s, s:O, s:o}", "op", SBX_SV_OP_EXEC, "kind", SBX_SV_KIND_RUN,
+                "exec_id", a->exec_id, "argv", argv, "env", envv);
         if (cwd)
                 json_object_set(a->req, "cwd", cwd);
         if (t)
@@ -651,8 +651,8 @@ unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandb
                 c->cb = *cb;
                 c->in_fd = spec->stdin_fd >= 0 ? fcntl(spec->stdin_fd, F_DUPFD_CLOEXEC, 3) : -1;
                 snprintf(c->exec_id, sizeof c->exec_id, "%s", exec_id);
-                c->req = json_pack("{s:s, s:s, s:s, s:O, s:o}", "op", "exec", "kind", "run", "exec_id",
-                        exec_id, "argv", argv, "env", env);
+                c->req = json_pack("{s:s, s:s, s:s, s:O, s:o}", "op", SBX_SV_OP_EXEC, "kind",
+                        SBX_SV_KIND_RUN, "exec_id", exec_id, "argv", argv, "env", env);
                 if (spec->cwd)
                         json_object_set_new(c->req, "cwd", json_string(spec->cwd));
                 if (spec->timeout_s > 0)
@@ -687,8 +687,8 @@ int sbx_mgr_exec_signal(
         int r = -ESRCH;
         int fd = mgr_sv_connect(b);
         if (fd >= 0) {
-                json_t *req =
-                        json_pack("{s:s, s:s, s:i}", "op", "signal", "exec_id", exec_id, "signal", sig);
+                json_t *req = json_pack(
+                        "{s:s, s:s, s:i}", "op", SBX_SV_OP_SIGNAL, "exec_id", exec_id, "signal", sig);
                 json_t *ans = mgr_sv_send(fd, req, NULL, 0) >= 0 ? mgr_sv_recv(fd, 5000) : NULL;
                 if (ans && json_is_true(json_object_get(ans, "ok")))
                         r = 0;

@@ -48,8 +48,8 @@ static unsigned op_files(sbx_mgr *m, const sbx_caller *who, const char *id, cons
                 return mgr_reply_err(rp, 413, "payload_too_large", NULL, "files are at most %llu bytes",
                         (unsigned long long) FILE_MAX);
         }
-        json_t *req = json_pack("{s:s, s:s, s:[s], s:I}", "op", "exec", "kind", put ? "put" : "get", "argv",
-                path, "output_cap", (json_int_t) FILE_MAX);
+        json_t *req = json_pack("{s:s, s:s, s:[s], s:I}", "op", SBX_SV_OP_EXEC, "kind",
+                put ? SBX_SV_KIND_PUT : SBX_SV_KIND_GET, "argv", path, "output_cap", (json_int_t) FILE_MAX);
         exec_io io = {0};
         json_t *ans = mgr_sv_exec(m, b, req, put ? (data ? data : "") : NULL, put ? len : 0, -1, &io);
         json_decref(req);

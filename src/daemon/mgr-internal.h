@@ -23,6 +23,7 @@
 #include "daemon/store-sandboxes.h"
 #include "daemon/store.h"
 #include "policy/policy.h"
+#include "supervise/sv-protocol.h"
 
 #define MAX_BODY_JSON (1024 * 1024)
 #define FILE_MAX (64ull * 1024 * 1024)

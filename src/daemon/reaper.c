@@ -58,7 +58,7 @@ void *mgr_reaper_main(void *arg) {
                 /* execs that a previous server started: their reports, once they ended */
                 for (size_t i = 0; i < na; i++) {
                         box *b = adopted[i];
-                        json_t *info = mgr_sv_call(b, "info", 2000);
+                        json_t *info = mgr_sv_call(b, SBX_SV_OP_INFO, 2000);
                         if (!info || json_integer_value(json_object_get(info, "execs_running")) == 0) {
                                 mgr_ingest_exec_reports(m, b);
                                 b->adopted_inflight--;
@@ -163,7 +163,7 @@ void mgr_reconcile(sbx_mgr *m) {
         while (c.list) {
                 box *b = c.list;
                 c.list = b->next;
-                json_t *info = mgr_sv_call(b, "info", 3000);
+                json_t *info = mgr_sv_call(b, SBX_SV_OP_INFO, 3000);
                 if (info && json_is_true(json_object_get(info, "ok")) && !sbx_state_ending(b->state)) {
                         b->sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));
                         b->init_pid = (pid_t) json_integer_value(json_object_get(info, "init_pid"));
@@ -221,14 +221,14 @@ void mgr_reconcile(sbx_mgr *m) {
                 if (strlen(dir) + 1 + l >= sizeof tmp.sock)
                         continue;
                 snprintf(tmp.sock, sizeof tmp.sock, "%.80s/%.25s", dir, de->d_name);
-                json_t *info = mgr_sv_call(&tmp, "info", 2000);
+                json_t *info = mgr_sv_call(&tmp, SBX_SV_OP_INFO, 2000);
                 if (info) {
                         tmp.sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));
                         tmp.sv_pidfd = (int) syscall(SYS_pidfd_open, tmp.sv_pid, 0);
                         sbx_log(SBX_LOG_INFO, "orphan_destroyed", "supervisor_socket", tmp.sock, NULL);
                 }
                 json_decref(info);
-                json_decref(mgr_sv_call(&tmp, "destroy", 2000));
+                json_decref(mgr_sv_call(&tmp, SBX_SV_OP_DESTROY, 2000));
                 if (tmp.sv_pidfd >= 0) {
                         struct pollfd pf = {.fd = tmp.sv_pidfd, .events = POLLIN};
                         (void) poll(&pf, 1, DESTROY_WAIT_MS);

@@ -60,7 +60,7 @@ json_t *mgr_sv_recv(int fd, int timeout_ms) {
         while (k < 0 && errno == EINTR);
         if (k <= 0)
                 return NULL;
-        size_t cap = 4 * 1024 * 1024;
+        size_t cap = SBX_SV_ANS_MAX;
         char *buf = malloc(cap);
         if (!buf)
                 return NULL;
@@ -246,7 +246,7 @@ static int sv_spawn_inner(
         argv[n++] = (char *) "--profile";
         argv[n++] = b->profile;
         argv[n++] = (char *) "--ready-fd";
-        argv[n++] = (char *) "3";
+        argv[n++] = (char *) SBX_SV_STR(SBX_SV_FD_READY);
         argv[n++] = (char *) "--budget-used";
         argv[n++] = budget;
         if (m->policy_file) {
@@ -258,7 +258,7 @@ static int sv_spawn_inner(
                 return sfd;
         if (sfd >= 0) {
                 argv[n++] = (char *) "--secrets-fd";
-                argv[n++] = (char *) "4";
+                argv[n++] = (char *) SBX_SV_STR(SBX_SV_FD_SECRETS);
         }
         int cfd = -1;
         if (b->config) {
@@ -268,7 +268,7 @@ static int sv_spawn_inner(
                         return cfd;
                 }
                 argv[n++] = (char *) "--config-fd";
-                argv[n++] = (char *) "5";
+                argv[n++] = (char *) SBX_SV_STR(SBX_SV_FD_CONFIG);
         }
         argv[n] = NULL;
         extern char **environ;
@@ -316,14 +316,18 @@ static int sv_spawn_inner(
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
-        posix_spawn_file_actions_adddup2(&fa, p[1], 3);
+        posix_spawn_file_actions_adddup2(&fa, p[1], SBX_SV_FD_READY);
         if (sfd >= 0)
-                posix_spawn_file_actions_adddup2(&fa, sfd, 4);
+                posix_spawn_file_actions_adddup2(&fa, sfd, SBX_SV_FD_SECRETS);
         else if (cfd >= 0)
-                posix_spawn_file_actions_addopen(&fa, 4, "/dev/null", O_RDONLY, 0); /* 5 stays 5 */
+                posix_spawn_file_actions_addopen(&fa, SBX_SV_FD_SECRETS, "/dev/null", O_RDONLY,
+                        0); /* the config stays at its number */
         if (cfd >= 0)
-                posix_spawn_file_actions_adddup2(&fa, cfd, 5);
-        posix_spawn_file_actions_addclosefrom_np(&fa, cfd >= 0 ? 6 : sfd >= 0 ? 5 : 4);
+                posix_spawn_file_actions_adddup2(&fa, cfd, SBX_SV_FD_CONFIG);
+        posix_spawn_file_actions_addclosefrom_np(&fa, (cfd >= 0          ? SBX_SV_FD_CONFIG
+                                                              : sfd >= 0 ? SBX_SV_FD_SECRETS
+                                                                         : SBX_SV_FD_READY) +
+                                                              1);
         pid_t c;
         int sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
@@ -364,7 +368,8 @@ static int sv_spawn_inner(
                 *nl = 0;
         int init_pid = 0, sv_pid = 0;
         char backend[16] = "", scratch[512] = "";
-        if (sscanf(line, "ready %d %d %15s %511s", &init_pid, &sv_pid, backend, scratch) == 4 &&
+        if (sscanf(line, "ready %d %d %15s %511s", /* SBX_SV_READY_FMT */ &init_pid, &sv_pid, backend,
+                    scratch) == 4 &&
                 sv_pid > 0) {
                 b->init_pid = init_pid;
                 b->sv_pid = sv_pid;
@@ -373,7 +378,7 @@ static int sv_spawn_inner(
                 snprintf(b->scratch, sizeof b->scratch, "%s", streq(scratch, "-") ? "" : scratch);
                 return 0;
         }
-        if (strncmp(line, "error ", 6) == 0)
+        if (strncmp(line, SBX_SV_ERROR_PREFIX, strlen(SBX_SV_ERROR_PREFIX)) == 0)
                 snprintf(msg, msgsz, "%.1000s", line + 6);
         else if (got == 0)
                 snprintf(msg, msgsz, "the supervisor ended without a word (see %.900s)", logpath);
@@ -429,7 +434,7 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
 /* End the supervisor (and with it the sandbox), and remove what is left of it. */
 void mgr_sv_stop(sbx_mgr *m, box *b) {
         if (b->sv_pidfd >= 0 && !mgr_pidfd_dead(b->sv_pidfd)) {
-                json_t *ans = mgr_sv_call(b, "destroy", 5000);
+                json_t *ans = mgr_sv_call(b, SBX_SV_OP_DESTROY, 5000);
                 json_decref(ans);
                 struct pollfd pf = {.fd = b->sv_pidfd, .events = POLLIN};
                 int k;
@@ -444,7 +449,7 @@ void mgr_sv_stop(sbx_mgr *m, box *b) {
                 }
         } else if (b->sv_pidfd < 0 && b->sv_pid > 0) {
                 /* no pidfd: ask, and trust the socket going away */
-                json_decref(mgr_sv_call(b, "destroy", 2000));
+                json_decref(mgr_sv_call(b, SBX_SV_OP_DESTROY, 2000));
         }
         if (b->sv_pidfd >= 0)
                 close(b->sv_pidfd);

@@ -1,0 +1,44 @@
+/* sv-protocol.h — the protocol between the control plane (src/daemon/supervisors.c, exec.c,
+ * files.c, reaper.c) and the supervisor of one persistent sandbox (`sandboxer supervise`,
+ * src/cli/supervise.c): one header both sides build from, so that neither spells a name or a
+ * number the other does not know.
+ *
+ * Start: the server spawns the supervisor with the descriptors below and reads one line from
+ * SBX_SV_FD_READY: "ready INIT_PID SUPERVISOR_PID BACKEND SCRATCH" (SBX_SV_READY_FMT; "-" for an
+ * empty field) once the sandbox runs, or "error SENTENCE" (SBX_SV_ERROR_PREFIX) when it could
+ * not start.
+ *
+ * Requests: a unix socket (SOCK_SEQPACKET, mode 0600), one request per connection, one JSON
+ * object each way (at most SBX_SV_REQ_MAX bytes in, SBX_SV_ANS_MAX out):
+ *   {"op":"exec","exec_id":ID,"kind":"run|put|get","argv":[...],"env":["K=V"...],"cwd":DIR,
+ *    "timeout_s":N,"output_cap":BYTES}  + SCM_RIGHTS [stdin, stdout, stderr]
+ *      → {"ok":true,"exit":N,"report":{...}} | {"ok":false,"errno":N,"error":"..."}
+ *      (put: stdin is the file's bytes, argv[0] its path; get: stdout is the file)
+ *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N}
+ *   {"op":"signal","exec_id":ID,"signal":N} → {"ok":true} | errno ESRCH (no such exec running)
+ *   {"op":"destroy"} → {"ok":true}, then the sandbox ends and the supervisor exits.
+ * Each exec's report is also written to STATE/execs/EXEC_ID.json before the answer, so that
+ * nothing is lost when the server is not there to take it. */
+#pragma once
+
+/* The descriptors the supervisor is started with (--ready-fd, --secrets-fd, --config-fd). */
+#define SBX_SV_FD_READY 3
+#define SBX_SV_FD_SECRETS 4 /* {NAME: BASE64}, a sealed memfd */
+#define SBX_SV_FD_CONFIG 5 /* the resolved profile and policy (sbx_config_encode), a sealed memfd */
+#define SBX_SV_STR_(x) #x
+#define SBX_SV_STR(x) SBX_SV_STR_(x) /* "3" for SBX_SV_FD_READY, in an argv */
+
+#define SBX_SV_READY_FMT "ready %d %d %s %s\n"
+#define SBX_SV_ERROR_PREFIX "error "
+
+#define SBX_SV_REQ_MAX (256 * 1024)
+#define SBX_SV_ANS_MAX (4 * 1024 * 1024)
+
+#define SBX_SV_OP_EXEC "exec"
+#define SBX_SV_OP_INFO "info"
+#define SBX_SV_OP_SIGNAL "signal"
+#define SBX_SV_OP_DESTROY "destroy"
+
+#define SBX_SV_KIND_RUN "run"
+#define SBX_SV_KIND_PUT "put"
+#define SBX_SV_KIND_GET "get"
