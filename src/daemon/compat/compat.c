@@ -101,6 +101,13 @@ void cx_add_header(cx_req *rq, const char *name, const char *value) {
 
 /* ---- the operations, for the caller (ops.h) -------------------------------------------------- */
 
+unsigned cx_limit(const char *text) {
+        if (!text)
+                return 100;
+        long l = strtol(text, NULL, 10);
+        return (unsigned) (l < 1 ? 1 : l > 500 ? 500 : l);
+}
+
 unsigned cx_file_put(
         cx_req *rq, const char *id, const char *path, const void *data, size_t len, json_t **ret_err) {
         sbx_mgr_reply rp;

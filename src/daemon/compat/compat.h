@@ -60,6 +60,9 @@ void cx_respond(cx_req *rq, unsigned code, const char *ctype, const void *body, 
 void cx_respond_json(cx_req *rq, unsigned code, json_t *j /* stolen */);
 void cx_add_header(cx_req *rq, const char *name, const char *value);
 
+/* A page size the SDKs asked for (their limit query argument), held to the native list's 1..500;
+ * 100 when none is given. */
+unsigned cx_limit(const char *text);
 /* Write a file into the caller's sandbox (sbx_ops_file_write), making its parent directories
  * when they are missing, as the SDKs' servers do. The status; on failure *ret_err (if given) the
  * error body. */

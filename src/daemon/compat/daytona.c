@@ -210,11 +210,7 @@ static bool labels_match(const json_t *md, const char *filter) {
 static void op_list(cx_req *rq) {
         const char *limit = cx_query(rq, "limit"), *cursor = cx_query(rq, "cursor"),
                    *labels = cx_query(rq, "labels");
-        sbx_list_req lreq = {.limit = 100, .cursor = cursor};
-        if (limit) {
-                long l = strtol(limit, NULL, 10);
-                lreq.limit = (unsigned) (l < 1 ? 1 : l > 500 ? 500 : l);
-        }
+        sbx_list_req lreq = {.limit = cx_limit(limit), .cursor = cursor};
         sbx_mgr_reply rp;
         unsigned code = sbx_ops_list(rq->m, &rq->caller, &lreq, &rp);
         if (code != 200) {

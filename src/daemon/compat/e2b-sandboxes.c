@@ -260,11 +260,7 @@ static void op_list(cx_req *rq) {
                 cx_respond_json(rq, 200, json_array());
                 return;
         }
-        sbx_list_req lreq = {.limit = 100, .cursor = next};
-        if (limit) {
-                long l = strtol(limit, NULL, 10);
-                lreq.limit = (unsigned) (l < 1 ? 1 : l > 500 ? 500 : l);
-        }
+        sbx_list_req lreq = {.limit = cx_limit(limit), .cursor = next};
         sbx_mgr_reply rp;
         unsigned code = sbx_ops_list(rq->m, &rq->caller, &lreq, &rp);
         if (code != 200) {
