@@ -56,6 +56,12 @@ typedef struct sbx_limit_context {
  * cgroup. Mechanisms go into the report. */
 int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_limit_context *ctx,
         sbx_cgroup **ret_cg, sbx_rlimit_plan *rl, sbx_error *e);
+/* The run's cgroup with the memory, pids and cpus limits of cfg (each where a controller allows),
+ * named for its owner run (rep->id): sbx_cgroup_create() with flags. */
+int sbx_backend_cgroup_for_run(const sbx_config *cfg, const sbx_report *rep,
+        const sbx_cgroup_probe_result *probe, unsigned flags, sbx_cgroup **ret, sbx_error *e);
+/* What enforces limit l in cg, as the report names it (none without cg or a controller). */
+sbx_mechanism sbx_backend_cg_mechanism(const sbx_cgroup *cg, sbx_cg_limit l);
 /* Kill, remove and free; NULL ok; returns NULL. */
 sbx_cgroup *sbx_backend_cgroup_destroy(sbx_cgroup *cg);
 DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_cgroup *, sbx_backend_cgroup_destroy);

@@ -10,8 +10,27 @@ sbx_cgroup *sbx_backend_cgroup_destroy(sbx_cgroup *cg) {
         return NULL;
 }
 
-static sbx_mechanism mech_of(sbx_cg_version v) {
+sbx_mechanism sbx_backend_cg_mechanism(const sbx_cgroup *cg, sbx_cg_limit l) {
+        sbx_cg_version v = cg ? sbx_cgroup_mechanism(cg, l) : SBX_CG_NONE;
         return v == SBX_CG_V2 ? SBX_MECH_CGROUP_V2 : v == SBX_CG_V1 ? SBX_MECH_CGROUP_V1 : SBX_MECH_NONE;
+}
+
+int sbx_backend_cgroup_for_run(const sbx_config *cfg, const sbx_report *rep,
+        const sbx_cgroup_probe_result *probe, unsigned flags, sbx_cgroup **ret, sbx_error *e) {
+        const sbx_limits *lim = &cfg->limits;
+        sbx_cgroup_limits cl = {
+                .memory_bytes = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB),
+                .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
+                .cpus = lim->value[SBX_LIMIT_CPUS],
+        };
+        /* Each may go without a cgroup: what stands in for a missing one is the caller's choice. */
+        unsigned all = SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_MEMORY) | SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_PIDS) |
+                       SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_CPUS);
+        /* Named for its owner, so that the next run can tell a leftover (gc_leftovers). */
+        char name[64];
+        if (sbx_cgroup_owned_name(rep->id, name, sizeof name) < 0)
+                snprintf(name, sizeof name, "%s", rep->id);
+        return sbx_cgroup_create(probe, name, &cl, all, flags, ret, e);
 }
 
 /* Clean-up of what runs killed with SIGKILL left behind: their cgroups (mounts and scratch live
@@ -53,27 +72,14 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
         sbx_cgroup *cg = NULL;
         int r = sbx_cgroup_probe("/sys/fs/cgroup", NULL, &probe);
         if (r >= 0) {
-                sbx_cgroup_limits cl = {
-                        .memory_bytes = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB),
-                        .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
-                        .cpus = lim->value[SBX_LIMIT_CPUS],
-                };
-                /* Everything may go without a cgroup here: the fallbacks are decided below. */
-                unsigned all = SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_MEMORY) | SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_PIDS) |
-                               SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_CPUS);
-                /* Named for its owner, so that the next run can tell a leftover (above). */
-                char name[64];
-                sbx_error ce = {0};
-                r = sbx_cgroup_owned_name(rep->id, name, sizeof name);
-                if (r < 0)
-                        snprintf(name, sizeof name, "%s", rep->id);
                 /* No group only to track and kill the tree where it cannot outgrow what the
                  * limits' groups list: a pid namespace kills it with its PID 1, and without
                  * spawning (seccomp refuses fork and clone) it is the init and the command. */
                 bool fixed_tree = ctx->own_pidns ||
                                   (!cfg->profile->allow_spawn && !sbx_backend_bench_disabled("seccomp"));
-                r = sbx_cgroup_create(
-                        &probe, name, &cl, all, fixed_tree ? SBX_CG_CREATE_NO_TRACKING : 0, &cg, &ce);
+                sbx_error ce = {0};
+                r = sbx_backend_cgroup_for_run(
+                        cfg, rep, &probe, fixed_tree ? SBX_CG_CREATE_NO_TRACKING : 0, &cg, &ce);
                 if (r < 0) {
                         cg = NULL;
                         gc_leftovers(&probe);
@@ -93,8 +99,7 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
         sbx_cgroup_probe_result_done(&probe);
 
         for (size_t i = 0; i < ELEMENTSOF(cg_limits); i++)
-                rep->limit_mechanism[cg_limits[i].limit] =
-                        cg ? mech_of(sbx_cgroup_mechanism(cg, cg_limits[i].cg)) : SBX_MECH_NONE;
+                rep->limit_mechanism[cg_limits[i].limit] = sbx_backend_cg_mechanism(cg, cg_limits[i].cg);
 
         /* In a fresh user namespace under its own uid, RLIMIT_NPROC counts the sandbox's tasks
          * only (per-namespace ucounts). Not under a pids cgroup: the rlimit would refuse first

@@ -305,14 +305,9 @@ static char *root_self_cgroup(void) {
         return out;
 }
 
-static sbx_mechanism mech_of(sbx_cg_version v) {
-        return v == SBX_CG_V2 ? SBX_MECH_CGROUP_V2 : v == SBX_CG_V1 ? SBX_MECH_CGROUP_V1 : SBX_MECH_NONE;
-}
-
 int sbx_oci_plan_limits(
         const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_cg, bool *ret_engine_limits, sbx_error *e) {
         (void) e;
-        const sbx_limits *lim = &cfg->limits;
         rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
@@ -325,19 +320,8 @@ int sbx_oci_plan_limits(
                 _cleanup_free_ char *self = root_self_cgroup();
                 sbx_cgroup_probe_result probe = {0};
                 if (self && sbx_cgroup_probe("/sys/fs/cgroup", self, &probe) >= 0) {
-                        sbx_cgroup_limits cl = {
-                                .memory_bytes = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB),
-                                .pids = (uint64_t) lim->value[SBX_LIMIT_PIDS],
-                                .cpus = lim->value[SBX_LIMIT_CPUS],
-                        };
-                        unsigned all = SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_MEMORY) |
-                                       SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_PIDS) |
-                                       SBX_CG_LIMIT_BIT(SBX_CG_LIMIT_CPUS);
-                        char name[64];
                         sbx_error ce = {0};
-                        if (sbx_cgroup_owned_name(rep->id, name, sizeof name) < 0)
-                                snprintf(name, sizeof name, "%s", rep->id);
-                        if (sbx_cgroup_create(&probe, name, &cl, all, 0, &cg, &ce) < 0) {
+                        if (sbx_backend_cgroup_for_run(cfg, rep, &probe, 0, &cg, &ce) < 0) {
                                 cg = NULL;
                                 /* what killed runs left may be in the way: now, as nothing
                                  * waits (else once the engine starts: sbx_oci_run()) */
@@ -362,9 +346,9 @@ int sbx_oci_plan_limits(
                 rep->limit_mechanism[SBX_LIMIT_CPUS] = m;
                 return 0;
         }
-        rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_MEMORY));
-        rep->limit_mechanism[SBX_LIMIT_PIDS] = mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_PIDS));
-        rep->limit_mechanism[SBX_LIMIT_CPUS] = mech_of(sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_CPUS));
+        rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = sbx_backend_cg_mechanism(cg, SBX_CG_LIMIT_MEMORY);
+        rep->limit_mechanism[SBX_LIMIT_PIDS] = sbx_backend_cg_mechanism(cg, SBX_CG_LIMIT_PIDS);
+        rep->limit_mechanism[SBX_LIMIT_CPUS] = sbx_backend_cg_mechanism(cg, SBX_CG_LIMIT_CPUS);
         *ret_cg = cg;
         *ret_engine_limits = false;
         return 0;
