@@ -1,6 +1,6 @@
-/* client.h — what the API client verbs share (src/cli/client/): the connection options, a
- * small HTTP/1.1 client of our own to `sandboxer serve` (unix socket or TCP with a bearer token;
- * Content-Length and chunked bodies, one request per connection) and helpers. One file per verb:
+/* client.h — what the API client verbs share (src/cli/client/): the connection options, the HTTP
+ * client to `sandboxer serve` (libcurl: a unix socket, or TCP with a bearer token; bodies
+ * collected or streamed to a sink as they come) and helpers. One file per verb:
  * create.c, ls.c (ls, and get/extend/recreate/destroy), exec.c, cp.c, events.c; main.c picks. */
 #pragma once
 

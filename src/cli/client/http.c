@@ -1,125 +1,19 @@
-/* http.c — the client verbs' HTTP/1.1 client to `sandboxer serve` and their shared options
+/* http.c — the client verbs' HTTP client to `sandboxer serve` (libcurl) and their shared options
  * (client.h). */
+#include <curl/curl.h>
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
-#include <netdb.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "basic/base64.h"
 #include "basic/macro.h"
-#include "daemon/http.h"
 #include "cli/client/client.h"
 #include "verbs.h"
 
-/* ---- HTTP ---------------------------------------------------------------------------------- */
-
-static int dial(const conn_opts *o) {
-        if (o->addr.is_unix) {
-                struct sockaddr_un sa = {.sun_family = AF_UNIX};
-                snprintf(sa.sun_path, sizeof sa.sun_path, "%s", o->addr.path);
-                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (fd < 0)
-                        return -errno;
-                if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
-                        int r = -errno;
-                        close(fd);
-                        return r;
-                }
-                return fd;
-        }
-        char port[16];
-        snprintf(port, sizeof port, "%u", o->addr.port);
-        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-        if (getaddrinfo(o->addr.host, port, &hints, &res) != 0)
-                return -EHOSTUNREACH;
-        int r = -ECONNREFUSED;
-        for (struct addrinfo *a = res; a; a = a->ai_next) {
-                int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-                if (fd < 0)
-                        continue;
-                if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-                        freeaddrinfo(res);
-                        return fd;
-                }
-                r = -errno;
-                close(fd);
-        }
-        freeaddrinfo(res);
-        return r;
-}
-
-static int write_all(int fd, const void *buf, size_t n) {
-        const char *p = buf;
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return -errno;
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
-/* A buffered reader over the connection. */
-typedef struct rd {
-        int fd;
-        char buf[65536];
-        size_t pos, len;
-} rd;
-
-static int rd_fill(rd *r) {
-        if (r->pos < r->len)
-                return 1;
-        ssize_t n;
-        do
-                n = read(r->fd, r->buf, sizeof r->buf);
-        while (n < 0 && errno == EINTR);
-        if (n <= 0)
-                return n < 0 ? -errno : 0;
-        r->pos = 0;
-        r->len = (size_t) n;
-        return 1;
-}
-
-static int rd_line(rd *r, char *out, size_t size) {
-        size_t o = 0;
-        for (;;) {
-                int k = rd_fill(r);
-                if (k <= 0)
-                        return o ? (int) o : k;
-                char c = r->buf[r->pos++];
-                if (c == '\n') {
-                        if (o && out[o - 1] == '\r')
-                                o--;
-                        out[o] = 0;
-                        return (int) o + 1;
-                }
-                if (o + 1 < size)
-                        out[o++] = c;
-        }
-}
-
-static ssize_t rd_some(rd *r, char *out, size_t n) {
-        int k = rd_fill(r);
-        if (k <= 0)
-                return k;
-        size_t m = r->len - r->pos < n ? r->len - r->pos : n;
-        memcpy(out, r->buf + r->pos, m);
-        r->pos += m;
-        return (ssize_t) m;
-}
+/* ---- HTTP: libcurl ----------------------------------------------------------------------------- */
 
 void client_collect(void *ud, const char *d, size_t n) {
         response *r = ud;
@@ -132,100 +26,113 @@ void client_collect(void *ud, const char *d, size_t n) {
         r->body[r->len] = 0;
 }
 
+typedef struct xfer {
+        CURL *c;
+        response *resp;
+        body_sink sink;
+        void *ud;
+        bool decided; /* the status is known: the body goes to sink (a success) or is collected */
+} xfer;
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata) {
+        xfer *x = userdata;
+        size_t n = size * nmemb;
+        if (!x->decided) {
+                long status = 0;
+                curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+                x->resp->status = (int) status;
+                if (!(x->sink && status < 300))
+                        x->sink = NULL;
+                x->decided = true;
+        }
+        if (x->sink)
+                x->sink(x->ud, data, n);
+        else
+                client_collect(x->resp, data, n);
+        return n;
+}
+
+static bool curl_ready(void) {
+        static bool done, ok;
+        if (!done) {
+                ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+                done = true;
+        }
+        return ok;
+}
+
 int client_http(const conn_opts *o, const char *method, const char *path, const char *ctype,
         const char *extra_header, const void *body, size_t len, response *resp, body_sink sink, void *ud) {
-        int fd = dial(o);
-        if (fd < 0) {
-                if (o->addr.is_unix)
-                        cli_error("cannot reach the control plane at unix:%s: %s; is 'sandboxer serve' "
-                                  "running? "
-                                  "(--server ADDR names another)",
-                                o->addr.path, strerror(-fd));
-                else
-                        cli_error("cannot reach the control plane at %s:%u: %s", o->addr.host, o->addr.port,
-                                strerror(-fd));
-                return fd;
-        }
-        char head[2048];
-        int hl = snprintf(head, sizeof head,
-                "%s %s HTTP/1.1\r\nHost: sandboxer\r\nConnection: close\r\nUser-Agent: sandboxer/%s\r\n"
-                "Content-Length: %zu\r\n%s%s%s%s%s%s%s",
-                method, path, SBX_VERSION, len, ctype ? "Content-Type: " : "", ctype ? ctype : "",
-                ctype ? "\r\n" : "", o->token ? "Authorization: Bearer " : "", o->token ? o->token : "",
-                o->token ? "\r\n" : "", extra_header ? extra_header : "");
-        if (hl < 0 || (size_t) hl >= sizeof head - 3) {
-                close(fd);
-                cli_error("request too long");
-                return -E2BIG;
-        }
-        memcpy(head + hl, "\r\n", 3);
-        hl += 2;
-        int r = write_all(fd, head, (size_t) hl);
-        if (r >= 0 && len)
-                r = write_all(fd, body, len);
-        if (r < 0) {
-                close(fd);
-                cli_error("sending the request failed: %s", strerror(-r));
-                return r;
-        }
-        rd *R = calloc(1, sizeof *R);
-        if (!R) {
-                close(fd);
+        if (!curl_ready()) {
+                cli_error("cannot initialise libcurl");
                 return -ENOMEM;
         }
-        R->fd = fd;
-        char line[8192];
-        r = rd_line(R, line, sizeof line);
-        int status = 0;
-        if (r <= 0 || sscanf(line, "HTTP/1.%*d %d", &status) != 1) {
-                free(R);
-                close(fd);
-                cli_error("the server's answer is not HTTP");
+        CURL *c = curl_easy_init();
+        if (!c) {
+                cli_error("cannot initialise libcurl");
+                return -ENOMEM;
+        }
+        char url[4200], auth[600], ct[300];
+        if (o->addr.is_unix) {
+                snprintf(url, sizeof url, "http://sandboxer%s", path);
+                curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, o->addr.path);
+        } else
+                snprintf(url, sizeof url, strchr(o->addr.host, ':') ? "http://[%s]:%u%s" : "http://%s:%u%s",
+                        o->addr.host, o->addr.port, path);
+        struct curl_slist *h = NULL;
+        h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip before a large body */
+        if (ctype) {
+                snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+                h = curl_slist_append(h, ct);
+        }
+        if (o->token) {
+                snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
+                h = curl_slist_append(h, auth);
+        }
+        /* extra_header: "Name: value\r\n" lines */
+        _cleanup_free_ char *extra = extra_header ? strdup(extra_header) : NULL;
+        for (char *save = NULL, *l = extra ? strtok_r(extra, "\r\n", &save) : NULL; l;
+                l = strtok_r(NULL, "\r\n", &save))
+                h = curl_slist_append(h, l);
+        char agent[64];
+        snprintf(agent, sizeof agent, "sandboxer/%s", SBX_VERSION);
+        xfer x = {.c = c, .resp = resp, .sink = sink, .ud = ud};
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_USERAGENT, agent);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+        if (len || streq(method, "POST") || streq(method, "PUT")) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, len ? body : "");
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+        }
+        CURLcode cr = curl_easy_perform(c);
+        long status = 0, oserr = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
+        curl_slist_free_all(h);
+        curl_easy_cleanup(c);
+        int r = 0;
+        if (cr == CURLE_COULDNT_CONNECT || cr == CURLE_COULDNT_RESOLVE_HOST) {
+                r = oserr ? -(int) oserr : cr == CURLE_COULDNT_RESOLVE_HOST ? -EHOSTUNREACH : -ECONNREFUSED;
+                if (o->addr.is_unix)
+                        cli_error("cannot reach the control plane at unix:%s: %s; is 'sandboxer serve' "
+                                  "running? (--server ADDR names another)",
+                                o->addr.path, strerror(-r));
+                else
+                        cli_error("cannot reach the control plane at %s:%u: %s", o->addr.host, o->addr.port,
+                                strerror(-r));
+                return r;
+        }
+        if (status == 0) {
+                cli_error("the server's answer is not HTTP (%s)", curl_easy_strerror(cr));
                 return -EPROTO;
         }
-        bool chunked = false;
-        long long clen = -1;
-        while ((r = rd_line(R, line, sizeof line)) > 1) {
-                if (strncasecmp(line, "Transfer-Encoding:", 18) == 0 && strcasestr(line + 18, "chunked"))
-                        chunked = true;
-                else if (strncasecmp(line, "Content-Length:", 15) == 0)
-                        clen = strtoll(line + 15, NULL, 10);
-        }
-        resp->status = status;
-        body_sink out = sink && status < 300 ? sink : client_collect;
-        void *oud = sink && status < 300 ? ud : resp;
-        char buf[65536];
-        if (chunked) {
-                for (;;) {
-                        if (rd_line(R, line, sizeof line) <= 0)
-                                break;
-                        unsigned long n = strtoul(line, NULL, 16);
-                        if (n == 0)
-                                break;
-                        while (n > 0) {
-                                ssize_t k = rd_some(R, buf, n < sizeof buf ? n : sizeof buf);
-                                if (k <= 0)
-                                        goto done;
-                                out(oud, buf, (size_t) k);
-                                n -= (unsigned long) k;
-                        }
-                        (void) rd_line(R, line, sizeof line); /* the CRLF after the chunk */
-                }
-        } else {
-                long long left = clen;
-                while (left != 0) {
-                        ssize_t k = rd_some(
-                                R, buf, left > 0 && (size_t) left < sizeof buf ? (size_t) left : sizeof buf);
-                        if (k <= 0)
-                                break;
-                        out(oud, buf, (size_t) k);
-                        if (left > 0)
-                                left -= k;
-                }
-        }
-done:
-        free(R);
-        close(fd);
+        /* a body cut short after the status (the server went away mid-stream): what came is kept */
+        resp->status = (int) status;
         return 0;
 }
 
