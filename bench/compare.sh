@@ -41,19 +41,25 @@ opts=()
 
 # build NAME REV|"": the tree of REV (or this working tree) built into $CACHE/NAME-build
 build() {
-        local name=$1 rev=$2 src
+        local name=$1 rev=$2 src fresh=0 id
         if [ -n "$rev" ]; then
                 src=$CACHE/$name-src
-                git rev-parse --verify -q "$rev^{commit}" >/dev/null ||
+                id=$(git rev-parse --verify -q "$rev^{commit}") ||
                         { echo "compare.sh: '$rev' is not a commit here" >&2; exit 2; }
-                rm -rf "$src"
-                mkdir -p "$src"
-                git archive "$rev" | tar -x -C "$src"
+                # the tree of that commit, unpacked again only when another commit is asked for
+                if [ "$(cat "$CACHE/$name.rev" 2>/dev/null)" != "$id" ]; then
+                        rm -rf "$src" "$CACHE/$name-build"
+                        mkdir -p "$src"
+                        git archive "$rev" | tar -x -C "$src"
+                        echo "$id" >"$CACHE/$name.rev"
+                fi
         else
                 src=$ROOT
+                [ "$(cat "$CACHE/$name.rev" 2>/dev/null)" = worktree ] || fresh=1
+                echo worktree >"$CACHE/$name.rev"
         fi
         echo "== building $name (${rev:-working tree})" >&2
-        if [ ! -f "$CACHE/$name-build/build.ninja" ] || [ -n "$rev" ]; then
+        if [ ! -f "$CACHE/$name-build/build.ninja" ] || [ "$fresh" = 1 ]; then
                 rm -rf "$CACHE/$name-build"
                 meson setup "$CACHE/$name-build" "$src" "${opts[@]}" >"$CACHE/$name-setup.log" 2>&1 ||
                         { echo "compare.sh: meson setup failed ($CACHE/$name-setup.log)" >&2; exit 1; }

@@ -36,6 +36,11 @@ extern const char conn_help[];
 
 int client_http(const conn_opts *o, const char *method, const char *path, const char *ctype,
         const char *extra_header, const void *body, size_t len, response *resp, body_sink sink, void *ud);
+/* The answer read from fd, once the request is sent (client_http's second half, apart for
+ * fuzz/fuzz-http-response.c): the status line, the headers, then the body (chunked or
+ * Content-Length, else to the end) to sink when the status is < 300, else collected into resp.
+ * 0, or -EPROTO (said on stderr) when it is not HTTP, -ENOMEM. fd is left open. */
+int client_http_response(int fd, response *resp, body_sink sink, void *ud);
 int client_api_error(const response *r);
 json_t *client_body_json(const response *r);
 /* A body_sink that appends to the response (ud) it is given. */

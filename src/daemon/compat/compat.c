@@ -41,10 +41,14 @@ bool sbx_compat_handle(sbx_mgr *m, sbx_store *store, struct MHD_Connection *c, c
 }
 
 const char *cx_header(cx_req *rq, const char *name) {
+        if (!rq->conn)
+                return rq->header ? rq->header(rq->ctx, name) : NULL;
         return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
 }
 
 const char *cx_query(cx_req *rq, const char *name) {
+        if (!rq->conn)
+                return rq->query ? rq->query(rq->ctx, name) : NULL;
         return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 

@@ -43,6 +43,11 @@ typedef struct cx_req {
         sbx_caller caller; /* whom the surface acts for, once authenticated */
         unsigned code;
         struct MHD_Response *resp;
+        /* Without a connection (conn NULL: fuzz/fuzz-request-bodies.c calls the surfaces with a
+         * synthesized request), the headers and query arguments come from these; NULL: none. */
+        const char *(*header)(void *ctx, const char *name);
+        const char *(*query)(void *ctx, const char *name);
+        void *ctx;
 } cx_req;
 
 bool cx_e2b_handle(cx_req *rq);

@@ -499,11 +499,14 @@ static void bulk_download(box *b) {
                 _cleanup_free_ char *p = cx_path(src, b->scratch, homes);
                 sbx_mgr_reply rp = {.stream_fd = -1};
                 unsigned code = p ? file_get(b, p, &rp) : 400;
+                /* the path as the client gave it, at most 4000 bytes of it (a usable one is no
+                 * longer; one that is not can be any length): the head fits, all of it is sent */
                 char head[4400];
                 int hn;
                 if (code == 200) {
                         hn = snprintf(head, sizeof head,
-                                "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
+                                "--%s\r\nContent-Disposition: form-data; name=\"file\"; "
+                                "filename=\"%.4000s\"\r\n"
                                 "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
                                 boundary, src, rp.raw_len);
                         append(&out, &len, head, (size_t) hn);
@@ -516,7 +519,8 @@ static void bulk_download(box *b) {
                         char *et = json_dumps(e, JSON_COMPACT);
                         json_decref(e);
                         hn = snprintf(head, sizeof head,
-                                "--%s\r\nContent-Disposition: form-data; name=\"error\"; filename=\"%s\"\r\n"
+                                "--%s\r\nContent-Disposition: form-data; name=\"error\"; "
+                                "filename=\"%.4000s\"\r\n"
                                 "Content-Type: application/json\r\n\r\n",
                                 boundary, src);
                         append(&out, &len, head, (size_t) hn);

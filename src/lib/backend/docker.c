@@ -55,6 +55,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "backend/docker-api.h"
 #include "basic/cache.h"
 #include "basic/jsonw.h"
 #include "basic/sha256.h"
@@ -142,7 +143,7 @@ static int send_request(int fd, const char *method, const char *path, const char
 
 /* Read the response head (status line and headers) into buf; what followed it stays in
  * buf + *ret_head .. + *ret_have. Returns the status code or -errno. */
-static int read_head(int fd, char *buf, size_t size, size_t *ret_head, size_t *ret_have) {
+int docker_read_head(int fd, char *buf, size_t size, size_t *ret_head, size_t *ret_have) {
         size_t have = 0;
         for (;;) {
                 if (have + 1 >= size)
@@ -178,11 +179,15 @@ static int api_call(const char *sock, const char *method, const char *path, cons
         int r = send_request(fd, method, path, ctype, body, len, false);
         if (r < 0)
                 return r;
+        return docker_read_answer(fd, ret_body);
+}
+
+int docker_read_answer(int fd, char **ret_body) {
         size_t cap = 65536, have = 0, head;
         _cleanup_free_ char *buf = malloc(cap);
         if (!buf)
                 return -ENOMEM;
-        int code = read_head(fd, buf, cap, &head, &have);
+        int code = docker_read_head(fd, buf, cap, &head, &have);
         if (code < 0)
                 return code;
         bool chunked = false;
@@ -230,13 +235,15 @@ static int api_call(const char *sock, const char *method, const char *path, cons
                                 if (end == p || n == 0 || !(end = strstr(end, "\r\n")))
                                         break;
                                 p = end + 2;
-                                if (p + n > buf + have)
+                                /* what is there at most: a size near ULONG_MAX ("-1" reads as one)
+                                 * would wrap p + n around */
+                                if (n > (unsigned long) (buf + have - p))
                                         n = (unsigned long) (buf + have - p);
                                 memmove(out, p, n);
                                 out += n;
-                                p += n + 2;
-                                if (p >= buf + have)
+                                if (n + 2 >= (unsigned long) (buf + have - p))
                                         break;
+                                p += n + 2;
                         }
                         *out = 0;
                 }
@@ -253,13 +260,13 @@ static int api_call(const char *sock, const char *method, const char *path, cons
  * structurally: a key is a string at the object's own level followed by ':', so neither a
  * nested object's key nor a value (the command's arguments are echoed back in an inspect: an
  * argument "ExitCode" is a string in an array) is taken for one. Malformed input gives NULL. */
-static const char *json_ws(const char *p) {
+const char *docker_json_ws(const char *p) {
         return p + strspn(p, " \t\r\n");
 }
 
 /* Past the value at p (string, object, array or bare token); NULL if it does not end. */
-static const char *json_skip(const char *p) {
-        p = json_ws(p);
+const char *docker_json_skip(const char *p) {
+        p = docker_json_ws(p);
         if (*p == '"') {
                 for (p++; *p; p++) {
                         if (*p == '\\' && !*++p)
@@ -273,7 +280,7 @@ static const char *json_skip(const char *p) {
                 int depth = 0;
                 while (*p) {
                         if (*p == '"') {
-                                if (!(p = json_skip(p)))
+                                if (!(p = docker_json_skip(p)))
                                         return NULL;
                                 continue;
                         }
@@ -290,34 +297,34 @@ static const char *json_skip(const char *p) {
 }
 
 /* The value of obj's member "key" (obj points at an object), or NULL. */
-static const char *json_member(const char *obj, const char *key) {
-        const char *p = obj ? json_ws(obj) : NULL;
+const char *docker_json_member(const char *obj, const char *key) {
+        const char *p = obj ? docker_json_ws(obj) : NULL;
         if (!p || *p != '{')
                 return NULL;
         size_t kl = strlen(key);
-        for (p = json_ws(p + 1); *p == '"';) {
-                const char *k = p, *ke = json_skip(p);
-                if (!ke || *(p = json_ws(ke)) != ':')
+        for (p = docker_json_ws(p + 1); *p == '"';) {
+                const char *k = p, *ke = docker_json_skip(p);
+                if (!ke || *(p = docker_json_ws(ke)) != ':')
                         return NULL;
-                const char *v = json_ws(p + 1);
+                const char *v = docker_json_ws(p + 1);
                 if ((size_t) (ke - k) == kl + 2 && memcmp(k + 1, key, kl) == 0)
                         return v;
-                if (!(p = json_skip(v)))
+                if (!(p = docker_json_skip(v)))
                         return NULL;
-                p = json_ws(p);
+                p = docker_json_ws(p);
                 if (*p != ',')
                         return NULL;
-                p = json_ws(p + 1);
+                p = docker_json_ws(p + 1);
         }
         return NULL;
 }
 
 /* The scalar member "key" of obj (a string, unescaped simply, or a bare token: a number, true,
  * false, null) into buf; false if absent or not a scalar. */
-static bool json_field(const char *obj, const char *key, char *buf, size_t size) {
-        const char *v = json_member(obj, key), *e;
+bool docker_json_field(const char *obj, const char *key, char *buf, size_t size) {
+        const char *v = docker_json_member(obj, key), *e;
         size_t n = 0;
-        if (!v || *v == '{' || *v == '[' || !(e = json_skip(v)))
+        if (!v || *v == '{' || *v == '[' || !(e = docker_json_skip(v)))
                 return false;
         if (*v == '"')
                 for (v++, e--; v < e && n + 1 < size; v++) {
@@ -362,7 +369,7 @@ static int engine_ping(const char *sock, docker_engine *eng, char *reason, size_
         size_t head = 0, have = 0;
         int r = send_request(fd, "GET", "/_ping", NULL, NULL, 0, false);
         if (r >= 0)
-                r = read_head(fd, buf, sizeof buf, &head, &have);
+                r = docker_read_head(fd, buf, sizeof buf, &head, &have);
         if (r != 200) {
                 snprintf(reason, size, "the engine at %s does not answer GET /_ping (%s)", sock,
                         r < 0 ? strerror(-r) : "unexpected status");
@@ -468,16 +475,17 @@ static void gc_dead_owners(const char *sock) {
         char mine[64];
         owner_label(mine, sizeof mine);
         const char *ns = strchr(mine, '.');
-        const char *p = json_ws(body);
+        const char *p = docker_json_ws(body);
         if (*p != '[' || !ns)
                 return;
-        for (p = json_ws(p + 1); *p == '{';) {
+        for (p = docker_json_ws(p + 1); *p == '{';) {
                 char val[64], id[80];
-                const char *next = json_skip(p);
+                const char *next = docker_json_skip(p);
                 if (!next)
                         return;
-                if (json_field(json_member(p, "Labels"), "io.sandboxer.owner", val, sizeof val) &&
-                        json_field(p, "Id", id, sizeof id) && id[0] && !strchr(id, '/')) {
+                if (docker_json_field(
+                            docker_json_member(p, "Labels"), "io.sandboxer.owner", val, sizeof val) &&
+                        docker_json_field(p, "Id", id, sizeof id) && id[0] && !strchr(id, '/')) {
                         const char *dot = strchr(val, '.');
                         pid_t pid = (pid_t) atol(val);
                         if (dot && streq(dot, ns) && pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) {
@@ -486,10 +494,10 @@ static void gc_dead_owners(const char *sock) {
                                 (void) api_call(sock, "DELETE", path, NULL, NULL, 0, NULL);
                         }
                 }
-                p = json_ws(next);
+                p = docker_json_ws(next);
                 if (*p != ',')
                         break;
-                p = json_ws(p + 1);
+                p = docker_json_ws(p + 1);
         }
 }
 
@@ -715,7 +723,7 @@ static void guard_start(const docker_relay *d) {
 static _noreturn_ void relay_fail(int err, const char *what, const char *body) {
         char text[64];
         char msg[512] = "";
-        if (body && !json_field(body, "message", msg, sizeof msg))
+        if (body && !docker_json_field(body, "message", msg, sizeof msg))
                 snprintf(msg, sizeof msg, "%.200s", body);
         snprintf(text, sizeof text, "docker: %s%s%s", what, msg[0] ? ": " : "", msg);
         /* the whole story on stderr (the message field of the report is 64 bytes) */
@@ -820,12 +828,12 @@ static bool inspect_exited(const char *sock, const char *id, int *ret_code, char
         snprintf(path, sizeof path, API "/containers/%s/json", id);
         if (api_call(sock, "GET", path, NULL, NULL, 0, &resp) != 200)
                 return false;
-        const char *state = json_member(resp, "State");
-        if (!json_field(state, "Running", running, sizeof running) || !streq(running, "false") ||
-                !json_field(state, "ExitCode", exit_s, sizeof exit_s))
+        const char *state = docker_json_member(resp, "State");
+        if (!docker_json_field(state, "Running", running, sizeof running) || !streq(running, "false") ||
+                !docker_json_field(state, "ExitCode", exit_s, sizeof exit_s))
                 return false;
         *ret_code = atoi(exit_s);
-        if (!json_field(state, "OOMKilled", oom, size))
+        if (!docker_json_field(state, "OOMKilled", oom, size))
                 oom[0] = 0;
         return true;
 }
@@ -851,7 +859,7 @@ static _noreturn_ void relay_main(docker_relay *d) {
                 resp = NULL;
                 r = api_call(d->sock, "POST", path, "application/json", d->body, strlen(d->body), &resp);
         }
-        if (r != 201 || !json_field(resp, "Id", id, sizeof id))
+        if (r != 201 || !docker_json_field(resp, "Id", id, sizeof id))
                 relay_fail(r < 0 ? -r : EPROTO, "create the container", resp);
         free(resp);
         resp = NULL;
@@ -863,7 +871,7 @@ static _noreturn_ void relay_main(docker_relay *d) {
         snprintf(path, sizeof path, API "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1", id);
         size_t head = 0, have = 0;
         if (send_request(s, "POST", path, NULL, NULL, 0, true) < 0 ||
-                ((r = read_head(s, buf, sizeof buf, &head, &have)) != 101 && r != 200))
+                ((r = docker_read_head(s, buf, sizeof buf, &head, &have)) != 101 && r != 200))
                 relay_fail(r < 0 ? -r : EPROTO, "attach", NULL);
 
         snprintf(path, sizeof path, API "/containers/%s/start", id);
@@ -891,7 +899,7 @@ static _noreturn_ void relay_main(docker_relay *d) {
                 snprintf(path, sizeof path, API "/containers/%s/wait", id);
                 char code_s[32];
                 if (api_call(d->sock, "POST", path, NULL, NULL, 0, &resp) == 200 &&
-                        json_field(resp, "StatusCode", code_s, sizeof code_s))
+                        docker_json_field(resp, "StatusCode", code_s, sizeof code_s))
                         code = atoi(code_s);
                 (void) inspect_exited(d->sock, id, &code, oom, sizeof oom);
         }
