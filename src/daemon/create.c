@@ -54,8 +54,11 @@ json_t *mgr_stored_record(sbx_mgr *m, const char *id, const char *tenant) {
         return rec;
 }
 
+/* A profile id, never a file name: the loader takes a name ending in .yaml or .yml as a file, which
+ * here would be one in the server's working directory. */
 static bool profile_id_ok(const char *s) {
-        if (!s || !*s || strlen(s) > 200)
+        size_t n = s ? strlen(s) : 0;
+        if (n == 0 || n > 200 || (n > 5 && streq(s + n - 5, ".yaml")) || (n > 4 && streq(s + n - 4, ".yml")))
                 return false;
         for (const char *p = s; *p; p++)
                 if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
@@ -360,7 +363,10 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         const char *profile = req->profile ? req->profile : "profile.default";
         if (!profile_id_ok(profile)) {
                 mgr_reply_err(rp, 400, "invalid_argument", "profile",
-                        "profile: '%.200s' is not a profile id ([a-z0-9._-], at most 200)", profile);
+                        "profile: '%.200s' is not a profile id ([a-z0-9._-], at most 200, not ending in "
+                        ".yaml "
+                        "or .yml)",
+                        profile);
                 goto out;
         }
         if (req->ttl_given && (!(req->ttl_s > 0) || req->ttl_s > 366 * 86400.0)) {

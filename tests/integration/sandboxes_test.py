@@ -426,6 +426,8 @@ def main():
         ("POST", "/v1/sandboxes", {"ttl_s": "long"}, 400, "invalid_argument", "a wrong type"),
         ("POST", "/v1/sandboxes", {"profile": "profile.nope"}, 422, "unknown_profile", "an unknown profile"),
         ("POST", "/v1/sandboxes", {"profile": "../../etc/passwd"}, 400, "invalid_argument", "a path as profile"),
+        ("POST", "/v1/sandboxes", {"profile": "x.yaml"}, 400, "invalid_argument",
+         "a file name as profile (the server's working directory is not a profile path)"),
         ("POST", "/v1/sandboxes", {"ttl_s": 10 ** 9}, 400, "invalid_argument", "ttl_s beyond ttl.max"),
         ("POST", "/v1/sandboxes", [1, 2], 400, "invalid_json", "an array body"),
         ("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": []}, 400, "invalid_argument", "empty argv"),

@@ -500,15 +500,20 @@ static void bulk_download(box *b) {
                 sbx_mgr_reply rp = {.stream_fd = -1};
                 unsigned code = p ? file_get(b, p, &rp) : 400;
                 /* the path as the client gave it, at most 4000 bytes of it (a usable one is no
-                 * longer; one that is not can be any length): the head fits, all of it is sent */
-                char head[4400];
+                 * longer; one that is not can be any length): the head fits, all of it is sent; a
+                 * quote, a backslash or a line break in it would end the header early: '_' */
+                char head[4400], name[4001];
+                snprintf(name, sizeof name, "%s", src);
+                for (char *c = name; *c; c++)
+                        if (*c == '"' || *c == '\\' || *c == '\r' || *c == '\n')
+                                *c = '_';
                 int hn;
                 if (code == 200) {
                         hn = snprintf(head, sizeof head,
                                 "--%s\r\nContent-Disposition: form-data; name=\"file\"; "
-                                "filename=\"%.4000s\"\r\n"
+                                "filename=\"%s\"\r\n"
                                 "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                                boundary, src, rp.raw_len);
+                                boundary, name, rp.raw_len);
                         append(&out, &len, head, (size_t) hn);
                         append(&out, &len, rp.raw ? rp.raw : "", rp.raw_len);
                 } else {
@@ -520,9 +525,9 @@ static void bulk_download(box *b) {
                         json_decref(e);
                         hn = snprintf(head, sizeof head,
                                 "--%s\r\nContent-Disposition: form-data; name=\"error\"; "
-                                "filename=\"%.4000s\"\r\n"
+                                "filename=\"%s\"\r\n"
                                 "Content-Type: application/json\r\n\r\n",
-                                boundary, src);
+                                boundary, name);
                         append(&out, &len, head, (size_t) hn);
                         append(&out, &len, et ? et : "{}", et ? strlen(et) : 2);
                         free(et);

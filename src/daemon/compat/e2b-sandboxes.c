@@ -88,6 +88,7 @@ static unsigned set_timeout(
         double extend = timeout_s - (double) remaining / 1000.0;
         if (extend < 1)
                 return 200;
+        extend = MIN(extend, 366 * 86400.0 - 1); /* the native TTL's bound; capped by ttl.max anyway */
         sbx_mgr_reply rp;
         unsigned code = sbx_ops_extend(rq->m, &rq->caller, id, extend, &rp);
         if (code != 200 && ret_err)
