@@ -6,9 +6,10 @@
 # alternating (A B A B ...), so that a drift of the machine falls on both. Prints medians, the
 # range over rounds, and the ratio after/before. Not a test: it never fails on a slow result.
 #
-#   bash bench/compare.sh --before REV [--after REV] [--rounds N] [--runs N] [--no-wait]
+#   bash bench/compare.sh --before REV [--after REV] [--rounds N (6)] [--runs N (200)] [--no-wait]
 #
-# REV is a commit (the tree is checked out into .cache/bench/); --after defaults to the working
+# `run` is measured in pairs of short hyperfine runs (order swapped each pair), the ratio taken
+# within each pair. REV is a commit (the tree is checked out into .cache/bench/); --after defaults to the working
 # tree. Both are built the same way (meson defaults, the musl dependencies of this checkout when
 # it has them) into .cache/bench/. BENCH_MAX_LOAD (default 1.0): wait for the 1-minute load
 # average to fall below it first (the machine may be shared), at most BENCH_WAIT_S (300) s.
@@ -16,7 +17,7 @@ set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
-BEFORE="" AFTER="" ROUNDS=3 RUNS=200 WAIT=1
+BEFORE="" AFTER="" ROUNDS=6 RUNS=200 WAIT=1
 while [ $# -gt 0 ]; do
         case $1 in
         --before) BEFORE=${2:?}; shift ;;
@@ -87,23 +88,41 @@ echo "host:   $(nproc) cores, $(uname -r), load $(cut -d' ' -f1 /proc/loadavg)"
 echo
 
 # ---- sandboxer run -----------------------------------------------------------------------------
-json=$CACHE/run.json
-hyperfine -N --warmup 20 --runs "$RUNS" --export-json "$json" \
-        -n before "$A run -- /bin/true" -n after "$B run -- /bin/true" >/dev/null 2>&1 ||
-        { echo "compare.sh: hyperfine failed" >&2; exit 1; }
-python3 - "$json" <<'EOF'
-import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-def q(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p * len(xs)))]
-print("sandboxer run -- /bin/true (one hyperfine run, %d runs each)" % len(r["before"]["times"]))
-print("  %-7s %9s %9s %9s" % ("", "median", "p10", "p90"))
+# In pairs of short hyperfine runs, the order swapped each time: a machine that drifts (a VM's
+# neighbours) moves both sides of a pair alike, and the ratio is taken within each pair.
+pairs=10
+per=$(( (RUNS + pairs - 1) / pairs ))
+[ "$per" -ge 10 ] || per=10
+rm -rf "$CACHE/run"
+mkdir -p "$CACHE/run"
+for i in $(seq 1 "$pairs"); do
+        if [ $((i % 2)) = 1 ]; then order=(before after); else order=(after before); fi
+        args=()
+        for who in "${order[@]}"; do
+                bin=$A
+                [ "$who" = after ] && bin=$B
+                args+=(-n "$who" "$bin run -- /bin/true")
+        done
+        hyperfine -N --warmup 5 --runs "$per" --export-json "$CACHE/run/$i.json" "${args[@]}" >/dev/null 2>&1 ||
+                { echo "compare.sh: hyperfine failed" >&2; exit 1; }
+done
+python3 - "$CACHE/run" "$pairs" <<'PY'
+import json, statistics, sys
+d, pairs = sys.argv[1], int(sys.argv[2])
+med = {"before": [], "after": []}
+ratios = []
+for i in range(1, pairs + 1):
+    r = {x["command"]: x for x in json.load(open("%s/%d.json" % (d, i)))["results"]}
+    for k in med:
+        med[k].append(r[k]["median"] * 1000)
+    ratios.append(r["after"]["median"] / r["before"]["median"])
+n = len(json.load(open("%s/1.json" % d))["results"][0]["times"])
+print("sandboxer run -- /bin/true (%d pairs of hyperfine runs, %d runs each side per pair, order swapped)" % (pairs, n))
 for k in ("before", "after"):
-    t = [x * 1000 for x in r[k]["times"]]
-    print("  %-7s %7.2f ms %6.2f ms %6.2f ms" % (k, r[k]["median"] * 1000, q(t, .1), q(t, .9)))
-print("  after/before: %.3f (medians)" % (r["after"]["median"] / r["before"]["median"]))
-EOF
+    xs = med[k]
+    print("  %-7s median %.2f ms  [%.2f-%.2f] over the pairs" % (k, statistics.median(xs), min(xs), max(xs)))
+print("  after/before within a pair: median %.3f  [%.3f-%.3f]" % (statistics.median(ratios), min(ratios), max(ratios)))
+PY
 echo
 
 # ---- the control plane -------------------------------------------------------------------------
@@ -114,7 +133,7 @@ for i in $(seq 1 "$ROUNDS"); do
         for who in before after; do
                 bin=$A
                 [ "$who" = after ] && bin=$B
-                SANDBOXER=$bin python3 "$ROOT/bench/serve.py" --only latency,creates --n-latency 100 \
+                SANDBOXER=$bin python3 "$ROOT/bench/serve.py" --only latency,creates --n-latency 150 \
                         --n-creates 200 --warm 0 >"$out/$who.$i" 2>&1 ||
                         echo "compare.sh: serve.py failed for $who round $i ($out/$who.$i)" >&2
         done
@@ -128,7 +147,7 @@ pats = {
     "creates per second (8 clients)": r"= (\d+) creates/s",
 }
 print("the control plane (bench/serve.py, %d rounds each, alternating)" % rounds)
-print("  %-36s %16s %16s %8s" % ("", "before", "after", "ratio"))
+print("  %-36s %18s %18s %s" % ("", "before", "after", "ratio [range]"))
 for name, pat in pats.items():
     v = {}
     for who in ("before", "after"):
@@ -146,6 +165,9 @@ for name, pat in pats.items():
         continue
     mb, ma = statistics.median(v["before"]), statistics.median(v["after"])
     fmt = lambda xs, m: "%.2f [%.2f-%.2f]" % (m, min(xs), max(xs))
-    print("  %-36s %16s %16s %8.3f" % (name, fmt(v["before"], mb), fmt(v["after"], ma), ma / mb))
-print("  (median [min-max] over the rounds; ratio after/before: below 1 is faster for times, above 1 for rates)")
+    pr = [a / b for a, b in zip(v["after"], v["before"]) if b]
+    print("  %-36s %18s %18s %6.3f [%.3f-%.3f]" % (name, fmt(v["before"], mb), fmt(v["after"], ma),
+          statistics.median(pr), min(pr), max(pr)))
+print("  (median [min-max] over the rounds; the ratio after/before taken within each round, its median and")
+print("  range: below 1 is faster for times, above 1 is faster for rates)")
 EOF
