@@ -1250,14 +1250,18 @@ static void test_resolved(void) {
                 int r = sbx_config_resolve(&req, &a, &e);
                 if (r == 0)
                         r = sbx_config_encode(a, &data, &n, sha);
-                sbx_request again = {.profile = "no-such-profile", .policy_file = "/nonexistent/policy.yaml",
-                        .resolved = data, .resolved_len = n};
+                sbx_request again = {.profile = "no-such-profile",
+                        .policy_file = "/nonexistent/policy.yaml",
+                        .resolved = data,
+                        .resolved_len = n};
                 if (r == 0)
                         r = sbx_config_resolve(&again, &b, &e);
                 char *da = r == 0 ? dump_of(a->profile) : NULL, *db = r == 0 ? dump_of(b->profile) : NULL;
                 if (!ok(r == 0 && streq(da, db) && streq(a->policy->sha256, b->policy->sha256) &&
-                                memcmp(&a->limits, &b->limits, sizeof a->limits) == 0 && a->mode == b->mode,
-                            "resolved %s: decoded, the same profile, policy and limits (names not read)", *id))
+                                    memcmp(&a->limits, &b->limits, sizeof a->limits) == 0 &&
+                                    a->mode == b->mode,
+                            "resolved %s: decoded, the same profile, policy and limits (names not read)",
+                            *id))
                         diag("r=%d %s", r, fmt(&e));
                 if (r == 0) {
                         char *again_data = NULL;

@@ -381,9 +381,14 @@ void sbx_oci_cgroup_gc(const char *root, bool dry_run, char ***removed, char ***
                 if (fd < 0 || sbx_owned_dead_scan(fd, &dead) < 0)
                         continue;
                 STRV_FOREACH(n, dead) {
-                        if (!dry_run && unlinkat(fd, *n, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+                        /* with what the engine made below it (runc's libpod-... group), which a
+                         * plain rmdir() would leave it busy with */
+                        char sub[PATH_MAX + 256];
+                        snprintf(sub, sizeof sub, "%s/%s", dir, *n);
+                        int k = dry_run ? 0 : sbx_cgroup_remove_tree(sub);
+                        if (k < 0) {
                                 char *msg = NULL;
-                                if (errors && asprintf(&msg, "%s/%s: %m", dir, *n) >= 0)
+                                if (errors && asprintf(&msg, "%s/%s: %s", dir, *n, strerror(-k)) >= 0)
                                         (void) strv_consume(errors, msg);
                                 continue;
                         }
@@ -407,7 +412,7 @@ void sbx_oci_cgroup_sweep(const char *name) {
                 char path[PATH_MAX];
                 if ((size_t) snprintf(path, sizeof path, "/sys/fs/cgroup/%s/sandboxer/%s", de->d_name,
                             name) < sizeof path)
-                        (void) rmdir(path);
+                        (void) sbx_cgroup_remove_tree(path); /* with the engine's group below it */
         }
 }
 

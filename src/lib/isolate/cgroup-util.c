@@ -318,6 +318,10 @@ int cg_rmdir_tree(const char *path, bool real, bool retry) {
         }
 }
 
+int sbx_cgroup_remove_tree(const char *path) {
+        return cg_rmdir_tree(path, true, false);
+}
+
 /* The distinct bases of the probed hierarchies (v1 controllers sharing a mount share one). */
 int cg_probe_bases(
         const sbx_cgroup_probe_result *probe, const sbx_cgroup_controller_probe **ret, size_t *n) {

@@ -228,6 +228,10 @@ int sbx_cgroup_owned_name(const char *id, char *buf, size_t size);
  * to be dead? False for any other name, and for an owner in another pid namespace. */
 bool sbx_owned_name_dead(const char *name);
 
+/* Remove the group at path and the groups below it (an engine's, made under ours: runc's container
+ * group), deepest first. 0 (also when it is not there), or -errno: -EBUSY while tasks are in it. */
+int sbx_cgroup_remove_tree(const char *path);
+
 /* Add to *names the subdirectories of the directory open at fd whose names (sbx_cgroup_owned_name())
  * name a dead owner, each once: names only, a getdents64() per batch. 0 or -errno. */
 int sbx_owned_dead_scan(int fd, char ***names);
