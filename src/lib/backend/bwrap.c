@@ -19,6 +19,7 @@
  * after any ruleset we could build outside, and the init cannot add rules for them), hence no
  * filesystem.exec allowlist; no generated /etc/passwd (it would need one more descriptor). */
 #include "backend/common.h"
+#include "backend/plan.h"
 #include "basic/debug.h"
 
 #include <fcntl.h>
@@ -68,22 +69,19 @@ static int push(char ***a, const char *s1, const char *s2, const char *s3) {
         return 0;
 }
 
-/* One host path into the view (absent ones are skipped and reported "missing"); a symlink
- * whose target is bound anyway stays a symlink, as on the host (/bin -> usr/bin). */
-static int add_bind(char ***a, sbx_report *rep, const char *host, const char *target, bool rw,
-        char *const *reads, sbx_error *e) {
-        sbx_bind bd;
-        int r = sbx_backend_resolve_bind(rep, host, target, reads, &bd, e);
-        if (r < 0 || bd.kind == SBX_BIND_MISSING)
-                return r;
-        if (bd.kind == SBX_BIND_SYMLINK) {
-                (void) sbx_report_add_mount(rep, bd.link, target, "symlink");
-                return push(a, "--symlink", bd.link, target) < 0
+/* One bind of the run plan into bubblewrap's arguments (a missing one is only reported); a
+ * symlink whose target is bound anyway stays a symlink, as on the host (/bin -> usr/bin). */
+static int add_bind(char ***a, sbx_report *rep, const sbx_plan_bind *b, sbx_error *e) {
+        if (sbx_plan_bind_missing(rep, b))
+                return 0;
+        if (b->at.kind == SBX_BIND_SYMLINK) {
+                (void) sbx_report_add_mount(rep, b->at.link, b->target, "symlink");
+                return push(a, "--symlink", b->at.link, b->target) < 0
                                ? sbx_error_set(e, ENOMEM, "mount plan", "out of memory")
                                : 0;
         }
-        (void) sbx_report_add_mount(rep, bd.real, target, rw ? "bind-rw" : "bind-ro");
-        return push(a, rw ? "--bind" : "--ro-bind", bd.real, target) < 0
+        (void) sbx_report_add_mount(rep, b->at.real, b->target, b->rw ? "bind-rw" : "bind-ro");
+        return push(a, b->rw ? "--bind" : "--ro-bind", b->at.real, b->target) < 0
                        ? sbx_error_set(e, ENOMEM, "mount plan", "out of memory")
                        : 0;
 }
@@ -170,17 +168,15 @@ static int init_copy(int fd, char *path, size_t size, sbx_error *e) {
         return 0;
 }
 
-static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_path, char *const *init_argv,
-        char ***ret, sbx_error *e) {
+static int build_argv(const sbx_config *cfg, const sbx_run_plan *rp, sbx_report *rep, const char *init_path,
+        char *const *init_argv, char ***ret, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
-        _cleanup_strv_free_ char **a = NULL, **reads = strv_copy(pr->fs_read);
+        _cleanup_strv_free_ char **a = NULL;
         char uid[16], gid[16], size[32];
         int r;
-        if (!reads)
-                return sbx_error_set(e, ENOMEM, "bwrap", "out of memory");
         snprintf(uid, sizeof uid, "%d", SBX_SANDBOX_UID);
         snprintf(gid, sizeof gid, "%d", SBX_SANDBOX_GID);
-        snprintf(size, sizeof size, "%" PRIu64, sbx_limit_bytes(&cfg->limits, SBX_LIMIT_SCRATCH_MB));
+        snprintf(size, sizeof size, "%" PRIu64, rp->scratch_bytes);
         if (push(&a, "bwrap", "--unshare-all", NULL) < 0 ||
                 (pr->net_allow && push(&a, "--share-net", NULL, NULL) < 0) ||
                 push(&a, "--die-with-parent", "--new-session", "--as-pid-1") < 0 ||
@@ -188,17 +184,10 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, const char *init_p
                 push(&a, "--hostname", SANDBOX_HOSTNAME, NULL) < 0)
                 return sbx_error_set(e, ENOMEM, "bwrap", "out of memory");
 
-        sbx_backend_sort_paths(reads); /* parents before children */
-        STRV_FOREACH(p, reads)
-                if ((r = add_bind(&a, rep, *p, *p, false, reads, e)) < 0)
+        /* read paths (parents first), write paths, the workspace: the plan's order */
+        for (size_t i = 0; i < rp->n_binds; i++)
+                if ((r = add_bind(&a, rep, &rp->binds[i], e)) < 0)
                         return r;
-        STRV_FOREACH(p, pr->fs_write)
-                if ((r = add_bind(&a, rep, *p, *p, true, NULL, e)) < 0)
-                        return r;
-        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-                (r = add_bind(&a, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
-                         pr->ws_access == SBX_ACCESS_RW, NULL, e)) < 0)
-                return r;
         (void) sbx_report_add_mount(rep, "proc", "/proc", "proc");
         (void) sbx_report_add_mount(rep, "tmpfs", "/dev", "dev");
         (void) sbx_report_add_mount(rep, "tmpfs", SCRATCH_DIR, "tmpfs");
@@ -235,18 +224,18 @@ static int bwrap_run(
 
         if (bwrap_probe(reason, sizeof reason) < 0)
                 return sbx_error_set(e, EOPNOTSUPP, "bwrap", "cannot use the bwrap backend: %s", reason);
-        bool root = geteuid() == 0;
-        uid_t uid = root ? cfg->policy->run_as : getuid();
-        gid_t gid = root ? cfg->policy->run_as : getgid();
-        if (root && (r = sbx_backend_rw_workspace_owned(cfg, "bwrap", uid,
-                             "bubblewrap has no idmapped mounts; use --backend native", e)) < 0)
-                return r;
-
         /* bubblewrap binds the workspace by its path, as uid: it must be able to reach it */
-        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE && root &&
-                (r = sbx_backend_check_reachable(
-                         cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
+        static const sbx_plan_traits traits = {
+                .backend = "bwrap",
+                .flags = SBX_PLAN_MOUNT_VIEW | SBX_PLAN_WS_REACH,
+                .ws_owner_fix = "bubblewrap has no idmapped mounts; use --backend native",
+        };
+        _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
+        if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
                 return r;
+        bool root = rp.root;
+        uid_t uid = rp.uid;
+        gid_t gid = rp.gid;
 
         /* Limits around bubblewrap: the child joins the cgroup before it execs bwrap. Not
          * RLIMIT_NPROC: bubblewrap's outer process still counts the host uid's tasks. */
@@ -278,16 +267,12 @@ static int bwrap_run(
         if ((r = sbx_backend_build_seccomp(cfg, NULL, &sc_opts, &sc_fd, e)) < 0 ||
                 (r = build_bwrap_seccomp(cfg, &bw_sc_fd, e)) < 0)
                 return r;
-        bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
-        const char *ws_mount = pr->ws_mount ? pr->ws_mount : "/workspace";
-        if ((r = sbx_backend_build_env(cfg, SCRATCH_DIR, ws ? ws_mount : NULL, &env)) < 0 ||
-                (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
-                                           : ws     ? ws_mount
-                                                    : SCRATCH_DIR,
-                         false, false, sc_fd >= 0, argv, &init_argv)) < 0 ||
+        if ((r = sbx_backend_build_env(cfg, SCRATCH_DIR, rp.ws_path, &env)) < 0 ||
+                (r = sbx_backend_init_argv(sbx_run_plan_cwd(cfg, &rp, SCRATCH_DIR), false, false, sc_fd >= 0,
+                         argv, &init_argv)) < 0 ||
                 (r = sbx_backend_init_argv_isolated(SBX_BACKEND_BWRAP, &init_argv)) < 0)
                 return sbx_error_set(e, -r, "environment", "out of memory");
-        if ((r = build_argv(cfg, rep, init_path, init_argv, &bw_argv, e)) < 0)
+        if ((r = build_argv(cfg, &rp, rep, init_path, init_argv, &bw_argv, e)) < 0)
                 return r;
         sbx_debug_mark("seccomp programs and bwrap's command line built");
         sbx_backend_debug_argv("bwrap", bw_argv);
@@ -327,8 +312,7 @@ static int bwrap_run(
                 rep, "user", "uid %d inside, host uid %u", SBX_SANDBOX_UID, (unsigned) uid);
         (void) sbx_report_set_fence(rep, "bwrap", "%s", tool);
 
-        if (sbx_backend_writable_set(
-                    cfg, SCRATCH_DIR, ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
+        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, rp.ws_rw, &writable) < 0)
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }

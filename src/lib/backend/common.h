@@ -2,7 +2,8 @@
  * argv and environment), paths.c (the filesystem view: binds, exec rules, the writable set,
  * Landlock rules), limits.c (what enforces each limit), seccomp-fd.c (the programs handed to the
  * init), launch.c (the one launch path: spawn, supervise), classify.c (how a run ended, for every
- * backend and the container engines), runtime.c (runtime and scratch directories, tools).
+ * backend and the container engines), runtime.c (runtime and scratch directories, tools); the
+ * run plan every backend translates is plan.h.
  * Backends that run the sandbox's own init differ only in the spawn parameters they fill
  * (namespaces, mounts, ids, Landlock rules). DESIGN.md principle 3. */
 #pragma once
@@ -110,25 +111,6 @@ int sbx_backend_audit_reader(
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
         sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e);
 
-/* A host path resolved for a bind (sbx_backend_resolve_bind()). */
-typedef enum sbx_bind_kind {
-        SBX_BIND_MISSING, /* absent or dangling: skipped, reported "missing" */
-        SBX_BIND_SYMLINK, /* a symlink kept as one: link (its text), real (its target) */
-        SBX_BIND_PATH, /* bind real */
-} sbx_bind_kind;
-typedef struct sbx_bind {
-        sbx_bind_kind kind;
-        char real[PATH_MAX];
-        char link[PATH_MAX];
-        size_t link_len;
-} sbx_bind;
-int sbx_backend_resolve_bind(sbx_report *rep, const char *host, const char *target, char *const *reads,
-        sbx_bind *ret, sbx_error *e);
-/* A writable workspace where the command runs as uid with no idmapped mount to give its writes
- * to the workspace's owner: refused (-EPERM, naming the backend, both uids and fix) unless uid
- * owns it. 0 when there is no writable workspace or uid owns it. */
-int sbx_backend_rw_workspace_owned(
-        const sbx_config *cfg, const char *backend, uid_t uid, const char *fix, sbx_error *e);
 /* Sorted in place, parents before children (/usr before /usr/share). */
 void sbx_backend_sort_paths(char **paths);
 

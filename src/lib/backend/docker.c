@@ -503,14 +503,14 @@ static void gc_dead_owners(const char *sock) {
 
 /* ---- the container ------------------------------------------------------------------------ */
 
-static int create_body(const sbx_config *cfg, char *const *argv, char *const *env, char *const *binds,
-        const char *cwd, uid_t uid, const char *seccomp_json, const char *run_id, char **ret) {
+static int create_body(const sbx_config *cfg, const sbx_run_plan *rp, char *const *argv, char *const *env,
+        char *const *binds, const char *cwd, const char *seccomp_json, const char *run_id, char **ret) {
         const sbx_profile *pr = cfg->profile;
         const sbx_limits *lim = &cfg->limits;
         double timeout = lim->value[SBX_LIMIT_TIMEOUT_S], budget = lim->value[SBX_LIMIT_BUDGET_S];
         double deadline = budget > 0 && budget < timeout ? budget : timeout;
-        uint64_t mem = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB);
-        uint64_t scratch = sbx_limit_bytes(lim, SBX_LIMIT_SCRATCH_MB);
+        uint64_t mem = rp->memory_bytes, scratch = rp->scratch_bytes;
+        uid_t uid = rp->uid;
         char user[32], wd[32], tmpfs[96], owner[64];
         snprintf(user, sizeof user, "%u:%u", (unsigned) uid, (unsigned) uid);
         snprintf(wd, sizeof wd, "%us", (unsigned) ceil(deadline) + 5);
@@ -977,37 +977,27 @@ static int docker_run(
         if ((r = socket_path(sock, sizeof sock, reason, sizeof reason)) < 0 ||
                 (r = engine_facts(sock, &eng, reason, sizeof reason)) < 0)
                 return sbx_error_set(e, -r, "docker", "cannot use the docker backend: %s", reason);
-        uid_t uid = cfg->policy->run_as;
-        if ((r = sbx_backend_rw_workspace_owned(cfg, "docker", uid, "use --backend native", e)) < 0)
+        /* The engine runs the command as run_as, whoever we are. */
+        static const sbx_plan_traits traits = {.backend = "docker",
+                .flags = SBX_PLAN_MOUNT_VIEW | SBX_PLAN_RUN_AS,
+                .ws_owner_fix = "use --backend native"};
+        _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
+        if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
                 return r;
+        uid_t uid = rp.uid;
 
-        rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
-        rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
-        rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
-        rep->limit_mechanism[SBX_LIMIT_SCRATCH_MB] = SBX_MECH_TMPFS;
-        struct stat st;
-        sbx_mechanism m = stat("/sys/fs/cgroup/memory", &st) == 0 ? SBX_MECH_CGROUP_V1 : SBX_MECH_CGROUP_V2;
         /* A rootless engine on cgroup v1 takes Memory, PidsLimit and NanoCpus and enforces none
-         * of them (it has no cgroup to write to): those limits are then a setup error, unless the
-         * policy lists them under enforce.best_effort (reported as none). */
-        if (m == SBX_MECH_CGROUP_V1 && eng.rootless) {
-                static const sbx_limit_id lims[] = {SBX_LIMIT_MEMORY_MB, SBX_LIMIT_PIDS, SBX_LIMIT_CPUS};
-                for (size_t i = 0; i < ELEMENTSOF(lims); i++) {
-                        if (!cfg->policy->best_effort[lims[i]])
-                                return sbx_error_set(e, EOPNOTSUPP, "limits",
-                                        "cannot enforce limits.%s on the docker backend here: the engine at "
-                                        "%s is rootless (it listens as uid %u) on cgroup v1 and ignores "
-                                        "container limits; use a rootful engine or cgroup v2, another "
-                                        "backend, or list %s under enforce.best_effort in the policy file",
-                                        sbx_limit_to_string(lims[i]), sock, (unsigned) eng.uid,
-                                        sbx_limit_to_string(lims[i]));
-                        rep->limit_mechanism[lims[i]] = SBX_MECH_NONE;
-                }
-        } else {
-                rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = m;
-                rep->limit_mechanism[SBX_LIMIT_PIDS] = m;
-                rep->limit_mechanism[SBX_LIMIT_CPUS] = m;
-        }
+         * of them (it has no cgroup to write to). */
+        char ignored[PATH_MAX + 192] = "";
+        struct stat st;
+        if (eng.rootless && stat("/sys/fs/cgroup/memory", &st) == 0)
+                snprintf(ignored, sizeof ignored,
+                        "the docker engine at %s is rootless (it listens as uid %u) on cgroup v1 and "
+                        "ignores "
+                        "container limits; use a rootful engine or cgroup v2, another backend",
+                        sock, (unsigned) eng.uid);
+        if ((r = sbx_oci_engine_limits(cfg, rep, ignored[0] ? ignored : NULL, e)) < 0)
+                return r;
 
         /* No listener: the whole rule table, sockets and spawning included, is the engine's. */
         sbx_seccomp_opts o = {
@@ -1031,16 +1021,14 @@ static int docker_run(
         }
         if (!json)
                 return sbx_error_set(e, ENOMEM, "docker", "out of memory");
-        bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
-        const char *ws_mount = pr->ws_mount ? pr->ws_mount : "/workspace";
-        const char *cwd = cfg->cwd ? cfg->cwd : ws ? ws_mount : SBX_OCI_SCRATCH;
-        if ((r = sbx_backend_build_env(cfg, SBX_OCI_SCRATCH, ws ? ws_mount : NULL, &env)) < 0)
+        const char *cwd = sbx_run_plan_cwd(cfg, &rp, SBX_OCI_SCRATCH);
+        if ((r = sbx_backend_build_env(cfg, SBX_OCI_SCRATCH, rp.ws_path, &env)) < 0)
                 return sbx_error_set(e, -r, "environment", "out of memory");
-        if ((r = sbx_oci_binds(cfg, rep, &binds, e)) < 0)
+        if ((r = sbx_oci_binds(&rp, rep, &binds, e)) < 0)
                 return r;
         (void) sbx_report_add_mount(rep, IMAGE_REPO ":" IMAGE_TAG, "/", "image-ro");
         (void) sbx_report_add_mount(rep, "tmpfs", SBX_OCI_SCRATCH, "tmpfs");
-        if ((r = create_body(cfg, argv, env, binds, cwd, uid, json, rep->id, &body)) < 0)
+        if ((r = create_body(cfg, &rp, argv, env, binds, cwd, json, rep->id, &body)) < 0)
                 return sbx_error_set(e, -r, "docker", "cannot build the create request: %s", strerror(-r));
         snprintf(name, sizeof name, "sandboxer-%s", rep->id);
         if (getenv("SANDBOXER_DEBUG_ARGV") && streq(getenv("SANDBOXER_DEBUG_ARGV"), "1"))

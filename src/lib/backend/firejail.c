@@ -25,6 +25,7 @@
  * --timeout would be a backstop, but it delays every exit by up to 2 s). firejail adds variables
  * of its own to the environment (container=firejail, SHELL, ...): declared. */
 #include "backend/common.h"
+#include "backend/plan.h"
 
 #include <dirent.h>
 #include <pwd.h>
@@ -170,7 +171,7 @@ static int home_of(uid_t uid, char *buf, size_t size) {
         return -ENOENT;
 }
 
-static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *const *init_argv,
+static int build_argv(const sbx_config *cfg, const sbx_run_plan *rp, sbx_report *rep, char *const *init_argv,
         const char *profile_path, FILE *profile, char ***ret, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         _cleanup_strv_free_ char **a = NULL, **keep = NULL;
@@ -198,7 +199,7 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *c
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
         /* firejail keeps the invoking user's home writable under --read-only=/: say it again. */
         char home[PATH_MAX];
-        if (home_of(uid, home, sizeof home) == 0 && !streq(home, "/")) {
+        if (home_of(rp->uid, home, sizeof home) == 0 && !streq(home, "/")) {
                 _cleanup_free_ char *ro = NULL;
                 if (asprintf(&ro, "--read-only=%s", home) < 0 || strv_consume(&a, TAKE_PTR(ro)) < 0)
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
@@ -213,12 +214,8 @@ static int build_argv(const sbx_config *cfg, sbx_report *rep, uid_t uid, char *c
                         return sbx_error_set(e, ENOMEM, "firejail", "out of memory");
                 (void) sbx_report_add_mount(rep, *p, *p, real ? "host-ro" : "missing");
         }
-        bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
-        if (ws) {
-                _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
-                if (!real)
-                        return sbx_error_set(
-                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
+        if (rp->ws != SBX_ACCESS_NONE) {
+                const char *real = rp->ws_real;
                 if (sbx_path_covered((char *[]){(char *) SCRATCH_DIR, (char *) "/var/tmp", NULL}, real))
                         return sbx_error_set(e, EOPNOTSUPP, "workspace",
                                 "the workspace %s is under /tmp or /var/tmp, which firejail replaces with "
@@ -268,9 +265,14 @@ static int firejail_run(
         if (firejail_probe(reason, sizeof reason) < 0)
                 return sbx_error_set(
                         e, EOPNOTSUPP, "firejail", "cannot use the firejail backend: %s", reason);
-        bool root = geteuid() == 0;
-        uid_t uid = root ? cfg->policy->run_as : getuid();
-        gid_t gid = root ? cfg->policy->run_as : getgid();
+        /* firejail runs the command as uid, at the workspace's host path: uid must reach it */
+        static const sbx_plan_traits traits = {.backend = "firejail", .flags = SBX_PLAN_WS_REACH};
+        _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
+        if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
+                return r;
+        bool root = rp.root;
+        uid_t uid = rp.uid;
+        gid_t gid = rp.gid;
         if (uid < 1000 || uid == 65534)
                 return sbx_error_set(e, EPERM, "firejail",
                         "firejail refuses to sandbox uid %u (a system account%s); %s", (unsigned) uid,
@@ -279,10 +281,6 @@ static int firejail_run(
                                "or use --backend native"
                              : "run sandboxer as an ordinary user, or use --backend native");
 
-        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-                (r = sbx_backend_check_reachable(
-                         cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
-                return r;
         sbx_limit_context lc = {.fresh_userns = false, .scratch_tmpfs = false};
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;
@@ -294,12 +292,9 @@ static int firejail_run(
                 return init_fd;
         if ((r = sbx_backend_build_seccomp(cfg, NULL, &sc_opts, &sc_fd, e)) < 0)
                 return r;
-        bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
-        if ((r = sbx_backend_build_env(cfg, SCRATCH_DIR, ws ? cfg->workspace : NULL, &env)) < 0 ||
-                (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
-                                           : ws     ? cfg->workspace
-                                                    : SCRATCH_DIR,
-                         false, false, sc_fd >= 0, argv, &init_argv)) < 0 ||
+        if ((r = sbx_backend_build_env(cfg, SCRATCH_DIR, rp.ws_path, &env)) < 0 ||
+                (r = sbx_backend_init_argv(sbx_run_plan_cwd(cfg, &rp, SCRATCH_DIR), false, false, sc_fd >= 0,
+                         argv, &init_argv)) < 0 ||
                 (r = sbx_backend_init_argv_isolated(SBX_BACKEND_FIREJAIL, &init_argv)) < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
         char base[PATH_MAX - 64], profile_path[PATH_MAX + 128];
@@ -327,7 +322,7 @@ static int firejail_run(
                 return r;
         }
         (void) fchmod(fileno(profile), 0644);
-        r = build_argv(cfg, rep, uid, init_argv, profile_path, profile, &fj_argv, e);
+        r = build_argv(cfg, &rp, rep, init_argv, profile_path, profile, &fj_argv, e);
         fclose(profile);
         bool keep_profile = getenv("SANDBOXER_DEBUG_ARGV") && streq(getenv("SANDBOXER_DEBUG_ARGV"), "1");
         if (r < 0) {

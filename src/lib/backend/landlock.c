@@ -13,9 +13,11 @@
  *   host hostname               → declared (no uts namespace)
  *   loopback                    → none at all (no network namespace of its own): refused */
 #include "backend/common.h"
+#include "backend/plan.h"
 #include "basic/debug.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -69,7 +71,7 @@ static void run_dir_remove(run_dir *d) {
 }
 
 static int run_dir_make(
-        run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid, double scratch_mb, sbx_error *e) {
+        run_dir *d, const sbx_report *rep, uid_t uid, gid_t gid, uint64_t scratch_bytes, sbx_error *e) {
         bool root = geteuid() == 0;
         int r = sbx_backend_scratch_dir(d->base, sizeof d->base);
         if (r == -EPERM)
@@ -94,8 +96,8 @@ static int run_dir_make(
         if (root) {
                 /* A tmpfs bounds the scratch where we may mount one (root with CAP_SYS_ADMIN). */
                 char opts[96];
-                snprintf(opts, sizeof opts, "size=%llum,mode=0700,uid=%u,gid=%u",
-                        (unsigned long long) ceil(scratch_mb), (unsigned) uid, (unsigned) gid);
+                snprintf(opts, sizeof opts, "size=%" PRIu64 ",mode=0700,uid=%u,gid=%u", scratch_bytes,
+                        (unsigned) uid, (unsigned) gid);
                 if (mount("tmpfs", d->scratch, "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0)
                         d->mounted = true;
                 else if (chown(d->scratch, uid, gid) < 0)
@@ -105,7 +107,8 @@ static int run_dir_make(
         return 0;
 }
 
-static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, int *ret_abi, sbx_error *e) {
+static int build_landlock(const sbx_config *cfg, const sbx_run_plan *rp, const run_dir *d, int *ret_fd,
+        int *ret_abi, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_landlock_request req = {.deny_tcp = true,
                 .scope_abstract_unix = true,
@@ -122,10 +125,10 @@ static int build_landlock(const sbx_config *cfg, const run_dir *d, int *ret_fd, 
                      SBX_LL_READ | SBX_LL_WRITE | (pr->cmd_mode == SBX_CMD_MODE_STRICT ? 0 : SBX_LL_EXEC),
                      e)) < 0)
                 return r;
-        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-                (r = sbx_backend_ll_add_host(fd, info.abi, cfg->workspace,
-                         SBX_LL_READ | (pr->ws_access == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
-                                 (sbx_backend_exec_allowed(pr, cfg->workspace) ? SBX_LL_EXEC : 0),
+        if (rp->ws != SBX_ACCESS_NONE &&
+                (r = sbx_backend_ll_add_host(fd, info.abi, rp->ws_host,
+                         SBX_LL_READ | (rp->ws == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
+                                 (sbx_backend_exec_allowed(pr, rp->ws_path) ? SBX_LL_EXEC : 0),
                          e)) < 0)
                 return r;
         static const char *const devs[] = {
@@ -149,6 +152,7 @@ static int landlock_run(
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL, **writable = NULL;
         _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF, audit_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
+        _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
         const sbx_profile *pr = cfg->profile;
         run_dir d = {0};
         sbx_seccomp_opts sc_opts = {0};
@@ -166,20 +170,19 @@ static int landlock_run(
                 return sbx_error_set(e, EOPNOTSUPP, "network",
                         "network.default: allow is not available on the landlock backend (no network "
                         "namespace to share or filter); use --backend native");
-        bool root = geteuid() == 0;
-        uid_t uid = root ? cfg->policy->run_as : getuid();
-        gid_t gid = root ? cfg->policy->run_as : getgid();
-        if (root && (r = sbx_backend_rw_workspace_owned(cfg, "landlock", uid,
-                             "without a mount namespace there is no idmapped mount; run sandboxer as the "
-                             "workspace's owner, or use --backend native",
-                             e)) < 0)
+        /* No mount namespace: the command's uid reaches the workspace by its host path. */
+        static const sbx_plan_traits traits = {
+                .backend = "landlock",
+                .flags = SBX_PLAN_WS_REACH,
+                .ws_owner_fix = "without a mount namespace there is no idmapped mount; run sandboxer as the "
+                                "workspace's owner, or use --backend native",
+        };
+        if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
                 return r;
-
-        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-                (r = sbx_backend_check_reachable(
-                         cfg->workspace, uid, gid, pr->ws_access == SBX_ACCESS_RW, e)) < 0)
-                return r;
-        r = run_dir_make(&d, rep, uid, gid, cfg->limits.value[SBX_LIMIT_SCRATCH_MB], e);
+        bool root = rp.root;
+        uid_t uid = rp.uid;
+        gid_t gid = rp.gid;
+        r = run_dir_make(&d, rep, uid, gid, rp.scratch_bytes, e);
         if (r < 0)
                 goto out;
         sbx_debug_mark("scratch made");
@@ -202,7 +205,7 @@ static int landlock_run(
                 r = init_fd;
                 goto out;
         }
-        if ((r = build_landlock(cfg, &d, &ll_fd, &ll_abi, e)) < 0)
+        if ((r = build_landlock(cfg, &rp, &d, &ll_fd, &ll_abi, e)) < 0)
                 goto out;
         sbx_debug_mark("landlock ruleset built");
         /* no socket of any family: Landlock does not cover connecting to a host's pathname unix
@@ -215,12 +218,9 @@ static int landlock_run(
         sbx_debug_mark("seccomp programs built");
         audit_fd = sbx_backend_audit_reader(cfg, io, ll_abi, false, rep);
         sbx_debug_mark("audit state known");
-        bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
-        if ((r = sbx_backend_build_env(cfg, d.scratch, ws ? cfg->workspace : NULL, &env)) < 0 ||
-                (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
-                                           : ws     ? cfg->workspace
-                                                    : d.scratch,
-                         true, audit_fd >= 0, sc_fd >= 0, argv, &init_argv)) < 0) {
+        if ((r = sbx_backend_build_env(cfg, d.scratch, rp.ws_path, &env)) < 0 ||
+                (r = sbx_backend_init_argv(sbx_run_plan_cwd(cfg, &rp, d.scratch), true, audit_fd >= 0,
+                         sc_fd >= 0, argv, &init_argv)) < 0) {
                 r = sbx_error_set(e, r, "environment", "out of memory");
                 goto out;
         }
@@ -260,8 +260,7 @@ static int landlock_run(
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
         (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
 
-        if (sbx_backend_writable_set(cfg, d.scratch,
-                    ws && pr->ws_access == SBX_ACCESS_RW ? cfg->workspace : NULL, &writable) < 0) {
+        if (sbx_backend_writable_set(cfg, d.scratch, rp.ws_rw, &writable) < 0) {
                 r = sbx_error_set(e, ENOMEM, "writable set", "out of memory");
                 goto out;
         }

@@ -2,6 +2,7 @@
  * root of read-only binds, a tmpfs scratch, the sandbox's own init as PID 1. Translates the
  * configuration into a spawn plan; the supervisor and the report are shared. */
 #include "backend/common.h"
+#include "backend/plan.h"
 #include "basic/debug.h"
 
 #include <fcntl.h>
@@ -33,24 +34,23 @@
 #define SANDBOX_HOSTNAME "sandbox"
 #define SCRATCH_DIR "/tmp"
 
-static int add_bind(sbx_mount_plan *plan, sbx_report *rep, const char *host, const char *target, bool rw,
-        char *const *all_reads, sbx_error *e) {
-        sbx_bind bd;
-        int r = sbx_backend_resolve_bind(rep, host, target, all_reads, &bd, e);
-        if (r < 0 || bd.kind == SBX_BIND_MISSING)
-                return r;
-        if (bd.kind == SBX_BIND_SYMLINK) {
-                (void) sbx_report_add_mount(rep, bd.link, target, "symlink");
+/* One bind of the run plan into the mount plan (a missing one is only reported). */
+static int add_bind(sbx_mount_plan *plan, sbx_report *rep, const sbx_plan_bind *b, sbx_error *e) {
+        if (sbx_plan_bind_missing(rep, b))
+                return 0;
+        if (b->at.kind == SBX_BIND_SYMLINK) {
+                (void) sbx_report_add_mount(rep, b->at.link, b->target, "symlink");
                 return sbx_mount_plan_add(
-                        plan, SBX_MOP_SYMLINK, NULL, target, bd.link, bd.link_len, false, false, 0);
+                        plan, SBX_MOP_SYMLINK, NULL, b->target, b->at.link, b->at.link_len, false, false, 0);
         }
         struct stat rst;
-        if (stat(bd.real, &rst) < 0)
-                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", bd.real);
+        if (stat(b->at.real, &rst) < 0)
+                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", b->at.real);
         char src[PATH_MAX + 16];
-        snprintf(src, sizeof src, SBX_OLDROOT "%s", bd.real);
-        (void) sbx_report_add_mount(rep, bd.real, target, rw ? "bind-rw" : "bind-ro");
-        return sbx_mount_plan_add(plan, SBX_MOP_BIND, src, target, NULL, 0, rw, S_ISDIR(rst.st_mode), 0);
+        snprintf(src, sizeof src, SBX_OLDROOT "%s", b->at.real);
+        (void) sbx_report_add_mount(rep, b->at.real, b->target, b->rw ? "bind-rw" : "bind-ro");
+        return sbx_mount_plan_add(
+                plan, SBX_MOP_BIND, src, b->target, NULL, 0, b->rw, S_ISDIR(rst.st_mode), 0);
 }
 
 /* /etc/passwd & co: written into the root tmpfs, or (when /etc is a read-only bind) into a
@@ -67,42 +67,21 @@ static int add_generated(sbx_mount_plan *plan, const char *target, const char *t
         return sbx_mount_plan_add(plan, SBX_MOP_BIND_NEW, priv, target, NULL, 0, false, false, 0);
 }
 
-static int build_mounts(
-        const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_mount_plan **ret, sbx_error *e) {
+static int build_mounts(const sbx_config *cfg, const sbx_run_plan *rp, const sbx_run_io *io, sbx_report *rep,
+        sbx_mount_plan **ret, sbx_error *e) {
         _cleanup_(sbx_mount_plan_freep) sbx_mount_plan *plan = NULL;
-        const sbx_profile *pr = cfg->profile;
         int r = sbx_mount_plan_new(&plan);
         if (r < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
 
-        _cleanup_strv_free_ char **reads = strv_copy(pr->fs_read);
-        if (!reads)
-                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
-#if SBX_TEST_HOOKS
-        /* Test hook (-Dtest_hooks=true only): widen the mount view (read-only) WITHOUT a Landlock
-         * rule, so tests can show that Landlock alone refuses what the mount setup would have
-         * allowed. */
-        const char *extra = secure_getenv("SANDBOXER_TEST_EXTRA_RO_BIND");
-        if (extra && extra[0] == '/' && strv_extend(&reads, extra) < 0)
-                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
-#endif
-        /* Parents before children: /usr before /usr/share. */
-        sbx_backend_sort_paths(reads);
-        STRV_FOREACH(p, reads) {
-                r = add_bind(plan, rep, *p, *p, false, reads, e);
-                if (r < 0)
+        /* The plan's binds: read paths (parents first), write paths; the workspace below. */
+        for (size_t i = 0; i < rp->n_binds; i++)
+                if (!rp->binds[i].workspace && (r = add_bind(plan, rep, &rp->binds[i], e)) < 0)
                         return r;
-        }
-        STRV_FOREACH(p, pr->fs_write) {
-                r = add_bind(plan, rep, *p, *p, true, NULL, e);
-                if (r < 0)
-                        return r;
-        }
 
         char opts[128];
-        uint64_t scratch_mb = (uint64_t) ceil(cfg->limits.value[SBX_LIMIT_SCRATCH_MB]);
-        snprintf(opts, sizeof opts, "mode=1777,size=%" PRIu64 "m,uid=%d,gid=%d", scratch_mb, SANDBOX_UID,
-                SANDBOX_GID);
+        snprintf(opts, sizeof opts, "mode=1777,size=%" PRIu64 ",uid=%d,gid=%d", rp->scratch_bytes,
+                SANDBOX_UID, SANDBOX_GID);
         (void) sbx_report_add_mount(rep, "tmpfs", SCRATCH_DIR, "tmpfs");
         if ((r = sbx_mount_plan_add(
                      plan, SBX_MOP_TMPFS, "tmpfs", SCRATCH_DIR, opts, strlen(opts), true, true, 0)) < 0)
@@ -129,65 +108,44 @@ static int build_mounts(
                         return sbx_error_set(e, r, "mount plan", "out of memory");
         }
 
-        if (cfg->workspace && pr->ws_access == SBX_ACCESS_RW && geteuid() == 0) {
+        /* The workspace, as the plan decided it. */
+        if (rp->ws == SBX_ACCESS_RW && rp->root) {
                 /* As root the command runs as run_as: an idmapped mount makes its writes land
-                 * owned by the workspace's owner, not by run_as (DESIGN.md principle 8). */
-                const char *target = pr->ws_mount ? pr->ws_mount : "/workspace";
-                _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
-                struct stat st;
-                if (!real || stat(real, &st) < 0)
-                        return sbx_error_set(
-                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
-                if (st.st_uid == 0)
-                        return sbx_error_set(e, EPERM, "workspace",
-                                "refusing a writable workspace owned by root (%s): the sandbox's files "
-                                "would land on the "
-                                "host as root's; chown it to an ordinary user, or use workspace.access: ro",
-                                real);
-                int fd = sbx_mount_idmapped_tree(
-                        real, st.st_uid, st.st_gid, cfg->policy->run_as, cfg->policy->run_as, false, e);
+                 * owned by the workspace's owner, not by run_as (DESIGN.md principle 8; the plan
+                 * refused one owned by root). */
+                int fd = sbx_mount_idmapped_tree(rp->ws_real, rp->ws_owner, rp->ws_group,
+                        cfg->policy->run_as, cfg->policy->run_as, false, e);
                 if (fd < 0)
                         return fd;
-                (void) sbx_report_add_mount(rep, real, target, "bind-rw-idmapped");
-                if ((r = sbx_mount_plan_add_fd(plan, fd, target, true)) < 0)
+                (void) sbx_report_add_mount(rep, rp->ws_real, rp->ws_target, "bind-rw-idmapped");
+                if ((r = sbx_mount_plan_add_fd(plan, fd, rp->ws_target, true)) < 0)
                         return sbx_error_set(e, r, "mount plan", "out of memory");
-        } else if (cfg->workspace && pr->ws_access == SBX_ACCESS_RO && geteuid() == 0) {
+        } else if (rp->ws == SBX_ACCESS_RO && rp->root) {
                 /* As root the sandbox's uid (run_as) may not be able to reach the workspace
                  * (e.g. under /root): the tree is cloned here, with our credentials, and only
                  * attached inside. A unix socket in it is then reachable only if run_as may write
                  * to it (a world-writable socket). */
-                const char *target = pr->ws_mount ? pr->ws_mount : "/workspace";
-                _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
-                if (!real)
-                        return sbx_error_set(
-                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
-                int fd = sbx_mount_ro_tree(real, e);
+                int fd = sbx_mount_ro_tree(rp->ws_real, e);
                 if (fd < 0)
                         return fd;
-                (void) sbx_report_add_mount(rep, real, target, "bind-ro");
-                if ((r = sbx_mount_plan_add_fd(plan, fd, target, true)) < 0)
+                (void) sbx_report_add_mount(rep, rp->ws_real, rp->ws_target, "bind-ro");
+                if ((r = sbx_mount_plan_add_fd(plan, fd, rp->ws_target, true)) < 0)
                         return sbx_error_set(e, r, "mount plan", "out of memory");
-        } else if (cfg->workspace && pr->ws_access == SBX_ACCESS_RO) {
+        } else if (rp->ws == SBX_ACCESS_RO) {
                 /* A read-only overlay rather than a bind: the same files, but a unix socket that
                  * a host process listens on in the workspace cannot be connected to through it
                  * (a bind would hand the sandbox the socket's inode; Landlock has no rule for
                  * connect). */
-                const char *target = pr->ws_mount ? pr->ws_mount : "/workspace";
-                _cleanup_free_ char *real = realpath(cfg->workspace, NULL);
-                if (!real)
-                        return sbx_error_set(
-                                e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
                 char src[PATH_MAX + 16];
-                snprintf(src, sizeof src, SBX_OLDROOT "%s", real);
-                (void) sbx_report_add_mount(rep, real, target, "overlay-ro");
-                if ((r = sbx_mount_plan_add(plan, SBX_MOP_OVERLAY_RO, src, target, "/.sandboxer/empty",
-                             strlen("/.sandboxer/empty"), false, true, 0)) < 0)
+                snprintf(src, sizeof src, SBX_OLDROOT "%s", rp->ws_real);
+                (void) sbx_report_add_mount(rep, rp->ws_real, rp->ws_target, "overlay-ro");
+                if ((r = sbx_mount_plan_add(plan, SBX_MOP_OVERLAY_RO, src, rp->ws_target,
+                             "/.sandboxer/empty", strlen("/.sandboxer/empty"), false, true, 0)) < 0)
                         return sbx_error_set(e, r, "mount plan", "out of memory");
-        } else if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE) {
-                r = add_bind(plan, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
-                        pr->ws_access == SBX_ACCESS_RW, NULL, e);
-                if (r < 0)
-                        return r;
+        } else if (rp->ws == SBX_ACCESS_RW) {
+                for (size_t i = 0; i < rp->n_binds; i++)
+                        if (rp->binds[i].workspace && (r = add_bind(plan, rep, &rp->binds[i], e)) < 0)
+                                return r;
         }
 
         (void) sbx_report_add_mount(rep, "proc", "/proc", "proc");
@@ -226,7 +184,7 @@ static int build_mounts(
         if (r < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
 
-        bool etc_bound = sbx_path_covered(reads, "/etc");
+        bool etc_bound = sbx_path_covered(rp->reads, "/etc");
         static const char passwd[] = "sandbox:x:1000:1000:sandbox:" SCRATCH_DIR ":/bin/sh\n"
                                      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
         static const char group[] = "sandbox:x:1000:\nnogroup:x:65534:\n";
@@ -256,7 +214,8 @@ static const sbx_spawn_path_rule inside_rules[] = {
  * the empty network namespace is the fence: Landlock rules cannot tell loopback from the rest);
  * abstract unix sockets and signals are scoped where the ABI has it (the namespaces isolate them
  * already). */
-static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_error *e) {
+static int build_landlock(
+        const sbx_config *cfg, const sbx_run_plan *rp, int *ret_fd, int *ret_abi, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_landlock_request req = {.deny_tcp = !pr->net_allow && !pr->loopback, .min_abi = 1};
         if (sbx_landlock_abi() >= 6)
@@ -268,12 +227,10 @@ static int build_landlock(const sbx_config *cfg, int *ret_fd, int *ret_abi, sbx_
                 return r;
         if ((r = sbx_backend_ll_add_profile_paths(fd, info.abi, pr, e)) < 0)
                 return r;
-        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-                (r = sbx_backend_ll_add_host(fd, info.abi, cfg->workspace,
-                         SBX_LL_READ | (pr->ws_access == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
-                                 (sbx_backend_exec_allowed(pr, pr->ws_mount ? pr->ws_mount : "/workspace")
-                                                 ? SBX_LL_EXEC
-                                                 : 0),
+        if (rp->ws != SBX_ACCESS_NONE &&
+                (r = sbx_backend_ll_add_host(fd, info.abi, rp->ws_host,
+                         SBX_LL_READ | (rp->ws == SBX_ACCESS_RW ? SBX_LL_WRITE : 0) |
+                                 (sbx_backend_exec_allowed(pr, rp->ws_target) ? SBX_LL_EXEC : 0),
                          e)) < 0)
                 return r;
         if ((r = sbx_backend_ll_add_commands(fd, info.abi, pr, e)) < 0)
@@ -314,6 +271,15 @@ static int native_run(
         rep->backend = "native";
         rep->isolation = "container";
 
+        static const sbx_plan_traits traits = {
+                .backend = "native",
+                .flags = SBX_PLAN_MOUNT_VIEW | SBX_PLAN_WS_IDMAP | SBX_PLAN_TEST_EXTRA_BIND,
+        };
+        _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
+        if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
+                return r;
+        sbx_debug_mark("run plan made");
+
         if (sbx_backend_bench_disabled("cgroup")) {
                 sbx_rlimit_plan_init(&rl);
                 for (int l = 0; l < _SBX_LIMIT_MAX; l++)
@@ -329,12 +295,12 @@ static int native_run(
         init_fd = sbx_backend_open_init(e);
         if (init_fd < 0)
                 return init_fd;
-        r = build_mounts(cfg, io, rep, &plan, e);
+        r = build_mounts(cfg, &rp, io, rep, &plan, e);
         if (r < 0)
                 return r;
         sbx_debug_mark("mount plan built");
         if (!sbx_backend_bench_disabled("landlock")) {
-                r = build_landlock(cfg, &ll_fd, &ll_abi, e);
+                r = build_landlock(cfg, &rp, &ll_fd, &ll_abi, e);
                 if (r < 0)
                         return r;
         }
@@ -345,12 +311,10 @@ static int native_run(
                         return r;
         }
         sbx_debug_mark("seccomp programs built");
-        bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
-        const char *ws_mount = pr->ws_mount ? pr->ws_mount : "/workspace";
-        r = sbx_backend_build_env(cfg, SCRATCH_DIR, ws ? ws_mount : NULL, &env);
+        r = sbx_backend_build_env(cfg, SCRATCH_DIR, rp.ws_path, &env);
         if (r < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
-        const char *cwd = cfg->cwd ? cfg->cwd : ws ? ws_mount : SCRATCH_DIR;
+        const char *cwd = sbx_run_plan_cwd(cfg, &rp, SCRATCH_DIR);
         audit_fd = ll_fd >= 0 ? sbx_backend_audit_reader(cfg, io, ll_abi, true, rep) : -1;
         /* the records are the evidence: a write into the sandbox's own tree (/etc/x, /x) must
          * reach Landlock to be recorded, so its root is not also a read-only mount */
@@ -359,7 +323,6 @@ static int native_run(
         if (r < 0)
                 return sbx_error_set(e, r, "init argv", "out of memory");
 
-        bool privileged = geteuid() == 0;
         /* The read-only workspace is an overlay: its files are the overlay's, not the host
          * inodes the parent's rule names, so it gets its rule inside, once mounted. */
         sbx_spawn_path_rule rules[ELEMENTSOF(inside_rules) + 1];
@@ -369,17 +332,17 @@ static int native_run(
         for (size_t i = 0; i < n_rules; i++)
                 if (pr->cmd_mode == SBX_CMD_MODE_STRICT)
                         rules[i].access &= ~(unsigned) SBX_LL_EXEC;
-        if (ws && pr->ws_access == SBX_ACCESS_RO && !privileged)
-                rules[n_rules++] = (sbx_spawn_path_rule){ws_mount,
-                        SBX_LL_READ | (sbx_backend_exec_allowed(pr, ws_mount) ? SBX_LL_EXEC : 0), false};
+        if (rp.ws == SBX_ACCESS_RO && !rp.root)
+                rules[n_rules++] = (sbx_spawn_path_rule){rp.ws_target,
+                        SBX_LL_READ | (sbx_backend_exec_allowed(pr, rp.ws_target) ? SBX_LL_EXEC : 0), false};
 
         sbx_spawn_params sp = {
                 .clone_flags = SBX_NS_ALL,
                 .uid_inside = SANDBOX_UID,
                 .gid_inside = SANDBOX_GID,
-                .uid_outside = privileged ? cfg->policy->run_as : getuid(),
-                .gid_outside = privileged ? cfg->policy->run_as : getgid(),
-                .allow_setgroups = privileged,
+                .uid_outside = rp.uid,
+                .gid_outside = rp.gid,
+                .allow_setgroups = rp.root,
                 .mounts = plan,
                 .hostname = SANDBOX_HOSTNAME,
                 .loopback = pr->loopback,
@@ -417,8 +380,7 @@ static int native_run(
                 rep, "user", "uid %u inside, host uid %u", SANDBOX_UID, (unsigned) sp.uid_outside);
 
         _cleanup_strv_free_ char **writable = NULL;
-        if (sbx_backend_writable_set(
-                    cfg, SCRATCH_DIR, ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
+        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, rp.ws_rw, &writable) < 0)
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }

@@ -232,45 +232,33 @@ static bool base_has_link(const char *target) {
         return false;
 }
 
-static int add_bind(char ***b, sbx_report *rep, const char *host, const char *target, bool rw,
-        char *const *reads, sbx_error *e) {
-        sbx_bind bd;
-        int r = sbx_backend_resolve_bind(rep, host, target, reads, &bd, e);
-        if (r < 0 || bd.kind == SBX_BIND_MISSING)
-                return r;
-        if (bd.kind == SBX_BIND_SYMLINK && base_has_link(target)) {
-                (void) sbx_report_add_mount(rep, bd.real, target, "symlink");
+static int add_bind(char ***b, sbx_report *rep, const sbx_plan_bind *pb, sbx_error *e) {
+        const char *target = pb->target, *real = pb->at.real;
+        if (sbx_plan_bind_missing(rep, pb))
+                return 0;
+        if (pb->at.kind == SBX_BIND_SYMLINK && base_has_link(target)) {
+                (void) sbx_report_add_mount(rep, real, target, "symlink");
                 return 0; /* the base has the same link */
         }
-        if (strpbrk(bd.real, ",:") || strpbrk(target, ",:"))
+        if (strpbrk(real, ",:") || strpbrk(target, ",:"))
                 return sbx_error_set(e, EINVAL, "mount plan",
                         "cannot bind %s at %s into a container: the engine's mount syntax cannot carry ',' "
                         "or ':' in a path; use --backend bwrap or native",
-                        bd.real, target);
-        (void) sbx_report_add_mount(rep, bd.real, target, rw ? "bind-rw" : "bind-ro");
-        if (strv_extend(b, bd.real) < 0 || strv_extend(b, target) < 0 ||
-                strv_extend(b, rw ? "rw" : "ro") < 0)
+                        real, target);
+        (void) sbx_report_add_mount(rep, real, target, pb->rw ? "bind-rw" : "bind-ro");
+        if (strv_extend(b, real) < 0 || strv_extend(b, target) < 0 ||
+                strv_extend(b, pb->rw ? "rw" : "ro") < 0)
                 return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
         return 0;
 }
 
-int sbx_oci_binds(const sbx_config *cfg, sbx_report *rep, char ***ret_binds, sbx_error *e) {
-        const sbx_profile *pr = cfg->profile;
-        _cleanup_strv_free_ char **b = NULL, **reads = strv_copy(pr->fs_read);
+int sbx_oci_binds(const sbx_run_plan *rp, sbx_report *rep, char ***ret_binds, sbx_error *e) {
+        _cleanup_strv_free_ char **b = NULL;
         int r;
-        if (pr->fs_read && !reads)
-                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
-        sbx_backend_sort_paths(reads); /* parents first */
-        STRV_FOREACH(p, reads)
-                if ((r = add_bind(&b, rep, *p, *p, false, reads, e)) < 0)
+        /* read paths (parents first), write paths, the workspace: the plan's order */
+        for (size_t i = 0; i < rp->n_binds; i++)
+                if ((r = add_bind(&b, rep, &rp->binds[i], e)) < 0)
                         return r;
-        STRV_FOREACH(p, pr->fs_write)
-                if ((r = add_bind(&b, rep, *p, *p, true, NULL, e)) < 0)
-                        return r;
-        if (cfg->workspace && pr->ws_access != SBX_ACCESS_NONE &&
-                (r = add_bind(&b, rep, cfg->workspace, pr->ws_mount ? pr->ws_mount : "/workspace",
-                         pr->ws_access == SBX_ACCESS_RW, NULL, e)) < 0)
-                return r;
         *ret_binds = TAKE_PTR(b);
         return 0;
 }
@@ -305,9 +293,27 @@ static char *root_self_cgroup(void) {
         return out;
 }
 
+int sbx_oci_engine_limits(const sbx_config *cfg, sbx_report *rep, const char *ignored_why, sbx_error *e) {
+        static const sbx_limit_id lims[] = {SBX_LIMIT_MEMORY_MB, SBX_LIMIT_PIDS, SBX_LIMIT_CPUS};
+        rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
+        rep->limit_mechanism[SBX_LIMIT_SCRATCH_MB] = SBX_MECH_TMPFS;
+        struct stat st;
+        sbx_mechanism m = stat("/sys/fs/cgroup/memory", &st) == 0 ? SBX_MECH_CGROUP_V1 : SBX_MECH_CGROUP_V2;
+        for (size_t i = 0; i < ELEMENTSOF(lims); i++) {
+                if (ignored_why && !cfg->policy->best_effort[lims[i]])
+                        return sbx_error_set(e, EOPNOTSUPP, "limits",
+                                "cannot enforce limits.%s here: %s; or list %s under enforce.best_effort in "
+                                "the policy file",
+                                sbx_limit_to_string(lims[i]), ignored_why, sbx_limit_to_string(lims[i]));
+                rep->limit_mechanism[lims[i]] = ignored_why ? SBX_MECH_NONE : m;
+        }
+        return 0;
+}
+
 int sbx_oci_plan_limits(
         const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_cg, bool *ret_engine_limits, sbx_error *e) {
-        (void) e;
         rep->limit_mechanism[SBX_LIMIT_TIMEOUT_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_BUDGET_S] = SBX_MECH_SUPERVISOR;
         rep->limit_mechanism[SBX_LIMIT_OUTPUT_MB] = SBX_MECH_SUPERVISOR;
@@ -337,14 +343,7 @@ int sbx_oci_plan_limits(
                     sbx_cgroup_mechanism(cg, SBX_CG_LIMIT_CPUS) != SBX_CG_NONE;
         if (!ours) {
                 sbx_backend_cgroup_destroy(cg);
-                cg = NULL;
-                struct stat st;
-                sbx_mechanism m =
-                        stat("/sys/fs/cgroup/memory", &st) == 0 ? SBX_MECH_CGROUP_V1 : SBX_MECH_CGROUP_V2;
-                rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = m;
-                rep->limit_mechanism[SBX_LIMIT_PIDS] = m;
-                rep->limit_mechanism[SBX_LIMIT_CPUS] = m;
-                return 0;
+                return sbx_oci_engine_limits(cfg, rep, NULL, e);
         }
         rep->limit_mechanism[SBX_LIMIT_MEMORY_MB] = sbx_backend_cg_mechanism(cg, SBX_CG_LIMIT_MEMORY);
         rep->limit_mechanism[SBX_LIMIT_PIDS] = sbx_backend_cg_mechanism(cg, SBX_CG_LIMIT_PIDS);

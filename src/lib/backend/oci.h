@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "backend/common.h"
+#include "backend/plan.h"
 
 #define SBX_OCI_INIT_INSIDE "/.sandboxer-init"
 #define SBX_OCI_SCRATCH "/tmp"
@@ -31,7 +32,7 @@ int sbx_oci_base_tar(char **ret, size_t *ret_size, sbx_error *e);
  * symlink into another read path is skipped when the base has it already (bin, lib, lib64,
  * sbin). ret_binds: a strv of triples source, target, "ro"|"rw". Paths an engine's mount
  * syntax cannot carry (',' or ':') are refused. */
-int sbx_oci_binds(const sbx_config *cfg, sbx_report *rep, char ***ret_binds, sbx_error *e);
+int sbx_oci_binds(const sbx_run_plan *rp, sbx_report *rep, char ***ret_binds, sbx_error *e);
 
 /* The sandbox's cgroup "/sandboxer/<owned name>" at the same path in every hierarchy (an
  * engine's cgroup parent is one path for all of them), with the limits; the container's own
@@ -41,6 +42,12 @@ int sbx_oci_binds(const sbx_config *cfg, sbx_report *rep, char ***ret_binds, sbx
  * (*ret_engine_limits true then). */
 int sbx_oci_plan_limits(
         const sbx_config *cfg, sbx_report *rep, sbx_cgroup **ret_cg, bool *ret_engine_limits, sbx_error *e);
+/* The engine enforces memory, pids and cpus (no cgroup of ours): the report names the host's
+ * cgroup version as their mechanism. ignored_why: the engine takes the limits and enforces none
+ * of them here (a rootless engine on cgroup v1), and says why — each is then a setup error, or
+ * "none" where the policy lists it under enforce.best_effort. Timeout, budget and output are the
+ * supervisor's, scratch a tmpfs. 0 or -EOPNOTSUPP. */
+int sbx_oci_engine_limits(const sbx_config *cfg, sbx_report *rep, const char *ignored_why, sbx_error *e);
 /* "/sandboxer/<name>": the engine's cgroup parent for cg. */
 int sbx_oci_cgroup_parent(sbx_cgroup *cg, char *buf, size_t size);
 

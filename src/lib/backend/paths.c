@@ -184,64 +184,6 @@ int sbx_backend_ll_add_host(int fd, int abi, const char *path, unsigned access, 
         return 0;
 }
 
-/* One host path for a bind at target, resolved the one way every backend binds: absent (or a
- * dangling link) is skipped and reported "missing"; a symlink bound at its own path whose
- * target the read paths cover anyway stays a symlink, as on the host (/bin -> usr/bin); anything
- * else binds its real path. */
-int sbx_backend_resolve_bind(sbx_report *rep, const char *host, const char *target, char *const *reads,
-        sbx_bind *ret, sbx_error *e) {
-        struct stat st;
-        *ret = (sbx_bind){.kind = SBX_BIND_MISSING};
-        if (lstat(host, &st) < 0) {
-                if (errno == ENOENT) {
-                        (void) sbx_report_add_mount(rep, host, target, "missing");
-                        return 0;
-                }
-                return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", host);
-        }
-        char *real = realpath(host, NULL);
-        if (!real) {
-                if (errno == ENOENT) { /* a dangling symlink */
-                        (void) sbx_report_add_mount(rep, host, target, "missing");
-                        return 0;
-                }
-                return sbx_error_set(e, errno, "mount plan", "cannot resolve %s: %m", host);
-        }
-        if (strlen(real) >= sizeof ret->real) {
-                free(real);
-                return sbx_error_set(e, ENAMETOOLONG, "mount plan", "%s: its real path is too long", host);
-        }
-        strcpy(ret->real, real);
-        free(real);
-        ret->kind = SBX_BIND_PATH;
-        if (S_ISLNK(st.st_mode) && streq(host, target) && reads && sbx_path_covered(reads, ret->real)) {
-                ssize_t n = readlink(host, ret->link, sizeof ret->link - 1);
-                if (n < 0)
-                        return sbx_error_set(e, errno, "mount plan", "cannot read link %s: %m", host);
-                ret->link[n] = 0;
-                ret->link_len = (size_t) n;
-                ret->kind = SBX_BIND_SYMLINK;
-        }
-        return 0;
-}
-
-int sbx_backend_rw_workspace_owned(
-        const sbx_config *cfg, const char *backend, uid_t uid, const char *fix, sbx_error *e) {
-        struct stat st;
-        if (!cfg->workspace || cfg->profile->ws_access != SBX_ACCESS_RW)
-                return 0;
-        if (stat(cfg->workspace, &st) < 0)
-                return sbx_error_set(
-                        e, errno, "workspace", "cannot use the workspace %s: %m", cfg->workspace);
-        if (st.st_uid != uid)
-                return sbx_error_set(e, EPERM, "workspace",
-                        "refusing a writable workspace on the %s backend: the command runs as uid %u and "
-                        "what "
-                        "it writes would land owned by it, not by the workspace's owner (uid %u); %s",
-                        backend, (unsigned) uid, (unsigned) st.st_uid, fix);
-        return 0;
-}
-
 static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }

@@ -195,20 +195,18 @@ typedef struct podman_plan {
         const char *runtime; /* "" = podman's default */
         const char *base, *init_path, *seccomp_json, *cgroup_parent; /* cgroup_parent NULL: engine limits */
         const char *name, *run_id;
-        uid_t uid;
-        gid_t gid;
+        const sbx_run_plan *rp; /* identity, binds, limits */
         double deadline_s;
 } podman_plan;
 
 static int build_argv(const sbx_config *cfg, const podman_plan *pp, char *const *binds, char *const *env,
         char *const *init_argv, char ***ret) {
         const sbx_profile *pr = cfg->profile;
-        const sbx_limits *lim = &cfg->limits;
+        const sbx_run_plan *rp = pp->rp;
         _cleanup_strv_free_ char **a = NULL;
         char nofile[64], nproc[64];
         rlimit_arg(nofile, sizeof nofile, RLIMIT_NOFILE, 1048576);
         rlimit_arg(nproc, sizeof nproc, RLIMIT_NPROC, 32768);
-        uint64_t scratch = sbx_limit_bytes(lim, SBX_LIMIT_SCRATCH_MB);
         int r = 0;
         r = push(&a, "podman", "run");
         r = r ?: push(&a, "--rm", "-i");
@@ -224,8 +222,8 @@ static int build_argv(const sbx_config *cfg, const podman_plan *pp, char *const 
                     ?: pushf(&a,
                                "--mount=type=tmpfs,destination=" SBX_OCI_SCRATCH ",tmpfs-size=%" PRIu64
                                ",tmpfs-mode=1777",
-                               scratch);
-        r = r ?: pushf(&a, "--user=%u:%u", (unsigned) pp->uid, (unsigned) pp->gid);
+                               rp->scratch_bytes);
+        r = r ?: pushf(&a, "--user=%u:%u", (unsigned) rp->uid, (unsigned) rp->gid);
         r = r ?: push(&a, "--security-opt", "no-new-privileges");
         /* No host sysfs: the engine's default masks leave e.g. /sys/kernel/vmcoreinfo readable
          * (the escape suite reads it); the native backend has no /sys at all. */
@@ -237,11 +235,10 @@ static int build_argv(const sbx_config *cfg, const podman_plan *pp, char *const 
                 r = r ?: push(&a, "--cgroups", "no-conmon");
                 r = r ?: push(&a, "--pids-limit", "0"); /* ours, one level up */
         } else {
-                uint64_t mem = sbx_limit_bytes(lim, SBX_LIMIT_MEMORY_MB);
-                r = r ?: pushf(&a, "--memory=%" PRIu64 "b", mem);
-                r = r ?: pushf(&a, "--memory-swap=%" PRIu64 "b", mem);
-                r = r ?: pushf(&a, "--pids-limit=%" PRIu64, (uint64_t) lim->value[SBX_LIMIT_PIDS]);
-                r = r ?: pushf(&a, "--cpus=%g", lim->value[SBX_LIMIT_CPUS]);
+                r = r ?: pushf(&a, "--memory=%" PRIu64 "b", rp->memory_bytes);
+                r = r ?: pushf(&a, "--memory-swap=%" PRIu64 "b", rp->memory_bytes);
+                r = r ?: pushf(&a, "--pids-limit=%" PRIu64, rp->pids);
+                r = r ?: pushf(&a, "--cpus=%g", rp->cpus);
         }
         r = r ?: pushf(&a, "--ulimit=nofile=%s", nofile);
         r = r ?: pushf(&a, "--ulimit=nproc=%s", nproc);
@@ -332,11 +329,12 @@ static int podman_run(
                 return sbx_error_set(e, EOPNOTSUPP, "podman", "cannot use the podman backend: %s", reason);
         if ((r = pick_runtime(runtime, sizeof runtime, reason, sizeof reason)) < 0)
                 return sbx_error_set(e, -r, "podman", "%s", reason);
-        bool root = geteuid() == 0;
-        uid_t uid = root ? cfg->policy->run_as : getuid();
-        gid_t gid = root ? cfg->policy->run_as : getgid();
-        if (root && (r = sbx_backend_rw_workspace_owned(cfg, "podman", uid, "use --backend native", e)) < 0)
+        static const sbx_plan_traits traits = {
+                .backend = "podman", .flags = SBX_PLAN_MOUNT_VIEW, .ws_owner_fix = "use --backend native"};
+        _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
+        if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
                 return r;
+        uid_t uid = rp.uid;
 
         if ((r = sbx_oci_base_rootfs(base, sizeof base, e)) < 0)
                 return r;
@@ -360,17 +358,13 @@ static int podman_run(
         if ((r = sbx_backend_build_seccomp(cfg, NULL, &sc_opts, &sc_fd, e)) < 0 ||
                 (r = seccomp_json_file(cfg, json, sizeof json, e)) < 0)
                 return r;
-        bool ws = cfg->workspace && pr->ws_access != SBX_ACCESS_NONE;
-        const char *ws_mount = pr->ws_mount ? pr->ws_mount : "/workspace";
-        if ((r = sbx_backend_build_env(cfg, SBX_OCI_SCRATCH, ws ? ws_mount : NULL, &env)) < 0 ||
-                (r = sbx_backend_init_argv(cfg->cwd ? cfg->cwd
-                                           : ws     ? ws_mount
-                                                    : SBX_OCI_SCRATCH,
-                         false, false, sc_fd >= 0, argv, &init_argv)) < 0 ||
+        if ((r = sbx_backend_build_env(cfg, SBX_OCI_SCRATCH, rp.ws_path, &env)) < 0 ||
+                (r = sbx_backend_init_argv(sbx_run_plan_cwd(cfg, &rp, SBX_OCI_SCRATCH), false, false,
+                         sc_fd >= 0, argv, &init_argv)) < 0 ||
                 (r = sbx_backend_init_argv_isolated(SBX_BACKEND_PODMAN, &init_argv)) < 0 ||
                 (r = tool_env(&tenv)) < 0)
                 return sbx_error_set(e, -r, "environment", "out of memory");
-        if ((r = sbx_oci_binds(cfg, rep, &binds, e)) < 0)
+        if ((r = sbx_oci_binds(&rp, rep, &binds, e)) < 0)
                 return r;
         (void) sbx_report_add_mount(rep, base, "/", "rootfs-ro");
         (void) sbx_report_add_mount(rep, "tmpfs", SBX_OCI_SCRATCH, "tmpfs");
@@ -387,8 +381,7 @@ static int podman_run(
                 .cgroup_parent = cg ? parent : NULL,
                 .name = name,
                 .run_id = rep->id,
-                .uid = uid,
-                .gid = gid,
+                .rp = &rp,
                 .deadline_s = budget > 0 && budget < timeout ? budget : timeout,
         };
         if ((r = build_argv(cfg, &pp, binds, env, init_argv, &p_argv)) < 0)
@@ -413,8 +406,7 @@ static int podman_run(
                 runtime[0] ? " --runtime " : "", runtime, name,
                 engine_limits ? ", limits enforced by podman (no cgroup of sandboxer's)" : "");
 
-        if (sbx_backend_writable_set(cfg, SBX_OCI_SCRATCH,
-                    ws && pr->ws_access == SBX_ACCESS_RW ? ws_mount : NULL, &writable) < 0)
+        if (sbx_backend_writable_set(cfg, SBX_OCI_SCRATCH, rp.ws_rw, &writable) < 0)
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
 
         /* The client and its conmon start in a directory of their own, removed afterwards: conmon
@@ -437,7 +429,7 @@ static int podman_run(
                 .seccomp_fd = sc_fd,
                 .argv = p_argv,
                 .envp = tenv,
-                .root = root,
+                .root = rp.root,
                 .cwd = cwd};
         sbx_oci_launch l = {
                 .start = start_podman,
