@@ -1,10 +1,9 @@
 /* fuzz-docker-response.c — libFuzzer target: how the docker backend (src/lib/backend/docker.c,
  * through backend/docker-api.h) reads the Engine API's answers: docker_read_answer() (the head,
  * then the body: Content-Length, chunked or to the end, chunked decoded), docker_read_head()
- * alone with a small buffer (as the ping and the attach read it), and its JSON reader
- * (docker_json_skip/member/field) over the body as the backend reads its answers: the container
- * list the guard sweeps, an inspect's State, a create's Id, an error's message, a wait's
- * StatusCode.
+ * alone with a small buffer (as the ping and the attach read it), and the reads of the body the
+ * backend makes through jansson (docker_json_parse/field): the container list the guard
+ * sweeps, an inspect's State, a create's Id, an error's message, a wait's StatusCode.
  *
  * Input: the first byte's low 7 bits are the size of each read (0: all at once; see
  * fuzz-feed.h), the second byte the head buffer's size for docker_read_head (in 64-byte steps);
@@ -20,45 +19,32 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void field(const char *obj, const char *key, size_t size) {
+static void field(const json_t *obj, const char *key, size_t size) {
         char buf[96];
         memset(buf, 'x', sizeof buf);
         if (docker_json_field(obj, key, buf, size) && !memchr(buf, 0, size))
                 abort(); /* not terminated within its size */
 }
 
-/* The JSON reads docker.c makes of an answer (end: its terminating NUL). */
-static void read_json(const char *body, const char *end) {
-        const char *p = docker_json_ws(body);
-        if (p < body || p > end)
-                abort();
+/* The JSON reads docker.c makes of an answer. */
+static void read_json(const char *body) {
+        json_t *j = docker_json_parse(body);
         /* the guard's sweep: an array of containers, each with Labels and Id */
-        if (*p == '[')
-                for (p = docker_json_ws(p + 1); *p == '{';) {
-                        const char *next = docker_json_skip(p);
-                        if (!next)
-                                break;
-                        if (next <= p || next > end)
-                                abort();
-                        field(docker_json_member(p, "Labels"), "io.sandboxer.owner", 64);
-                        field(p, "Id", 80);
-                        p = docker_json_ws(next);
-                        if (*p != ',')
-                                break;
-                        p = docker_json_ws(p + 1);
+        size_t i;
+        json_t *c;
+        if (json_is_array(j))
+                json_array_foreach(j, i, c) {
+                        field(json_object_get(c, "Labels"), "io.sandboxer.owner", 64);
+                        field(c, "Id", 80);
                 }
-        const char *state = docker_json_member(body, "State");
-        if (state && (state < body || state > end))
-                abort();
+        const json_t *state = json_object_get(j, "State");
         field(state, "Running", 16);
         field(state, "ExitCode", 32);
         field(state, "OOMKilled", 16);
-        field(body, "Id", 96);
-        field(body, "message", 96);
-        field(body, "StatusCode", 32);
-        const char *e = docker_json_skip(body);
-        if (e && (e <= body || e > end))
-                abort();
+        field(j, "Id", 96);
+        field(j, "message", 96);
+        field(j, "StatusCode", 32);
+        json_decref(j);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -79,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         size_t bl = strlen(body);
                         if (bl > n)
                                 abort();
-                        read_json(body, body + bl);
+                        read_json(body);
                 }
                 free(body);
         }
@@ -99,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (s) {
                 memcpy(s, in, n);
                 s[n] = 0;
-                read_json(s, s + strlen(s));
+                read_json(s);
                 free(s);
         }
         return 0;

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# musl-deps.sh — libseccomp and libyaml built against musl, for the `sandboxer` CLI.
+# musl-deps.sh — libseccomp, libyaml and jansson built against musl, for the `sandboxer` CLI.
 #
 #   bash scripts/musl-deps.sh [--prefix DIR] [--check]
 #
 # Why: glibc's start-up probes the CPU with ~80 `cpuid` instructions before main(), and on a VM
 # each one traps to the hypervisor: 0.7 ms of every `sandboxer run` on the development VM, most of
-# the CLI's own start. musl's start-up probes nothing (0.14 ms). The CLI links libseccomp and
-# libyaml statically, and Debian ships those only for glibc, so this builds Debian's own sources
+# the CLI's own start. musl's start-up probes nothing (0.14 ms). The CLI links libseccomp, libyaml
+# and jansson (the docker backend reads the Engine API's JSON with it) statically, and Debian
+# ships those only for glibc, so this builds Debian's own sources
 # of the same versions (the .orig tarballs and Debian's patches, from deb.debian.org, checked
 # against the SHA-256 sums below) with musl-gcc into DIR (default: .cache/musl in the source
 # tree, where meson looks; -Dmusl_deps=DIR elsewhere). Nothing is vendored in the repository.
@@ -38,16 +39,19 @@ say() { printf 'musl-deps: %s\n' "$*"; }
 fail() { printf 'musl-deps: %s\n' "$*" >&2; exit 1; }
 
 POOL=http://deb.debian.org/debian/pool/main
-# name|url|sha256 — Debian 12's versions (libseccomp 2.5.4-1+deb12u1, libyaml 0.2.5-1)
+# name|url|sha256 — Debian 12's versions (libseccomp 2.5.4-1+deb12u1, libyaml 0.2.5-1, jansson 2.14-2)
 SOURCES=(
         "libseccomp_2.5.4.orig.tar.gz|$POOL/libs/libseccomp/libseccomp_2.5.4.orig.tar.gz|d82902400405cf0068574ef3dc1fe5f5926207543ba1ae6f8e7a1576351dcbdb"
         "libseccomp_2.5.4-1+deb12u1.debian.tar.xz|$POOL/libs/libseccomp/libseccomp_2.5.4-1+deb12u1.debian.tar.xz|665fc6ad1b9887207b0af1a293a2d7975e2df503a2618d1808b970081f9672f6"
         "libyaml_0.2.5.orig.tar.gz|$POOL/liby/libyaml/libyaml_0.2.5.orig.tar.gz|fa240dbf262be053f3898006d502d514936c818e422afdcf33921c63bed9bf2e"
+        "jansson_2.14.orig.tar.gz|$POOL/j/jansson/jansson_2.14.orig.tar.gz|c739578bf6b764aa0752db9a2fdadcfe921c78f1228c7ec0bb47fa804c55d17b"
+        "jansson_2.14-2.debian.tar.xz|$POOL/j/jansson/jansson_2.14-2.debian.tar.xz|e89fe4fd8221f6934ddb50f2e7f8404311928d0e23e49a5599f3d3d14ee8cb88"
 )
-STAMP_TEXT="libseccomp 2.5.4-1+deb12u1, libyaml 0.2.5-1, $(musl-gcc --version 2>/dev/null | head -n1 || echo no-musl-gcc)"
+STAMP_TEXT="libseccomp 2.5.4-1+deb12u1, libyaml 0.2.5-1, jansson 2.14-2, $(musl-gcc --version 2>/dev/null | head -n1 || echo no-musl-gcc)"
 STAMP=$PREFIX/.built
-if [ "$(cat "$STAMP" 2>/dev/null)" = "$STAMP_TEXT" ] && [ -f "$PREFIX/lib/libseccomp.a" ] && [ -f "$PREFIX/lib/libyaml.a" ]; then
-        [ "$check" = 1 ] || say "$PREFIX holds libseccomp and libyaml for musl"
+if [ "$(cat "$STAMP" 2>/dev/null)" = "$STAMP_TEXT" ] && [ -f "$PREFIX/lib/libseccomp.a" ] && [ -f "$PREFIX/lib/libyaml.a" ] &&
+        [ -f "$PREFIX/lib/libjansson.a" ]; then
+        [ "$check" = 1 ] || say "$PREFIX holds libseccomp, libyaml and jansson for musl"
         exit 0
 fi
 [ "$check" = 0 ] || exit 1
@@ -63,7 +67,7 @@ work=$(mktemp -d /tmp/sbx-musl-deps.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 log=$work/build.log
 : >"$log"
-say "fetching Debian's sources of libseccomp and libyaml"
+say "fetching Debian's sources of libseccomp, libyaml and jansson"
 for s in "${SOURCES[@]}"; do
         IFS='|' read -r name url sum <<<"$s"
         curl -fsS --retry 2 --connect-timeout 10 -o "$work/$name" "$url" ||
@@ -119,14 +123,48 @@ build_yaml() {
         ar rcs "$stage/lib/libyaml.a" src/*.o
         cp include/yaml.h "$stage/include/"
 }
+# jansson's own build is autotools without a generated configure (or cmake): its twelve sources
+# are compiled directly, with the two headers configure would make written for Linux and musl.
+build_jansson() {
+        cd "$work"
+        tar xzf jansson_2.14.orig.tar.gz
+        mkdir -p jansson-debian
+        tar xJf jansson_2.14-2.debian.tar.xz -C jansson-debian
+        cd jansson-2.14
+        while read -r p; do
+                case $p in '' | '#'*) continue ;; esac
+                patch -p1 -s <"../jansson-debian/debian/patches/$p"
+        done <../jansson-debian/debian/patches/series
+        sed -e 's/@json_inline@/inline/' -e 's/@json_have_long_long@/1/' -e 's/@json_have_localeconv@/1/' \
+                -e 's/@json_have_atomic_builtins@/1/' -e 's/@json_have_sync_builtins@/1/' \
+                src/jansson_config.h.in >src/jansson_config.h
+        ! grep -q '@json_' src/jansson_config.h
+        {
+                for d in HAVE_STDINT_H HAVE_UNISTD_H HAVE_FCNTL_H HAVE_SYS_STAT_H HAVE_SYS_TIME_H \
+                        HAVE_SYS_TYPES_H HAVE_SCHED_H HAVE_OPEN HAVE_READ HAVE_CLOSE HAVE_GETPID \
+                        HAVE_GETTIMEOFDAY HAVE_SCHED_YIELD HAVE_LOCALECONV USE_URANDOM \
+                        HAVE_ATOMIC_BUILTINS HAVE_SYNC_BUILTINS; do
+                        echo "#define $d 1"
+                done
+        } >src/jansson_private_config.h
+        for f in src/*.c; do
+                musl-gcc -O2 -fPIE -DHAVE_CONFIG_H -Isrc -c "$f" -o "${f%.c}.o"
+        done
+        ar rcs "$stage/lib/libjansson.a" src/*.o
+        cp src/jansson.h src/jansson_config.h "$stage/include/"
+}
 say "building libseccomp 2.5.4 (with Debian's patches) against musl"
 step libseccomp build_seccomp
 say "building libyaml 0.2.5 against musl"
 step libyaml build_yaml
-for f in lib/libseccomp.a lib/libyaml.a include/seccomp.h include/yaml.h; do
+say "building jansson 2.14 (with Debian's patches) against musl"
+step jansson build_jansson
+for f in lib/libseccomp.a lib/libyaml.a lib/libjansson.a include/seccomp.h include/yaml.h include/jansson.h \
+        include/jansson_config.h; do
         [ -s "$stage/$f" ] || { tail -n 30 "$log" >&2; fail "$f is missing after the build"; }
 done
-ar t "$stage/lib/libyaml.a" | grep -q '^parser.o$' && ar t "$stage/lib/libseccomp.a" | grep -q 'api.o$' ||
+ar t "$stage/lib/libyaml.a" | grep -q '^parser.o$' && ar t "$stage/lib/libseccomp.a" | grep -q 'api.o$' &&
+        ar t "$stage/lib/libjansson.a" | grep -q '^load.o$' ||
         { tail -n 30 "$log" >&2; fail "an archive lacks its objects"; }
 
 # replace the prefix only once everything built: an interrupted run leaves the old one whole

@@ -109,16 +109,16 @@ if command -v npm >/dev/null 2>&1; then
 fi
 [ "$build" = 1 ] || exit 0
 
-# ---- 1c. libseccomp and libyaml for musl (the CLI; scripts/musl-deps.sh) -------------------------
+# ---- 1c. libseccomp, libyaml and jansson for musl (the CLI; scripts/musl-deps.sh) -------------------------
 # Offline or a failure is not fatal: the CLI is then linked against glibc (slower to start).
 musl_new=0
 if bash "$ROOT/scripts/musl-deps.sh" --check; then
-        say "libseccomp and libyaml for musl are built (.cache/musl): the CLI is linked against musl"
+        say "libseccomp, libyaml and jansson for musl are built (.cache/musl): the CLI is linked against musl"
 elif bash "$ROOT/scripts/musl-deps.sh"; then
         musl_new=1
         say "the CLI will be linked against musl"
 else
-        say "no musl build of libseccomp and libyaml: the CLI is linked against glibc"
+        say "no musl build of libseccomp, libyaml and jansson: the CLI is linked against glibc"
 fi
 
 # ---- 2. build -----------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ if [ -f "$BUILD/meson-private/coredata.dat" ]; then
                 say "reconfiguring $BUILD (${opts[*]})"
                 meson configure "$BUILD" "${opts[@]}" || meson setup --wipe "$BUILD" "${opts[@]}"
         elif [ "$musl_new" = 1 ]; then
-                say "reconfiguring $BUILD (a musl build of libseccomp and libyaml is there now)"
+                say "reconfiguring $BUILD (a musl build of libseccomp, libyaml and jansson is there now)"
                 meson setup --reconfigure "$BUILD"
         else
                 say "$BUILD is configured (werror=$werror)"

@@ -254,89 +254,36 @@ int docker_read_answer(int fd, char **ret_body) {
         return code;
 }
 
-/* ---- just enough JSON for the engine's answers ------------------------------------------- */
+/* ---- the engine's JSON, read with jansson -------------------------------------------------- */
 
-/* The library links no JSON parser (the CLI is static); these read the engine's answers
- * structurally: a key is a string at the object's own level followed by ':', so neither a
- * nested object's key nor a value (the command's arguments are echoed back in an inspect: an
- * argument "ExitCode" is a string in an array) is taken for one. Malformed input gives NULL. */
-const char *docker_json_ws(const char *p) {
-        return p + strspn(p, " \t\r\n");
+json_t *docker_json_parse(const char *body) {
+        return body ? json_loads(body, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL) : NULL;
 }
 
-/* Past the value at p (string, object, array or bare token); NULL if it does not end. */
-const char *docker_json_skip(const char *p) {
-        p = docker_json_ws(p);
-        if (*p == '"') {
-                for (p++; *p; p++) {
-                        if (*p == '\\' && !*++p)
-                                return NULL;
-                        else if (*p == '"')
-                                return p + 1;
-                }
-                return NULL;
-        }
-        if (*p == '{' || *p == '[') {
-                int depth = 0;
-                while (*p) {
-                        if (*p == '"') {
-                                if (!(p = docker_json_skip(p)))
-                                        return NULL;
-                                continue;
-                        }
-                        if (*p == '{' || *p == '[')
-                                depth++;
-                        else if ((*p == '}' || *p == ']') && --depth == 0)
-                                return p + 1;
-                        p++;
-                }
-                return NULL;
-        }
-        const char *e = p + strcspn(p, ",}] \t\r\n");
-        return e > p ? e : NULL;
-}
-
-/* The value of obj's member "key" (obj points at an object), or NULL. */
-const char *docker_json_member(const char *obj, const char *key) {
-        const char *p = obj ? docker_json_ws(obj) : NULL;
-        if (!p || *p != '{')
-                return NULL;
-        size_t kl = strlen(key);
-        for (p = docker_json_ws(p + 1); *p == '"';) {
-                const char *k = p, *ke = docker_json_skip(p);
-                if (!ke || *(p = docker_json_ws(ke)) != ':')
-                        return NULL;
-                const char *v = docker_json_ws(p + 1);
-                if ((size_t) (ke - k) == kl + 2 && memcmp(k + 1, key, kl) == 0)
-                        return v;
-                if (!(p = docker_json_skip(v)))
-                        return NULL;
-                p = docker_json_ws(p);
-                if (*p != ',')
-                        return NULL;
-                p = docker_json_ws(p + 1);
-        }
-        return NULL;
-}
-
-/* The scalar member "key" of obj (a string, unescaped simply, or a bare token: a number, true,
- * false, null) into buf; false if absent or not a scalar. */
-bool docker_json_field(const char *obj, const char *key, char *buf, size_t size) {
-        const char *v = docker_json_member(obj, key), *e;
-        size_t n = 0;
-        if (!v || *v == '{' || *v == '[' || !(e = docker_json_skip(v)))
+bool docker_json_field(const json_t *obj, const char *key, char *buf, size_t size) {
+        const json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+        if (!v || size == 0)
                 return false;
-        if (*v == '"')
-                for (v++, e--; v < e && n + 1 < size; v++) {
-                        if (*v == '\\' && v + 1 < e)
-                                v++;
-                        buf[n++] = *v;
-                }
-        else
-                for (; v < e && n + 1 < size; v++)
-                        buf[n++] = *v;
-        buf[n] = 0;
-        return true;
+        switch (json_typeof(v)) {
+        case JSON_STRING:
+                snprintf(buf, size, "%s", json_string_value(v));
+                return true;
+        case JSON_INTEGER:
+                snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+                return true;
+        case JSON_REAL:
+                snprintf(buf, size, "%.17g", json_real_value(v));
+                return true;
+        case JSON_TRUE:
+        case JSON_FALSE:
+        case JSON_NULL:
+                snprintf(buf, size, "%s", json_is_true(v) ? "true" : json_is_false(v) ? "false" : "null");
+                return true;
+        case JSON_OBJECT:
+        case JSON_ARRAY:
+        default:
+                return false;
+        }
 }
 
 /* What a run needs to know of the engine, from one GET /_ping: whether it is podman (its
@@ -475,17 +422,15 @@ static void gc_dead_owners(const char *sock) {
         char mine[64];
         owner_label(mine, sizeof mine);
         const char *ns = strchr(mine, '.');
-        const char *p = docker_json_ws(body);
-        if (*p != '[' || !ns)
+        _cleanup_(json_decrefp) json_t *list = docker_json_parse(body);
+        if (!json_is_array(list) || !ns)
                 return;
-        for (p = docker_json_ws(p + 1); *p == '{';) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(list, i, c) {
                 char val[64], id[80];
-                const char *next = docker_json_skip(p);
-                if (!next)
-                        return;
-                if (docker_json_field(
-                            docker_json_member(p, "Labels"), "io.sandboxer.owner", val, sizeof val) &&
-                        docker_json_field(p, "Id", id, sizeof id) && id[0] && !strchr(id, '/')) {
+                if (docker_json_field(json_object_get(c, "Labels"), "io.sandboxer.owner", val, sizeof val) &&
+                        docker_json_field(c, "Id", id, sizeof id) && id[0] && !strchr(id, '/')) {
                         const char *dot = strchr(val, '.');
                         pid_t pid = (pid_t) atol(val);
                         if (dot && streq(dot, ns) && pid > 0 && kill(pid, 0) < 0 && errno == ESRCH) {
@@ -494,10 +439,6 @@ static void gc_dead_owners(const char *sock) {
                                 (void) api_call(sock, "DELETE", path, NULL, NULL, 0, NULL);
                         }
                 }
-                p = docker_json_ws(next);
-                if (*p != ',')
-                        break;
-                p = docker_json_ws(p + 1);
         }
 }
 
@@ -723,8 +664,10 @@ static void guard_start(const docker_relay *d) {
 static _noreturn_ void relay_fail(int err, const char *what, const char *body) {
         char text[64];
         char msg[512] = "";
-        if (body && !docker_json_field(body, "message", msg, sizeof msg))
+        json_t *j = docker_json_parse(body);
+        if (body && !docker_json_field(j, "message", msg, sizeof msg))
                 snprintf(msg, sizeof msg, "%.200s", body);
+        json_decref(j);
         snprintf(text, sizeof text, "docker: %s%s%s", what, msg[0] ? ": " : "", msg);
         /* the whole story on stderr (the message field of the report is 64 bytes) */
         dprintf(2, "sandboxer: docker: %s%s%s\n", what, msg[0] ? ": " : "", msg);
@@ -828,7 +771,8 @@ static bool inspect_exited(const char *sock, const char *id, int *ret_code, char
         snprintf(path, sizeof path, API "/containers/%s/json", id);
         if (api_call(sock, "GET", path, NULL, NULL, 0, &resp) != 200)
                 return false;
-        const char *state = docker_json_member(resp, "State");
+        _cleanup_(json_decrefp) json_t *j = docker_json_parse(resp);
+        const json_t *state = json_object_get(j, "State");
         if (!docker_json_field(state, "Running", running, sizeof running) || !streq(running, "false") ||
                 !docker_json_field(state, "ExitCode", exit_s, sizeof exit_s))
                 return false;
@@ -859,7 +803,10 @@ static _noreturn_ void relay_main(docker_relay *d) {
                 resp = NULL;
                 r = api_call(d->sock, "POST", path, "application/json", d->body, strlen(d->body), &resp);
         }
-        if (r != 201 || !docker_json_field(resp, "Id", id, sizeof id))
+        json_t *created = r == 201 ? docker_json_parse(resp) : NULL;
+        bool have_id = docker_json_field(created, "Id", id, sizeof id);
+        json_decref(created);
+        if (r != 201 || !have_id)
                 relay_fail(r < 0 ? -r : EPROTO, "create the container", resp);
         free(resp);
         resp = NULL;
@@ -898,9 +845,11 @@ static _noreturn_ void relay_main(docker_relay *d) {
         if (!inspect_exited(d->sock, id, &code, oom, sizeof oom)) {
                 snprintf(path, sizeof path, API "/containers/%s/wait", id);
                 char code_s[32];
-                if (api_call(d->sock, "POST", path, NULL, NULL, 0, &resp) == 200 &&
-                        docker_json_field(resp, "StatusCode", code_s, sizeof code_s))
-                        code = atoi(code_s);
+                if (api_call(d->sock, "POST", path, NULL, NULL, 0, &resp) == 200) {
+                        _cleanup_(json_decrefp) json_t *w = docker_json_parse(resp);
+                        if (docker_json_field(w, "StatusCode", code_s, sizeof code_s))
+                                code = atoi(code_s);
+                }
                 (void) inspect_exited(d->sock, id, &code, oom, sizeof oom);
         }
         free(resp);
