@@ -233,9 +233,6 @@ static int bwrap_run(
         _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
         if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
                 return r;
-        bool root = rp.root;
-        uid_t uid = rp.uid;
-        gid_t gid = rp.gid;
 
         /* Limits around bubblewrap: the child joins the cgroup before it execs bwrap. Not
          * RLIMIT_NPROC: bubblewrap's outer process still counts the host uid's tasks. */
@@ -259,7 +256,7 @@ static int bwrap_run(
         init_path[n] = 0;
         /* bubblewrap runs as uid (run_as as root): an init it cannot reach (installed or built
          * under a 0700 home) is used from a copy in the cache dir instead, made once. */
-        if (root && !reachable_by(init_path, uid, gid) &&
+        if (rp.root && !reachable_by(init_path, rp.uid, rp.gid) &&
                 (r = init_copy(init_fd, init_path, sizeof init_path, e)) < 0)
                 return r;
 
@@ -279,10 +276,10 @@ static int bwrap_run(
 
         sbx_spawn_params sp = {
                 .clone_flags = 0,
-                .uid_outside = uid,
-                .gid_outside = gid,
-                .allow_setgroups = root,
-                .switch_ids = root,
+                .uid_outside = rp.uid,
+                .gid_outside = rp.gid,
+                .allow_setgroups = rp.root,
+                .switch_ids = rp.root,
                 .init_fd = tool_fd, /* the spawn child execs bubblewrap, which starts the init */
                 .init_argv = bw_argv,
                 .envp = env,
@@ -290,7 +287,7 @@ static int bwrap_run(
                 .landlock_fd = bw_sc_fd, /* fd 5: bubblewrap's --seccomp (no Landlock here) */
                 .seccomp_fd = sc_fd,
                 .drop_caps = true,
-                .drop_bounding = root,
+                .drop_bounding = rp.root,
                 .last_cap = sbx_caps_last_cap(),
         };
         (void) sbx_report_set_fence(rep, "namespaces",
@@ -306,10 +303,10 @@ static int bwrap_run(
                 rep, "landlock", "none (bubblewrap's mount namespace is the filesystem fence)");
         (void) sbx_report_set_fence(rep, "capabilities",
                 "none (bubblewrap drops all in its user namespace%s)",
-                root ? "; bounding set dropped before it runs" : "");
+                rp.root ? "; bounding set dropped before it runs" : "");
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
         (void) sbx_report_set_fence(
-                rep, "user", "uid %d inside, host uid %u", SBX_SANDBOX_UID, (unsigned) uid);
+                rep, "user", "uid %d inside, host uid %u", SBX_SANDBOX_UID, (unsigned) rp.uid);
         (void) sbx_report_set_fence(rep, "bwrap", "%s", tool);
 
         if (sbx_backend_writable_set(cfg, SCRATCH_DIR, rp.ws_rw, &writable) < 0)

@@ -270,16 +270,13 @@ static int firejail_run(
         _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
         if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
                 return r;
-        bool root = rp.root;
-        uid_t uid = rp.uid;
-        gid_t gid = rp.gid;
-        if (uid < 1000 || uid == 65534)
+        if (rp.uid < 1000 || rp.uid == 65534)
                 return sbx_error_set(e, EPERM, "firejail",
-                        "firejail refuses to sandbox uid %u (a system account%s); %s", (unsigned) uid,
-                        uid == 65534 ? ": nobody" : "",
-                        root ? "set run_as in the policy file to an ordinary user's uid (1000 or above), "
-                               "or use --backend native"
-                             : "run sandboxer as an ordinary user, or use --backend native");
+                        "firejail refuses to sandbox uid %u (a system account%s); %s", (unsigned) rp.uid,
+                        rp.uid == 65534 ? ": nobody" : "",
+                        rp.root ? "set run_as in the policy file to an ordinary user's uid (1000 or above), "
+                                  "or use --backend native"
+                                : "run sandboxer as an ordinary user, or use --backend native");
 
         sbx_limit_context lc = {.fresh_userns = false, .scratch_tmpfs = false};
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
@@ -333,10 +330,10 @@ static int firejail_run(
 
         sbx_spawn_params sp = {
                 .clone_flags = 0,
-                .uid_outside = uid,
-                .gid_outside = gid,
-                .allow_setgroups = root,
-                .switch_ids = root,
+                .uid_outside = rp.uid,
+                .gid_outside = rp.gid,
+                .allow_setgroups = rp.root,
+                .switch_ids = rp.root,
                 .init_fd = tool_fd, /* the spawn child execs firejail, which starts the init */
                 .init_argv = fj_argv,
                 .envp = env,
@@ -361,7 +358,7 @@ static int firejail_run(
         (void) sbx_report_set_fence(rep, "landlock", "none (firejail's mounts are the filesystem fence)");
         (void) sbx_report_set_fence(rep, "capabilities", "none (firejail --caps.drop=all)");
         (void) sbx_report_set_fence(rep, "no_new_privs", "set (firejail --nonewprivs, and the init)");
-        (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
+        (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) rp.uid);
         (void) sbx_report_set_fence(rep, "firejail", "%s", tool);
 
         /* firejail declares no writable workspace nor write paths: scratch and /dev only */

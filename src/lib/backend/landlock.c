@@ -179,10 +179,7 @@ static int landlock_run(
         };
         if ((r = sbx_run_plan_make(cfg, &traits, &rp, e)) < 0)
                 return r;
-        bool root = rp.root;
-        uid_t uid = rp.uid;
-        gid_t gid = rp.gid;
-        r = run_dir_make(&d, rep, uid, gid, rp.scratch_bytes, e);
+        r = run_dir_make(&d, rep, rp.uid, rp.gid, rp.scratch_bytes, e);
         if (r < 0)
                 goto out;
         sbx_debug_mark("scratch made");
@@ -227,10 +224,10 @@ static int landlock_run(
 
         sbx_spawn_params sp = {
                 .clone_flags = 0,
-                .uid_outside = uid,
-                .gid_outside = gid,
-                .allow_setgroups = root,
-                .switch_ids = root,
+                .uid_outside = rp.uid,
+                .gid_outside = rp.gid,
+                .allow_setgroups = rp.root,
+                .switch_ids = rp.root,
                 .init_fd = init_fd,
                 .init_argv = init_argv,
                 .envp = env,
@@ -240,7 +237,7 @@ static int landlock_run(
                 .seccomp_fd = sc_fd,
                 .audit_fd = audit_fd,
                 .drop_caps = true,
-                .drop_bounding = root,
+                .drop_bounding = rp.root,
                 .last_cap = sbx_caps_last_cap(),
         };
         (void) sbx_report_set_fence(rep, "namespaces", "none");
@@ -254,11 +251,11 @@ static int landlock_run(
                 sbx_seccomp_max_known_nr(), sbx_backend_spawn_fence_text(pr),
                 !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
         (void) sbx_report_set_fence(rep, "capabilities",
-                root ? "none (bounding, ambient, inheritable, permitted, effective)"
-                     : "none (bounding set left: an ordinary user cannot drop it; "
-                       "no_new_privs keeps it unusable)");
+                rp.root ? "none (bounding, ambient, inheritable, permitted, effective)"
+                        : "none (bounding set left: an ordinary user cannot drop it; "
+                          "no_new_privs keeps it unusable)");
         (void) sbx_report_set_fence(rep, "no_new_privs", "set");
-        (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) uid);
+        (void) sbx_report_set_fence(rep, "user", "host uid %u", (unsigned) rp.uid);
 
         if (sbx_backend_writable_set(cfg, d.scratch, rp.ws_rw, &writable) < 0) {
                 r = sbx_error_set(e, ENOMEM, "writable set", "out of memory");
