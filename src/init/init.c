@@ -5,7 +5,7 @@
  * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N] [--landlock-log]
  *                       [--host-ns TYPE:INODE,...] -- COMMAND [ARG]...
  *        sandboxer-init [...] --serve --        a persistent sandbox: commands come as requests
- *                                               (protocol.h), each run by a runner it forks
+ *                                               (protocol.h), each one process it forks
  * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). The seccomp program (raw BPF) and the
  * Landlock ruleset were prepared by the supervisor; the init enforces both on itself before it
  * forks the command, so the whole sandbox is one Landlock domain under one filter, whose
@@ -33,6 +33,8 @@
 #include <unistd.h>
 
 #include "protocol.h"
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 /* Landlock ABI 6: a ruleset that only scopes signals (struct landlock_ruleset_attr's layout). */
 struct sbx_ll_scope_attr {
@@ -129,7 +131,7 @@ static bool supervisor_gone(void) {
         return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
 
-static bool is_runner(pid_t p);
+static bool spared(pid_t p);
 
 /* Our /proc/self/task/PID/children, opened before the sandbox's Landlock domain is entered: a
  * profile that does not list /proc cannot read it afterwards (the landlock backend), and the
@@ -142,26 +144,38 @@ static void open_children(void) {
         children_fd = open(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* SIGKILL to each of our children (but the runners of a persistent sandbox, when spare_runners). */
-static void kill_children(bool spare_runners) {
+/* Our children, from our children file: up to max into out; how many. */
+static size_t read_children(pid_t *out, size_t max) {
         char buf[16384];
+        size_t k = 0;
         if (children_fd < 0)
-                return;
+                return 0;
         ssize_t n = pread(children_fd, buf, sizeof buf - 1, 0);
         if (n <= 0)
-                return;
+                return 0;
         buf[n] = 0;
-        for (char *p = buf; *p;) {
+        for (char *p = buf; *p && k < max;) {
                 char *end;
                 long pid = strtol(p, &end, 10);
                 if (end == p)
                         break;
-                if (pid > 0 && !(spare_runners && is_runner((pid_t) pid)))
-                        (void) kill((pid_t) pid, SIGKILL);
+                if (pid > 0)
+                        out[k++] = (pid_t) pid;
                 p = end;
                 while (*p == ' ' || *p == '\n')
                         p++;
         }
+        return k;
+}
+
+/* SIGKILL to each of our children (but, when spare_execs, a persistent sandbox's running execs
+ * and what is still in their sessions: spared()). */
+static void kill_children(bool spare_execs) {
+        pid_t kids[4096];
+        size_t n = read_children(kids, ELEMENTSOF(kids));
+        for (size_t i = 0; i < n; i++)
+                if (!(spare_execs && spared(kids[i])))
+                        (void) kill(kids[i], SIGKILL);
 }
 
 static void kill_leftovers(void) {
@@ -355,31 +369,106 @@ static int run_command(char **argv, const char *cwd);
 
 /* ---- persistent sandboxes (--serve) ------------------------------------------------------- */
 
-#define MAX_RUNNERS 1024
-static pid_t runners[MAX_RUNNERS];
-static size_t n_runners;
+/* Each exec is one process we fork: it says hello on its exec socket, waits for the supervisor's
+ * go, and becomes the command (execve) — or, for a file request, does the copy itself. It leads
+ * a session of its own; what it leaves behind is what is left in that session (orphans come to
+ * us: PID 1, or a subreaper), killed when it ends. Its end is ours to report, on our copy of its
+ * exec socket, with what wait4() says it used; the exec pipe (close-on-exec) says whether it
+ * reported an end of its own first (a failed exec, a set-up failure, a file request's outcome). */
+#define MAX_EXECS 1024
+typedef struct exec_entry {
+        pid_t pid;
+        int sock; /* our copy of its exec socket */
+        int pipe; /* read end: a byte when it reported its end itself; EOF at its execve */
+} exec_entry;
+static exec_entry execs[MAX_EXECS];
+static size_t n_execs;
 
-static bool is_runner(pid_t p) {
-        for (size_t k = 0; k < n_runners; k++)
-                if (runners[k] == p)
-                        return true;
-        return false;
+static ssize_t exec_index(pid_t p) {
+        for (size_t k = 0; k < n_execs; k++)
+                if (execs[k].pid == p)
+                        return (ssize_t) k;
+        return -1;
 }
 
-/* Reap, and kill every child of ours that is not a runner: those are what a runner left behind
- * when it was killed (its orphans come to us, PID 1). Their own orphans follow on the next
- * SIGCHLD, until none is left. */
+/* A running exec, or a process still in the session of one: its orphans live while it runs. */
+static bool spared(pid_t p) {
+        if (exec_index(p) >= 0)
+                return true;
+        pid_t sid = getsid(p);
+        return sid > 0 && exec_index(sid) >= 0;
+}
+
+/* What is left of session sid once it has come to us (each one's orphans come to us as it dies):
+ * killed and reaped, until none is — for at most a second (a process stuck in the kernel is left
+ * to the sweep), so that an exec's end means its leftovers are gone. */
+static void end_session(pid_t sid) {
+        uint64_t until = now_ns() + 1000000000ull;
+        while (now_ns() < until) {
+                pid_t kids[4096], mine[4096];
+                size_t n = read_children(kids, ELEMENTSOF(kids)), m = 0;
+                for (size_t i = 0; i < n; i++)
+                        if (getsid(kids[i]) == sid && kill(kids[i], SIGKILL) == 0)
+                                mine[m++] = kids[i];
+                if (m == 0)
+                        return;
+                for (size_t left = m; left > 0 && now_ns() < until;) {
+                        left = 0;
+                        for (size_t i = 0; i < m; i++)
+                                if (mine[i] > 0 && waitpid(mine[i], NULL, WNOHANG) == 0)
+                                        left++;
+                                else
+                                        mine[i] = 0;
+                        if (left > 0)
+                                (void) nanosleep(&(struct timespec){.tv_nsec = 200000}, NULL);
+                }
+        }
+}
+
+/* The end of exec k, reaped with st and ru: what is left in its session ended, the end reported
+ * unless it reported one itself, its socket closed. */
+static void finish_exec(size_t k, int st, const struct rusage *ru) {
+        exec_entry *x = &execs[k];
+        char b;
+        end_session(x->pid);
+        if (read(x->pipe, &b, 1) != 1) {
+                struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC,
+                        .type = WIFSIGNALED(st) ? SBX_INIT_MSG_SIGNALED : SBX_INIT_MSG_EXITED,
+                        .a = WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+                        .monotonic_ns = now_ns(),
+                        .utime_us =
+                                (uint64_t) ru->ru_utime.tv_sec * 1000000u + (uint64_t) ru->ru_utime.tv_usec,
+                        .stime_us =
+                                (uint64_t) ru->ru_stime.tv_sec * 1000000u + (uint64_t) ru->ru_stime.tv_usec,
+                        .maxrss_kb = ru->ru_maxrss};
+                (void) send(x->sock, &m, sizeof m, MSG_NOSIGNAL);
+        }
+        close(x->sock);
+        close(x->pipe);
+        *x = execs[--n_execs];
+}
+
+/* Reap. An exec that ended: its process group is killed while its pid is still a zombie's (it
+ * cannot name another group yet), then it is reaped and its end reported. Then every child of
+ * ours that is neither a running exec nor in one's session is killed: what an ended exec left
+ * behind. Their own orphans follow on the next SIGCHLD, until none is left. */
 static void reap_and_sweep(void) {
         for (;;) {
-                int st;
-                pid_t p = waitpid(-1, &st, WNOHANG);
-                if (p <= 0)
+                siginfo_t si = {0};
+                if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid <= 0)
                         break;
-                for (size_t k = 0; k < n_runners; k++)
-                        if (runners[k] == p) {
-                                runners[k] = runners[--n_runners];
-                                break;
-                        }
+                pid_t p = si.si_pid;
+                ssize_t k = exec_index(p);
+                if (k < 0) {
+                        (void) waitpid(p, NULL, 0);
+                        continue;
+                }
+                (void) kill(-p, SIGKILL);
+                int st = 0;
+                struct rusage ru = {0};
+                while (wait4(p, &st, 0, &ru) < 0 && errno == EINTR)
+                        ;
+                finish_exec((size_t) k, st, &ru);
         }
         kill_children(true);
 }
@@ -437,8 +526,16 @@ static int file_op(uint32_t op, const char *path) {
 
 static char reqbuf[sizeof(struct sbx_init_req) + SBX_INIT_REQ_MAX + 1];
 
-/* The runner of one request, forked by the init: fd 3 is its exec socket from here on. */
-static int runner(const struct sbx_init_req *rq, char *strings, int fds[4]) {
+/* The exec reported its end itself: the init is not to (finish_exec()). */
+static void mark_reported(void) {
+        if (write(4, "r", 1) < 0) {
+                /* the init then reports how the process ended: a second end the supervisor ignores */
+        }
+}
+
+/* An exec, forked by the init: fd 3 is its exec socket from here on, fd 4 its exec pipe (a byte
+ * there: it reported its end itself). Returns only on failure, as the exit status. */
+static int exec_child(const struct sbx_init_req *rq, char *strings, int fds[4], int pipe_w) {
         char *p = strings, *end = strings + rq->len;
         const char *cwd = p;
         p += strlen(p) + 1;
@@ -457,18 +554,17 @@ static int runner(const struct sbx_init_req *rq, char *strings, int fds[4]) {
         argv[rq->n_argv] = NULL;
         envp[rq->n_env] = NULL;
         if (dup2(fds[1], 0) < 0 || dup2(fds[2], 1) < 0 || dup2(fds[3], 2) < 0 ||
-                dup2(fds[0], SBX_INIT_STATUS_FD) < 0)
+                dup2(fds[0], SBX_INIT_STATUS_FD) < 0 || dup2(pipe_w, 4) < 0)
                 return 125;
-        (void) syscall(SYS_close_range, SBX_INIT_STATUS_FD + 1, ~0U, 0);
+        (void) syscall(SYS_close_range, 5, ~0U, 0);
+        /* fd 3 and the pipe stay ours: the command gets neither (close-on-exec) */
+        (void) fcntl(SBX_INIT_STATUS_FD, F_SETFD, FD_CLOEXEC);
+        (void) fcntl(4, F_SETFD, FD_CLOEXEC);
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "runner: prctl(PR_SET_CHILD_SUBREAPER)");
-                return 125;
-        }
+        (void) setsid(); /* its session: what it leaves behind */
         pid_ns_init = false;
-        extern char **environ;
-        environ = envp;
-        /* Known to the supervisor before anything is started: its forks are the sandbox working. */
+        /* Known to the supervisor before anything is started: its notifications are this
+         * exec's, and its first execve the one it may make. */
         send_msg(SBX_INIT_MSG_RUNNER, (int32_t) getpid(), 0, NULL);
         struct sbx_init_msg go;
         ssize_t n;
@@ -477,9 +573,33 @@ static int runner(const struct sbx_init_req *rq, char *strings, int fds[4]) {
         while (n < 0 && errno == EINTR);
         if (n != (ssize_t) sizeof go || go.magic != SBX_INIT_MAGIC || go.type != SBX_INIT_MSG_GO)
                 return 125;
-        if (rq->op == SBX_INIT_OP_PUT || rq->op == SBX_INIT_OP_GET)
-                return file_op(rq->op, argv[0]);
-        return run_command(argv, cwd[0] ? cwd : NULL);
+        if (rq->op == SBX_INIT_OP_PUT || rq->op == SBX_INIT_OP_GET) {
+                int r = file_op(rq->op, argv[0]);
+                mark_reported();
+                return r;
+        }
+        extern char **environ;
+        environ = envp;
+        sigset_t none;
+        sigemptyset(&none);
+        if (isatty(0))
+                (void) ioctl(0, TIOCSCTTY, 0);
+        if (cwd[0] && chdir(cwd) < 0) {
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "chdir to the working directory");
+                mark_reported();
+                return 125;
+        }
+        /* Nothing of ours reaches the command but 0, 1, 2 (3 and 4 close on exec); its signal
+         * mask is its own. Started as it execs: a failed execve is reported after. */
+        send_msg(SBX_INIT_MSG_STARTED, (int32_t) getpid(), 0, NULL);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int e = exec_command(argv, environ);
+        sigset_t all;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, NULL);
+        send_msg(SBX_INIT_MSG_EXEC_FAILED, e, (e == ENOENT || e == ENOTDIR) ? 127 : 126, argv[0]);
+        mark_reported();
+        return (e == ENOENT || e == ENOTDIR) ? 127 : 126;
 }
 
 static void take_request(void) {
@@ -503,33 +623,43 @@ static void take_request(void) {
                 }
         struct sbx_init_req *rq = (struct sbx_init_req *) reqbuf;
         bool ok = nfds == 4 && (size_t) n >= sizeof *rq && rq->magic == SBX_INIT_REQ_MAGIC &&
-                  rq->len == (size_t) n - sizeof *rq && rq->len > 0 && n_runners < MAX_RUNNERS &&
+                  rq->len == (size_t) n - sizeof *rq && rq->len > 0 && n_execs < MAX_EXECS &&
                   (rq->op == SBX_INIT_OP_EXEC || rq->op == SBX_INIT_OP_PUT || rq->op == SBX_INIT_OP_GET);
         if (ok) {
                 char *strings = reqbuf + sizeof *rq;
                 strings[rq->len] = 0;
                 ok = strings[rq->len - 1] == 0;
         }
-        pid_t pid = ok ? fork() : -1;
+        int ep[2] = {-1, -1};
+        if (ok && pipe2(ep, O_CLOEXEC | O_NONBLOCK) < 0)
+                ep[0] = ep[1] = -1;
+        pid_t pid = ok && ep[0] >= 0 ? fork() : -1;
         if (pid == 0)
-                _exit(runner(rq, reqbuf + sizeof *rq, fds));
-        if (pid > 0)
-                runners[n_runners++] = pid;
-        else if (nfds >= 1) {
+                _exit(exec_child(rq, reqbuf + sizeof *rq, fds, ep[1]));
+        if (pid > 0) {
+                execs[n_execs++] = (exec_entry){.pid = pid, .sock = fds[0], .pipe = ep[0]};
+                fds[0] = -1; /* ours now */
+                close(ep[1]);
+        } else {
+                if (ep[0] >= 0) {
+                        close(ep[0]);
+                        close(ep[1]);
+                }
                 /* Refused: the exec socket says why, and closes. */
                 struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC,
                         .type = SBX_INIT_MSG_SETUP_FAILED,
                         .a = ok ? errno : EINVAL,
                         .monotonic_ns = now_ns()};
-                snprintf(
-                        m.text, sizeof m.text, "%s", ok ? "init: fork a runner" : "init: malformed request");
-                (void) send(fds[0], &m, sizeof m, MSG_NOSIGNAL);
+                snprintf(m.text, sizeof m.text, "%s", ok ? "init: fork an exec" : "init: malformed request");
+                if (nfds >= 1)
+                        (void) send(fds[0], &m, sizeof m, MSG_NOSIGNAL);
         }
         for (int k = 0; k < nfds; k++)
-                close(fds[k]);
+                if (fds[k] >= 0)
+                        close(fds[k]);
 }
 
-/* --serve: no command of our own; a runner per request, until the supervisor goes (its end of
+/* --serve: no command of our own; one process per request, until the supervisor goes (its end of
  * fd 3 closes) or a termination signal comes. As PID 1 our end takes the whole sandbox. */
 static int serve_loop(void) {
         sigset_t set;
@@ -569,13 +699,13 @@ static int serve_loop(void) {
                 else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
                         break;
         }
-        n_runners = 0; /* everything goes */
+        n_execs = 0; /* everything goes */
         kill_leftovers();
         return 0;
 }
 
 /* Start the command, forward signals to it, and when it ends kill what it left behind and report
- * (fd 3). The one-shot path, and what each runner of a persistent sandbox does. */
+ * (fd 3). The one-shot path (a persistent sandbox's execs: exec_child()). */
 static int run_command(char **argv, const char *cwd) {
         extern char **environ;
         int ep[2];

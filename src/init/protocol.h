@@ -19,10 +19,10 @@ enum {
         SBX_INIT_MSG_UNOBSERVED = 7, /* no listener could be installed (a = errno): the plain
                                       * filter is in force instead */
         SBX_INIT_MSG_SERVING = 8, /* --serve: the fences are up, requests are taken on fd 3 */
-        SBX_INIT_MSG_RUNNER = 9, /* on an exec socket: the runner of a request is up (a = its pid
+        SBX_INIT_MSG_RUNNER = 9, /* on an exec socket: the process of a request is up (a = its pid
                                   * inside; the supervisor reads its pid outside from the
                                   * credentials) and waits for SBX_INIT_MSG_GO before it starts */
-        SBX_INIT_MSG_GO = 10, /* supervisor → runner: the runner is known, go on */
+        SBX_INIT_MSG_GO = 10, /* supervisor → the exec's process: it is known, go on */
 };
 
 struct sbx_init_msg {
@@ -32,17 +32,22 @@ struct sbx_init_msg {
         int32_t b;
         uint64_t monotonic_ns; /* CLOCK_MONOTONIC when it happened */
         char text[64];
-        /* EXITED/SIGNALED from a runner: what its command's tree used (getrusage children) */
+        /* EXITED/SIGNALED of a one-shot command: what its tree used (getrusage children); of a
+         * persistent sandbox's exec: what wait4() says its process used */
         uint64_t utime_us, stime_us;
         int64_t maxrss_kb;
 };
 
 /* A persistent sandbox (init --serve): the supervisor sends requests over fd 3, each with four
- * descriptors (SCM_RIGHTS): the exec socket (a SOCK_SEQPACKET the runner reports on, as a one-shot
- * init does on fd 3), then the command's stdin, stdout and stderr. The init forks a runner for
- * each (a child subreaper: what the command leaves behind is its to kill), which inherits the
- * sandbox's Landlock domain and seccomp filter — nothing joins the sandbox from outside. After the
- * header: cwd, then n_argv strings, then n_env strings, each NUL-terminated. */
+ * descriptors (SCM_RIGHTS): the exec socket (a SOCK_SEQPACKET the exec reports on, as a one-shot
+ * init does on fd 3), then the command's stdin, stdout and stderr. One message, one fork: the
+ * init forks one process per request, which inherits the sandbox's Landlock domain and seccomp
+ * filter (nothing joins the sandbox from outside), leads a session of its own, says
+ * SBX_INIT_MSG_RUNNER, waits for SBX_INIT_MSG_GO, sends SBX_INIT_MSG_STARTED and becomes the
+ * command. The init reaps it, kills what is left in its session, and sends its end
+ * (EXITED/SIGNALED, with its usage) on its own copy of the exec socket, then closes it: the
+ * socket's end is the exec's. After the header: cwd, then n_argv strings, then n_env strings,
+ * each NUL-terminated. */
 #define SBX_INIT_REQ_MAGIC 0x53425852u /* "SBXR" */
 #define SBX_INIT_REQ_MAX 65536
 enum {

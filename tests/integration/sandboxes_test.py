@@ -293,6 +293,15 @@ def main():
        "exec: a refused connect is a NetworkAccessViolation in that exec's report", r)
     s, r, _ = exec_(sid, ["no-such-command"])
     ok(s == 200 and r["exit_code"] == 127, "exec: a missing command is 127", r)
+    # one message to the init, one fork: the command is the init's own child (PID 1's, with the
+    # native backend's pid namespace), not a grandchild under a runner
+    s, r, _ = exec_(sid, ["sh", "-c", "cut -d' ' -f4 /proc/$$/stat"])
+    ok(s == 200 and r["stdout"] == "1\n", "exec: the command is the init's child (one fork per exec)", r)
+    # what an exec starts in its session lives while it runs, and is gone when it has ended
+    s, r, _ = exec_(sid, ["sh", "-c", "sleep 60 & sleep 0.3; ps -e -o comm= | grep -c '^sleep$'"])
+    ok(s == 200 and r["stdout"] == "1\n", "exec: its background job runs while it does", r)
+    s, r, _ = exec_(sid, ["sh", "-c", "ps -e -o stat=,comm= | grep -c 'sleep$' || true"])
+    ok(s == 200 and r["stdout"] == "0\n", "exec: and is gone, reaped too, when it has ended", r)
 
     # secrets: files at /run/secrets, read-only, never in the environment, never in logs
     s, r, _ = create(profile="profile.secretive")

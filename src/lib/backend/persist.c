@@ -16,8 +16,8 @@
 
 typedef struct exec_slot {
         char id[72];
-        int pidfd; /* the runner's */
-        pid_t runner; /* as we see it; 0 until it said hello */
+        int pidfd; /* the exec's process's */
+        pid_t pid; /* as we see it; 0 until it said hello (it becomes the command) */
         bool exec_seen;
         uint64_t start_ns;
         sbx_report *rep;
@@ -92,28 +92,19 @@ static pid_t parent_of(pid_t pid) {
         return (pid_t) ppid;
 }
 
-/* The exec pid belongs to: its runner or a descendant of it. Lock held. */
-static exec_slot *slot_of(sbx_sandbox *sb, pid_t pid, bool direct_child_only) {
+/* The exec pid belongs to: its own process or a descendant of it (only itself: self_only).
+ * Lock held. */
+static exec_slot *slot_of(sbx_sandbox *sb, pid_t pid, bool self_only) {
         pid_t p = pid;
         for (int depth = 0; depth < 64 && p > 1; depth++) {
                 for (exec_slot *x = sb->execs; x; x = x->next)
-                        if (x->runner == p && (!direct_child_only || depth == 1))
+                        if (x->pid == p)
                                 return x;
-                if (direct_child_only && depth >= 1)
+                if (self_only)
                         return NULL;
                 p = parent_of(p);
         }
         return NULL;
-}
-
-static bool route_is_spawner(void *ud, pid_t pid) {
-        sbx_sandbox *sb = ud;
-        pthread_mutex_lock(&sb->lock);
-        bool yes = false;
-        for (exec_slot *x = sb->execs; x && !yes; x = x->next)
-                yes = x->runner == pid;
-        pthread_mutex_unlock(&sb->lock);
-        return yes;
 }
 
 static bool route_exec_first(void *ud, pid_t pid) {
@@ -141,10 +132,7 @@ static void route_record(void *ud, pid_t pid, sbx_violation_kind kind, const cha
 }
 
 static const sbx_notify_route *route_for(sbx_sandbox *sb) {
-        sb->rt = (sbx_notify_route){.is_spawner = route_is_spawner,
-                .exec_first = route_exec_first,
-                .record = route_record,
-                .userdata = sb};
+        sb->rt = (sbx_notify_route){.exec_first = route_exec_first, .record = route_record, .userdata = sb};
         return &sb->rt;
 }
 
@@ -229,6 +217,10 @@ _public_ int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig) {
         for (exec_slot *x = sb->execs; x && id && *id; x = x->next)
                 if (streq(x->id, id)) {
                         r = syscall(SYS_pidfd_send_signal, x->pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+                        /* and its process group (it leads one: the pipeline it runs), while
+                         * its pid is still its own */
+                        if (r == 0)
+                                (void) kill(-x->pid, sig);
                         break;
                 }
         pthread_mutex_unlock(&sb->lock);
@@ -358,8 +350,8 @@ static int send_request(int ctl, const char *buf, size_t len, const int fds[4]) 
         return n < 0 ? -errno : 0;
 }
 
-/* The runner's hello: its pid as we see it (credentials), within 10 s. */
-static int wait_runner(int xs, pid_t *ret, struct sbx_init_msg *m) {
+/* The exec's hello: its pid as we see it (credentials), within 10 s. */
+static int wait_hello(int xs, pid_t *ret, struct sbx_init_msg *m) {
         struct pollfd pf = {.fd = xs, .events = POLLIN};
         int k;
         do
@@ -474,8 +466,8 @@ _public_ int sbx_sandbox_exec(
                 goto out;
         }
         struct sbx_init_msg hello;
-        pid_t runner = 0;
-        r = wait_runner(xs[0], &runner, &hello);
+        pid_t pid = 0;
+        r = wait_hello(xs[0], &pid, &hello);
         if (r == -ECHILD) {
                 hello.text[sizeof hello.text - 1] = 0;
                 r = fail(ret_error, -EIO, "the sandbox's init refused the exec: %s: %s", hello.text,
@@ -486,12 +478,12 @@ _public_ int sbx_sandbox_exec(
                 r = fail(ret_error, r, "the sandbox's init did not start the exec: %s", strerror(-r));
                 goto out;
         }
-        pidfd = (int) syscall(SYS_pidfd_open, runner, 0);
+        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         if (pidfd < 0) {
-                r = fail(ret_error, -ESRCH, "the exec's runner is gone: %m");
+                r = fail(ret_error, -ESRCH, "the exec's process is gone: %m");
                 goto out;
         }
-        slot.runner = runner;
+        slot.pid = pid;
         slot.pidfd = pidfd;
         snprintf(slot.id, sizeof slot.id, "%s", req->id ? req->id : "");
         slot.start_ns = t0;
@@ -504,12 +496,12 @@ _public_ int sbx_sandbox_exec(
         struct sbx_init_msg go = {
                 .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_GO, .monotonic_ns = sbx_now_ns()};
         if (send(xs[0], &go, sizeof go, MSG_NOSIGNAL) < 0) {
-                r = fail(ret_error, -ESRCH, "the exec's runner is gone: %m");
+                r = fail(ret_error, -ESRCH, "the exec's process is gone: %m");
                 goto out;
         }
 
         sbx_supervise_params svp = {
-                .pid = runner,
+                .pid = pid,
                 .pidfd = pidfd,
                 .status_fd = xs[0],
                 .out_fd = outp[0],
@@ -531,8 +523,8 @@ _public_ int sbx_sandbox_exec(
         sbx_supervise_result res;
         sbx_error e = {0};
         r = sbx_supervise(&svp, &res, &e);
-        /* A runner that ended without a word after starting its command was killed (SIGKILL is
-         * the one signal it cannot report): the exec was killed, not a set-up failure. */
+        /* An exec that started and ended without a word of its init's (the init itself gone):
+         * it was killed with the sandbox, not a set-up failure. */
         if (r >= 0 && res.end == SBX_SV_SETUP_FAILED && res.started_ns) {
                 res.end = SBX_SV_SIGNALED;
                 res.signal = SIGKILL;

@@ -1,8 +1,8 @@
-/* persist.h — persistent sandboxes: the sandbox's init runs with --serve and forks a runner for
+/* persist.h — persistent sandboxes: the sandbox's init runs with --serve and forks one process for
  * each exec, from inside (nothing joins with setns); the supervisor's loop watches the init and
  * the one seccomp listener and routes each notification to the exec it belongs to, while each
  * exec is supervised, timed, capped and reported by the same loop code as a one-shot run
- * (sbx_supervise on the runner). DESIGN.md: run = create + exec + destroy, one path. */
+ * (sbx_supervise on that process). DESIGN.md: run = create + exec + destroy, one path. */
 #pragma once
 
 #include <stdbool.h>

@@ -482,8 +482,7 @@ static void handle_notify(loop_state *s) {
         const char *name = m.syscall ? m.syscall : sbx_seccomp_syscall_name(req.data.nr);
         const sbx_notify_route *rt = s->p->route;
         s->cur_pid = (pid_t) req.pid;
-        bool from_init =
-                req.pid == (uint32_t) s->init_pid || (rt && rt->is_spawner(rt->userdata, (pid_t) req.pid));
+        bool from_init = req.pid == (uint32_t) s->init_pid;
         bool deny = false;
         sbx_detail d[SBX_VIOLATION_MAX_DETAILS];
         size_t nd = 0;
@@ -935,9 +934,10 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 (void) fcntl(s.out_fd, F_SETFL, O_NONBLOCK);
         if (s.err_fd >= 0)
                 (void) fcntl(s.err_fd, F_SETFL, O_NONBLOCK);
-        if ((r = add_fd(s.ep, p->pidfd, EV_PIDFD)) < 0 || (r = add_fd(s.ep, s.status_fd, EV_STATUS)) < 0 ||
-                (r = add_fd(s.ep, s.out_fd, EV_OUT)) < 0 || (r = add_fd(s.ep, s.err_fd, EV_ERR)) < 0 ||
-                (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 || (r = add_fd(s.ep, sfd, EV_SIGNAL)) < 0 ||
+        if ((r = add_fd(s.ep, p->not_child ? -1 : p->pidfd, EV_PIDFD)) < 0 ||
+                (r = add_fd(s.ep, s.status_fd, EV_STATUS)) < 0 || (r = add_fd(s.ep, s.out_fd, EV_OUT)) < 0 ||
+                (r = add_fd(s.ep, s.err_fd, EV_ERR)) < 0 || (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 ||
+                (r = add_fd(s.ep, sfd, EV_SIGNAL)) < 0 ||
                 (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0 ||
                 (r = add_fd(s.ep, tty ? p->tty_in : -1, EV_TTYIN)) < 0 ||
                 (r = add_fd(s.ep, p->on_extra ? p->extra_fd : -1, EV_EXTRA)) < 0 ||
@@ -981,6 +981,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 break;
                         case EV_STATUS:
                                 handle_status(&s);
+                                /* not our child: its init reports its end, then closes */
+                                if (p->not_child && s.status_fd < 0)
+                                        init_gone = true;
                                 break;
                         case EV_OUT:
                                 if (s.out_fd >= 0)

@@ -15,9 +15,8 @@
 /* A persistent sandbox: the sandbox-wide loop (its init) routes each notification to the exec
  * the calling process belongs to. Called from the loop's thread; the callee locks. */
 typedef struct sbx_notify_route {
-        /* pid (as we see it) is a runner, forking its command: the sandbox working */
-        bool (*is_spawner)(void *userdata, pid_t pid);
-        /* the first execve of an exec's command (pid is the runner's child): let through once */
+        /* the first execve of an exec (pid is the exec's own process, which becomes the
+         * command): let through once */
         bool (*exec_first)(void *userdata, pid_t pid);
         /* record a violation in the report of the exec pid belongs to (or the sandbox's) */
         void (*record)(void *userdata, pid_t pid, sbx_violation_kind kind, const char *action,
@@ -70,8 +69,10 @@ typedef struct sbx_supervise_params {
         /* No pid namespace: the caller made itself a child subreaper before the spawn; once the
          * init is gone, what is left of the sandbox was re-parented to us and is killed. */
         bool reap_orphans;
-        /* pid is not our child (a runner inside a persistent sandbox): its end is its pidfd, its
-         * usage what it reports, and it is not waited for. */
+        /* pid is not our child (an exec's process inside a persistent sandbox): the sandbox's init
+         * reaps it and reports its end and usage on the status socket, so its end is that
+         * socket's close (not its pidfd, which is for signals: they go to its process group
+         * too), and it is not waited for. */
         bool not_child;
         const sbx_notify_route *route;
         /* The init reported SBX_INIT_MSG_SERVING (persistent): called once, in the loop. */
