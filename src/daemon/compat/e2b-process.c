@@ -70,6 +70,14 @@ static proc_table *table(sbx_mgr *m) {
         return sbx_mgr_surface_state(m, "e2b.process", table_new, table_free);
 }
 
+/* The manager's process table for an envd request, or NULL once the caller has been told why. */
+static proc_table *table_of(envd *e) {
+        proc_table *tab = table(e->rq->m);
+        if (!tab)
+                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+        return tab;
+}
+
 static void proc_unref(proc *p) {
         if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
                 return;
@@ -210,11 +218,9 @@ static double connect_timeout_s(cx_req *rq, const json_t *rec) {
 }
 
 void e2b_process_start(envd *e) {
-        proc_table *tab = table(e->rq->m);
-        if (!tab) {
-                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+        proc_table *tab = table_of(e);
+        if (!tab)
                 return;
-        }
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, true);
         json_t *pc = json_object_get(req, "process");
@@ -353,11 +359,9 @@ out:
 }
 
 void e2b_process_connect(envd *e) {
-        proc_table *tab = table(e->rq->m);
-        if (!tab) {
-                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+        proc_table *tab = table_of(e);
+        if (!tab)
                 return;
-        }
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, true);
         cx_stream *s = rpc_stream();
@@ -388,11 +392,9 @@ void e2b_process_connect(envd *e) {
 }
 
 void e2b_process_list(envd *e) {
-        proc_table *tab = table(e->rq->m);
-        if (!tab) {
-                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+        proc_table *tab = table_of(e);
+        if (!tab)
                 return;
-        }
         json_t *list = json_array();
         pthread_mutex_lock(&tab->lock);
         for (proc *p = tab->procs; p; p = p->next) {
@@ -408,11 +410,9 @@ void e2b_process_list(envd *e) {
 }
 
 void e2b_process_signal(envd *e) {
-        proc_table *tab = table(e->rq->m);
-        if (!tab) {
-                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+        proc_table *tab = table_of(e);
+        if (!tab)
                 return;
-        }
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, false);
         json_t *sig = json_object_get(req, "signal");
@@ -446,11 +446,9 @@ void e2b_process_signal(envd *e) {
 }
 
 void e2b_process_input(envd *e, bool close_it) {
-        proc_table *tab = table(e->rq->m);
-        if (!tab) {
-                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+        proc_table *tab = table_of(e);
+        if (!tab)
                 return;
-        }
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, false);
         char *data = NULL;
