@@ -18,40 +18,32 @@ static int resolve_bind(
                         return 0;
                 return sbx_error_set(e, errno, "mount plan", "cannot stat %s: %m", host);
         }
-        _cleanup_free_ char *real = realpath(host, NULL);
-        if (!real) {
+        ret->real = realpath(host, NULL);
+        if (!ret->real) {
                 if (errno == ENOENT) /* a dangling symlink */
                         return 0;
                 return sbx_error_set(e, errno, "mount plan", "cannot resolve %s: %m", host);
         }
-        if (strlen(real) >= sizeof ret->real)
-                return sbx_error_set(e, ENAMETOOLONG, "mount plan", "%s: its real path is too long", host);
-        strcpy(ret->real, real);
         ret->kind = SBX_BIND_PATH;
         if (S_ISLNK(st.st_mode) && streq(host, target) && reads && sbx_path_covered(reads, ret->real)) {
-                ssize_t n = readlink(host, ret->link, sizeof ret->link - 1);
+                char link[PATH_MAX];
+                ssize_t n = readlink(host, link, sizeof link - 1);
                 if (n < 0)
                         return sbx_error_set(e, errno, "mount plan", "cannot read link %s: %m", host);
-                ret->link[n] = 0;
+                if (!(ret->link = strndup(link, (size_t) n)))
+                        return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
                 ret->link_len = (size_t) n;
                 ret->kind = SBX_BIND_SYMLINK;
         }
         return 0;
 }
 
+/* Into the array plan_binds() sized for all of them. */
 static int add_bind(sbx_run_plan *p, const char *host, const char *target, bool rw, bool workspace,
         char *const *reads, sbx_error *e) {
-        sbx_plan_bind *b = reallocarray(p->binds, p->n_binds + 1, sizeof *b);
-        if (!b)
-                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
-        p->binds = b;
-        b = &p->binds[p->n_binds];
+        sbx_plan_bind *b = &p->binds[p->n_binds++];
         *b = (sbx_plan_bind){.host = host, .target = target, .rw = rw, .workspace = workspace};
-        int r = resolve_bind(host, target, reads, &b->at, e);
-        if (r < 0)
-                return r;
-        p->n_binds++;
-        return 0;
+        return resolve_bind(host, target, reads, &b->at, e);
 }
 
 /* The workspace: where it is, whose it is, and whether this backend may use it. */
@@ -109,6 +101,9 @@ static int plan_binds(const sbx_config *cfg, const sbx_plan_traits *t, sbx_run_p
                 return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
 #endif
         sbx_backend_sort_paths(p->reads);
+        p->binds = calloc(strv_length(p->reads) + strv_length(pr->fs_write) + 1, sizeof *p->binds);
+        if (!p->binds)
+                return sbx_error_set(e, ENOMEM, "mount plan", "out of memory");
         int r;
         STRV_FOREACH(i, p->reads)
                 if ((r = add_bind(p, *i, *i, false, false, p->reads, e)) < 0)
@@ -146,6 +141,10 @@ int sbx_run_plan_make(const sbx_config *cfg, const sbx_plan_traits *t, sbx_run_p
 
 void sbx_run_plan_done(sbx_run_plan *p) {
         free(p->ws_real);
+        for (size_t i = 0; i < p->n_binds; i++) {
+                free(p->binds[i].at.real);
+                free(p->binds[i].at.link);
+        }
         free(p->binds);
         strv_free(p->reads);
         *p = (sbx_run_plan){0};

@@ -47,8 +47,8 @@ typedef enum sbx_bind_kind {
 } sbx_bind_kind;
 typedef struct sbx_bind {
         sbx_bind_kind kind;
-        char real[PATH_MAX];
-        char link[PATH_MAX];
+        char *real; /* owned; NULL when missing */
+        char *link; /* owned; SBX_BIND_SYMLINK only */
         size_t link_len;
 } sbx_bind;
 
