@@ -132,6 +132,8 @@ SBX_PUBLIC int sbx_sandbox_init_pid(sbx_sandbox *sb);
 SBX_PUBLIC unsigned sbx_sandbox_execs_running(sbx_sandbox *sb);
 /* Where the sandbox's scratch is, as it sees it (its TMPDIR), and the backend running it. */
 SBX_PUBLIC const char *sbx_sandbox_scratch(sbx_sandbox *sb);
+/* Its home as the commands see it (the profile's filesystem.home), or NULL without one. */
+SBX_PUBLIC const char *sbx_sandbox_home(sbx_sandbox *sb);
 SBX_PUBLIC const char *sbx_sandbox_backend(sbx_sandbox *sb);
 SBX_PUBLIC double sbx_sandbox_budget_used(sbx_sandbox *sb);
 /* Count budget already used (e.g. recorded by an earlier supervisor of the same sandbox). */

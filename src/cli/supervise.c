@@ -254,9 +254,10 @@ static void on_ready(sbx_sandbox *sb, void *ud) {
         if (S.budget_carry > 0)
                 sbx_sandbox_add_budget_used(sb, S.budget_carry);
         char line[4200];
-        const char *scratch = sbx_sandbox_scratch(sb);
+        const char *scratch = sbx_sandbox_scratch(sb), *home = sbx_sandbox_home(sb);
         snprintf(line, sizeof line, SBX_SV_READY_FMT, sbx_sandbox_init_pid(sb), (int) getpid(),
-                sbx_sandbox_backend(sb) ? sbx_sandbox_backend(sb) : "-", scratch ? scratch : "-");
+                sbx_sandbox_backend(sb) ? sbx_sandbox_backend(sb) : "-", scratch ? scratch : "-",
+                home ? home : "-");
         say_ready(line);
 }
 

@@ -20,15 +20,16 @@ static bool path_ok(const box *b, const char *p, char *why, size_t sz) {
                         snprintf(why, sz, "path: '.' and '..' components are not allowed");
                         return false;
                 }
-        const char *roots[] = {b->scratch[0] ? b->scratch : "/tmp", "/workspace"};
+        const char *roots[] = {b->scratch[0] ? b->scratch : "/tmp", "/workspace", b->home};
         for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
                 size_t l = strlen(roots[i]);
-                if (strncmp(p, roots[i], l) == 0 && p[l] == '/' && p[l + 1])
+                if (l > 0 && strncmp(p, roots[i], l) == 0 && p[l] == '/' && p[l + 1])
                         return true;
         }
         snprintf(why, sz,
-                "path: must be a file under the sandbox's scratch (%.100s) or its workspace (/workspace)",
-                b->scratch[0] ? b->scratch : "/tmp");
+                "path: must be a file under the sandbox's scratch (%.100s)%s%.100s or its workspace "
+                "(/workspace)",
+                b->scratch[0] ? b->scratch : "/tmp", b->home[0] ? ", its home " : "", b->home);
         return false;
 }
 
@@ -38,7 +39,7 @@ static unsigned op_files(sbx_mgr *m, const sbx_caller *who, const char *id, cons
         box *b = mgr_usable_box(m, who, id, rp);
         if (!b)
                 return rp->code;
-        char why[256];
+        char why[512];
         if (!path_ok(b, path, why, sizeof why)) {
                 mgr_box_put(m, b);
                 return mgr_reply_err(rp, 400, "invalid_argument", "path", "%s", why);

@@ -39,6 +39,7 @@ typedef struct box {
         sbx_state state;
         char reason[64];
         char scratch[512];
+        char home[256]; /* the profile's filesystem.home, "" without one */
         json_t *consumer, *metadata, *limits;
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */

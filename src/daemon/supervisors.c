@@ -367,15 +367,16 @@ static int sv_spawn_inner(
         if (nl)
                 *nl = 0;
         int init_pid = 0, sv_pid = 0;
-        char backend[16] = "", scratch[512] = "";
-        if (sscanf(line, "ready %d %d %15s %511s", /* SBX_SV_READY_FMT */ &init_pid, &sv_pid, backend,
-                    scratch) == 4 &&
+        char backend[16] = "", scratch[512] = "", home[256] = "";
+        if (sscanf(line, "ready %d %d %15s %511s %255s", /* SBX_SV_READY_FMT */ &init_pid, &sv_pid, backend,
+                    scratch, home) == 5 &&
                 sv_pid > 0) {
                 b->init_pid = init_pid;
                 b->sv_pid = sv_pid;
                 b->sv_pidfd = (int) syscall(SYS_pidfd_open, sv_pid, 0);
                 snprintf(b->backend, sizeof b->backend, "%s", backend);
                 snprintf(b->scratch, sizeof b->scratch, "%s", streq(scratch, "-") ? "" : scratch);
+                snprintf(b->home, sizeof b->home, "%s", streq(home, "-") ? "" : home);
                 return 0;
         }
         if (strncmp(line, SBX_SV_ERROR_PREFIX, strlen(SBX_SV_ERROR_PREFIX)) == 0)

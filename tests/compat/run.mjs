@@ -136,21 +136,29 @@ if (sbx) {
   await step('e2b: files', async () => {
     const w = await sbx.files.write('/home/user/hello.txt', 'hello, file');
     ok(w && w.path && w.name === 'hello.txt', 'e2b: files.write answers the entry', JSON.stringify(w));
-    is(await sbx.files.read('/home/user/hello.txt'), 'hello, file', 'e2b: files.read text (/home/user is the scratch)');
+    is(await sbx.files.read('/home/user/hello.txt'), 'hello, file', 'e2b: files.read text');
     is(await sbx.files.read('hello.txt'), 'hello, file', 'e2b: a relative path is the home directory');
     is((await sbx.commands.run('cat "$HOME/hello.txt"')).stdout, 'hello, file', 'e2b: the command sees the file in its HOME');
+    is((await sbx.commands.run('echo $HOME; pwd; id -un; touch /home/user/t && echo writable')).stdout, '/home/user\n/home/user\nuser\nwritable\n',
+      'e2b: the home is /home/user (HOME, the default cwd, writable) and uid 1000 is user');
+    // the standard pattern: a script written through the files API, run by a command, its output read back
+    await sbx.files.write('/home/user/x.py', 'open("/home/user/out.txt", "w").write(str(6 * 7))\nprint("ran")\n');
+    is((await sbx.commands.run('python3 /home/user/x.py')).stdout, 'ran\n', 'e2b: files.write a script under /home/user, then commands.run it');
+    is(await sbx.files.read('/home/user/out.txt'), '42', 'e2b: and files.read what it wrote');
     const bytes = new Uint8Array([0, 1, 2, 254, 255, 10]);
     await sbx.files.write('/tmp/deep/er/bin.dat', bytes.buffer);
     is(Array.from(await sbx.files.read('/tmp/deep/er/bin.dat', { format: 'bytes' })), Array.from(bytes), 'e2b: bytes round-trip (parents made)');
     await throws('e2b: a missing file raises FileNotFoundError', () => sbx.files.read('/tmp/no-such-file'), (e) => e instanceof FileNotFoundError || e instanceof NotFoundError);
     const names = (await sbx.files.list('/tmp')).map((e) => `${e.name}:${e.type}`).sort();
-    ok(names.includes('hello.txt:file') && names.includes('deep:dir'), 'e2b: files.list', JSON.stringify(names));
-    is(await sbx.files.exists('/tmp/hello.txt'), true, 'e2b: files.exists');
-    const info = await sbx.files.getInfo('/tmp/hello.txt');
+    ok(names.includes('deep:dir'), 'e2b: files.list', JSON.stringify(names));
+    const home = (await sbx.files.list('/home/user')).map((e) => `${e.name}:${e.type}`).sort();
+    ok(home.includes('hello.txt:file') && home.includes('x.py:file'), 'e2b: files.list of the home', JSON.stringify(home));
+    is(await sbx.files.exists('/home/user/hello.txt'), true, 'e2b: files.exists');
+    const info = await sbx.files.getInfo('/home/user/hello.txt');
     ok(info.type === 'file' && info.size === 11 && info.modifiedTime instanceof Date, 'e2b: files.getInfo', JSON.stringify(info));
     is(await sbx.files.makeDir('/tmp/made'), true, 'e2b: makeDir');
     is(await sbx.files.makeDir('/tmp/made'), false, 'e2b: makeDir of an existing directory answers false');
-    const moved = await sbx.files.rename('/tmp/hello.txt', '/tmp/made/moved.txt');
+    const moved = await sbx.files.rename('/home/user/hello.txt', '/tmp/made/moved.txt');
     is(moved.path, '/tmp/made/moved.txt', 'e2b: rename');
     await sbx.files.remove('/tmp/made');
     is(await sbx.files.exists('/tmp/made/moved.txt'), false, 'e2b: remove');
@@ -224,10 +232,15 @@ if (ds) {
     is(Array.from(await ds.fs.downloadFile('/tmp/d/bin')), [0, 255, 1], 'daytona: bytes round-trip (parents made)');
     await throws('daytona: a missing file raises an error', () => ds.fs.downloadFile('/tmp/missing'), (e) => /not|no such/i.test(e.message));
     const names = (await ds.fs.listFiles('/tmp')).map((f) => `${f.name}:${f.isDir}`).sort();
-    ok(names.includes('up.txt:false') && names.includes('d:true'), 'daytona: listFiles', JSON.stringify(names));
-    is((await ds.fs.getFileDetails('/tmp/up.txt')).size, 13, 'daytona: getFileDetails');
+    ok(names.includes('d:true'), 'daytona: listFiles', JSON.stringify(names));
+    const home = (await ds.fs.listFiles('/home/daytona')).map((f) => `${f.name}:${f.isDir}`).sort();
+    ok(home.includes('up.txt:false'), 'daytona: a relative upload lands in the home, /home/daytona', JSON.stringify(home));
+    is((await ds.fs.getFileDetails('/home/daytona/up.txt')).size, 13, 'daytona: getFileDetails');
+    is((await ds.process.executeCommand('echo $HOME; pwd; id -un; cat up.txt')).result, '/home/daytona\n/home/daytona\ndaytona\ndaytona bytes',
+      'daytona: HOME and the default cwd are the home, uid 1000 is daytona, and it sees the upload');
+    is(await ds.getUserHomeDir(), '/home/daytona', 'daytona: getUserHomeDir');
     await ds.fs.createFolder('/tmp/fold', '755');
-    await ds.fs.moveFiles('/tmp/up.txt', '/tmp/fold/up2.txt');
+    await ds.fs.moveFiles('/home/daytona/up.txt', '/tmp/fold/up2.txt');
     is((await ds.fs.downloadFile('/tmp/fold/up2.txt')).toString(), 'daytona bytes', 'daytona: createFolder and moveFiles');
     await ds.fs.deleteFile('/tmp/fold', true);
     is((await ds.fs.listFiles('/tmp')).some((f) => f.name === 'fold'), false, 'daytona: deleteFile');

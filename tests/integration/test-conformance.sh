@@ -160,6 +160,17 @@ for be in ${SBX_CONFORMANCE_BACKENDS:-native landlock bwrap firejail podman dock
                 run_sbx "${B[@]}" -- sh -c 'echo x >"$TMPDIR/f" && [ "$TMPDIR" = "$HOME" ] && cat "$TMPDIR/f"'
                 is "$SBX_RC/$SBX_OUT" "0/x" "$be: scratch: TMPDIR (= HOME) is writable"
         fi
+        # this backend's profile with a home
+        printf 'id: conf-home\nversion: "1.0.0"\nextends: %s\nfilesystem:\n  home: /home/conf\n' "$prof" >"$SBX_TMP/conf-home.yaml"
+        chmod 644 "$SBX_TMP/conf-home.yaml"
+        H=(--policy "$pol" --backend $be --profile "$SBX_TMP/conf-home.yaml")
+        if claim $be home; then
+                run_sbx "${H[@]}" -- sh -c 'echo x >~/f && [ "$HOME" = /home/conf ] && [ "$(pwd)" = /home/conf ] && cat /home/conf/f'
+                is "$SBX_RC/$SBX_OUT" "0/x" "$be: home: HOME and cwd at filesystem.home, writable"
+        else
+                run_sbx "${H[@]}" -- true
+                ok $([ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *"lacks home"* ]] && echo 0 || echo 1) "$be: home: not claimed, and a profile with filesystem.home is refused ($SBX_ERR)"
+        fi
         if claim $be workspace.ro; then
                 run_sbx "${B[@]}" --workspace "$ws" -- sh -c 'cat "$SANDBOXER_WORKSPACE/in.txt"; echo y >"$SANDBOXER_WORKSPACE/new" 2>/dev/null; echo $?'
                 if [ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *"cannot be read by uid"* ]]; then

@@ -86,6 +86,42 @@ run_sbx "${S[@]}" -- /bin/sh -c 'echo data > /tmp/f && cat /tmp/f && echo $TMPDI
 is "$SBX_OUT" "data
 /tmp /tmp" "scratch /tmp is writable and is TMPDIR and HOME"
 
+# filesystem.home: a writable home of its own (a directory of scratch bound there), HOME and the
+# default cwd, uid 1000 named by the profile's user, counted in scratch_mb.
+cat >"$SBX_TMP/home.yaml" <<'YAML'
+id: home
+version: "1.0.0"
+extends: profile.default
+filesystem:
+  home: /home/user
+user: user
+YAML
+run_sbx "${S[@]}" --profile "$SBX_TMP/home.yaml" -- /bin/sh -c 'echo $HOME; pwd; id -un; getent passwd 1000 | cut -d: -f6; echo hi >~/f && cat /home/user/f; ls -A /tmp; touch /home/x 2>/dev/null && echo WROTE; stat -c %u ~'
+is "$SBX_OUT" "/home/user
+/home/user
+user
+/home/user
+hi
+.home
+1000" "home: HOME and cwd there, writable, uid 1000 named user at home there, in scratch; /home itself read-only"
+run_sbx "${S[@]}" --profile "$SBX_TMP/home.yaml" --scratch 2 -- /bin/sh -c 'head -c 8000000 /dev/zero >~/big; echo $?'
+ok $([ "$(tail -1 <<<"$SBX_OUT")" != 0 ] && echo 0 || echo 1) "home: its writes count in scratch_mb (8 MB do not fit in 2 MiB)"
+run_sbx "${S[@]}" --profile "$SBX_TMP/home.yaml" --cwd /tmp -- /bin/sh -c 'pwd; echo $HOME'
+is "$SBX_OUT" "/tmp
+/home/user" "home: --cwd still wins over the home"
+run_sbx --policy "$POL" --backend bwrap --profile "$SBX_TMP/home.yaml" -- /bin/true
+is "$SBX_RC" 125 "home: a backend without it refuses the profile (bwrap)"
+like "$SBX_ERR" "lacks home" "and names the capability"
+for bad in 'home: tmp/x|absolute path' 'home: /|root or its scratch' 'home: /tmp|root or its scratch' 'home: /proc/x|under /proc'; do
+        printf 'id: badhome\nversion: "1.0.0"\nfilesystem:\n  %s\n' "${bad%%|*}" >"$SBX_TMP/badhome.yaml"
+        run_sbx "${S[@]}" --profile "$SBX_TMP/badhome.yaml" -- /bin/true
+        ok $([ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *"filesystem.home"* && $SBX_ERR == *"${bad#*|}"* ]] && echo 0 || echo 1) \
+                "filesystem.${bad%%|*}: refused naming the key and why ($SBX_ERR)"
+done
+printf 'id: baduser\nversion: "1.0.0"\nuser: "Root Admin"\n' >"$SBX_TMP/baduser.yaml"
+run_sbx "${S[@]}" --profile "$SBX_TMP/baduser.yaml" -- /bin/true
+ok $([ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *"user: \"Root Admin\" is not a user name"* ]] && echo 0 || echo 1) "user: a name /etc/passwd cannot hold is refused ($SBX_ERR)"
+
 # Read-only workspace: readable, not writable.
 ws=$SBX_TMP/ws; mkdir -p "$ws"; echo src >"$ws/file.c"; chmod -R a+rX "$ws"
 run_sbx "${S[@]}" --workspace "$ws" -- /bin/sh -c 'pwd; echo $SANDBOXER_WORKSPACE; cat file.c; echo x > new 2>/dev/null && echo WROTE; echo x >> file.c 2>/dev/null && echo APPENDED; true'

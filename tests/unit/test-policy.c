@@ -335,7 +335,8 @@ static bool profile_strings_same(const sbx_profile *a, const sbx_profile *b) {
                     str_same(a->ws_path, b->ws_path) && str_same(a->ws_mount, b->ws_mount) &&
                     str_same(a->route_strategy, b->route_strategy) &&
                     str_same(a->cost_class, b->cost_class) && str_same(a->latency_class, b->latency_class) &&
-                    str_same(a->cwd, b->cwd) && strv_same(a->egress, b->egress) &&
+                    str_same(a->cwd, b->cwd) && str_same(a->fs_home, b->fs_home) &&
+                    str_same(a->user, b->user) && strv_same(a->egress, b->egress) &&
                     strv_same(a->fs_read, b->fs_read) && strv_same(a->fs_write, b->fs_write) &&
                     strv_same(a->fs_exec, b->fs_exec) && strv_same(a->cmd_allow, b->cmd_allow) &&
                     strv_same(a->cmd_deny, b->cmd_deny) && strv_same(a->secrets, b->secrets) &&
@@ -357,7 +358,7 @@ static bool profile_bytes_same(const sbx_profile *a, const sbx_profile *b) {
         for (size_t i = 0; i < 2; i++) {
                 sbx_profile *p = pv[i];
                 p->id = p->version = p->extends = p->source_file = p->ws_path = p->ws_mount = NULL;
-                p->route_strategy = p->cost_class = p->latency_class = p->cwd = NULL;
+                p->route_strategy = p->cost_class = p->latency_class = p->cwd = p->fs_home = p->user = NULL;
                 p->egress = p->fs_read = p->fs_write = p->fs_exec = p->cmd_allow = p->cmd_deny = NULL;
                 p->secrets = p->placement_prefer = p->placement_fallback = p->route_fallback = NULL;
                 p->route_constraints = NULL;
@@ -418,12 +419,12 @@ static void test_snapshot(void) {
 static void test_builtins(void) {
         const char *const *ids = sbx_builtin_profile_ids();
         const char *want[] = {"profile.default", "profile.python", "profile.python-nofork", "profile.skill",
-                "profile.build", "profile.agent-dev"};
+                "profile.build", "profile.agent-dev", "profile.e2b", "profile.daytona"};
         size_t n = 0;
 
         for (; ids[n]; n++)
                 ;
-        is_int(n, 6, "six built-in profiles");
+        is_int(n, 8, "eight built-in profiles");
         for (size_t i = 0; i < ELEMENTSOF(want); i++) {
                 _cleanup_(sbx_profile_freep) sbx_profile *p = NULL;
                 sbx_error e = {};
@@ -468,6 +469,15 @@ static void test_builtins(void) {
                         "agent-dev: rw workspace, 24h ttl");
         else
                 skip(1, "agent-dev did not load");
+        _cleanup_(sbx_profile_freep) sbx_profile *eb = NULL, *dy = NULL;
+        if (sbx_profile_load("profile.e2b", &eb, &e) == 0 &&
+                sbx_profile_load("profile.daytona", &dy, &e) == 0)
+                ok(streq(eb->fs_home, "/home/user") && streq(eb->user, "user") && eb->allow_spawn &&
+                                !eb->net_allow && streq(dy->fs_home, "/home/daytona") &&
+                                streq(dy->user, "daytona"),
+                        "e2b, daytona: a home where their SDKs look, uid 1000 named as they name it");
+        else
+                ok(false, "e2b and daytona load: %s", fmt(&e));
         if (sbx_profile_load("profile.default", &df, &e) == 0)
                 ok(df->level == SBX_LEVEL_CONTAINER && df->backend == SBX_BACKEND_AUTO &&
                                 strv_length(df->fs_read) == 8,

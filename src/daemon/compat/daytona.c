@@ -73,7 +73,7 @@ static void toolbox_url(cx_req *rq, char *buf, size_t size) {
 static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
         const json_t *lim = json_object_get(rec, "limits");
         const char *id = json_string_value(json_object_get(rec, "id")) ?: "";
-        const char *profile = json_string_value(json_object_get(rec, "profile")) ?: "profile.default";
+        const char *profile = json_string_value(json_object_get(rec, "profile")) ?: "profile.daytona";
         char created[40], updated[40], expires[40], tb[512];
         iso_time(cx_record_ms(rec, "created_at"), created);
         iso_time(cx_record_ms(rec, "updated_at"), updated);
@@ -94,7 +94,8 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
         json_t *j = json_pack(
                 "{s:s, s:s, s:s, s:s, s:s, s:o, s:O, s:b, s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
                 "id", id, "organizationId", json_string_value(json_object_get(rec, "tenant")) ?: "default",
-                "name", id, "snapshot", profile, "user", "sandbox", "env", envj, "labels",
+                "name", id, "snapshot", profile, "user",
+                streq(profile, "profile.daytona") ? "daytona" : "sandbox", "env", envj, "labels",
                 md ? md : json_object(), "public", 0, "networkBlockAll", 1, "target", "local", "state",
                 state_of(rec), "desiredState", streq(state_of(rec), "destroyed") ? "destroyed" : "started",
                 "createdAt", created, "updatedAt", updated, "autoDestroyAt", expires, "toolboxProxyUrl", tb,
@@ -126,7 +127,7 @@ static void op_create(cx_req *rq) {
                *ja = json_object_get(body, "autoStopInterval");
         char pb[256];
         const char *snap = json_string_value(js);
-        const char *profile = !snap || !*snap ? "profile.default"
+        const char *profile = !snap || !*snap || streq(snap, "default") ? "profile.daytona"
                               : strncmp(snap, "profile.", 8) == 0
                                       ? snap
                                       : (snprintf(pb, sizeof pb, "profile.%s", snap), pb);
@@ -347,7 +348,8 @@ typedef struct box {
         const char *id;
         json_t *rec;
         char **env;
-        const char *scratch;
+        const char *scratch; /* its home (filesystem.home), else its scratch */
+        const char *const *homes; /* what stands for it without a home of its own */
 } box;
 
 static unsigned run(
@@ -384,7 +386,7 @@ static void execute(box *b) {
                 goto out;
         }
         if (json_is_string(jcwd) && json_string_length(jcwd) &&
-                !(cwd = cx_path(json_string_value(jcwd), b->scratch, homes))) {
+                !(cwd = cx_path(json_string_value(jcwd), b->scratch, b->homes))) {
                 err(rq, 400, "cwd: not a usable path");
                 goto out;
         }
@@ -451,7 +453,7 @@ static void bulk_upload(box *b) {
                                         parts[j].data);
                                 break;
                         }
-                _cleanup_free_ char *p = cx_path(dest[0] ? dest : parts[i].filename, b->scratch, homes);
+                _cleanup_free_ char *p = cx_path(dest[0] ? dest : parts[i].filename, b->scratch, b->homes);
                 json_t *e = NULL;
                 unsigned code = p ? file_put(b, p, parts[i].data, parts[i].len, &e) : 400;
                 if (code != 200) {
@@ -496,7 +498,7 @@ static void bulk_download(box *b) {
                 const char *src = json_string_value(jp);
                 if (!src)
                         continue;
-                _cleanup_free_ char *p = cx_path(src, b->scratch, homes);
+                _cleanup_free_ char *p = cx_path(src, b->scratch, b->homes);
                 sbx_mgr_reply rp = {.stream_fd = -1};
                 unsigned code = p ? file_get(b, p, &rp) : 400;
                 /* the path as the client gave it, at most 4000 bytes of it (a usable one is no
@@ -626,10 +628,12 @@ static void toolbox(cx_req *rq, const char *path) {
         if (!(b.rec = record(rq, id, true)))
                 return;
         (void) cx_box_get(rq->m, id, NULL, NULL, &b.env);
-        b.scratch = json_string_value(json_object_get(b.rec, "scratch")) ?: "/tmp";
+        const char *home = json_string_value(json_object_get(b.rec, "home"));
+        b.scratch = home ?: json_string_value(json_object_get(b.rec, "scratch")) ?: "/tmp";
+        b.homes = home ? NULL : homes;
         bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"),
              del = streq(rq->method, "DELETE");
-        _cleanup_free_ char *p = cx_path(cx_query(rq, "path"), b.scratch, homes);
+        _cleanup_free_ char *p = cx_path(cx_query(rq, "path"), b.scratch, b.homes);
         if (streq(op, "/process/execute") && post)
                 execute(&b);
         else if (streq(op, "/files/bulk-upload") && post)
@@ -665,8 +669,8 @@ static void toolbox(cx_req *rq, const char *path) {
                 const char *mode = cx_query(rq, "mode");
                 files_cmd(&b, "mkdir -p -m \"$2\" -- \"$1\"", p, mode && *mode ? mode : "755", false, false);
         } else if (streq(op, "/files/move") && post) {
-                _cleanup_free_ char *src = cx_path(cx_query(rq, "source"), b.scratch, homes);
-                _cleanup_free_ char *dst = cx_path(cx_query(rq, "destination"), b.scratch, homes);
+                _cleanup_free_ char *src = cx_path(cx_query(rq, "source"), b.scratch, b.homes);
+                _cleanup_free_ char *dst = cx_path(cx_query(rq, "destination"), b.scratch, b.homes);
                 if (!src || !dst)
                         err(rq, 400, "source and destination: paths are required");
                 else

@@ -120,8 +120,8 @@ void e2b_filesystem(envd *e, const char *method) {
         bool move = streq(method, "Move");
         const char *src = json_string_value(json_object_get(req, move ? "source" : "path"));
         const char *dst = move ? json_string_value(json_object_get(req, "destination")) : NULL;
-        if (!(p1 = cx_path(src, e->scratch, e2b_homes)) ||
-                (move && !(p2 = cx_path(dst, e->scratch, e2b_homes)))) {
+        if (!(p1 = cx_path(src, e->scratch, e->homes)) ||
+                (move && !(p2 = cx_path(dst, e->scratch, e->homes)))) {
                 e2b_rpc_err(rq, "invalid_argument",
                         "%s: an absolute path, or one relative to the home directory, is required",
                         move ? "source and destination" : "path");
@@ -186,7 +186,7 @@ void e2b_files(envd *e) {
         cx_req *rq = e->rq;
         const char *qpath = cx_query(rq, "path");
         if (streq(rq->method, "GET")) {
-                _cleanup_free_ char *p = cx_path(qpath, e->scratch, e2b_homes);
+                _cleanup_free_ char *p = cx_path(qpath, e->scratch, e->homes);
                 if (!p) {
                         e2b_api_err(rq, 400, "path: a file path is required");
                         return;
@@ -222,7 +222,7 @@ void e2b_files(envd *e) {
                         if (!streq(parts[i].name, "file"))
                                 continue;
                         _cleanup_free_ char *p =
-                                cx_path(qpath ? qpath : parts[i].filename, e->scratch, e2b_homes);
+                                cx_path(qpath ? qpath : parts[i].filename, e->scratch, e->homes);
                         if (!p) {
                                 code = 400;
                                 err = json_pack("{s:{s:s}}", "error", "message",
@@ -236,7 +236,7 @@ void e2b_files(envd *e) {
                 free(parts);
         } else if (ctype && strncasecmp(ctype, "application/octet-stream", 24) == 0) {
                 const char *enc = cx_header(rq, "Content-Encoding");
-                _cleanup_free_ char *p = cx_path(qpath, e->scratch, e2b_homes);
+                _cleanup_free_ char *p = cx_path(qpath, e->scratch, e->homes);
                 if (enc && strcasecmp(enc, "identity") != 0) {
                         code = 400;
                         err = json_pack("{s:{s:s}}", "error", "message",

@@ -30,7 +30,10 @@ typedef struct envd {
         const char *sandbox;
         json_t *rec; /* the live record */
         char **env; /* the sandbox-wide environment */
+        /* where relative and ~ paths go: its home (filesystem.home), else its scratch; and the
+         * homes E2B names that stand for it when it has none of its own */
         const char *scratch;
+        const char *const *homes;
 } envd;
 
 /* The JSON message of a Connect request: plain (unary) or in one envelope (streaming). */

@@ -277,7 +277,7 @@ void e2b_process_start(envd *e) {
                         k++;
         }
         if (json_is_string(jcwd) && json_string_length(jcwd) &&
-                !(cwd = cx_path(json_string_value(jcwd), e->scratch, e2b_homes))) {
+                !(cwd = cx_path(json_string_value(jcwd), e->scratch, e->homes))) {
                 e2b_rpc_err(rq, "invalid_argument", "process.cwd: not a usable path");
                 goto out;
         }

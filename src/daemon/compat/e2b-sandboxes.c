@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "basic/macro.h"
+#include "basic/strv.h"
 #include "daemon/compat/compat.h"
 #include "daemon/compat/e2b-internal.h"
 
@@ -16,9 +17,14 @@
 
 /* ---- the control plane ---------------------------------------------------------------------- */
 
+/* E2B's own templates are profile.e2b (a home at /home/user, a shell that starts interpreters);
+ * any other templateID names a sandboxer profile. */
+static const char *const e2b_templates[] = {
+        "base", "python", "code-interpreter", "code-interpreter-v1", NULL};
+
 static const char *profile_of(const char *templ, char *buf, size_t size) {
-        if (!templ || !*templ || streq(templ, "base"))
-                return "profile.default";
+        if (!templ || !*templ || strv_contains((char **) e2b_templates, templ))
+                return "profile.e2b";
         if (strncmp(templ, "profile.", 8) == 0)
                 return templ;
         snprintf(buf, size, "profile.%s", templ);
@@ -26,8 +32,8 @@ static const char *profile_of(const char *templ, char *buf, size_t size) {
 }
 
 static const char *template_of(const json_t *rec, char *buf, size_t size) {
-        const char *p = json_string_value(json_object_get(rec, "profile")) ?: "profile.default";
-        if (streq(p, "profile.default"))
+        const char *p = json_string_value(json_object_get(rec, "profile")) ?: "profile.e2b";
+        if (streq(p, "profile.e2b"))
                 return "base";
         snprintf(buf, size, "%s", strncmp(p, "profile.", 8) == 0 ? p + 8 : p);
         return buf;

@@ -137,7 +137,11 @@ static void envd_handle(cx_req *rq, const char *sandbox) {
                         e2b_api_err(rq, 502, "sandbox %s is not running", sandbox);
                 goto out;
         }
-        e.scratch = json_string_value(json_object_get(e.rec, "scratch")) ?: "/tmp";
+        /* a home of its own (profile.e2b: /home/user) is where E2B's paths are; without one,
+         * /home/user stands for the scratch */
+        const char *home = json_string_value(json_object_get(e.rec, "home"));
+        e.scratch = home ?: json_string_value(json_object_get(e.rec, "scratch")) ?: "/tmp";
+        e.homes = home ? NULL : e2b_homes;
         if (health)
                 cx_respond(rq, 204, NULL, "", 0);
         else if (streq(path, "/files"))

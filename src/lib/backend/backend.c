@@ -32,6 +32,7 @@ static const char *const cap_names[_SBX_CAP_MAX] = {
         [SBX_CAP_WORKSPACE_RO] = "workspace.ro",
         [SBX_CAP_WORKSPACE_RW] = "workspace.rw",
         [SBX_CAP_SCRATCH] = "scratch",
+        [SBX_CAP_HOME] = "home",
         [SBX_CAP_NET_DENY] = "net.deny",
         [SBX_CAP_NET_LOOPBACK] = "net.loopback",
         [SBX_CAP_NET_HOST] = "net.host",
@@ -142,6 +143,8 @@ sbx_cap sbx_backend_caps_missing(const sbx_backend *b, const sbx_config *cfg) {
                 need |= CAP(SBX_CAP_NET_LOOPBACK);
         if (pr->fs_write && pr->fs_write[0])
                 need |= CAP(SBX_CAP_FS_WRITE_PATHS);
+        if (pr->fs_home)
+                need |= CAP(SBX_CAP_HOME);
         /* process.commands strict is enforced with Landlock execute rights too. */
         if (pr->fs_exec_set || pr->cmd_mode == SBX_CMD_MODE_STRICT)
                 need |= CAP(SBX_CAP_FS_EXEC_RULES);

@@ -38,6 +38,7 @@ typedef enum sbx_cap {
         SBX_CAP_WORKSPACE_RO,
         SBX_CAP_WORKSPACE_RW,
         SBX_CAP_SCRATCH, /* a fresh private TMPDIR/HOME, gone after the run */
+        SBX_CAP_HOME, /* filesystem.home: a writable home at a path of its own, HOME there */
         SBX_CAP_NET_DENY, /* no route out of the sandbox */
         SBX_CAP_NET_LOOPBACK, /* a loopback of the sandbox's own */
         SBX_CAP_NET_HOST, /* network.default: allow (the host network shared) */

@@ -327,6 +327,8 @@ static const sbx_cap_decl bwrap_caps[_SBX_CAP_MAX] = {
                 "--bind at workspace.mount; as root only a workspace owned by run_as (no idmapped "
                 "mounts in bubblewrap)"},
         [SBX_CAP_SCRATCH] = {true, "bubblewrap tmpfs at /tmp"},
+        [SBX_CAP_HOME] = {false, "not implemented: bubblewrap binds host paths only, and a home of its own "
+                                 "would be a second tmpfs outside scratch_mb; use --backend native"},
         [SBX_CAP_NET_DENY] = {true, "--unshare-net: an empty network namespace"},
         [SBX_CAP_NET_LOOPBACK] = {true, "bubblewrap brings up lo in the new network namespace"},
         [SBX_CAP_NET_HOST] = {true, "--share-net when the policy allows host network"},

@@ -29,7 +29,8 @@ int sbx_backend_open_init(sbx_error *e);
 bool sbx_path_covered(char *const *list, const char *p);
 bool sbx_backend_exec_allowed(const sbx_profile *pr, const char *path);
 
-/* TMPDIR and HOME (= scratch unless the profile sets HOME), PATH, LANG, the profile's env and
+/* TMPDIR and HOME (filesystem.home, else scratch, unless the profile's env sets HOME), PATH, LANG,
+ * the profile's env and
  * SANDBOXER_WORKSPACE (ws_visible, NULL when there is none). Nothing else. */
 int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret);
 

@@ -1031,6 +1031,8 @@ static const sbx_cap_decl docker_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_WORKSPACE_RW] = {true,
                 "Mounts type bind at workspace.mount; only a workspace owned by run_as (no idmapped mount)"},
         [SBX_CAP_SCRATCH] = {true, "Tmpfs at /tmp"},
+        [SBX_CAP_HOME] = {false,
+                "not implemented: a home would be a second tmpfs outside scratch_mb; use --backend native"},
         [SBX_CAP_NET_DENY] = {true, "NetworkMode none: a network namespace with loopback only"},
         [SBX_CAP_NET_LOOPBACK] = {true, "NetworkMode none brings up lo in the container's namespace"},
         [SBX_CAP_NET_HOST] = {true, "NetworkMode host when the policy allows host network"},

@@ -396,6 +396,8 @@ static const sbx_cap_decl firejail_caps[_SBX_CAP_MAX] = {
                 "under --read-only=/ only root may make a path writable again; use --backend "
                 "native or bwrap"},
         [SBX_CAP_SCRATCH] = {true, "--private-tmp (a tmpfs at /tmp)"},
+        [SBX_CAP_HOME] = {false, "not implemented: firejail has no way to put a directory of its "
+                                 "--private-tmp at another path; use --backend native"},
         [SBX_CAP_NET_DENY] = {true, "--net=none"},
         [SBX_CAP_NET_LOOPBACK] = {true, "lo in firejail's network namespace"},
         [SBX_CAP_NET_HOST] = {true, "no --net option when the policy allows host network"},

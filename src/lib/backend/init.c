@@ -46,7 +46,8 @@ int sbx_backend_open_init(sbx_error *e) {
 
 int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret) {
         _cleanup_strv_free_ char **env = NULL;
-        const char *home = scratch, *path = SBX_DEFAULT_PATH, *lang = "C.UTF-8";
+        const char *home = cfg->profile->fs_home ? cfg->profile->fs_home : scratch, *path = SBX_DEFAULT_PATH,
+                   *lang = "C.UTF-8";
         for (size_t i = 0; i < cfg->n_env; i++) {
                 if (streq(cfg->env[i].name, "HOME"))
                         home = cfg->env[i].value;

@@ -286,6 +286,8 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_SCRATCH] = {true,
                 "a per-run directory under the runtime dir (as root a tmpfs, its mount point in "
                 "/dev/shm/sandboxer where the runtime dir is on disk)"},
+        [SBX_CAP_HOME] = {false, "no mount namespace: the sandbox sees the host's paths, and a home at "
+                                 "/home/user would be the host's; use --backend native"},
         [SBX_CAP_NET_DENY] = {true,
                 "seccomp: no socket() of any family (socketpair only), no connect or bind; Landlock: "
                 "TCP bind/connect denied"},

@@ -33,6 +33,8 @@
 #define SANDBOX_GID SBX_SANDBOX_GID
 #define SANDBOX_HOSTNAME "sandbox"
 #define SCRATCH_DIR "/tmp"
+/* filesystem.home's directory: in scratch (its size counts in scratch_mb), bound at the home */
+#define HOME_DIR SCRATCH_DIR "/.home"
 
 /* One bind of the run plan into the mount plan (a missing one is only reported). */
 static int add_bind(sbx_mount_plan *plan, sbx_report *rep, const sbx_plan_bind *b, sbx_error *e) {
@@ -86,6 +88,17 @@ static int build_mounts(const sbx_config *cfg, const sbx_run_plan *rp, const sbx
         if ((r = sbx_mount_plan_add(
                      plan, SBX_MOP_TMPFS, "tmpfs", SCRATCH_DIR, opts, strlen(opts), true, true, 0)) < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
+
+        /* The home: a directory of scratch, bound at filesystem.home (mount point made in the
+         * root tmpfs; a home under a read-only bind fails there, naming it). */
+        if (rp->home) {
+                (void) sbx_report_add_mount(rep, HOME_DIR, rp->home, "home");
+                if ((r = sbx_mount_plan_add(
+                             plan, SBX_MOP_MKDIR, NULL, HOME_DIR, NULL, 0, false, true, 0755)) < 0 ||
+                        (r = sbx_mount_plan_add(
+                                 plan, SBX_MOP_BIND_NEW, HOME_DIR, rp->home, NULL, 0, true, true, 0)) < 0)
+                        return sbx_error_set(e, r, "mount plan", "out of memory");
+        }
 
         /* Secrets: files on a tmpfs of their own, read-only once written, never in the
          * environment. The report names the mount, not the contents. */
@@ -184,10 +197,16 @@ static int build_mounts(const sbx_config *cfg, const sbx_run_plan *rp, const sbx
         if (r < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
 
+        /* uid 1000 by the profile's name for it (user), at home there (filesystem.home, else
+         * scratch) */
         bool etc_bound = sbx_path_covered(rp->reads, "/etc");
-        static const char passwd[] = "sandbox:x:1000:1000:sandbox:" SCRATCH_DIR ":/bin/sh\n"
-                                     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-        static const char group[] = "sandbox:x:1000:\nnogroup:x:65534:\n";
+        const char *user = cfg->profile->user ? cfg->profile->user : "sandbox";
+        char passwd[512], group[256];
+        snprintf(passwd, sizeof passwd,
+                "%s:x:1000:1000:%s:%s:/bin/sh\n"
+                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                user, user, rp->home ? rp->home : SCRATCH_DIR);
+        snprintf(group, sizeof group, "%s:x:1000:\nnogroup:x:65534:\n", user);
         if ((r = add_generated(plan, "/etc/passwd", passwd, etc_bound)) < 0 ||
                 (r = add_generated(plan, "/etc/group", group, etc_bound)) < 0 ||
                 (r = add_generated(plan, "/etc/hostname", SANDBOX_HOSTNAME "\n", etc_bound)) < 0)
@@ -325,13 +344,18 @@ static int native_run(
 
         /* The read-only workspace is an overlay: its files are the overlay's, not the host
          * inodes the parent's rule names, so it gets its rule inside, once mounted. */
-        sbx_spawn_path_rule rules[ELEMENTSOF(inside_rules) + 1];
+        sbx_spawn_path_rule rules[ELEMENTSOF(inside_rules) + 2];
         size_t n_rules = ELEMENTSOF(inside_rules);
         memcpy(rules, inside_rules, sizeof inside_rules);
         /* process.commands strict: nothing written in scratch may run either */
         for (size_t i = 0; i < n_rules; i++)
                 if (pr->cmd_mode == SBX_CMD_MODE_STRICT)
                         rules[i].access &= ~(unsigned) SBX_LL_EXEC;
+        /* the home is a bind of scratch: Landlock walks it from its own mount, not from /tmp */
+        if (rp.home)
+                rules[n_rules++] = (sbx_spawn_path_rule){rp.home,
+                        SBX_LL_READ | SBX_LL_WRITE | (pr->cmd_mode == SBX_CMD_MODE_STRICT ? 0 : SBX_LL_EXEC),
+                        false};
         if (rp.ws == SBX_ACCESS_RO && !rp.root)
                 rules[n_rules++] = (sbx_spawn_path_rule){rp.ws_target,
                         SBX_LL_READ | (sbx_backend_exec_allowed(pr, rp.ws_target) ? SBX_LL_EXEC : 0), false};
@@ -380,7 +404,8 @@ static int native_run(
                 rep, "user", "uid %u inside, host uid %u", SANDBOX_UID, (unsigned) sp.uid_outside);
 
         _cleanup_strv_free_ char **writable = NULL;
-        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, rp.ws_rw, &writable) < 0)
+        if (sbx_backend_writable_set(cfg, SCRATCH_DIR, rp.ws_rw, &writable) < 0 ||
+                (rp.home && strv_extend(&writable, rp.home) < 0))
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }
@@ -399,6 +424,8 @@ static const sbx_cap_decl native_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_WORKSPACE_RW] = {true,
                 "bind at workspace.mount (idmapped as root: writes land as the owner's)"},
         [SBX_CAP_SCRATCH] = {true, "tmpfs at /tmp"},
+        [SBX_CAP_HOME] = {true, "a directory of the /tmp tmpfs bound at filesystem.home (in scratch_mb), "
+                                "HOME and the default cwd"},
         [SBX_CAP_NET_DENY] = {true,
                 "an empty network namespace; Landlock TCP rules and seccomp when loopback is off"},
         [SBX_CAP_NET_LOOPBACK] = {true, "lo up in the sandbox's own network namespace"},

@@ -238,6 +238,10 @@ _public_ const char *sbx_sandbox_scratch(sbx_sandbox *sb) {
         return NULL;
 }
 
+_public_ const char *sbx_sandbox_home(sbx_sandbox *sb) {
+        return sb->cfg && sb->cfg->profile ? sb->cfg->profile->fs_home : NULL;
+}
+
 _public_ const char *sbx_sandbox_backend(sbx_sandbox *sb) {
         return sb->backend;
 }

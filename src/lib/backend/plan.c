@@ -130,6 +130,7 @@ int sbx_run_plan_make(const sbx_config *cfg, const sbx_plan_traits *t, sbx_run_p
         ret->output_bytes = sbx_limit_bytes(lim, SBX_LIMIT_OUTPUT_MB);
         ret->pids = (uint64_t) lim->value[SBX_LIMIT_PIDS];
         ret->cpus = lim->value[SBX_LIMIT_CPUS];
+        ret->home = cfg->profile->fs_home;
 
         int r = plan_workspace(cfg, t, ret, e);
         if (r < 0)
@@ -151,7 +152,7 @@ void sbx_run_plan_done(sbx_run_plan *p) {
 }
 
 const char *sbx_run_plan_cwd(const sbx_config *cfg, const sbx_run_plan *p, const char *scratch) {
-        return cfg->cwd ? cfg->cwd : p->ws_path ? p->ws_path : scratch;
+        return cfg->cwd ? cfg->cwd : p->home ? p->home : p->ws_path ? p->ws_path : scratch;
 }
 
 bool sbx_plan_bind_missing(sbx_report *rep, const sbx_plan_bind *b) {

@@ -84,6 +84,10 @@ typedef struct sbx_run_plan {
         size_t n_binds;
         char **reads; /* the sorted read list the binds were resolved against */
 
+        /* filesystem.home: a writable home at this path (the backends that claim the home
+         * capability make it), HOME and the default cwd; NULL: none. */
+        const char *home;
+
         /* Limits, sizes in bytes (0: none). */
         uint64_t memory_bytes, scratch_bytes, output_bytes;
         uint64_t pids;
@@ -96,7 +100,7 @@ typedef struct sbx_run_plan {
 int sbx_run_plan_make(const sbx_config *cfg, const sbx_plan_traits *t, sbx_run_plan *ret, sbx_error *e);
 void sbx_run_plan_done(sbx_run_plan *p);
 
-/* The working directory: the configuration's, else the workspace, else scratch. */
+/* The working directory: the configuration's, else the home, else the workspace, else scratch. */
 const char *sbx_run_plan_cwd(const sbx_config *cfg, const sbx_run_plan *p, const char *scratch);
 
 /* A missing bind into the report ("missing"); true when b is missing (nothing to translate). */

@@ -469,6 +469,8 @@ static const sbx_cap_decl podman_caps[_SBX_CAP_MAX] = {
                 "--mount type=bind at workspace.mount; as root only a workspace owned by run_as (no "
                 "user namespace or idmapped mount here)"},
         [SBX_CAP_SCRATCH] = {true, "--mount type=tmpfs at /tmp"},
+        [SBX_CAP_HOME] = {false,
+                "not implemented: a home would be a second tmpfs outside scratch_mb; use --backend native"},
         [SBX_CAP_NET_DENY] = {true, "--network none: a network namespace with loopback only"},
         [SBX_CAP_NET_LOOPBACK] = {true, "--network none brings up lo in the container's namespace"},
         [SBX_CAP_NET_HOST] = {true, "--network host when the policy allows host network"},

@@ -20,6 +20,8 @@ static const struct {
         B("profile.skill", SBX_BUILTIN_PROFILE_SKILL),
         B("profile.build", SBX_BUILTIN_PROFILE_BUILD),
         B("profile.agent-dev", SBX_BUILTIN_PROFILE_AGENT_DEV),
+        B("profile.e2b", SBX_BUILTIN_PROFILE_E2B),
+        B("profile.daytona", SBX_BUILTIN_PROFILE_DAYTONA),
 #undef B
 };
 
@@ -30,6 +32,8 @@ static const char *const builtin_ids[] = {
         "profile.skill",
         "profile.build",
         "profile.agent-dev",
+        "profile.e2b",
+        "profile.daytona",
         NULL,
 };
 

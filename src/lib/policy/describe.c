@@ -56,6 +56,10 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
                 put_strv(f, p->fs_exec);
         else
                 fputs("null", f);
+        fputs("\n  home: ", f);
+        put_str(f, p->fs_home);
+        fputs("\nuser: ", f);
+        put_str(f, p->user);
         fprintf(f, "\nprocess:\n  allow_spawn: %s\n  allow_exec: %s\n  commands:\n    mode: %s\n    allow: ",
                 bool_str(p->allow_spawn), bool_str(p->allow_exec), sbx_cmd_mode_to_string(p->cmd_mode));
         put_strv(f, p->cmd_allow);
@@ -141,8 +145,12 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
                 put_strv(f, p->fs_exec);
         else
                 fputs("null", f);
+        fputs(", \"home\": ", f);
+        put_str(f, p->fs_home);
+        fputs("}, \"user\": ", f);
+        put_str(f, p->user);
         fprintf(f,
-                "}, \"process\": {\"allow_spawn\": %s, \"allow_exec\": %s, \"commands\": {\"mode\": \"%s\", "
+                ", \"process\": {\"allow_spawn\": %s, \"allow_exec\": %s, \"commands\": {\"mode\": \"%s\", "
                 "\"allow\": ",
                 bool_str(p->allow_spawn), bool_str(p->allow_exec), sbx_cmd_mode_to_string(p->cmd_mode));
         put_strv(f, p->cmd_allow);
@@ -389,7 +397,9 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
         O_VALUE(&o, "write", fsrc(c, SBX_F_FS_WRITE), put_strv(f, p->fs_write));
         O_VALUE(&o, "exec", fsrc(c, SBX_F_FS_EXEC),
                 (p->fs_exec_set ? put_strv(f, p->fs_exec) : (void) fputs("null", f)));
+        O_VALUE(&o, "home", fsrc(c, SBX_F_FS_HOME), put_str(f, p->fs_home));
         o_close(&o);
+        O_VALUE(&o, "user", fsrc(c, SBX_F_USER), put_str(f, p->user));
 
         o_open(&o, "process");
         O_VALUE(&o, "allow_spawn", fsrc(c, SBX_F_ALLOW_SPAWN), fputs(bool_str(p->allow_spawn), f));

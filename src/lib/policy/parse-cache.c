@@ -52,6 +52,8 @@ static const ptr_field profile_ptrs[] = {
         PF(sbx_profile, egress, P_STRV),
         PF(sbx_profile, ws_path, P_STR),
         PF(sbx_profile, ws_mount, P_STR),
+        PF(sbx_profile, fs_home, P_STR),
+        PF(sbx_profile, user, P_STR),
         PF(sbx_profile, fs_read, P_STRV),
         PF(sbx_profile, fs_write, P_STRV),
         PF(sbx_profile, fs_exec, P_STRV),

@@ -160,6 +160,8 @@ typedef enum sbx_field {
         SBX_F_PLACEMENT,
         SBX_F_ROUTE,
         SBX_F_METADATA,
+        SBX_F_FS_HOME,
+        SBX_F_USER,
         _SBX_F_MAX,
         _SBX_F_INVALID = -EINVAL,
 } sbx_field;
@@ -218,7 +220,9 @@ typedef struct sbx_profile {
         sbx_observe observe;
         bool observe_fs_writes;
         bool high_risk;
-        char *cwd; /* default working directory inside; NULL = scratch */
+        char *cwd; /* default working directory inside; NULL = home, else scratch */
+        char *fs_home; /* filesystem.home: a writable home there (in scratch), HOME; NULL = none */
+        char *user; /* the name of uid 1000 inside (default "sandbox") */
         char **route_constraints; /* route.constraints as "key=value" strv (lists joined by ',') */
 
         bool field_set[_SBX_F_MAX]; /* which fields this profile (or its parents) set */

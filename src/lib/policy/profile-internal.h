@@ -44,6 +44,8 @@ typedef enum profile_leaf {
         L_OBSERVE_FS_WRITES,
         L_HIGH_RISK,
         L_CWD,
+        L_FS_HOME,
+        L_USER,
         _L_MAX,
 } profile_leaf;
 

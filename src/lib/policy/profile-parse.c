@@ -202,8 +202,22 @@ static int parse_workspace(yctx *c, yaml_node_t *n, sbx_profile *p) {
         return 0;
 }
 
+/* A path inside the sandbox that the sandbox's own mounts may not cover: '/', /proc, /sys, /dev,
+ * the scratch (/tmp) itself. */
+static int check_inside_path(yctx *c, yaml_node_t *n, const char *key, const char *s) {
+        if (streq(s, "/") || streq(s, "/tmp"))
+                return yerr(c, n, "%s: \"%s\" is the sandbox's root or its scratch (use e.g. /home/user)",
+                        key, s);
+        if (path_is_under(s, "/proc") || path_is_under(s, "/dev") || path_is_under(s, "/sys"))
+                return yerr(c, n,
+                        "%s: \"%s\" is under /proc, /sys or /dev, which the sandbox owns (use e.g. "
+                        "/home/user)",
+                        key, s);
+        return 0;
+}
+
 static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = {"read", "write", "exec"};
+        static const char *const keys[] = {"read", "write", "exec", "home"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -236,7 +250,35 @@ static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 }
                 profile_set_leaf(p, L_FS_EXEC);
         }
+        if (v[3]) {
+                char *s = NULL;
+                r = yget_string_or_null(
+                        c, v[3], "filesystem.home", "an absolute path inside the sandbox (or null)", &s);
+                if (r >= 0 && s)
+                        r = ycheck_abs_path(c, v[3], "filesystem.home", &s);
+                if (r >= 0 && s)
+                        r = check_inside_path(c, v[3], "filesystem.home", s);
+                if (r < 0) {
+                        free(s);
+                        return r;
+                }
+                free(p->fs_home);
+                p->fs_home = s;
+                profile_set_leaf(p, L_FS_HOME);
+        }
         return 0;
+}
+
+/* user: the name of uid 1000 inside, as /etc/passwd spells names (a letter or '_', then letters,
+ * digits, '_' or '-'; at most 32). */
+static bool valid_user(const char *s) {
+        size_t n = strlen(s);
+        if (n == 0 || n > 32 || !((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
+                        return false;
+        return true;
 }
 
 static int parse_commands(yctx *c, yaml_node_t *n, sbx_profile *p) {
@@ -562,6 +604,7 @@ enum {
         K_OBSERVE,
         K_HIGH_RISK,
         K_CWD,
+        K_USER,
         K_DATA,
         _K_MAX,
 };
@@ -586,6 +629,7 @@ static const char *const top_keys[_K_MAX] = {
         [K_OBSERVE] = "observe",
         [K_HIGH_RISK] = "high_risk",
         [K_CWD] = "cwd",
+        [K_USER] = "user",
         [K_DATA] = "data",
 };
 
@@ -731,6 +775,23 @@ static int parse_doc(yctx *c, sbx_profile *p) {
                 free(p->cwd);
                 p->cwd = s;
                 profile_set_leaf(p, L_CWD);
+        }
+        if (v[K_USER]) {
+                char *s = NULL;
+                r = yget_string(c, v[K_USER], "user", "a user name ([a-z_][a-z0-9_-]*, at most 32)", &s);
+                if (r >= 0 && !valid_user(s))
+                        r = yerr(c, v[K_USER],
+                                "user: \"%s\" is not a user name (a lower-case letter or '_', then letters, "
+                                "digits, "
+                                "'_' or '-'; at most 32)",
+                                s);
+                if (r < 0) {
+                        free(s);
+                        return r;
+                }
+                free(p->user);
+                p->user = s;
+                profile_set_leaf(p, L_USER);
         }
         return 0;
 }

@@ -40,6 +40,8 @@ static const sbx_field leaf_field[_L_MAX] = {
         [L_OBSERVE_FS_WRITES] = SBX_F_OBSERVE,
         [L_HIGH_RISK] = SBX_F_HIGH_RISK,
         [L_CWD] = SBX_F_CWD,
+        [L_FS_HOME] = SBX_F_FS_HOME,
+        [L_USER] = SBX_F_USER,
 };
 
 void profile_set_leaf(sbx_profile *p, profile_leaf l) {
@@ -95,6 +97,8 @@ sbx_profile *sbx_profile_free(sbx_profile *p) {
         free(p->cost_class);
         free(p->latency_class);
         free(p->cwd);
+        free(p->fs_home);
+        free(p->user);
         free(p);
         return NULL;
 }
@@ -147,7 +151,8 @@ int profile_new_default(sbx_profile **ret) {
         p->route_strategy = strdup("prefer-self-hosted");
         p->cost_class = strdup("self-hosted");
         p->latency_class = strdup("standard");
-        if (!p->ws_mount || !p->route_strategy || !p->cost_class || !p->latency_class)
+        p->user = strdup("sandbox");
+        if (!p->ws_mount || !p->route_strategy || !p->cost_class || !p->latency_class || !p->user)
                 return -ENOMEM;
         for (size_t i = 0; i < ELEMENTSOF(default_read); i++) {
                 r = strv_extend(&p->fs_read, default_read[i]);
@@ -203,6 +208,8 @@ int profile_inherit(sbx_profile *child, sbx_profile *parent) {
                 {L_COST_CLASS, offsetof(sbx_profile, cost_class)},
                 {L_LATENCY_CLASS, offsetof(sbx_profile, latency_class)},
                 {L_CWD, offsetof(sbx_profile, cwd)},
+                {L_FS_HOME, offsetof(sbx_profile, fs_home)},
+                {L_USER, offsetof(sbx_profile, user)},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(ptr_leaves); i++)

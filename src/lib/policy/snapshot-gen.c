@@ -145,6 +145,8 @@ static void put_profile(FILE *f, const char *fn, const sbx_profile *p) {
         SCALAR(f, p, observe_fs_writes, "%d", int);
         SCALAR(f, p, high_risk, "%d", int);
         field_str(f, "cwd", p->cwd);
+        field_str(f, "fs_home", p->fs_home);
+        field_str(f, "user", p->user);
         field_strv(f, "route_constraints", p->route_constraints);
         for (int i = 0; i < _SBX_F_MAX; i++)
                 if (p->field_set[i])

@@ -358,6 +358,7 @@ static void write_config(jsonw *w, const sbx_report *r) {
                         write_strv(w, p->fs_exec);
                 else
                         jsonw_null(w);
+                jsonw_kv_string(w, "home", p->fs_home);
                 jsonw_end_object(w);
         } else
                 jsonw_null(w);

@@ -4,7 +4,7 @@
  * number the other does not know.
  *
  * Start: the server spawns the supervisor with the descriptors below and reads one line from
- * SBX_SV_FD_READY: "ready INIT_PID SUPERVISOR_PID BACKEND SCRATCH" (SBX_SV_READY_FMT; "-" for an
+ * SBX_SV_FD_READY: "ready INIT_PID SUPERVISOR_PID BACKEND SCRATCH HOME" (SBX_SV_READY_FMT; "-" for an
  * empty field) once the sandbox runs, or "error SENTENCE" (SBX_SV_ERROR_PREFIX) when it could
  * not start.
  *
@@ -28,7 +28,7 @@
 #define SBX_SV_STR_(x) #x
 #define SBX_SV_STR(x) SBX_SV_STR_(x) /* "3" for SBX_SV_FD_READY, in an argv */
 
-#define SBX_SV_READY_FMT "ready %d %d %s %s\n"
+#define SBX_SV_READY_FMT "ready %d %d %s %s %s\n"
 #define SBX_SV_ERROR_PREFIX "error "
 
 #define SBX_SV_REQ_MAX (256 * 1024)
