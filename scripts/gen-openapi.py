@@ -40,6 +40,9 @@ record = {"type": "object", "required": ["id", "state", "reason", "profile", "ba
               "execs": {"type": "integer", "minimum": 0},
               "limits": limits,
               "scratch": {"type": "string", "nullable": True},
+              "home": {"type": "string", "nullable": True,
+                       "description": "the profile's filesystem.home: the sandbox's home directory, where HOME and "
+                                      "the default cwd point; null without one"},
               "workspace": {"type": "string", "nullable": True}}}
 report = {"type": "object", "description": "The run report, schema sandboxer.report/v1 (docs/report.schema.json)",
           "required": ["schema", "id", "status", "exit", "violations", "usage"],

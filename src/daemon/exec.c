@@ -685,16 +685,31 @@ int sbx_mgr_exec_signal(
         if (!b)
                 return -ENOENT;
         int r = -ESRCH;
-        int fd = mgr_sv_connect(b);
-        if (fd >= 0) {
+        /* An exec this server started is in b->running from before its request reaches the
+         * supervisor: one signalled right after its start (a kill racing its launch) is asked for
+         * again until the supervisor knows it (its start is then under way: at most a second) or it
+         * has ended. */
+        for (int attempt = 0; attempt < 200; attempt++) {
+                int fd = mgr_sv_connect(b);
+                if (fd < 0)
+                        break;
                 json_t *req = json_pack(
                         "{s:s, s:s, s:i}", "op", SBX_SV_OP_SIGNAL, "exec_id", exec_id, "signal", sig);
                 json_t *ans = mgr_sv_send(fd, req, NULL, 0) >= 0 ? mgr_sv_recv(fd, 5000) : NULL;
-                if (ans && json_is_true(json_object_get(ans, "ok")))
-                        r = 0;
+                bool ok = ans && json_is_true(json_object_get(ans, "ok"));
                 json_decref(req);
                 json_decref(ans);
                 close(fd);
+                if (ok) {
+                        r = 0;
+                        break;
+                }
+                pthread_mutex_lock(&m->lock);
+                bool running = b->running && json_object_get(b->running, exec_id);
+                pthread_mutex_unlock(&m->lock);
+                if (!running)
+                        break;
+                (void) nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
         }
         mgr_box_put(m, b);
         return r;

@@ -296,6 +296,17 @@ static const struct route {
         {"/v1/profiles", get_profiles},
 };
 
+/* A path some surface serves: the native API (/v1/...) and the routes above. (E2B's and Daytona's
+ * take theirs before this is asked.) */
+static bool known_path(const char *url) {
+        if (streq(url, "/v1") || strncmp(url, "/v1/", 4) == 0)
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(routes); i++)
+                if (streq(url, routes[i].path))
+                        return true;
+        return false;
+}
+
 static void log_request(listener *l, const char *method, const char *url, unsigned code, const actor *a) {
         char scode[16], who[160];
         snprintf(scode, sizeof scode, "%u", code);
@@ -447,6 +458,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                                 atomic_fetch_add(&l->srv->codes[ccode], 1);
                         return ret;
                 }
+        }
+        /* A path no surface serves is not found, whoever asks: answering 401 there would send an
+         * SDK's user to check their credentials for an endpoint that does not exist. */
+        if (code && !known_path(url)) {
+                snprintf(buf, sizeof buf,
+                        "no such endpoint: %s %.400s (sandboxer serves /v1/..., E2B's /sandboxes, Daytona's "
+                        "/api/...)",
+                        method, url);
+                log_request(l, method, url, MHD_HTTP_NOT_FOUND, &a);
+                return respond_error(l, c, MHD_HTTP_NOT_FOUND, "not_found", buf, NULL, NULL);
         }
         if (code) {
                 log_request(l, method, url, code, &a);

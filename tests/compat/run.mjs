@@ -122,6 +122,20 @@ if (sbx) {
     await throws('e2b: wait on a killed command raises CommandExitError', () => h.wait(), (e) => e instanceof CommandExitError);
     is(await sbx.commands.kill(h.pid), false, 'e2b: killing it again answers false (not found)');
   });
+  await step('e2b: kill right after start', async () => {
+    const wrong = [];
+    for (let i = 0; i < 200; i++) {
+      const h = await sbx.commands.run('sleep 30', { background: true });
+      if ((await h.kill()) !== true) wrong.push(i);
+    }
+    is(wrong, [], 'e2b: 200 times start then kill at once: every kill answers true');
+    let left = -1;
+    for (let t = 0; t < 50 && left !== 0; t++) {
+      left = (await sbx.commands.list()).filter((p) => p.args.includes('sleep 30')).length;
+      if (left) await new Promise((r) => setTimeout(r, 100));
+    }
+    is(left, 0, 'e2b: and none of them is left running (within 5 s)');
+  });
   await step('e2b: background + wait', async () => {
     const h = await sbx.commands.run('sleep 0.3; echo done', { background: true });
     is((await h.wait()).stdout, 'done\n', 'e2b: wait on a background command gives its result');
@@ -162,6 +176,16 @@ if (sbx) {
     is(moved.path, '/tmp/made/moved.txt', 'e2b: rename');
     await sbx.files.remove('/tmp/made');
     is(await sbx.files.exists('/tmp/made/moved.txt'), false, 'e2b: remove');
+  });
+  await step('e2b: honest answers', async () => {
+    await throws('e2b: user root is refused, saying the sandbox has no root (not run as uid 1000 quietly)',
+      () => sbx.commands.run('id -u', { user: 'root' }), (e) => /no root/.test(e.message));
+    await throws('e2b: pause is refused as not supported (not 409, which the SDK reads as already paused)',
+      () => sbx.pause(), (e) => /not supported/.test(e.message));
+    const r = await fetch(BASE + '/templates', { headers: { 'X-API-KEY': KEY } });
+    is(r.status, 404, 'e2b: a route sandboxer does not serve answers 404, not 401');
+    const r2 = await fetch(BASE + '/no/such/route');
+    is(r2.status, 404, 'an unknown route answers 404 even without credentials');
   });
   await step('e2b: setTimeout and getInfo', async () => {
     const before = await sbx.getInfo();
@@ -244,6 +268,22 @@ if (ds) {
     is((await ds.fs.downloadFile('/tmp/fold/up2.txt')).toString(), 'daytona bytes', 'daytona: createFolder and moveFiles');
     await ds.fs.deleteFile('/tmp/fold', true);
     is((await ds.fs.listFiles('/tmp')).some((f) => f.name === 'fold'), false, 'daytona: deleteFile');
+  });
+  await step('daytona: file tools', async () => {
+    await ds.fs.uploadFile(Buffer.from('alpha beta\ngamma alpha\n'), '/tmp/tools/a.txt');
+    await ds.fs.uploadFile(Buffer.from('nothing here\n'), '/tmp/tools/sub/b.md');
+    const found = await ds.fs.findFiles('/tmp/tools', 'alpha');
+    is(found.map((m) => [m.file, m.line, m.content]), [['/tmp/tools/a.txt', 1, 'alpha beta'], ['/tmp/tools/a.txt', 2, 'gamma alpha']], 'daytona: findFiles (file, line, content)');
+    is(await ds.fs.findFiles('/tmp/tools', 'zeta'), [], 'daytona: findFiles with no match is empty');
+    is((await ds.fs.searchFiles('/tmp/tools', '*.md')).files, ['/tmp/tools/sub/b.md'], 'daytona: searchFiles by a glob on names');
+    const rr = await ds.fs.replaceInFiles(['/tmp/tools/a.txt', '/tmp/tools/none.txt'], 'alpha', 'omega');
+    is(rr.map((x) => [x.file, x.success]), [['/tmp/tools/a.txt', true], ['/tmp/tools/none.txt', false]], 'daytona: replaceInFiles, a missing file failing alone');
+    is((await ds.fs.downloadFile('/tmp/tools/a.txt')).toString(), 'omega beta\ngamma omega\n', 'daytona: the replacement is in the file');
+    await ds.fs.setFilePermissions('/tmp/tools/a.txt', { mode: '600' });
+    is((await ds.process.executeCommand('stat -c %a /tmp/tools/a.txt')).result, '600\n', 'daytona: setFilePermissions mode');
+    await throws('daytona: setFilePermissions to another owner is refused (one user in the sandbox)',
+      () => ds.fs.setFilePermissions('/tmp/tools/a.txt', { owner: 'root' }), (e) => /one user/.test(e.message));
+    await throws('daytona: a bad mode is refused', () => ds.fs.setFilePermissions('/tmp/tools/a.txt', { mode: 'rwx' }), (e) => /octal/.test(e.message));
   });
   await step('daytona: get, list, autostop', async () => {
     const got = await daytona.get(ds.id);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "basic/macro.h"
+#include "basic/strv.h"
 #include "daemon/compat/compat.h"
 
 static const char *const homes[] = {"/home/daytona", NULL};
@@ -612,6 +613,179 @@ static const char rm_r_script[] = EXISTS "exec rm -rf -- \"$1\"\n";
 static const char rm_script[] = EXISTS "[ -d \"$1\" ] && exec rmdir -- \"$1\"\nexec rm -f -- \"$1\"\n";
 static const char mv_script[] = EXISTS "exec mv -f -T -- \"$1\" \"$2\"\n";
 
+/* ---- the file tools: find in files, search by name, replace, permissions ---------------------- */
+
+static const char find_script[] = EXISTS "exec grep -rnIZ -e \"$2\" -- \"$1\"\n";
+static const char search_script[] = EXISTS "exec find \"$1\" -name \"$2\" -print0\n";
+static const char chmod_script[] = EXISTS "exec chmod -- \"$2\" \"$1\"\n";
+
+/* Run a file tool's script; 0 with r filled when it ran and exited with one of the codes in ok
+ * (bits), else answered (the refusal, 404 for a missing path, the command's error). */
+static unsigned tool_run(
+        box *b, const char *script, const char *a1, const char *a2, unsigned ok, cx_run *r) {
+        cx_req *rq = b->rq;
+        char *argv[] = {(char *) "/bin/sh", (char *) "-c", (char *) script, (char *) "sh", (char *) a1,
+                (char *) a2, NULL};
+        unsigned code = run(b, argv, NULL, NULL, 0, r);
+        if (code)
+                native_err(rq, code, r->refusal);
+        else if (r->exit_code >= 0 && r->exit_code < 32 && (ok & (1u << r->exit_code)))
+                return 0;
+        else if (r->exit_code == 2 && r->err && strstr(r->err, "no such file or directory"))
+                err(rq, 404, "%s: no such file or directory", a1);
+        else
+                err(rq, r->err && strstr(r->err, "ermission denied") ? 403 : 400, "%s",
+                        r->err && *r->err ? r->err
+                        : r->error        ? r->error
+                                          : "failed");
+        cx_run_done(r);
+        return code ? code : 400;
+}
+
+/* GET /files/find?path=&pattern=: the lines of text files below path that match pattern (a
+ * basic regular expression, as grep takes it): [{file, line, content}]. */
+static void find_in_files(box *b, const char *path) {
+        const char *pattern = cx_query(b->rq, "pattern");
+        if (!pattern || !*pattern) {
+                err(b->rq, 400, "pattern: a pattern is required");
+                return;
+        }
+        cx_run r;
+        if (tool_run(b, find_script, path, pattern, 1u << 0 | 1u << 1, &r))
+                return;
+        json_t *l = json_array();
+        /* grep -Z: FILE\0LINE:CONTENT\n */
+        for (const char *p = r.out, *end = r.out + r.out_len; p && p < end;) {
+                const char *nul = memchr(p, 0, (size_t) (end - p));
+                if (!nul)
+                        break;
+                const char *nl = memchr(nul + 1, '\n', (size_t) (end - nul - 1));
+                const char *stop = nl ? nl : end;
+                char *colon = memchr(nul + 1, ':', (size_t) (stop - nul - 1));
+                if (colon) {
+                        json_array_append_new(
+                                l, json_pack("{s:s%, s:I, s:s%}", "file", p, (size_t) (nul - p), "line",
+                                           (json_int_t) strtol(nul + 1, NULL, 10), "content", colon + 1,
+                                           (size_t) (stop - colon - 1)));
+                }
+                p = nl ? nl + 1 : end;
+        }
+        cx_respond_json(b->rq, 200, l);
+        cx_run_done(&r);
+}
+
+/* GET /files/search?path=&pattern=: the files and directories below path whose name matches the
+ * glob pattern: {files: [...]}. */
+static void search_files(box *b, const char *path) {
+        const char *pattern = cx_query(b->rq, "pattern");
+        if (!pattern || !*pattern) {
+                err(b->rq, 400, "pattern: a pattern is required");
+                return;
+        }
+        cx_run r;
+        if (tool_run(b, search_script, path, pattern, 1u << 0, &r))
+                return;
+        json_t *l = json_array();
+        for (const char *p = r.out, *end = r.out + r.out_len; p && p < end;) {
+                const char *nul = memchr(p, 0, (size_t) (end - p));
+                size_t n = nul ? (size_t) (nul - p) : (size_t) (end - p);
+                if (n)
+                        json_array_append_new(l, json_stringn(p, n));
+                p += n + 1;
+        }
+        cx_respond_json(b->rq, 200, json_pack("{s:o}", "files", l));
+        cx_run_done(&r);
+}
+
+/* POST /files/permissions?path=&mode=&owner=&group=: chmod; the sandbox has one user (uid 1000),
+ * so an owner or group other than it is refused rather than ignored. */
+static void set_permissions(box *b, const char *path) {
+        const char *mode = cx_query(b->rq, "mode"), *owner = cx_query(b->rq, "owner"),
+                   *group = cx_query(b->rq, "group");
+        static const char *const own[] = {"daytona", "sandbox", "user", "1000", NULL};
+        if ((owner && *owner && !strv_contains((char **) own, owner)) ||
+                (group && *group && !strv_contains((char **) own, group))) {
+                err(b->rq, 400,
+                        "owner and group: the sandbox has one user (uid 1000, its files' owner); ownership "
+                        "cannot change");
+                return;
+        }
+        if (!mode || !*mode) {
+                cx_respond(b->rq, 200, "application/json", "", 0); /* nothing to change */
+                return;
+        }
+        size_t ml = strlen(mode);
+        if (ml < 3 || ml > 4 || strspn(mode, "01234567") != ml) {
+                err(b->rq, 400, "mode: an octal mode such as 755 or 0644");
+                return;
+        }
+        cx_run r;
+        if (tool_run(b, chmod_script, path, mode, 1u << 0, &r))
+                return;
+        cx_respond(b->rq, 200, "application/json", "", 0);
+        cx_run_done(&r);
+}
+
+/* POST /files/replace {files, pattern, newValue}: every occurrence of pattern (literal text) in
+ * each file replaced, the file read and written inside the sandbox: [{file, success, error}]. */
+static void replace_in_files(box *b) {
+        cx_req *rq = b->rq;
+        json_t *body = json_loadb(rq->body, rq->len, 0, NULL);
+        json_t *files = json_object_get(body, "files");
+        const char *pat = json_string_value(json_object_get(body, "pattern"));
+        const char *nv = json_string_value(json_object_get(body, "newValue"));
+        if (!json_is_array(files) || !pat || !*pat || !nv) {
+                json_decref(body);
+                err(rq, 400, "the body must be {files: [paths], pattern: text, newValue: text}");
+                return;
+        }
+        size_t pl = strlen(pat), nl = strlen(nv), i;
+        json_t *f, *out = json_array();
+        json_array_foreach(files, i, f) {
+                const char *name = json_string_value(f);
+                _cleanup_free_ char *p = name ? cx_path(name, b->scratch, b->homes) : NULL;
+                json_t *res = json_pack("{s:s}", "file", name ? name : "");
+                sbx_mgr_reply rp;
+                unsigned code = p ? file_get(b, p, &rp) : 400;
+                if (code != 200) {
+                        json_object_set_new(res, "success", json_false());
+                        json_object_set_new(res, "error",
+                                json_string(!p            ? "not a path"
+                                            : code == 404 ? "no such file"
+                                                          : "cannot read it"));
+                        if (p)
+                                sbx_mgr_reply_done(&rp);
+                        json_array_append_new(out, res);
+                        continue;
+                }
+                char *text = NULL;
+                size_t tl = 0;
+                FILE *m = open_memstream(&text, &tl);
+                const char *d = rp.raw ? rp.raw : "", *e = d + rp.raw_len;
+                for (const char *q = d; m && q < e;) {
+                        const char *hit = memmem(q, (size_t) (e - q), pat, pl);
+                        size_t n = hit ? (size_t) (hit - q) : (size_t) (e - q);
+                        fwrite(q, 1, n, m);
+                        if (!hit)
+                                break;
+                        fwrite(nv, 1, nl, m);
+                        q = hit + pl;
+                }
+                bool ok = m && fclose(m) == 0;
+                sbx_mgr_reply_done(&rp);
+                json_t *perr = NULL;
+                code = ok ? file_put(b, p, text ? text : "", tl, &perr) : 500;
+                free(text);
+                json_object_set_new(res, "success", json_boolean(code == 200 || code == 204 || code == 201));
+                if (!json_is_true(json_object_get(res, "success")))
+                        json_object_set_new(res, "error", json_string(native_message(perr)));
+                json_decref(perr);
+                json_array_append_new(out, res);
+        }
+        json_decref(body);
+        cx_respond_json(rq, 200, out);
+}
+
 static void toolbox(cx_req *rq, const char *path) {
         const char *rest = path + 9; /* after /toolbox/ */
         char id[64];
@@ -644,6 +818,8 @@ static void toolbox(cx_req *rq, const char *path) {
                 cx_respond_json(rq, 200, json_pack("{s:s}", "dir", b.scratch));
         else if (streq(op, "/version") && get)
                 cx_respond_json(rq, 200, json_pack("{s:s}", "version", "sandboxer"));
+        else if (streq(op, "/files/replace") && post)
+                replace_in_files(&b);
         else if (!p && (streq(op, "/files") || strncmp(op, "/files/", 7) == 0) && !streq(op, "/files/move"))
                 err(rq, 400, "path: a path is required");
         else if (streq(op, "/files/download") && get) {
@@ -668,6 +844,12 @@ static void toolbox(cx_req *rq, const char *path) {
         } else if (streq(op, "/files/folder") && post) {
                 const char *mode = cx_query(rq, "mode");
                 files_cmd(&b, "mkdir -p -m \"$2\" -- \"$1\"", p, mode && *mode ? mode : "755", false, false);
+        } else if (streq(op, "/files/find") && get) {
+                find_in_files(&b, p);
+        } else if (streq(op, "/files/search") && get) {
+                search_files(&b, p);
+        } else if (streq(op, "/files/permissions") && post) {
+                set_permissions(&b, p);
         } else if (streq(op, "/files/move") && post) {
                 _cleanup_free_ char *src = cx_path(cx_query(rq, "source"), b.scratch, b.homes);
                 _cleanup_free_ char *dst = cx_path(cx_query(rq, "destination"), b.scratch, b.homes);

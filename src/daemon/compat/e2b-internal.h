@@ -45,6 +45,9 @@ json_t *e2b_rpc_body(cx_req *rq, bool stream);
 void e2b_control(cx_req *rq, const char *path);
 /* process.Process (e2b-process.c). */
 void e2b_process_start(envd *e);
+/* A streaming RPC (Start, Connect) refused as Connect streams refuse: HTTP 200 and an end frame
+ * with the error, which the SDK shows (a non-200 answer it reports by its status alone). */
+void e2b_process_refuse(envd *e, const char *code, const char *msg);
 void e2b_process_connect(envd *e);
 void e2b_process_list(envd *e);
 void e2b_process_signal(envd *e);

@@ -28,6 +28,7 @@ typedef struct proc {
         proc_table *tab;
         atomic_int refs;
         char sandbox[64], exec_id[32];
+        int pending_sig; /* signalled before its exec id was known: sent once it is */
         uint32_t pid;
         json_t *config, *tag; /* {cmd, args, envs, cwd}; tag: string or NULL */
         int stdin_w;
@@ -208,6 +209,19 @@ static void proc_end(void *ud, const json_t *report, const char *error) {
 
 /* ---- envd: requests --------------------------------------------------------------------------- */
 
+void e2b_process_refuse(envd *e, const char *code, const char *msg) {
+        cx_stream *s = rpc_stream();
+        if (!s) {
+                e2b_rpc_err(e->rq, "unavailable", "out of memory");
+                return;
+        }
+        frame_error(s, code, msg);
+        cx_stream_close(s);
+        e->rq->resp = cx_stream_response(s, "application/connect+json");
+        e->rq->code = 200;
+        cx_stream_unref(s);
+}
+
 static double connect_timeout_s(cx_req *rq, const json_t *rec) {
         const char *h = cx_header(rq, "Connect-Timeout-Ms");
         double t = h ? strtod(h, NULL) / 1000.0 : 0;
@@ -345,7 +359,11 @@ void e2b_process_start(envd *e) {
         }
         pthread_mutex_lock(&tab->lock);
         snprintf(p->exec_id, sizeof p->exec_id, "%s", exec_id);
+        int pending = p->pending_sig;
         pthread_mutex_unlock(&tab->lock);
+        /* a kill that came between its start event and now */
+        if (pending)
+                (void) sbx_mgr_exec_signal(rq->m, &rq->caller, e->sandbox, exec_id, pending);
         rq->resp = cx_stream_response(out_s, "application/connect+json");
         rq->code = 200;
         proc_unref(p);
@@ -428,10 +446,20 @@ void e2b_process_signal(envd *e) {
         char exec_id[32] = "";
         pthread_mutex_lock(&tab->lock);
         proc *p = proc_find(tab, e->sandbox, json_object_get(req, "process"));
+        bool held = false;
         if (p)
                 snprintf(exec_id, sizeof exec_id, "%s", p->exec_id);
+        if (p && !exec_id[0]) {
+                /* its start event is out, its exec not yet known: the signal goes when it is */
+                p->pending_sig = signo;
+                held = true;
+        }
         pthread_mutex_unlock(&tab->lock);
         json_decref(req);
+        if (held) {
+                cx_respond_json(rq, 200, json_object());
+                return;
+        }
         if (!exec_id[0]) {
                 e2b_rpc_err(rq, "not_found", "no such process is running");
                 return;

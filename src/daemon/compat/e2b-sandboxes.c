@@ -389,7 +389,8 @@ void e2b_control(cx_req *rq, const char *path) {
                         cx_respond(rq, 204, NULL, "", 0);
                 json_decref(rec);
         } else if (streq(sub, "/pause"))
-                e2b_api_err(rq, 409, "sandboxer sandboxes cannot be paused");
+                /* not 409: the SDK reads that as "already paused" */
+                e2b_api_err(rq, 501, "pausing a sandbox is not supported by this server yet");
         else
                 e2b_api_err(
                         rq, 501, "%s %s is not implemented by sandboxer's E2B surface", rq->method, path);

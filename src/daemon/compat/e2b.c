@@ -11,7 +11,9 @@
  * filesystem.Filesystem and /files. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "basic/macro.h"
 #include "daemon/compat/compat.h"
@@ -129,6 +131,32 @@ static void envd_handle(cx_req *rq, const char *sandbox) {
                 goto out;
         }
         unsigned code;
+        /* The user E2B asks to run as (Authorization: Basic base64(NAME:)): every command and file
+         * of a sandbox is uid 1000's; root is refused, never quietly turned into it. */
+        const char *basic = cx_header(rq, "Authorization");
+        if (basic && strncasecmp(basic, "Basic ", 6) == 0) {
+                char *cred = NULL;
+                size_t clen = 0;
+                bool root = cx_b64_decode(basic + 6, strlen(basic + 6), &cred, &clen) >= 0 && cred &&
+                            (strncmp(cred, "root:", 5) == 0 || streq(cred, "root") ||
+                                    strncmp(cred, "0:", 2) == 0);
+                free(cred);
+                if (root) {
+                        if (streq(path, "/process.Process/Start") || streq(path, "/process.Process/Connect"))
+                                e2b_process_refuse(&e, "permission_denied",
+                                        "this sandbox has no root: its commands are uid 1000's (user); run "
+                                        "them without user: 'root'");
+                        else if (rpc)
+                                e2b_rpc_err(rq, "permission_denied",
+                                        "this sandbox has no root: its commands and files are uid 1000's "
+                                        "(user); run them without user: 'root'");
+                        else
+                                e2b_api_err(rq, 403,
+                                        "this sandbox has no root: its commands and files are uid 1000's "
+                                        "(user); use them without user: 'root'");
+                        goto out;
+                }
+        }
         e.rec = cx_record(rq, sandbox, &code);
         if (!e.rec || !cx_record_live(e.rec)) {
                 if (rpc)

@@ -18,6 +18,7 @@ typedef struct exec_slot {
         char id[72];
         int pidfd; /* the exec's process's */
         pid_t pid; /* as we see it; 0 until it said hello (it becomes the command) */
+        int pending_sig; /* signalled before its hello: sent once it is known */
         bool exec_seen;
         uint64_t start_ns;
         sbx_report *rep;
@@ -215,7 +216,11 @@ _public_ int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig) {
         int r = -ESRCH;
         pthread_mutex_lock(&sb->lock);
         for (exec_slot *x = sb->execs; x && id && *id; x = x->next)
-                if (streq(x->id, id)) {
+                if (streq(x->id, id) && x->pid == 0) {
+                        x->pending_sig = sig; /* not started yet: at its start */
+                        r = 0;
+                        break;
+                } else if (streq(x->id, id)) {
                         r = syscall(SYS_pidfd_send_signal, x->pidfd, sig, NULL, 0) < 0 ? -errno : 0;
                         /* and its process group (it leads one: the pipeline it runs), while
                          * its pid is still its own */
@@ -461,6 +466,17 @@ _public_ int sbx_sandbox_exec(
                 in = null_fd;
         }
         uint64_t t0 = sbx_now_ns();
+        /* known (by id) from before its request goes: a signal that comes before its hello is
+         * held for it (pending_sig), not answered "no such exec" */
+        snprintf(slot.id, sizeof slot.id, "%s", req->id ? req->id : "");
+        slot.start_ns = t0;
+        slot.rep = rep;
+        slot.pidfd = -1;
+        pthread_mutex_lock(&sb->lock);
+        slot.next = sb->execs;
+        sb->execs = &slot;
+        registered = true;
+        pthread_mutex_unlock(&sb->lock);
         r = send_request(ctl, rbuf, rlen, (int[4]){xs[1], in, outp[1], errp[1]});
         xs[1] = safe_close(xs[1]);
         outp[1] = safe_close(outp[1]);
@@ -487,15 +503,10 @@ _public_ int sbx_sandbox_exec(
                 r = fail(ret_error, -ESRCH, "the exec's process is gone: %m");
                 goto out;
         }
+        pthread_mutex_lock(&sb->lock);
         slot.pid = pid;
         slot.pidfd = pidfd;
-        snprintf(slot.id, sizeof slot.id, "%s", req->id ? req->id : "");
-        slot.start_ns = t0;
-        slot.rep = rep;
-        pthread_mutex_lock(&sb->lock);
-        slot.next = sb->execs;
-        sb->execs = &slot;
-        registered = true;
+        int pending = slot.pending_sig;
         pthread_mutex_unlock(&sb->lock);
         struct sbx_init_msg go = {
                 .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_GO, .monotonic_ns = sbx_now_ns()};
@@ -503,6 +514,8 @@ _public_ int sbx_sandbox_exec(
                 r = fail(ret_error, -ESRCH, "the exec's process is gone: %m");
                 goto out;
         }
+        if (pending && syscall(SYS_pidfd_send_signal, pidfd, pending, NULL, 0) == 0)
+                (void) kill(-pid, pending);
 
         sbx_supervise_params svp = {
                 .pid = pid,
