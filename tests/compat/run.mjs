@@ -285,6 +285,21 @@ if (ds) {
       () => ds.fs.setFilePermissions('/tmp/tools/a.txt', { owner: 'root' }), (e) => /one user/.test(e.message));
     await throws('daytona: a bad mode is refused', () => ds.fs.setFilePermissions('/tmp/tools/a.txt', { mode: 'rwx' }), (e) => /octal/.test(e.message));
   });
+  await step('daytona: file tools refuse bad input', async () => {
+    const tb = `${BASE}/api/toolbox/${ds.id}`, h = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
+    for (const [what, url, init] of [
+      ['find without a pattern', '/files/find?path=/tmp', {}],
+      ['search without a pattern', '/files/search?path=/tmp', {}],
+      ['replace with a body that is not {files, pattern, newValue}', '/files/replace', { method: 'POST', body: '{"files": "a", "pattern": 3}' }],
+      ['replace with malformed JSON', '/files/replace', { method: 'POST', body: '{nope' }],
+      ['permissions on a missing path', '/files/permissions?path=/tmp/none&mode=644', { method: 'POST' }],
+    ]) {
+      const r = await fetch(tb + url, { headers: h, ...init });
+      const j = await r.json().catch(() => ({}));
+      ok((r.status === 400 || r.status === 404) && typeof j.message === 'string' && j.message.length > 10,
+        `daytona: ${what}: ${r.status} with a message`, JSON.stringify([r.status, j]));
+    }
+  });
   await step('daytona: get, list, autostop', async () => {
     const got = await daytona.get(ds.id);
     is([got.id, got.state, got.labels.suite], [ds.id, 'started', 'compat-daytona'], 'daytona: get');

@@ -5,6 +5,8 @@
 # background, kill, stdin), files, timeouts, info, list, kill twice. The checks are in
 # tests/compat/run.mjs (TAP).
 . "$(dirname "$0")/lib.sh"
+# the SDKs' homes (/home/user, /home/daytona) are the native backend's (capability home)
+require_backend native
 
 if [ "$(id -u)" != 0 ]; then
         # No cgroup delegation for an ordinary user here: memory, cpus and scratch best-effort.

@@ -212,6 +212,15 @@ _public_ void sbx_sandbox_kill(sbx_sandbox *sb) {
         pthread_mutex_unlock(&sb->lock);
 }
 
+/* sig to an exec's process and its process group (it leads one: the pipeline it runs) — the
+ * group only while the pidfd says its pid is still its own. 0 or -errno. */
+static int signal_exec_process(int pidfd, pid_t pid, int sig) {
+        if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
+                return -errno;
+        (void) kill(-pid, sig);
+        return 0;
+}
+
 _public_ int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig) {
         int r = -ESRCH;
         pthread_mutex_lock(&sb->lock);
@@ -221,11 +230,7 @@ _public_ int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig) {
                         r = 0;
                         break;
                 } else if (streq(x->id, id)) {
-                        r = syscall(SYS_pidfd_send_signal, x->pidfd, sig, NULL, 0) < 0 ? -errno : 0;
-                        /* and its process group (it leads one: the pipeline it runs), while
-                         * its pid is still its own */
-                        if (r == 0)
-                                (void) kill(-x->pid, sig);
+                        r = signal_exec_process(x->pidfd, x->pid, sig);
                         break;
                 }
         pthread_mutex_unlock(&sb->lock);
@@ -514,8 +519,8 @@ _public_ int sbx_sandbox_exec(
                 r = fail(ret_error, -ESRCH, "the exec's process is gone: %m");
                 goto out;
         }
-        if (pending && syscall(SYS_pidfd_send_signal, pidfd, pending, NULL, 0) == 0)
-                (void) kill(-pid, pending);
+        if (pending)
+                (void) signal_exec_process(pidfd, pid, pending);
 
         sbx_supervise_params svp = {
                 .pid = pid,
