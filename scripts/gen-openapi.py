@@ -16,7 +16,9 @@ def errs(*codes):
              "401": "TCP without a valid bearer token", "404": "No such sandbox (or another tenant's), route or file",
              "405": "Method not allowed", "409": "Not possible in the sandbox's state, or an Idempotency-Key reused with another body",
              "410": "The sandbox was destroyed", "413": "Body too large", "422": "Unknown profile, or a secret not in the store",
-             "429": "A tenant quota or the sandbox's budget_s", "503": "The sandbox could not be started, or its supervisor is gone"}
+             "429": "A tenant quota or the sandbox's budget_s", "503": "The sandbox could not be started, or its supervisor is gone",
+             "403": "Not allowed by the profile or the policy file (e.g. a long-lived exec: process.long_lived)",
+             "426": "Not a WebSocket upgrade (attach is one)"}
     return {c: resp(names[c], err) for c in codes}
 consumer = {"type": "object", "additionalProperties": False, "properties": {k: {"type": "string", "maxLength": 256} for k in ["harness", "session_id", "run_id", "job_id"]}}
 strmap = {"type": "object", "additionalProperties": {"type": "string"}}
@@ -86,7 +88,18 @@ schemas = {
                                    "env": strmap, "cwd": {"type": "string"},
                                    "timeout_s": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
                                    "stdin": {"type": "string"}, "stdin_encoding": {"type": "string", "enum": ["utf-8", "base64"]},
-                                   "stream": {"type": "boolean"}}},
+                                   "stream": {"type": "boolean"},
+                                   "tty": {"type": "object", "additionalProperties": False, "required": ["cols", "rows"],
+                                           "properties": {"cols": {"type": "integer", "minimum": 1, "maximum": 4096},
+                                                          "rows": {"type": "integer", "minimum": 1, "maximum": 4096}}},
+                                   "long_lived": {"type": "boolean"}}},
+    "TtyExec": {"type": "object", "required": ["exec_id", "sandbox_id", "status", "tty", "attach"],
+                "properties": {"exec_id": {"type": "string"}, "sandbox_id": {"type": "string"}, "status": {"type": "string", "enum": ["running"]},
+                               "tty": {"type": "object", "required": ["cols", "rows"], "properties": {"cols": {"type": "integer"}, "rows": {"type": "integer"}}},
+                               "attach": {"type": "string"}}},
+    "Resize": {"type": "object", "additionalProperties": False, "required": ["cols", "rows"],
+               "properties": {"cols": {"type": "integer", "minimum": 1, "maximum": 4096}, "rows": {"type": "integer", "minimum": 1, "maximum": 4096}}},
+    "Ok": {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}},
     "ExecResult": exec_result, "ExecEvent": exec_event, "Report": report,
     "ExecRecord": exec_rec,
     "ExecList": {"type": "object", "required": ["items", "running"],
@@ -126,7 +139,9 @@ paths = {
     "/v1/sandboxes/{id}/exec": {
         "parameters": [idp],
         "post": {"operationId": "exec", "requestBody": {"required": True, "content": {"application/json": {"schema": ref("ExecRequest")}}},
-                 "responses": {"200": {"description": "The exec's result; with stream: true, NDJSON events",
+                 "responses": {"201": resp("With tty: the exec runs on a terminal; attach to it", ref("TtyExec")),
+                               "403": resp(errs("403")["403"]["description"], err),
+                               "200": {"description": "The exec's result; with stream: true, NDJSON events",
                                        "content": {"application/json": {"schema": ref("ExecResult")},
                                                    "application/x-ndjson": {"schema": ref("ExecEvent")}}},
                                **errs("400", "401", "404", "409", "410", "413", "429", "503")}}},
@@ -134,6 +149,16 @@ paths = {
         "responses": {"200": resp("Execs that ended and those running", ref("ExecList")), **errs("401", "404")}}},
     "/v1/sandboxes/{id}/execs/{exec_id}": {"parameters": [idp, {"name": "exec_id", "in": "path", "required": True, "schema": {"type": "string"}}],
         "get": {"operationId": "getExec", "responses": {"200": resp("One exec, with its report", ref("ExecRecord")), **errs("401", "404")}}},
+    "/v1/sandboxes/{id}/execs/{exec_id}/attach": {"parameters": [idp, {"name": "exec_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "get": {"operationId": "attachExec",
+                "description": "A WebSocket to the exec's terminal: binary frames carry output out and input in; a text frame {\"resize\": {cols, rows}} resizes, other text is input; at the end a text frame {\"exit\": {status, exit_code, signal, report}} and a close. The last 64 KiB of output come first. Attach again by id: the terminal outlives its connections.",
+                "responses": {"101": resp("Switching Protocols: the WebSocket"), **errs("401", "404", "426")}}},
+    "/v1/sandboxes/{id}/execs/{exec_id}/input": {"parameters": [idp, {"name": "exec_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "post": {"operationId": "ptyInput", "requestBody": {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+                 "responses": {"200": resp("Written to the terminal", ref("Ok")), **errs("401", "404", "410")}}},
+    "/v1/sandboxes/{id}/execs/{exec_id}/resize": {"parameters": [idp, {"name": "exec_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "post": {"operationId": "ptyResize", "requestBody": {"required": True, "content": {"application/json": {"schema": ref("Resize")}}},
+                 "responses": {"200": resp("Resized", ref("Ok")), **errs("400", "401", "404", "410")}}},
     "/v1/sandboxes/{id}/files": {
         "parameters": [idp, {"name": "path", "in": "query", "required": True, "schema": {"type": "string"}}],
         "put": {"operationId": "putFile", "requestBody": {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},

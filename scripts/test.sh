@@ -25,7 +25,8 @@
 # reconfigured so; a build made by scripts/setup.sh alone has none).
 # Environment: CI=true makes warnings errors (meson -Dwerror=true). SBX_STRICT_FORMAT=0 only
 # reports formatting differences. SBX_ASAN_INTEGRATION="test-a.sh test-b.sh" limits the scripts run against the
-# ASan binary (default: all but the heavy test-load-leak.sh, which runs once, in the root and the
+# ASan binary (default: all but test-long-lived.sh, five minutes of waiting, run once as root, and
+# the heavy test-load-leak.sh, which runs once, in the root and the
 # unprivileged passes). SBX_SCRIPT_TIMEOUT (s, default 600) per integration script.
 # SBX_VERBOSE=1 prints every TAP line. SBX_SKIP_SETUP=1 skips scripts/setup.sh (no apt, no
 # reconfigure; still builds). Logs: build/test-logs/.
@@ -367,6 +368,7 @@ if want asan; then
                 subset=()
                 for s in ${SBX_ASAN_INTEGRATION:-${SCRIPTS[*]}}; do
                         [ -n "${SBX_ASAN_INTEGRATION:-}" ] || [ "$s" != test-load-leak.sh ] || continue
+                        [ -n "${SBX_ASAN_INTEGRATION:-}" ] || [ "$s" != test-long-lived.sh ] || continue
                         subset+=("$s")
                 done
                 SBX_SCRIPT_TIMEOUT=${SBX_SCRIPT_TIMEOUT:-900} \

@@ -114,6 +114,14 @@ typedef struct sbx_exec_request {
         int in_fd, out_fd, err_fd; /* borrowed; -1: /dev/null (in), dropped (out, err) */
         uint64_t output_cap; /* bytes of stdout+stderr; 0: the profile's output_mb */
         const char *id; /* optional: names the exec for sbx_sandbox_signal_exec() */
+        /* Both > 0: the command runs on a PTY of the sandbox's own /dev/pts (cols × rows); in_fd
+         * must then be a unix socket: the PTY's master arrives on it (SCM_RIGHTS) once the
+         * command is about to start, and out_fd/err_fd see nothing. */
+        unsigned tty_cols, tty_rows;
+        /* Long-lived (a PTY, a session's shell, a server): no per-exec timeout unless timeout_s
+         * asks one, its time not counted in budget_s; bounded by the sandbox's life. Refused
+         * (-EPERM) unless the profile's process.long_lived allows it. */
+        bool long_lived;
 } sbx_exec_request;
 
 /* Run one exec and wait for it (and what it started) to end. Returns its exit status as
@@ -135,6 +143,9 @@ SBX_PUBLIC const char *sbx_sandbox_scratch(sbx_sandbox *sb);
 /* Its home as the commands see it (the profile's filesystem.home), or NULL without one. */
 SBX_PUBLIC const char *sbx_sandbox_home(sbx_sandbox *sb);
 SBX_PUBLIC const char *sbx_sandbox_backend(sbx_sandbox *sb);
+/* Whether its execs may be long-lived (the profile's process.long_lived and the policy file's
+ * process.long_lived_allowed). */
+SBX_PUBLIC bool sbx_sandbox_long_lived_allowed(sbx_sandbox *sb);
 SBX_PUBLIC double sbx_sandbox_budget_used(sbx_sandbox *sb);
 /* Count budget already used (e.g. recorded by an earlier supervisor of the same sandbox). */
 SBX_PUBLIC void sbx_sandbox_add_budget_used(sbx_sandbox *sb, double seconds);

@@ -126,6 +126,9 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
         const char *cwd = json_string_value(json_object_get(req, "cwd"));
         const char *exec_id = json_string_value(json_object_get(req, "exec_id"));
         json_t *t = json_object_get(req, "timeout_s"), *cap = json_object_get(req, "output_cap");
+        json_t *tty = json_object_get(req, "tty");
+        json_int_t cols = json_integer_value(json_object_get(tty, "cols")),
+                   rows = json_integer_value(json_object_get(tty, "rows"));
         sbx_exec_request er = {
                 .op = !kind || strcmp(kind, "run") == 0 ? SBX_EXEC_RUN
                       : strcmp(kind, "put") == 0        ? SBX_EXEC_PUT_FILE
@@ -142,7 +145,16 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
                 .output_cap = json_is_integer(cap) && json_integer_value(cap) > 0
                                       ? (uint64_t) json_integer_value(cap)
                                       : 0,
+                .tty_cols = cols > 0 && cols <= 4096 ? (unsigned) cols : 0,
+                .tty_rows = rows > 0 && rows <= 4096 ? (unsigned) rows : 0,
+                .long_lived = json_is_true(json_object_get(req, "long_lived")) ||
+                              (json_is_string(json_object_get(req, "long_lived")) &&
+                                      strcmp(json_string_value(json_object_get(req, "long_lived")),
+                                              SBX_SV_LONG_LIVED_IF_ALLOWED) == 0 &&
+                                      sbx_sandbox_long_lived_allowed(S.sb)),
         };
+        if (tty && !(er.tty_cols && er.tty_rows))
+                bad = true;
         if (bad || !argv || !argv[0] || (int) er.op < 0 || (exec_id && !valid_exec_id(exec_id))) {
                 reply_err(fd, EINVAL, "malformed exec request");
                 goto out;
@@ -161,7 +173,8 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
         else {
                 json_error_t je;
                 json_t *rep = report ? json_loads(report, 0, &je) : NULL;
-                json_t *ans = json_pack("{s:b, s:i, s:o*}", "ok", 1, "exit", r, "report", rep);
+                json_t *ans = json_pack("{s:b, s:i, s:o*, s:b}", "ok", 1, "exit", r, "report", rep,
+                        "long_lived", er.long_lived);
                 if (r < 0 && ans) {
                         json_object_set_new(ans, "errno", json_integer(-r));
                         json_object_set_new(ans, "error", json_string(error ? error : strerror(-r)));

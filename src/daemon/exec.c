@@ -120,6 +120,8 @@ typedef struct exec_args {
         char *stdin_data;
         size_t stdin_len;
         bool has_stdin, stream;
+        int long_lived; /* 1, 0, or -1: if the profile allows it (a terminal's default) */
+        unsigned cols, rows; /* a terminal */
         char exec_id[32];
 } exec_args;
 
@@ -132,8 +134,8 @@ static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_repl
         json_t *body = mgr_parse_body(rq, rp, false);
         if (!body)
                 return rp->code;
-        static const char *const keys[] = {
-                "argv", "env", "cwd", "timeout_s", "stdin", "stdin_encoding", "stream", NULL};
+        static const char *const keys[] = {"argv", "env", "cwd", "timeout_s", "stdin", "stdin_encoding",
+                "stream", "tty", "long_lived", NULL};
         if (!mgr_only_keys(body, keys, "", rp))
                 goto fail;
         json_t *argv = json_object_get(body, "argv"), *env = json_object_get(body, "env"),
@@ -208,6 +210,38 @@ static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_repl
                 mgr_reply_err(rp, 400, "invalid_argument", "stdin", "stdin: must be a string");
                 goto fail;
         }
+        json_t *tty = json_object_get(body, "tty"), *ll = json_object_get(body, "long_lived");
+        if (ll && !json_is_boolean(ll)) {
+                json_decref(envv);
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "long_lived", "long_lived: must be true or false");
+                goto fail;
+        }
+        if (tty) {
+                static const char *const tkeys[] = {"cols", "rows", NULL};
+                json_t *c = json_object_get(tty, "cols"), *r = json_object_get(tty, "rows");
+                if (!json_is_object(tty) || !mgr_only_keys(tty, tkeys, "tty.", rp) || !json_is_integer(c) ||
+                        !json_is_integer(r) || json_integer_value(c) < 1 || json_integer_value(c) > 4096 ||
+                        json_integer_value(r) < 1 || json_integer_value(r) > 4096) {
+                        json_decref(envv);
+                        if (rp->code != 400)
+                                mgr_reply_err(rp, 400, "invalid_argument", "tty",
+                                        "tty: {cols, rows}, integers from 1 to 4096");
+                        goto fail;
+                }
+                if (in || (stream && json_is_true(stream))) {
+                        json_decref(envv);
+                        mgr_reply_err(rp, 400, "invalid_argument", in ? "stdin" : "stream",
+                                "%s: not with tty (a terminal's input and output go through "
+                                "/v1/sandboxes/ID/execs/EXEC_ID/attach)",
+                                in ? "stdin" : "stream");
+                        goto fail;
+                }
+                a->cols = (unsigned) json_integer_value(c);
+                a->rows = (unsigned) json_integer_value(r);
+        }
+        /* a terminal is long-lived unless it asks a timeout or says otherwise */
+        a->long_lived = ll ? json_is_true(ll) : tty && !t ? -1 : 0;
         if (in) {
                 a->has_stdin = true;
                 if (enc && streq(json_string_value(enc), "base64")) {
@@ -233,6 +267,12 @@ static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_repl
                 json_object_set(a->req, "cwd", cwd);
         if (t)
                 json_object_set(a->req, "timeout_s", t);
+        if (a->cols)
+                json_object_set_new(
+                        a->req, "tty", json_pack("{s:i, s:i}", "cols", a->cols, "rows", a->rows));
+        if (a->long_lived)
+                json_object_set_new(a->req, "long_lived",
+                        a->long_lived > 0 ? json_true() : json_string(SBX_SV_LONG_LIVED_IF_ALLOWED));
         json_decref(body);
         return 0;
 fail:
@@ -277,6 +317,7 @@ static void running_del(sbx_mgr *m, box *b, const char *exec_id) {
 }
 
 static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
+        bool long_lived = json_is_true(json_object_get(ans, "long_lived")); /* the supervisor's word */
         json_t *rep = json_object_get(ans, "report");
         const char *status = json_string_value(json_object_get(rep, "status"));
         json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
@@ -297,7 +338,7 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         free(text);
         pthread_mutex_lock(&m->lock);
         b->execs++;
-        if (json_is_integer(wall))
+        if (json_is_integer(wall) && !long_lived) /* budget_s counts bounded execs */
                 b->budget_used_s += (double) json_integer_value(wall) / 1000.0;
         b->last_active_ms = mgr_now_ms();
         bool last = --b->execs_running == 0;
@@ -425,6 +466,165 @@ static void *stream_thread(void *arg) {
         return NULL;
 }
 
+/* ---- execs on a terminal (pty.c keeps the terminal) ----------------------------------------- */
+
+typedef struct tty_exec {
+        sbx_mgr *m;
+        box *b;
+        json_t *req;
+        char exec_id[32];
+        int in; /* the exec's stdin: the socket its terminal's master comes over */
+        mgr_pty *p;
+} tty_exec;
+
+static void *tty_thread(void *arg) {
+        tty_exec *t = arg;
+        exec_io io = {0}; /* nothing comes: the command's 1 and 2 are its terminal */
+        json_t *ans = mgr_sv_exec(t->m, t->b, t->req, NULL, 0, t->in, &io);
+        t->in = safe_close(t->in);
+        json_t *end;
+        if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
+                exec_end(t->m, t->b, t->exec_id, ans);
+                json_t *rep = json_object_get(ans, "report");
+                json_t *ex = json_object_get(rep, "exit");
+                json_t *code = json_object_get(ex, "code"), *sig = json_object_get(ex, "signal");
+                end = json_pack("{s:s, s:O, s:O, s:O, s:O}", "exec_id", t->exec_id, "status",
+                        json_object_get(rep, "status") ?: json_null(), "exit_code",
+                        code ? code : json_null(), "signal", sig ? sig : json_null(), "report", rep);
+        } else {
+                pthread_mutex_lock(&t->m->lock);
+                t->b->execs_running--;
+                pthread_mutex_unlock(&t->m->lock);
+                end = json_pack("{s:s, s:s, s:n, s:n, s:I, s:s}", "exec_id", t->exec_id, "status",
+                        !ans && mgr_stopping(t->m) ? "detached" : "setup_error", "exit_code", "signal",
+                        (json_int_t) (ans ? json_integer_value(json_object_get(ans, "errno")) : 0), "error",
+                        ans ? json_string_value(json_object_get(ans, "error")) ?: "the exec failed"
+                            : mgr_no_answer(t->m, "the sandbox's supervisor is gone"));
+        }
+        mgr_pty_ended(t->p, end);
+        running_del(t->m, t->b, t->exec_id);
+        json_decref(ans);
+        free(io.out);
+        free(io.err);
+        json_decref(t->req);
+        mgr_pty_put(t->p);
+        sbx_mgr *m = t->m;
+        mgr_box_put(m, t->b);
+        free(t);
+        mgr_worker_done(m);
+        return NULL;
+}
+
+/* The master of the exec's terminal, sent by its process as it starts (within 15 s); -1 when
+ * the exec ended first (it could not start: its end says why). */
+static int recv_master(int fd) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int k;
+        do
+                k = poll(&pf, 1, 15000);
+        while (k < 0 && errno == EINTR);
+        if (k <= 0)
+                return -1;
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(sizeof(int))];
+        } cbuf;
+        char c;
+        struct iovec iov = {.iov_base = &c, .iov_len = 1};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b, .msg_controllen = sizeof cbuf.b};
+        if (recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) <= 0)
+                return -1;
+        int master = -1;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                        cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(&master, CMSG_DATA(cm), sizeof master);
+        if (master >= 0)
+                (void) fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+        return master;
+}
+
+/* Start req (a run with "tty") on b, whose exec_begin() has counted it; b's reference and req
+ * are taken. 0 once the terminal is up (*ret_pty: a reference, for a subscriber to attach), or
+ * the status with *err. */
+static unsigned tty_start(sbx_mgr *m, box *b, json_t *req, const char *exec_id, unsigned cols, unsigned rows,
+        mgr_pty **ret_pty, json_t **err) {
+        int sp[2] = {-1, -1};
+        *err = NULL;
+        if (ret_pty)
+                *ret_pty = NULL;
+        mgr_pty *p = mgr_pty_new(m, b, exec_id, cols, rows);
+        tty_exec *t = calloc(1, sizeof *t);
+        if (!p || !t || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                free(t);
+                mgr_pty_put(p);
+                json_decref(req);
+                pthread_mutex_lock(&m->lock);
+                b->execs_running--;
+                pthread_mutex_unlock(&m->lock);
+                running_del(m, b, exec_id);
+                mgr_box_put(m, b);
+                *err = mgr_err_json("unavailable", NULL, "cannot set up the terminal: %s", strerror(errno));
+                return 503;
+        }
+        *t = (tty_exec){.m = m, .b = b, .req = req, .in = sp[1], .p = mgr_pty_ref(p)};
+        snprintf(t->exec_id, sizeof t->exec_id, "%s", exec_id);
+        if (mgr_worker_start(m, tty_thread, t) < 0) {
+                close(sp[0]);
+                close(sp[1]);
+                mgr_pty_put(p);
+                mgr_pty_put(p);
+                json_decref(req);
+                free(t);
+                pthread_mutex_lock(&m->lock);
+                b->execs_running--;
+                pthread_mutex_unlock(&m->lock);
+                running_del(m, b, exec_id);
+                mgr_box_put(m, b);
+                *err = mgr_err_json("unavailable", NULL, "cannot start the exec's thread");
+                return 503;
+        }
+        int master = recv_master(sp[0]);
+        close(sp[0]);
+        unsigned code = 0;
+        if (master >= 0 && mgr_pty_publish(p, master) < 0) {
+                close(master);
+                master = -1;
+                *err = mgr_err_json("unavailable", NULL,
+                        "too many terminals on this server (256, running or ended in the last 5 minutes)");
+                code = 503;
+        } else if (master < 0) { /* it did not start: its end says why */
+                json_t *end = mgr_pty_wait_end(p, 30000);
+                int e = (int) json_integer_value(json_object_get(end, "errno"));
+                const char *why = json_string_value(json_object_get(end, "error"));
+                const char *st = json_string_value(json_object_get(end, "status"));
+                if (!end)
+                        code = 503, *err = mgr_err_json("unavailable", NULL,
+                                            "the exec's terminal did not come up within 15 s");
+                else if (e == EPERM)
+                        code = 403,
+                        *err = mgr_err_json("forbidden", "long_lived", "%s", why ? why : "refused");
+                else if (e == EINVAL)
+                        code = 400,
+                        *err = mgr_err_json("invalid_argument", "tty", "%s", why ? why : "refused");
+                else if (e == EDQUOT)
+                        code = 429,
+                        *err = mgr_err_json("budget_exhausted", "budget_s", "%s", why ? why : "");
+                else
+                        code = 409,
+                        *err = mgr_err_json("conflict", NULL, "the exec could not start: %s",
+                                why                              ? why
+                                : st && streq(st, "setup_error") ? "its terminal could not be set up"
+                                                                 : "it ended before its terminal was up");
+                json_decref(end);
+        }
+        if (master >= 0 && ret_pty)
+                *ret_pty = mgr_pty_ref(p);
+        mgr_pty_put(p);
+        return code;
+}
+
 unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp) {
         exec_args a = {0};
         box *b = mgr_usable_box(m, rq->who, id, rp);
@@ -437,6 +637,24 @@ unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_
         }
         mgr_audit(m, rq->who, "sandbox.exec", b->id, "started", a.exec_id);
         running_add(m, b, a.exec_id, json_object_get(a.req, "argv"));
+        if (a.cols) {
+                json_t *err = NULL;
+                json_t *req = json_incref(a.req);
+                unsigned code = tty_start(m, b, req, a.exec_id, a.cols, a.rows, NULL, &err);
+                if (code) {
+                        rp->code = code;
+                        rp->json = err;
+                } else {
+                        char attach[160];
+                        snprintf(attach, sizeof attach, "/v1/sandboxes/%s/execs/%s/attach", id, a.exec_id);
+                        rp->code = 201;
+                        rp->json = json_pack("{s:s, s:s, s:s, s:{s:i, s:i}, s:s}", "exec_id", a.exec_id,
+                                "sandbox_id", id, "status", "running", "tty", "cols", a.cols, "rows", a.rows,
+                                "attach", attach);
+                }
+                exec_args_done(&a);
+                return rp->code;
+        }
         if (a.stream) {
                 int p[2];
                 stream_ctx *s = calloc(1, sizeof *s);
@@ -485,6 +703,9 @@ unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_
                 if (ans && json_integer_value(json_object_get(ans, "errno")) == EDQUOT)
                         mgr_reply_err(rp, 429, "budget_exhausted", "budget_s", "%s",
                                 json_string_value(json_object_get(ans, "error")) ?: "budget spent");
+                else if (ans && json_integer_value(json_object_get(ans, "errno")) == EPERM)
+                        mgr_reply_err(rp, 403, "forbidden", "long_lived", "%s",
+                                json_string_value(json_object_get(ans, "error")) ?: "not allowed");
                 else if (ans)
                         mgr_reply_err(rp, 409, "conflict", NULL, "the exec could not start: %s",
                                 json_string_value(json_object_get(ans, "error")) ?: "unknown");

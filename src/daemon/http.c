@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -360,8 +361,62 @@ static void stream_free(void *cls) {
         close((int) (intptr_t) cls);
 }
 
+/* An upgraded connection (a WebSocket): served on a thread of its own, closed when done. */
+typedef struct upgraded {
+        void (*fn)(void *ud, int fd, const char *extra, size_t n);
+        void *ud;
+        int fd;
+        char *extra;
+        size_t n;
+        struct MHD_UpgradeResponseHandle *urh;
+} upgraded;
+
+static void *upgraded_main(void *arg) {
+        upgraded *u = arg;
+        u->fn(u->ud, u->fd, u->extra, u->n);
+        (void) MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+        free(u->extra);
+        free(u);
+        return NULL;
+}
+
+static void upgrade_handler(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra_in,
+        size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
+        upgraded *u = cls;
+        u->fd = sock;
+        u->urh = urh;
+        if (extra_in_size && (u->extra = malloc(extra_in_size)))
+                memcpy(u->extra, extra_in, u->n = extra_in_size);
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &at, upgraded_main, u) != 0)
+                upgraded_main(u); /* inline: this connection's thread is ours anyway */
+        pthread_attr_destroy(&at);
+}
+
 static enum MHD_Result respond_mgr(listener *l, struct MHD_Connection *c, sbx_mgr_reply *rp) {
         enum MHD_Result ret;
+        if (rp->code == 101 && rp->upgrade) {
+                upgraded *u = calloc(1, sizeof *u);
+                struct MHD_Response *resp = u ? MHD_create_response_for_upgrade(upgrade_handler, u) : NULL;
+                if (!resp) {
+                        free(u);
+                        return respond_error(
+                                l, c, 503, "unavailable", "cannot upgrade the connection", NULL, NULL);
+                }
+                u->fn = rp->upgrade;
+                u->ud = rp->upgrade_ud;
+                u->fd = -1;
+                rp->upgrade_ud = NULL; /* the session's from here (its fn frees it) */
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
+                MHD_add_response_header(resp, "Sec-WebSocket-Accept", rp->ws_accept);
+                ret = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+                MHD_destroy_response(resp);
+                atomic_fetch_add(&l->srv->codes[101], 1);
+                return ret;
+        }
         if (rp->stream_fd >= 0) {
                 struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024,
                         stream_read, (void *) (intptr_t) rp->stream_fd, stream_free);
@@ -640,12 +695,12 @@ int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_err
                 return fd;
         }
         /* A thread per connection: an exec or an event stream blocks its own connection only. */
-        l->mhd = MHD_start_daemon(
-                MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0, NULL,
-                NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd, MHD_OPTION_CONNECTION_TIMEOUT,
-                (unsigned) 300, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 64 * 1024,
-                MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL, MHD_OPTION_THREAD_STACK_SIZE,
-                (size_t) 512 * 1024, MHD_OPTION_END);
+        l->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                                          MHD_USE_POLL | MHD_ALLOW_UPGRADE,
+                0, NULL, NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 300, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                (size_t) 64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
+                MHD_OPTION_THREAD_STACK_SIZE, (size_t) 512 * 1024, MHD_OPTION_END);
         if (!l->mhd) {
                 close(fd);
                 remove_socket(l);

@@ -187,6 +187,22 @@ json_t *mgr_sv_exec(
         sbx_mgr *m, box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io);
 unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_mgr_reply *rp);
 
+/* pty.c */
+typedef struct mgr_pty mgr_pty;
+mgr_pty *mgr_pty_new(sbx_mgr *m, const box *b, const char *exec_id, unsigned cols, unsigned rows);
+int mgr_pty_publish(mgr_pty *p, int master);
+void mgr_pty_ended(mgr_pty *p, json_t *end /* stolen */);
+mgr_pty *mgr_pty_ref(mgr_pty *p);
+void mgr_pty_put(mgr_pty *p);
+/* Its end ({status, exit_code, signal, report | error, errno?}, a reference), once it has ended
+ * within timeout_ms; else NULL. */
+json_t *mgr_pty_wait_end(mgr_pty *p, int timeout_ms);
+unsigned mgr_op_pty_attach(
+        sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id, sbx_mgr_reply *rp);
+unsigned mgr_op_pty_write(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id,
+        bool resize, sbx_mgr_reply *rp);
+json_t *mgr_pty_describe(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id);
+
 /* files.c */
 
 /* surface.c */

@@ -102,6 +102,11 @@ void sbx_mgr_reply_done(sbx_mgr_reply *r) {
         r->json = NULL;
         free(r->raw);
         r->raw = NULL;
+        if (r->upgrade_drop && r->upgrade_ud)
+                r->upgrade_drop(r->upgrade_ud);
+        r->upgrade = NULL;
+        r->upgrade_drop = NULL;
+        r->upgrade_ud = NULL;
 }
 
 void mgr_audit(sbx_mgr *m, const sbx_caller *who, const char *action, const char *target,

@@ -94,13 +94,33 @@ bool sbx_mgr_route(
                 else
                         method_not_allowed(rp, "POST");
         } else if (streq(sub, "/execs") || strncmp(sub, "/execs/", 7) == 0) {
-                const char *eid = sub[6] == '/' ? sub + 7 : NULL;
-                if (!get)
-                        method_not_allowed(rp, "GET");
-                else if (eid && (strlen(eid) != 20 || strncmp(eid, "exe_", 4) != 0))
-                        mgr_reply_err(rp, 404, "not_found", NULL, "no exec '%.64s'", eid);
-                else
-                        sbx_ops_execs(m, rq->who, id, eid, rp);
+                char eid[32] = "";
+                const char *e = sub[6] == '/' ? sub + 7 : NULL, *action = e ? strchr(e, '/') : NULL;
+                size_t el = e ? (action ? (size_t) (action - e) : strlen(e)) : 0;
+                if (e && (el != 20 || strncmp(e, "exe_", 4) != 0))
+                        mgr_reply_err(rp, 404, "not_found", NULL, "no exec '%.64s'", e);
+                else if (e)
+                        memcpy(eid, e, el);
+                if (e && rp->code)
+                        ;
+                else if (!action) {
+                        if (!get)
+                                method_not_allowed(rp, "GET");
+                        else
+                                sbx_ops_execs(m, rq->who, id, e ? eid : NULL, rp);
+                } else if (streq(action, "/attach")) {
+                        if (!get)
+                                method_not_allowed(rp, "GET");
+                        else
+                                mgr_op_pty_attach(m, rq, id, eid, rp);
+                } else if (streq(action, "/input") || streq(action, "/resize")) {
+                        if (!post)
+                                method_not_allowed(rp, "POST");
+                        else
+                                mgr_op_pty_write(m, rq, id, eid, streq(action, "/resize"), rp);
+                } else
+                        mgr_reply_err(
+                                rp, 404, "not_found", NULL, "no such endpoint: %s %.200s", method, path);
         } else if (streq(sub, "/files")) {
                 if (put || post)
                         sbx_ops_file_write(

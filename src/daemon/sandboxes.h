@@ -74,6 +74,14 @@ typedef struct sbx_mgr_reply {
         size_t raw_len;
         const char *ctype; /* for raw and stream */
         int stream_fd;
+        /* 101 Switching Protocols to a WebSocket (code 101, ws_accept its key): once upgraded, the
+         * HTTP layer calls upgrade(upgrade_ud, fd, bytes read past the head) on a thread of its
+         * own and closes the connection when it returns; upgrade_drop(upgrade_ud) instead when
+         * the upgrade does not happen */
+        void (*upgrade)(void *ud, int fd, const char *extra, size_t n);
+        void (*upgrade_drop)(void *ud);
+        void *upgrade_ud;
+        char ws_accept[29];
 } sbx_mgr_reply;
 
 void sbx_mgr_reply_done(sbx_mgr_reply *r);
@@ -117,6 +125,12 @@ typedef struct sbx_exec_spec {
         double timeout_s; /* 0: the profile's */
         int stdin_fd; /* -1: none; else read by the command to EOF (e.g. a pipe the caller writes);
                        * borrowed: the caller closes its copy after the call */
+        /* both > 0: on a terminal (pty.c): its output comes to on_output as fd 1, its input and
+         * size through sbx_mgr_pty_input/resize; stdin_fd must be -1 */
+        unsigned tty_cols, tty_rows;
+        /* no per-exec timeout, not counted in budget_s (docs/long-lived.md); refused unless the
+         * profile's process.long_lived allows it */
+        bool long_lived;
 } sbx_exec_spec;
 
 /* Start an exec in the caller's sandbox: once it has started, its id is in exec_id and 0 is
@@ -124,6 +138,27 @@ typedef struct sbx_exec_spec {
  * then on_end). On refusal: the HTTP status, with *err the JSON error body (caller decrefs). */
 unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id,
         const sbx_exec_spec *spec, const sbx_exec_stream_cb *cb, char exec_id[static 32], json_t **err);
+/* Terminals (pty.c). A subscriber's calls come from the PTY's own thread, under its lock: they
+ * must not call back into these functions (detach after on_end, from another thread). */
+typedef struct sbx_pty_cb {
+        void (*on_output)(void *userdata, const char *data, size_t n);
+        /* once, when the output is drained and the exec has ended: {status, exit_code, signal,
+         * report | error} (borrowed) */
+        void (*on_end)(void *userdata, const json_t *end);
+        void *userdata;
+} sbx_pty_cb;
+typedef struct sbx_pty_sub_handle sbx_pty_sub_handle;
+/* 0; or 404 (no such terminal exec for the caller), 410 (it has ended), 400, with *err. */
+unsigned sbx_mgr_pty_input(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id,
+        const void *data, size_t n, json_t **err);
+unsigned sbx_mgr_pty_resize(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id,
+        unsigned cols, unsigned rows, json_t **err);
+/* Hear a terminal's output from now (replay: first the last 64 KiB of it) and its end; attached
+ * after the end, the replay and the end come at once. */
+unsigned sbx_mgr_pty_attach(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id,
+        const sbx_pty_cb *cb, bool replay, sbx_pty_sub_handle **ret, json_t **err);
+void sbx_mgr_pty_detach(sbx_pty_sub_handle *h);
+
 /* Send a signal to a running exec: its command's process group (SIGKILL: the whole tree). 0, or
  * -ESRCH when no such exec runs, -ENOENT when there is no such sandbox for the caller. */
 int sbx_mgr_exec_signal(

@@ -533,6 +533,57 @@ static void mark_reported(void) {
         }
 }
 
+/* A PTY of the sandbox's own devpts for an exec that asked for one (SBX_INIT_TTY): its master
+ * goes out over fd 0 (the requester's unix socket), its slave — opened from the master
+ * (TIOCGPTPEER: no path, no race with another pts of the same number) — becomes 0, 1 and 2.
+ * Returns 0, or an errno with the step that failed. */
+static int open_tty(uint32_t tty, const char **step) {
+        struct winsize ws = {
+                .ws_row = (unsigned short) (tty & 0xffff), .ws_col = (unsigned short) (tty >> 16)};
+        int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (m < 0) {
+                *step = "open the sandbox's /dev/ptmx";
+                return errno;
+        }
+        int s = -1;
+        if (ioctl(m, TIOCSPTLCK, &(int){0}) < 0 || ioctl(m, TIOCSWINSZ, &ws) < 0 ||
+                (s = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY)) < 0) {
+                int e = errno;
+                close(m);
+                *step = "set up the pseudo-terminal";
+                return e;
+        }
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(sizeof(int))];
+        } cbuf;
+        memset(&cbuf, 0, sizeof cbuf);
+        char t = 'T';
+        struct iovec iov = {.iov_base = &t, .iov_len = 1};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b, .msg_controllen = sizeof cbuf.b};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &m, sizeof m);
+        ssize_t n;
+        do
+                n = sendmsg(0, &mh, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        int e = n < 0 ? errno : 0;
+        close(m);
+        if (e || dup2(s, 0) < 0 || dup2(s, 1) < 0 || dup2(s, 2) < 0) {
+                e = e ? e : errno;
+                close(s);
+                *step = "hand the terminal's master out";
+                return e;
+        }
+        if (s > 2)
+                close(s);
+        return 0;
+}
+
 /* An exec, forked by the init: fd 3 is its exec socket from here on, fd 4 its exec pipe (a byte
  * there: it reported its end itself). Returns only on failure, as the exit status. */
 static int exec_child(const struct sbx_init_req *rq, char *strings, int fds[4], int pipe_w) {
@@ -582,6 +633,15 @@ static int exec_child(const struct sbx_init_req *rq, char *strings, int fds[4], 
         environ = envp;
         sigset_t none;
         sigemptyset(&none);
+        if (rq->tty) {
+                const char *step = NULL;
+                int e = open_tty(rq->tty, &step);
+                if (e) {
+                        send_msg(SBX_INIT_MSG_SETUP_FAILED, e, 0, step);
+                        mark_reported();
+                        return 125;
+                }
+        }
         if (isatty(0))
                 (void) ioctl(0, TIOCSCTTY, 0);
         if (cwd[0] && chdir(cwd) < 0) {

@@ -60,8 +60,11 @@ struct sbx_init_req {
         uint32_t op;
         uint32_t n_argv, n_env;
         uint32_t len; /* bytes of strings after the header */
-        uint32_t reserved;
+        uint32_t tty; /* 0; or a PTY of the sandbox's own /dev/pts, SBX_INIT_TTY(cols, rows): its
+                       * slave is the command's 0, 1, 2 and controlling terminal, its master goes
+                       * out over the request's stdin (a unix socket, SCM_RIGHTS) */
 };
+#define SBX_INIT_TTY(cols, rows) (((uint32_t) (cols) << 16) | (uint32_t) (rows))
 
 /* The seccomp programs handed to the init (a sealed memfd): a header, then the observed
  * program (violations go to a listener), then the plain one (violations answer their errno),

@@ -17,5 +17,6 @@ run_as: 65534
 strict: { required_when: [] }
 filesystem: { write_allowed: [] }
 network: { egress_allowed: [], allow_host: false }
+process: { long_lived_allowed: true }
 YAML
 chmod 644 "$POL"

@@ -103,6 +103,9 @@ def template(path):
     if p.startswith("/v1/sandboxes/"):
         rest = p[len("/v1/sandboxes/"):]
         if "/execs/" in rest:
+            for action in ("/attach", "/input", "/resize"):
+                if rest.endswith(action):
+                    return "/v1/sandboxes/{id}/execs/{exec_id}" + action
             return "/v1/sandboxes/{id}/execs/{exec_id}"
         for t, suffix in TEMPLATES:
             if rest.endswith(suffix):
@@ -983,13 +986,18 @@ def main():
     print("1..%d" % (n + (0 if os.path.exists(VALIDATOR) and os.path.exists(OPENAPI) else 1)))
 
 
-try:
-    main()
-finally:
+def cleanup():
     stop(signal.SIGKILL)
     for p in supervisors():
         try:
             os.kill(p, signal.SIGKILL)
         except OSError:
             pass
-sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":  # pty_test.py imports the helpers above
+    try:
+        main()
+    finally:
+        cleanup()
+    sys.exit(1 if failed else 0)

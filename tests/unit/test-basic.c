@@ -1,10 +1,13 @@
-/* test-basic.c — the libc-only helpers of src/lib/basic: base64, error wrapping. */
+/* test-basic.c â\x80 the libc-only helpers of src/lib/basic: base64, error wrapping. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "basic/base64.h"
 #include "basic/error.h"
+#include "basic/ws.h"
+#include <sys/socket.h>
+#include <unistd.h>
 #include "tap.h"
 
 static void roundtrip(const char *data, size_t n, const char *want) {
@@ -85,5 +88,70 @@ int main(void) {
         d = NULL;
         ok(sbx_base64_decode("Zg", 2, false, &d, &n) == 0 && n == 1 && d[0] == 'f', "padding is optional");
         free(d);
+
+        /* WebSocket: RFC 6455's own example key; frames both ways, fragmented, masked or not */
+        char acc[29];
+        sbx_ws_accept_key("dGhlIHNhbXBsZSBub25jZQ==", acc);
+        is_str(acc, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "Sec-WebSocket-Accept of RFC 6455's example");
+        int sp[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0) {
+                static char big[70000];
+                memset(big, 'x', sizeof big);
+                sbx_ws_reader r = {0};
+                sbx_ws_reader_init(&r, sp[1], NULL, 0);
+                int op;
+                char *m = NULL;
+                size_t mn = 0;
+                ok(sbx_ws_send(sp[0], SBX_WS_BINARY, "hi", 2, true) == 0 &&
+                                sbx_ws_recv(&r, &op, &m, &mn) == 0 && op == SBX_WS_BINARY && mn == 2 &&
+                                memcmp(m, "hi", 2) == 0,
+                        "a masked binary frame");
+                free(m);
+                m = NULL;
+                pid_t w = fork(); /* 70000 bytes: more than a socket buffer */
+                if (w == 0)
+                        _exit(sbx_ws_send(sp[0], SBX_WS_TEXT, big, sizeof big, false) == 0 ? 0 : 1);
+                ok(sbx_ws_recv(&r, &op, &m, &mn) == 0 && op == SBX_WS_TEXT && mn == sizeof big &&
+                                m[69999] == 'x',
+                        "a 64-bit length, unmasked");
+                free(m);
+                m = NULL;
+                /* "ab" as two fragments with a ping between them */
+                ok(write(sp[0],
+                           "\x01\x01"
+                           "a"
+                           "\x89\x00"
+                           "\x80\x01"
+                           "b",
+                           8) == 8 &&
+                                sbx_ws_recv(&r, &op, &m, &mn) == 0 && op == SBX_WS_TEXT && mn == 2 &&
+                                memcmp(m, "ab", 2) == 0,
+                        "fragments joined, a ping between them answered");
+                free(m);
+                m = NULL;
+                char pong[2];
+                ok(read(sp[0], pong, 2) == 2 && (unsigned char) pong[0] == 0x8a, "the ping's pong");
+                ok(write(sp[0], "\xc1\x00", 2) == 2 && sbx_ws_recv(&r, &op, &m, &mn) == -EPROTO,
+                        "a reserved bit: -EPROTO");
+                r.max = 10;
+                ok(write(sp[0],
+                           "\x82\x0b"
+                           "0123456789a",
+                           13) == 13 &&
+                                sbx_ws_recv(&r, &op, &m, &mn) == -EMSGSIZE,
+                        "over the reader's max: -EMSGSIZE");
+                close(sp[0]);
+                close(sp[1]);
+        }
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0) {
+                sbx_ws_reader r = {0};
+                sbx_ws_reader_init(&r, sp[1], "\x81", 1); /* a frame begun in the bytes given */
+                int op;
+                char *m = NULL;
+                size_t mn = 0;
+                close(sp[0]);
+                ok(sbx_ws_recv(&r, &op, &m, &mn) == -EPIPE, "the peer's end in a frame: -EPIPE");
+                close(sp[1]);
+        }
         return done_testing();
 }

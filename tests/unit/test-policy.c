@@ -133,6 +133,8 @@ static void test_types(void) {
         PROFILE_BAD(HDR "process:\n  allow_exec: once\n", 4, 15, "allow_exec not a bool",
                 "process.allow_exec: expected true or false", "\"once\"");
         PROFILE_BAD(HDR "process: {allow_execs: false}\n", 3, 11, "a misspelt process key", "allow_execs");
+        PROFILE_BAD(HDR "process:\n  long_lived: forever\n", 4, 15, "long_lived not a bool",
+                "process.long_lived: expected true or false", "\"forever\"");
         PROFILE_BAD(HDR "filesystem:\n  read: /usr\n", 4, 9, "list as scalar",
                 "filesystem.read: expected a list of absolute paths, got \"/usr\"");
         PROFILE_BAD(HDR "filesystem:\n  read: [/usr, [x]]\n", 4, 16, "nested list item",
@@ -476,9 +478,14 @@ static void test_builtins(void) {
                                 !eb->net_allow && streq(dy->fs_home, "/home/daytona") &&
                                 streq(dy->user, "daytona"),
                         "e2b, daytona: a home where their SDKs look, uid 1000 named as they name it");
+        if (eb && dy)
+                ok(eb->long_lived && dy->long_lived && eb->field_set[SBX_F_LONG_LIVED],
+                        "e2b, daytona: long-lived execs allowed (PTYs, sessions, servers)");
         else
                 ok(false, "e2b and daytona load: %s", fmt(&e));
         if (sbx_profile_load("profile.default", &df, &e) == 0)
+                ok(!df->long_lived, "default: no long-lived execs");
+        if (df)
                 ok(df->level == SBX_LEVEL_CONTAINER && df->backend == SBX_BACKEND_AUTO &&
                                 strv_length(df->fs_read) == 8,
                         "default: container, auto, DESIGN read list");
@@ -712,6 +719,10 @@ static void test_policy_file(void) {
         policy_bad("version: 1\nenforce: {best_effort: [pids, nope]}\n", 2, 31, "unknown best_effort",
                 "enforce.best_effort[1]");
         policy_bad("version: 1\nrun_as: 0\n", 2, 9, "run_as root", "run_as");
+        policy_bad("version: 1\nprocess: {long_lived_allowed: sometimes}\n", 2, 31,
+                "long_lived_allowed not bool", "process.long_lived_allowed: expected true or false");
+        policy_bad("version: 1\nprocess: {long_lived: true}\n", 2, 11, "a profile key in the policy file",
+                "unknown key 'long_lived' in process");
         policy_bad("version: 1\nrun_as: 4294967296\n", 2, 9, "run_as too big", "run_as");
         policy_bad("version: 1\nstrict: {required_when: [always]}\n", 2, 26, "unknown trigger",
                 "strict.required_when[0]");
@@ -739,6 +750,7 @@ static void test_policy_file(void) {
                                         SBX_SRC_BUILTIN,
                         "omitted limit from the built-in default");
                 ok(p->n_mode_backends[SBX_MODE_STRICT] == 1, "omitted backends inherited");
+                ok(!p->long_lived_allowed, "a site file that does not allow long-lived execs does not");
                 is_str(p->source_file, "pol.yaml", "source file recorded");
         } else
                 skip(4, "partial policy failed");

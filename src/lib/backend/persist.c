@@ -331,7 +331,8 @@ static int build_request(sbx_sandbox *sb, const sbx_exec_request *req, char **re
                                                      : SBX_INIT_OP_EXEC,
                 .n_argv = (uint32_t) n_argv,
                 .n_env = (uint32_t) n_env,
-                .len = (uint32_t) len};
+                .len = (uint32_t) len,
+                .tty = req->tty_cols && req->tty_rows ? SBX_INIT_TTY(req->tty_cols, req->tty_rows) : 0};
         char *p = buf + sizeof *h;
         p = stpcpy(p, cwd) + 1;
         STRV_FOREACH(a, req->argv)
@@ -428,7 +429,23 @@ _public_ int sbx_sandbox_exec(
                 return fail(ret_error, -ESRCH, "the sandbox is not running");
         }
         const sbx_config *cfg = sb->cfg;
-        double budget = cfg->limits.value[SBX_LIMIT_BUDGET_S];
+        if (req->long_lived && !(cfg->profile->long_lived && cfg->policy->long_lived_allowed)) {
+                pthread_mutex_unlock(&sb->lock);
+                return fail(ret_error, -EPERM,
+                        !cfg->profile->long_lived
+                                ? "%s does not allow long-lived execs (set process.long_lived: true in the "
+                                  "profile, or give the exec a timeout)"
+                                : "the policy file %s does not allow long-lived execs (set "
+                                  "process.long_lived_allowed: true there)",
+                        !cfg->profile->long_lived ? cfg->profile->id : cfg->policy->source_file);
+        }
+        if ((req->tty_cols || req->tty_rows) &&
+                (req->tty_cols == 0 || req->tty_rows == 0 || req->tty_cols > 4096 || req->tty_rows > 4096)) {
+                pthread_mutex_unlock(&sb->lock);
+                return fail(ret_error, -EINVAL, "a terminal's cols and rows are 1 to 4096");
+        }
+        /* budget_s counts bounded execs; a long-lived one is bounded by the sandbox's life */
+        double budget = req->long_lived ? 0 : cfg->limits.value[SBX_LIMIT_BUDGET_S];
         double left = budget > 0 ? budget - sb->budget_used_s : 0;
         if (budget > 0 && left <= 0) {
                 pthread_mutex_unlock(&sb->lock);
@@ -450,7 +467,7 @@ _public_ int sbx_sandbox_exec(
         int ctl = sb->ctl_fd;
         pthread_mutex_unlock(&sb->lock);
 
-        double timeout = cfg->limits.value[SBX_LIMIT_TIMEOUT_S];
+        double timeout = req->long_lived ? 0 : cfg->limits.value[SBX_LIMIT_TIMEOUT_S];
         const char *timeout_key = NULL;
         if (req->timeout_s > 0 && (timeout <= 0 || req->timeout_s < timeout))
                 timeout = req->timeout_s, timeout_key = "exec.timeout_s";
@@ -560,7 +577,8 @@ _public_ int sbx_sandbox_exec(
                 }
         registered = false;
         double used = (double) (sbx_now_ns() - t0) / 1e9;
-        sb->budget_used_s += used;
+        if (!req->long_lived)
+                sb->budget_used_s += used;
         if (r >= 0) {
                 r = sbx_backend_classify(cfg, rep, &res, &svp, NULL, t0, t0, timeout_key, &e);
                 if (r < 0 && res.end == SBX_SV_EXEC_FAILED)
@@ -601,4 +619,11 @@ out:
                 safe_close(errp[i]);
         }
         return r;
+}
+
+_public_ bool sbx_sandbox_long_lived_allowed(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        bool ok = sb->cfg && sb->cfg->profile->long_lived && sb->cfg->policy->long_lived_allowed;
+        pthread_mutex_unlock(&sb->lock);
+        return ok;
 }

@@ -60,8 +60,11 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
         put_str(f, p->fs_home);
         fputs("\nuser: ", f);
         put_str(f, p->user);
-        fprintf(f, "\nprocess:\n  allow_spawn: %s\n  allow_exec: %s\n  commands:\n    mode: %s\n    allow: ",
-                bool_str(p->allow_spawn), bool_str(p->allow_exec), sbx_cmd_mode_to_string(p->cmd_mode));
+        fprintf(f,
+                "\nprocess:\n  allow_spawn: %s\n  allow_exec: %s\n  long_lived: %s\n  commands:\n    mode: "
+                "%s\n    allow: ",
+                bool_str(p->allow_spawn), bool_str(p->allow_exec), bool_str(p->long_lived),
+                sbx_cmd_mode_to_string(p->cmd_mode));
         put_strv(f, p->cmd_allow);
         fputs("\n    deny: ", f);
         put_strv(f, p->cmd_deny);
@@ -150,9 +153,10 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
         fputs("}, \"user\": ", f);
         put_str(f, p->user);
         fprintf(f,
-                ", \"process\": {\"allow_spawn\": %s, \"allow_exec\": %s, \"commands\": {\"mode\": \"%s\", "
-                "\"allow\": ",
-                bool_str(p->allow_spawn), bool_str(p->allow_exec), sbx_cmd_mode_to_string(p->cmd_mode));
+                ", \"process\": {\"allow_spawn\": %s, \"allow_exec\": %s, \"long_lived\": %s, "
+                "\"commands\": {\"mode\": \"%s\", \"allow\": ",
+                bool_str(p->allow_spawn), bool_str(p->allow_exec), bool_str(p->long_lived),
+                sbx_cmd_mode_to_string(p->cmd_mode));
         put_strv(f, p->cmd_allow);
         fputs(", \"deny\": ", f);
         put_strv(f, p->cmd_deny);
@@ -404,6 +408,7 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
         o_open(&o, "process");
         O_VALUE(&o, "allow_spawn", fsrc(c, SBX_F_ALLOW_SPAWN), fputs(bool_str(p->allow_spawn), f));
         O_VALUE(&o, "allow_exec", fsrc(c, SBX_F_ALLOW_EXEC), fputs(bool_str(p->allow_exec), f));
+        O_VALUE(&o, "long_lived", fsrc(c, SBX_F_LONG_LIVED), fputs(bool_str(p->long_lived), f));
         O_VALUE(&o, "commands", fsrc(c, SBX_F_COMMANDS),
                 (fprintf(f, "{\"mode\": \"%s\", \"allow\": ", sbx_cmd_mode_to_string(p->cmd_mode)),
                         put_strv(f, p->cmd_allow), fputs(", \"deny\": ", f), put_strv(f, p->cmd_deny),

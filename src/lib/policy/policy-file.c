@@ -223,7 +223,29 @@ static int parse_network(yctx *c, yaml_node_t *n, sbx_policy *p) {
         return 0;
 }
 
-enum { P_VERSION, P_MODES, P_OVERRIDES, P_ENFORCE, P_RUN_AS, P_STRICT, P_FILESYSTEM, P_NETWORK, _P_MAX };
+static int parse_process(yctx *c, yaml_node_t *n, sbx_policy *p) {
+        static const char *const keys[] = {"long_lived_allowed"};
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r = ymap(c, n, "process", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0] && (r = yget_bool(c, v[0], "process.long_lived_allowed", &p->long_lived_allowed)) < 0)
+                return r;
+        return 0;
+}
+
+enum {
+        P_VERSION,
+        P_MODES,
+        P_OVERRIDES,
+        P_ENFORCE,
+        P_RUN_AS,
+        P_STRICT,
+        P_FILESYSTEM,
+        P_NETWORK,
+        P_PROCESS,
+        _P_MAX
+};
 static const char *const top_keys[_P_MAX] = {
         [P_VERSION] = "version",
         [P_MODES] = "modes",
@@ -233,6 +255,7 @@ static const char *const top_keys[_P_MAX] = {
         [P_STRICT] = "strict",
         [P_FILESYSTEM] = "filesystem",
         [P_NETWORK] = "network",
+        [P_PROCESS] = "process",
 };
 
 static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
@@ -274,6 +297,8 @@ static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
         if (v[P_FILESYSTEM] && (r = parse_filesystem(c, v[P_FILESYSTEM], p)) < 0)
                 return r;
         if (v[P_NETWORK] && (r = parse_network(c, v[P_NETWORK], p)) < 0)
+                return r;
+        if (v[P_PROCESS] && (r = parse_process(c, v[P_PROCESS], p)) < 0)
                 return r;
 
         for (int m = 0; m < _SBX_MODE_MAX; m++)

@@ -162,6 +162,7 @@ typedef enum sbx_field {
         SBX_F_METADATA,
         SBX_F_FS_HOME,
         SBX_F_USER,
+        SBX_F_LONG_LIVED,
         _SBX_F_MAX,
         _SBX_F_INVALID = -EINVAL,
 } sbx_field;
@@ -200,6 +201,8 @@ typedef struct sbx_profile {
 
         bool allow_spawn; /* false: no fork/vfork/clone but threads, and one execve */
         bool allow_exec; /* false: one execve (the command's), fork allowed */
+        bool long_lived; /* a persistent sandbox's execs may be long-lived (PTYs, sessions, servers:
+                          * no per-exec timeout, not counted in budget_s; docs/long-lived.md) */
         sbx_cmd_mode cmd_mode;
         char **cmd_allow;
         char **cmd_deny;
@@ -278,6 +281,8 @@ typedef struct sbx_policy {
         char **write_allowed; /* filesystem.write_allowed */
         char **egress_allowed; /* network.egress_allowed */
         bool allow_host_network; /* network.allow_host */
+        bool long_lived_allowed; /* process.long_lived_allowed: execs of profiles with
+                                  * process.long_lived may be long-lived (default false) */
 } sbx_policy;
 
 sbx_policy *sbx_policy_free(sbx_policy *p);

@@ -24,6 +24,7 @@ typedef enum profile_leaf {
         L_FS_EXEC,
         L_ALLOW_SPAWN,
         L_ALLOW_EXEC,
+        L_LONG_LIVED,
         L_CMD_MODE,
         L_CMD_ALLOW,
         L_CMD_DENY,

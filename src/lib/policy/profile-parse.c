@@ -314,7 +314,7 @@ static int parse_commands(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_process(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = {"allow_spawn", "commands", "allow_exec"};
+        static const char *const keys[] = {"allow_spawn", "commands", "allow_exec", "long_lived"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -337,6 +337,12 @@ static int parse_process(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 if (r < 0)
                         return r;
                 profile_set_leaf(p, L_ALLOW_EXEC);
+        }
+        if (v[3]) {
+                r = yget_bool(c, v[3], "process.long_lived", &p->long_lived);
+                if (r < 0)
+                        return r;
+                profile_set_leaf(p, L_LONG_LIVED);
         }
         return 0;
 }

@@ -20,6 +20,7 @@ static const sbx_field leaf_field[_L_MAX] = {
         [L_FS_EXEC] = SBX_F_FS_EXEC,
         [L_ALLOW_SPAWN] = SBX_F_ALLOW_SPAWN,
         [L_ALLOW_EXEC] = SBX_F_ALLOW_EXEC,
+        [L_LONG_LIVED] = SBX_F_LONG_LIVED,
         [L_CMD_MODE] = SBX_F_COMMANDS,
         [L_CMD_ALLOW] = SBX_F_COMMANDS,
         [L_CMD_DENY] = SBX_F_COMMANDS,
@@ -240,6 +241,8 @@ int profile_inherit(sbx_profile *child, sbx_profile *parent) {
                 child->allow_spawn = parent->allow_spawn;
         if (!has_leaf(child, L_ALLOW_EXEC))
                 child->allow_exec = parent->allow_exec;
+        if (!has_leaf(child, L_LONG_LIVED))
+                child->long_lived = parent->long_lived;
         if (!has_leaf(child, L_CMD_MODE))
                 child->cmd_mode = parent->cmd_mode;
         if (!has_leaf(child, L_ON_VIOLATION))

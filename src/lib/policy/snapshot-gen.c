@@ -119,6 +119,7 @@ static void put_profile(FILE *f, const char *fn, const sbx_profile *p) {
         SCALAR(f, p, fs_exec_set, "%d", int);
         SCALAR(f, p, allow_spawn, "%d", int);
         SCALAR(f, p, allow_exec, "%d", int);
+        SCALAR(f, p, long_lived, "%d", int);
         SCALAR(f, p, cmd_mode, "(sbx_cmd_mode) %d", int);
         field_strv(f, "cmd_allow", p->cmd_allow);
         field_strv(f, "cmd_deny", p->cmd_deny);
@@ -189,6 +190,7 @@ static void put_policy(FILE *f, const sbx_policy *p) {
         field_strv(f, "write_allowed", p->write_allowed);
         field_strv(f, "egress_allowed", p->egress_allowed);
         SCALAR(f, p, allow_host_network, "%d", int);
+        SCALAR(f, p, long_lived_allowed, "%d", int);
         fputs("        return 0;\n}\n\n", f);
 }
 

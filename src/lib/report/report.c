@@ -368,6 +368,7 @@ static void write_config(jsonw *w, const sbx_report *r) {
                 jsonw_begin_object(w);
                 jsonw_kv_bool(w, "allow_spawn", p->allow_spawn);
                 jsonw_kv_bool(w, "allow_exec", p->allow_exec);
+                jsonw_kv_bool(w, "long_lived", p->long_lived);
                 jsonw_key(w, "commands");
                 jsonw_begin_object(w);
                 jsonw_kv_string(w, "mode", sbx_cmd_mode_to_string(p->cmd_mode));

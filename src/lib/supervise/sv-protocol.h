@@ -11,8 +11,11 @@
  * Requests: a unix socket (SOCK_SEQPACKET, mode 0600), one request per connection, one JSON
  * object each way (at most SBX_SV_REQ_MAX bytes in, SBX_SV_ANS_MAX out):
  *   {"op":"exec","exec_id":ID,"kind":"run|put|get","argv":[...],"env":["K=V"...],"cwd":DIR,
- *    "timeout_s":N,"output_cap":BYTES}  + SCM_RIGHTS [stdin, stdout, stderr]
- *      → {"ok":true,"exit":N,"report":{...}} | {"ok":false,"errno":N,"error":"..."}
+ *    "timeout_s":N,"output_cap":BYTES,"tty":{"cols":N,"rows":N},"long_lived":BOOL}
+ *      + SCM_RIGHTS [stdin, stdout, stderr]   (tty: stdin is a unix socket the PTY's master
+ *      arrives on, SCM_RIGHTS, as the command starts; long_lived: docs/long-lived.md)
+ *      → {"ok":true,"exit":N,"report":{...},"long_lived":BOOL} | {"ok":false,"errno":N,"error":"..."}
+ *      ("long_lived": true|false|"if_allowed" in; out: whether it was)
  *      (put: stdin is the file's bytes, argv[0] its path; get: stdout is the file)
  *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N}
  *   {"op":"signal","exec_id":ID,"signal":N} → {"ok":true} | errno ESRCH (no such exec running)
@@ -39,6 +42,7 @@
 #define SBX_SV_OP_SIGNAL "signal"
 #define SBX_SV_OP_DESTROY "destroy"
 
+#define SBX_SV_LONG_LIVED_IF_ALLOWED "if_allowed" /* "long_lived": long-lived if the profile allows */
 #define SBX_SV_KIND_RUN "run"
 #define SBX_SV_KIND_PUT "put"
 #define SBX_SV_KIND_GET "get"
