@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include "basic/base64.h"
 
@@ -840,6 +841,75 @@ static void *cexec_thread(void *arg) {
         return NULL;
 }
 
+/* A compat surface's exec on a terminal: cb hears its output (as fd 1) and its end. */
+typedef struct tty_cb_adapter {
+        sbx_exec_stream_cb cb;
+} tty_cb_adapter;
+
+static void adapter_output(void *ud, const char *d, size_t n) {
+        tty_cb_adapter *a = ud;
+        if (a->cb.on_output)
+                a->cb.on_output(a->cb.userdata, 1, d, n);
+}
+
+static void adapter_end(void *ud, const json_t *end) {
+        tty_cb_adapter *a = ud;
+        if (a->cb.on_end)
+                a->cb.on_end(a->cb.userdata, json_object_get(end, "report"),
+                        json_object_get(end, "report") ? NULL
+                                                       : json_string_value(json_object_get(end, "error"))
+                                                                 ?: "the exec failed");
+}
+
+static unsigned tty_exec_start(sbx_mgr *m, const sbx_caller *who, box *b, const sbx_exec_spec *spec,
+        const sbx_exec_stream_cb *cb, json_t *argv /* stolen */, const char *exec_id, json_t **err) {
+        json_t *env = json_array();
+        for (char *const *a = spec->env; a && *a; a++)
+                json_array_append_new(env, json_string(*a));
+        json_t *req = json_pack("{s:s, s:s, s:s, s:O, s:o, s:{s:i, s:i}}", "op", SBX_SV_OP_EXEC, "kind",
+                SBX_SV_KIND_RUN, "exec_id", exec_id, "argv", argv, "env", env, "tty", "cols", spec->tty_cols,
+                "rows", spec->tty_rows);
+        if (spec->cwd)
+                json_object_set_new(req, "cwd", json_string(spec->cwd));
+        if (spec->timeout_s > 0)
+                json_object_set_new(req, "timeout_s", json_real(spec->timeout_s));
+        if (spec->long_lived)
+                json_object_set_new(req, "long_lived",
+                        spec->long_lived > 0 ? json_true() : json_string(SBX_SV_LONG_LIVED_IF_ALLOWED));
+        mgr_audit(m, who, "sandbox.exec", b->id, "started", exec_id);
+        running_add(m, b, exec_id, argv);
+        json_decref(argv);
+        mgr_pty *p = NULL;
+        unsigned code = tty_start(m, b, req, exec_id, spec->tty_cols, spec->tty_rows, &p, err);
+        if (code)
+                return code;
+        tty_cb_adapter *a = calloc(1, sizeof *a);
+        sbx_pty_sub_handle *h = NULL;
+        if (a) {
+                a->cb = *cb;
+                sbx_pty_cb pc = {.on_output = adapter_output,
+                        .on_end = adapter_end,
+                        .free_userdata = free,
+                        .userdata = a};
+                /* from its first byte: the replay is all it has written so far */
+                if (sbx_mgr_pty_attach(m, who, b->id, exec_id, &pc, true, &h, err) != 0) {
+                        free(a);
+                        a = NULL;
+                }
+        }
+        /* the subscription lives as long as the terminal (its adapter freed with it) */
+        if (h)
+                mgr_pty_forget_handle(h);
+        mgr_pty_put(p);
+        if (!a) {
+                (void) sbx_mgr_exec_signal(m, who, b->id, exec_id, SIGKILL);
+                if (!*err)
+                        *err = mgr_err_json("unavailable", NULL, "out of memory");
+                return 503;
+        }
+        return 0;
+}
+
 unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id,
         const sbx_exec_spec *spec, const sbx_exec_stream_cb *cb, char exec_id[static 32], json_t **err) {
         sbx_mgr_reply rp = {.stream_fd = -1};
@@ -866,6 +936,11 @@ unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandb
         for (char *const *a = spec->env; a && *a; a++)
                 json_array_append_new(env, json_string(*a));
         mgr_random_id("exe_", exec_id, 32);
+        if (spec->tty_cols && spec->tty_rows) {
+                json_decref(env); /* rebuilt below */
+                free(c);
+                return tty_exec_start(m, who, b, spec, cb, argv, exec_id, err);
+        }
         if (c) {
                 c->m = m;
                 c->b = b;
@@ -878,6 +953,10 @@ unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandb
                         json_object_set_new(c->req, "cwd", json_string(spec->cwd));
                 if (spec->timeout_s > 0)
                         json_object_set_new(c->req, "timeout_s", json_real(spec->timeout_s));
+                if (spec->long_lived)
+                        json_object_set_new(c->req, "long_lived",
+                                spec->long_lived > 0 ? json_true()
+                                                     : json_string(SBX_SV_LONG_LIVED_IF_ALLOWED));
         } else
                 json_decref(env);
         mgr_audit(m, who, "sandbox.exec", b->id, "started", exec_id);

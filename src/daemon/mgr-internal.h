@@ -193,6 +193,8 @@ mgr_pty *mgr_pty_new(sbx_mgr *m, const box *b, const char *exec_id, unsigned col
 int mgr_pty_publish(mgr_pty *p, int master);
 void mgr_pty_ended(mgr_pty *p, json_t *end /* stolen */);
 mgr_pty *mgr_pty_ref(mgr_pty *p);
+/* Let go of a subscription's handle: the subscriber stays until the terminal is freed. */
+void mgr_pty_forget_handle(sbx_pty_sub_handle *h);
 void mgr_pty_put(mgr_pty *p);
 /* Its end ({status, exit_code, signal, report | error, errno?}, a reference), once it has ended
  * within timeout_ms; else NULL. */

@@ -45,16 +45,13 @@ struct mgr_pty {
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static mgr_pty *reg; /* every PTY of every manager (one per process in practice) */
 
-static void pty_unref(mgr_pty *p) {
-        pthread_mutex_lock(&reg_lock);
-        bool last = --p->refs == 0;
-        pthread_mutex_unlock(&reg_lock);
-        if (!last)
-                return;
+static void pty_free(mgr_pty *p) {
         safe_close(p->master);
         while (p->subs) {
                 pty_sub *s = p->subs;
                 p->subs = s->next;
+                if (s->cb.free_userdata)
+                        s->cb.free_userdata(s->cb.userdata);
                 free(s);
         }
         json_decref(p->end);
@@ -64,6 +61,14 @@ static void pty_unref(mgr_pty *p) {
         free(p);
 }
 
+static void pty_unref(mgr_pty *p) {
+        pthread_mutex_lock(&reg_lock);
+        bool last = --p->refs == 0;
+        pthread_mutex_unlock(&reg_lock);
+        if (last)
+                pty_free(p);
+}
+
 /* Ended and kept long enough: out of the registry (the caller holds reg_lock). */
 static void reg_sweep_locked(void) {
         int64_t now = mgr_now_ms();
@@ -71,14 +76,8 @@ static void reg_sweep_locked(void) {
                 mgr_pty *p = *pp;
                 if (p->ended && p->ended_ms + PTY_KEEP_MS < now) {
                         *pp = p->next;
-                        if (--p->refs == 0) { /* nobody else: free it (reg_lock held: inline) */
-                                safe_close(p->master);
-                                json_decref(p->end);
-                                free(p->ring);
-                                pthread_mutex_destroy(&p->lock);
-                                pthread_cond_destroy(&p->cond);
-                                free(p);
-                        }
+                        if (--p->refs == 0) /* nobody else (reg_lock held: freed here) */
+                                pty_free(p);
                         continue;
                 }
                 pp = &p->next;
@@ -380,6 +379,11 @@ unsigned sbx_mgr_pty_attach(sbx_mgr *m, const sbx_caller *who, const char *sandb
         return 0;
 }
 
+void mgr_pty_forget_handle(sbx_pty_sub_handle *h) {
+        pty_unref(h->p);
+        free(h);
+}
+
 void sbx_mgr_pty_detach(sbx_pty_sub_handle *h) {
         if (!h)
                 return;
@@ -391,6 +395,8 @@ void sbx_mgr_pty_detach(sbx_pty_sub_handle *h) {
                         break;
                 }
         pthread_mutex_unlock(&p->lock);
+        if (h->s->cb.free_userdata)
+                h->s->cb.free_userdata(h->s->cb.userdata);
         free(h->s);
         free(h);
         pty_unref(p);

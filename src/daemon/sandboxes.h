@@ -128,9 +128,10 @@ typedef struct sbx_exec_spec {
         /* both > 0: on a terminal (pty.c): its output comes to on_output as fd 1, its input and
          * size through sbx_mgr_pty_input/resize; stdin_fd must be -1 */
         unsigned tty_cols, tty_rows;
-        /* no per-exec timeout, not counted in budget_s (docs/long-lived.md); refused unless the
-         * profile's process.long_lived allows it */
-        bool long_lived;
+        /* 1: no per-exec timeout unless timeout_s asks one, not counted in budget_s
+         * (docs/long-lived.md), refused unless the profile's process.long_lived allows it; -1: so
+         * where the profile allows it, else bounded; 0: bounded */
+        int long_lived;
 } sbx_exec_spec;
 
 /* Start an exec in the caller's sandbox: once it has started, its id is in exec_id and 0 is
@@ -145,6 +146,7 @@ typedef struct sbx_pty_cb {
         /* once, when the output is drained and the exec has ended: {status, exit_code, signal,
          * report | error} (borrowed) */
         void (*on_end)(void *userdata, const json_t *end);
+        void (*free_userdata)(void *userdata); /* when the subscription goes; may be NULL */
         void *userdata;
 } sbx_pty_cb;
 typedef struct sbx_pty_sub_handle sbx_pty_sub_handle;

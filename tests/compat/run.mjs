@@ -136,6 +136,34 @@ if (sbx) {
     }
     is(left, 0, 'e2b: and none of them is left running (within 5 s)');
   });
+  await step('e2b: pty', async () => {
+    const dec = new TextDecoder(), enc = new TextEncoder();
+    let out = '', out2 = '';
+    const until = async (get, s, ms = 8000) => { for (let t = 0; t < ms / 50 && !get().includes(s); t++) await new Promise((r) => setTimeout(r, 50)); return get().includes(s); };
+    const t = await sbx.pty.create({ cols: 100, rows: 30, onData: (d) => { out += dec.decode(d); }, timeoutMs: 0 });
+    ok(typeof t.pid === 'number' && t.pid > 0, 'e2b: pty.create answers a pid', t.pid);
+    const t0 = Date.now();
+    await sbx.pty.sendInput(t.pid, enc.encode('tty; stty size; echo pty-$((6*7))\n'));
+    ok(await until(() => out, 'pty-42'), 'e2b: pty.sendInput in, onData out (an echo)', out.slice(-300));
+    console.log(`# e2b pty: input to its output ${Date.now() - t0} ms`);
+    ok(/\/dev\/pts\/\d+/.test(out) && out.includes('30 100'), "e2b: the PTY is the sandbox's own, of the size asked", out.slice(-300));
+    await sbx.pty.resize(t.pid, { cols: 120, rows: 40 });
+    await sbx.pty.sendInput(t.pid, enc.encode('stty size\n'));
+    ok(await until(() => out, '40 120'), 'e2b: pty.resize', out.slice(-200));
+    const t2 = await sbx.pty.connect(t.pid, { onData: (d) => { out2 += dec.decode(d); } });
+    await sbx.pty.sendInput(t.pid, enc.encode('echo again-$((1+1))\n'));
+    ok(await until(() => out2, 'again-2'), 'e2b: pty.connect: a second connection sees the output', out2.slice(-200));
+    await sbx.pty.sendInput(t.pid, enc.encode('exit 5\n'));
+    let code = null;
+    try { code = (await t.wait()).exitCode; } catch (e) { code = e.exitCode; }
+    is(code, 5, 'e2b: the PTY ends with its shell, exit code 5');
+    try { await t2.wait(); } catch { /* the same end */ }
+    is(await sbx.pty.kill(t.pid), false, 'e2b: pty.kill of an ended PTY answers false');
+  });
+  await throws('e2b: pty.resize of a command without a PTY fails', async () => {
+    const h = await sbx.commands.run('sleep 5', { background: true });
+    try { await sbx.pty.resize(h.pid, { cols: 10, rows: 10 }); } finally { await h.kill(); }
+  }, (e) => /PTY/.test(String(e.message)));
   await step('e2b: background + wait', async () => {
     const h = await sbx.commands.run('sleep 0.3; echo done', { background: true });
     is((await h.wait()).stdout, 'done\n', 'e2b: wait on a background command gives its result');

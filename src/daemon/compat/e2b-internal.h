@@ -49,6 +49,7 @@ void e2b_process_start(envd *e);
  * with the error, which the SDK shows (a non-200 answer it reports by its status alone). */
 void e2b_process_refuse(envd *e, const char *code, const char *msg);
 void e2b_process_connect(envd *e);
+void e2b_process_update(envd *e);
 void e2b_process_list(envd *e);
 void e2b_process_signal(envd *e);
 void e2b_process_input(envd *e, bool close_it); /* SendInput, or CloseStdin when close_it */

@@ -32,6 +32,7 @@ typedef struct proc {
         uint32_t pid;
         json_t *config, *tag; /* {cmd, args, envs, cwd}; tag: string or NULL */
         int stdin_w;
+        bool tty; /* on a terminal: output is "pty" data, input goes to the terminal */
         cx_stream *subs[MAX_SUBS];
         size_t nsubs;
 } proc;
@@ -162,7 +163,11 @@ static void proc_output(void *ud, int fd, const char *data, size_t n) {
                 return;
         pthread_mutex_lock(&p->tab->lock);
         for (size_t i = 0; i < p->nsubs; i++)
-                frame_event(p->subs[i], json_pack("{s:{s:s}}", "data", fd == 2 ? "stderr" : "stdout", b));
+                frame_event(p->subs[i], json_pack("{s:{s:s}}", "data",
+                                                p->tty    ? "pty"
+                                                : fd == 2 ? "stderr"
+                                                          : "stdout",
+                                                b));
         pthread_mutex_unlock(&p->tab->lock);
         free(b);
 }
@@ -222,13 +227,13 @@ void e2b_process_refuse(envd *e, const char *code, const char *msg) {
         cx_stream_unref(s);
 }
 
-static double connect_timeout_s(cx_req *rq, const json_t *rec) {
+/* E2B's timeoutMs (0: none), as the Connect-Timeout-Ms header says it. An exec asks it and is
+ * long-lived where the profile allows (docs/long-lived.md): then it has exactly that timeout, or
+ * none; elsewhere it is bounded, the profile's timeout_s its ceiling. */
+static double connect_timeout_s(cx_req *rq) {
         const char *h = cx_header(rq, "Connect-Timeout-Ms");
         double t = h ? strtod(h, NULL) / 1000.0 : 0;
-        double cap = json_number_value(json_object_get(json_object_get(rec, "limits"), "timeout_s"));
-        if (t <= 0 || (cap > 0 && t > cap))
-                t = cap > 0 ? cap : 0;
-        return t;
+        return t > 0 ? t : 0;
 }
 
 void e2b_process_start(envd *e) {
@@ -251,9 +256,12 @@ void e2b_process_start(envd *e) {
                 e2b_rpc_err(rq, "invalid_argument", "process.cmd: a command is required");
                 goto out;
         }
-        if (json_object_get(req, "pty") && !json_is_null(json_object_get(req, "pty"))) {
-                e2b_rpc_err(rq, "unimplemented",
-                        "a PTY is not available in sandboxer sandboxes (commands run without a terminal)");
+        json_t *pty = json_object_get(req, "pty"), *size = json_object_get(pty, "size");
+        json_int_t cols = json_integer_value(json_object_get(size, "cols")),
+                   rows = json_integer_value(json_object_get(size, "rows"));
+        bool tty = pty && !json_is_null(pty);
+        if (tty && (cols < 1 || cols > 4096 || rows < 1 || rows > 4096)) {
+                e2b_rpc_err(rq, "invalid_argument", "pty.size: cols and rows from 1 to 4096");
                 goto out;
         }
         json_t *args = json_object_get(pc, "args"), *envs = json_object_get(pc, "envs");
@@ -295,7 +303,7 @@ void e2b_process_start(envd *e) {
                 e2b_rpc_err(rq, "invalid_argument", "process.cwd: not a usable path");
                 goto out;
         }
-        bool want_stdin = json_is_true(json_object_get(req, "stdin"));
+        bool want_stdin = json_is_true(json_object_get(req, "stdin")) && !tty;
         int pin[2] = {-1, -1};
         if (want_stdin && pipe2(pin, O_CLOEXEC) < 0) {
                 e2b_rpc_err(rq, "unavailable", "cannot make a pipe for stdin: %s", strerror(errno));
@@ -312,6 +320,7 @@ void e2b_process_start(envd *e) {
         p->tab = tab;
         snprintf(p->sandbox, sizeof p->sandbox, "%s", e->sandbox);
         p->stdin_w = pin[1];
+        p->tty = tty;
         /* "o" steals: a fresh array/object, or one more reference to the request's */
         p->config = json_pack("{s:s, s:o, s:o}", "cmd", cmd, "args", args ? json_incref(args) : json_array(),
                 "envs", envs ? json_incref(envs) : json_object());
@@ -334,8 +343,11 @@ void e2b_process_start(envd *e) {
         sbx_exec_spec spec = {.argv = argv,
                 .env = env,
                 .cwd = cwd,
-                .timeout_s = connect_timeout_s(rq, e->rec),
-                .stdin_fd = pin[0]};
+                .timeout_s = connect_timeout_s(rq),
+                .stdin_fd = pin[0],
+                .tty_cols = tty ? (unsigned) cols : 0,
+                .tty_rows = tty ? (unsigned) rows : 0,
+                .long_lived = -1};
         sbx_exec_stream_cb cb = {.on_output = proc_output, .on_end = proc_end, .userdata = p};
         char exec_id[32];
         json_t *err = NULL;
@@ -481,17 +493,41 @@ void e2b_process_input(envd *e, bool close_it) {
         json_t *req = e2b_rpc_body(rq, false);
         char *data = NULL;
         size_t n = 0;
+        json_t *ptyin = json_object_get(json_object_get(req, "input"), "pty");
         if (!close_it) {
-                json_t *in = json_object_get(json_object_get(req, "input"), "stdin");
+                json_t *in = ptyin ? ptyin : json_object_get(json_object_get(req, "input"), "stdin");
                 if (!json_is_string(in) ||
                         cx_b64_decode(json_string_value(in), json_string_length(in), &data, &n) < 0) {
                         json_decref(req);
-                        e2b_rpc_err(rq,
-                                json_object_get(json_object_get(req, "input"), "pty") ? "unimplemented"
-                                                                                      : "invalid_argument",
-                                "input.stdin: base64 bytes are required (there is no PTY)");
+                        e2b_rpc_err(rq, "invalid_argument",
+                                "input.stdin or input.pty: base64 bytes are required");
                         return;
                 }
+        }
+        if (ptyin && !close_it) { /* to the terminal */
+                char exec_id[32] = "";
+                pthread_mutex_lock(&tab->lock);
+                proc *p = proc_find(tab, e->sandbox, json_object_get(req, "process"));
+                if (p && p->tty)
+                        snprintf(exec_id, sizeof exec_id, "%s", p->exec_id);
+                bool notty = p && !p->tty;
+                pthread_mutex_unlock(&tab->lock);
+                json_decref(req);
+                json_t *err = NULL;
+                unsigned code = exec_id[0] ? sbx_mgr_pty_input(
+                                                     rq->m, &rq->caller, e->sandbox, exec_id, data, n, &err)
+                                           : 404;
+                free(data);
+                if (notty)
+                        e2b_rpc_err(rq, "failed_precondition", "the process was not started with a PTY");
+                else if (code == 404 || code == 410)
+                        e2b_rpc_err(rq, "not_found", "no such process is running");
+                else if (code)
+                        e2b_rpc_err(rq, "internal", "%s", e2b_native_message(err));
+                else
+                        cx_respond_json(rq, 200, json_object());
+                json_decref(err);
+                return;
         }
         int fd = -1;
         bool found;
@@ -528,4 +564,47 @@ void e2b_process_input(envd *e, bool close_it) {
                         e2b_rpc_err(rq, "failed_precondition", "the process no longer reads its stdin");
         }
         free(data);
+}
+
+/* Update: a terminal's size (the SDK's pty.resize). */
+void e2b_process_update(envd *e) {
+        proc_table *tab = table_of(e);
+        if (!tab)
+                return;
+        cx_req *rq = e->rq;
+        json_t *req = e2b_rpc_body(rq, false);
+        json_t *size = json_object_get(json_object_get(req, "pty"), "size");
+        json_int_t cols = json_integer_value(json_object_get(size, "cols")),
+                   rows = json_integer_value(json_object_get(size, "rows"));
+        char exec_id[32] = "";
+        pthread_mutex_lock(&tab->lock);
+        proc *p = proc_find(tab, e->sandbox, json_object_get(req, "process"));
+        bool found = p != NULL, tty = p && p->tty;
+        if (tty)
+                snprintf(exec_id, sizeof exec_id, "%s", p->exec_id);
+        pthread_mutex_unlock(&tab->lock);
+        json_decref(req);
+        if (!size) {
+                e2b_rpc_err(rq, "invalid_argument", "pty.size: {cols, rows} is required");
+                return;
+        }
+        if (!found || (tty && !exec_id[0])) {
+                e2b_rpc_err(rq, "not_found", "no such process is running");
+                return;
+        }
+        if (!tty) {
+                e2b_rpc_err(rq, "failed_precondition", "the process was not started with a PTY");
+                return;
+        }
+        json_t *err = NULL;
+        unsigned code = sbx_mgr_pty_resize(rq->m, &rq->caller, e->sandbox, exec_id,
+                cols > 0 && cols <= 4096 ? (unsigned) cols : 0,
+                rows > 0 && rows <= 4096 ? (unsigned) rows : 0, &err);
+        if (code == 400)
+                e2b_rpc_err(rq, "invalid_argument", "pty.size: cols and rows from 1 to 4096");
+        else if (code)
+                e2b_rpc_err(rq, "not_found", "no such process is running");
+        else
+                cx_respond_json(rq, 200, json_object());
+        json_decref(err);
 }
