@@ -188,6 +188,16 @@ def main():
     ok(s == 200 and one.get("exit_code") == 3 and one.get("report", {}).get("schema") == "sandboxer.report/v1",
        "GET …/execs/ID: the terminal exec's report", one)
 
+    # ---- the CLI: sandboxer exec -t (our input its keyboard, its exit status ours) ------------
+    import subprocess
+    cli = subprocess.run([T.SBX, "exec", "-t", "--server", "unix:" + T.SOCK, sid, "--", "bash", "--norc", "-i"],
+                         input=b"echo cli-$((3*4)); tty\nexit 4\n", capture_output=True, timeout=60, env=T.ENV)
+    ok(cli.returncode == 4 and b"cli-12" in cli.stdout and b"/dev/pts/" in cli.stdout,
+       "sandboxer exec -t: output, its own /dev/pts, its exit status ours (4)", (cli.returncode, cli.stdout[-300:], cli.stderr))
+    cli = subprocess.run([T.SBX, "exec", "-t", "--stream", "--server", "unix:" + T.SOCK, sid, "--", "true"],
+                         capture_output=True, timeout=60, env=T.ENV)
+    ok(cli.returncode == 125 and b"--tty" in cli.stderr, "exec -t --stream: refused, 125", cli.stderr)
+
     # ---- bad input ---------------------------------------------------------------------------
     base = "/v1/sandboxes/%s" % sid
     for body, field, what in [

@@ -56,5 +56,7 @@ int client_create(int argc, char **argv);
 int client_ls(int argc, char **argv);
 int client_simple(const char *verb, int argc, char **argv);
 int client_exec(int argc, char **argv);
+/* exec --tty (tty.c): body holds argv and the rest; POST it with tty, attach, relay. */
+int client_exec_tty(const conn_opts *o, const char *id, json_t *body);
 int client_cp(int argc, char **argv);
 int client_events(int argc, char **argv);

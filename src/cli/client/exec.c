@@ -85,22 +85,26 @@ static void stream_sink(void *ud, const char *d, size_t n) {
 }
 
 int client_exec(int argc, char **argv) {
-        static const struct option opts[] = {{"timeout", required_argument, NULL, 't'},
+        static const struct option opts[] = {{"timeout", required_argument, NULL, 'T'},
                 {"env", required_argument, NULL, 'e'}, {"cwd", required_argument, NULL, 'c'},
-                {"stdin", no_argument, NULL, 'i'}, {"stream", no_argument, NULL, 's'}, CONN_OPTIONS, {0}};
+                {"stdin", no_argument, NULL, 'i'}, {"stream", no_argument, NULL, 's'},
+                {"tty", no_argument, NULL, 't'}, CONN_OPTIONS, {0}};
         conn_opts o = {0};
         json_t *body = json_object(), *env = json_object();
-        bool with_stdin = false, stream = false;
+        bool with_stdin = false, stream = false, tty = false;
         int c, rc = SBX_EXIT_FAILURE;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "+hit", opts, NULL)) >= 0) {
                 int k = conn_option(&o, c, optarg);
                 if (k < 0)
                         goto out;
                 if (k > 0)
                         continue;
                 switch (c) {
-                case 't': {
+                case 't':
+                        tty = true;
+                        break;
+                case 'T': {
                         char *end;
                         double t = strtod(optarg, &end);
                         if (*end || t <= 0) {
@@ -132,8 +136,9 @@ int client_exec(int argc, char **argv) {
                         stream = true;
                         break;
                 case 'h':
-                        printf("sandboxer exec ID [--timeout S] [--env NAME=VALUE]... [--cwd DIR] [--stdin] "
-                               "[--stream]\n"
+                        printf("sandboxer exec ID [--timeout S] [--env NAME=VALUE]... [--cwd DIR] "
+                               "[-i|--stdin] "
+                               "[--stream] [-t|--tty]\n"
                                "                  [--server ADDR] [--token TOKEN] [--json] -- COMMAND "
                                "[ARG]...\n\n"
                                "Run COMMAND in the sandbox ID: its output on ours, its exit status ours "
@@ -141,7 +146,14 @@ int client_exec(int argc, char **argv) {
                                "128+N signal, 125 when the request itself failed). --stdin sends our "
                                "standard input;\n"
                                "--stream prints output as it comes; --json prints the result with its "
-                               "report.\n\n%s",
+                               "report.\n"
+                               "-t, --tty runs it on a terminal of the sandbox's own, attached to ours "
+                               "(raw, "
+                               "its size\n"
+                               "followed; our input is its keyboard), like docker exec -it; where the "
+                               "profile allows\n"
+                               "long-lived execs it has no timeout unless --timeout asks one "
+                               "(docs/long-lived.md).\n\n%s",
                                 conn_help);
                         rc = 0;
                         goto out;
@@ -169,6 +181,14 @@ int client_exec(int argc, char **argv) {
         json_object_set_new(body, "argv", av);
         if (json_object_size(env))
                 json_object_set(body, "env", env);
+        if (tty) {
+                if (stream) {
+                        cli_error("exec: --stream and --tty do not go together (a terminal streams)");
+                        goto out;
+                }
+                rc = client_exec_tty(&o, id, body);
+                goto out;
+        }
         if (with_stdin) {
                 response in = {0};
                 char buf[65536];
