@@ -94,7 +94,7 @@ int client_exec(int argc, char **argv) {
         bool with_stdin = false, stream = false, tty = false;
         int c, rc = SBX_EXIT_FAILURE;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "+hit", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hit", opts, NULL)) >= 0) {
                 int k = conn_option(&o, c, optarg);
                 if (k < 0)
                         goto out;
