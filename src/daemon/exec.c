@@ -317,6 +317,16 @@ static void running_del(sbx_mgr *m, box *b, const char *exec_id) {
         pthread_mutex_unlock(&m->lock);
 }
 
+/* An exec that exec_begin() counted and running_add() listed did not start: uncounted, unlisted,
+ * b's reference dropped. */
+static void exec_not_started(sbx_mgr *m, box *b, const char *exec_id) {
+        pthread_mutex_lock(&m->lock);
+        b->execs_running--;
+        pthread_mutex_unlock(&m->lock);
+        running_del(m, b, exec_id);
+        mgr_box_put(m, b);
+}
+
 static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         bool long_lived = json_is_true(json_object_get(ans, "long_lived")); /* the supervisor's word */
         json_t *rep = json_object_get(ans, "report");
@@ -558,15 +568,11 @@ static unsigned tty_start(sbx_mgr *m, box *b, json_t *req, const char *exec_id, 
         mgr_pty *p = mgr_pty_new(m, b, exec_id, cols, rows);
         tty_exec *t = calloc(1, sizeof *t);
         if (!p || !t || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                *err = mgr_err_json("unavailable", NULL, "cannot set up the terminal: %s", strerror(errno));
                 free(t);
                 mgr_pty_put(p);
                 json_decref(req);
-                pthread_mutex_lock(&m->lock);
-                b->execs_running--;
-                pthread_mutex_unlock(&m->lock);
-                running_del(m, b, exec_id);
-                mgr_box_put(m, b);
-                *err = mgr_err_json("unavailable", NULL, "cannot set up the terminal: %s", strerror(errno));
+                exec_not_started(m, b, exec_id);
                 return 503;
         }
         *t = (tty_exec){.m = m, .b = b, .req = req, .in = sp[1], .p = mgr_pty_ref(p)};
@@ -578,11 +584,7 @@ static unsigned tty_start(sbx_mgr *m, box *b, json_t *req, const char *exec_id, 
                 mgr_pty_put(p);
                 json_decref(req);
                 free(t);
-                pthread_mutex_lock(&m->lock);
-                b->execs_running--;
-                pthread_mutex_unlock(&m->lock);
-                running_del(m, b, exec_id);
-                mgr_box_put(m, b);
+                exec_not_started(m, b, exec_id);
                 *err = mgr_err_json("unavailable", NULL, "cannot start the exec's thread");
                 return 503;
         }
@@ -660,15 +662,12 @@ unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_
                 int p[2];
                 stream_ctx *s = calloc(1, sizeof *s);
                 if (!s || pipe2(p, O_CLOEXEC) < 0) {
+                        int e = errno;
                         free(s);
-                        pthread_mutex_lock(&m->lock);
-                        b->execs_running--;
-                        pthread_mutex_unlock(&m->lock);
-                        running_del(m, b, a.exec_id);
+                        exec_not_started(m, b, a.exec_id);
                         exec_args_done(&a);
-                        mgr_box_put(m, b);
-                        return mgr_reply_err(rp, 503, "unavailable", NULL, "cannot start the stream: %s",
-                                strerror(errno));
+                        return mgr_reply_err(
+                                rp, 503, "unavailable", NULL, "cannot start the stream: %s", strerror(e));
                 }
                 s->m = m;
                 s->b = b;
@@ -677,13 +676,9 @@ unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_
                 if (mgr_worker_start(m, stream_thread, s) < 0) {
                         close(p[0]);
                         close(p[1]);
-                        pthread_mutex_lock(&m->lock);
-                        b->execs_running--;
-                        pthread_mutex_unlock(&m->lock);
-                        running_del(m, b, s->a.exec_id);
+                        exec_not_started(m, b, s->a.exec_id);
                         exec_args_done(&s->a);
                         free(s);
-                        mgr_box_put(m, b);
                         return mgr_reply_err(rp, 503, "unavailable", NULL, "cannot start the stream");
                 }
                 rp->code = 200;
@@ -963,16 +958,12 @@ unsigned sbx_mgr_exec_start(sbx_mgr *m, const sbx_caller *who, const char *sandb
         running_add(m, b, exec_id, argv);
         json_decref(argv);
         if (!c || mgr_worker_start(m, cexec_thread, c) < 0) {
-                pthread_mutex_lock(&m->lock);
-                b->execs_running--;
-                pthread_mutex_unlock(&m->lock);
-                running_del(m, b, exec_id);
                 if (c) {
                         safe_close(c->in_fd);
                         json_decref(c->req);
                         free(c);
                 }
-                mgr_box_put(m, b);
+                exec_not_started(m, b, exec_id);
                 *err = mgr_err_json("unavailable", NULL, "cannot start the exec's thread");
                 return 503;
         }
