@@ -105,6 +105,7 @@ typedef enum sbx_exec_op {
         SBX_EXEC_GET_FILE, /* the regular file argv[0] inside → out_fd, read by the sandbox */
 } sbx_exec_op;
 
+#define SBX_TTY_MAX 4096 /* a terminal's largest cols and rows */
 typedef struct sbx_exec_request {
         sbx_exec_op op;
         char *const *argv;
@@ -117,7 +118,7 @@ typedef struct sbx_exec_request {
         /* Both > 0: the command runs on a PTY of the sandbox's own /dev/pts (cols × rows); in_fd
          * must then be a unix socket: the PTY's master arrives on it (SCM_RIGHTS) once the
          * command is about to start, and out_fd/err_fd see nothing. */
-        unsigned tty_cols, tty_rows;
+        unsigned tty_cols, tty_rows; /* each at most SBX_TTY_MAX */
         /* Long-lived (a PTY, a session's shell, a server): no per-exec timeout unless timeout_s
          * asks one, its time not counted in budget_s; bounded by the sandbox's life. Refused
          * (-EPERM) unless the profile's process.long_lived allows it. */

@@ -145,8 +145,8 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
                 .output_cap = json_is_integer(cap) && json_integer_value(cap) > 0
                                       ? (uint64_t) json_integer_value(cap)
                                       : 0,
-                .tty_cols = cols > 0 && cols <= 4096 ? (unsigned) cols : 0,
-                .tty_rows = rows > 0 && rows <= 4096 ? (unsigned) rows : 0,
+                .tty_cols = cols > 0 && cols <= SBX_TTY_MAX ? (unsigned) cols : 0,
+                .tty_rows = rows > 0 && rows <= SBX_TTY_MAX ? (unsigned) rows : 0,
                 .long_lived = json_is_true(json_object_get(req, "long_lived")) ||
                               (json_is_string(json_object_get(req, "long_lived")) &&
                                       strcmp(json_string_value(json_object_get(req, "long_lived")),

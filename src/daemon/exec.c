@@ -220,14 +220,12 @@ static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_repl
         }
         if (tty) {
                 static const char *const tkeys[] = {"cols", "rows", NULL};
-                json_t *c = json_object_get(tty, "cols"), *r = json_object_get(tty, "rows");
-                if (!json_is_object(tty) || !mgr_only_keys(tty, tkeys, "tty.", rp) || !json_is_integer(c) ||
-                        !json_is_integer(r) || json_integer_value(c) < 1 || json_integer_value(c) > 4096 ||
-                        json_integer_value(r) < 1 || json_integer_value(r) > 4096) {
+                if (!json_is_object(tty) || !mgr_only_keys(tty, tkeys, "tty.", rp) ||
+                        !sbx_tty_size(tty, &a->cols, &a->rows)) {
                         json_decref(envv);
                         if (rp->code != 400)
                                 mgr_reply_err(rp, 400, "invalid_argument", "tty",
-                                        "tty: {cols, rows}, integers from 1 to 4096");
+                                        "tty: {cols, rows}, integers from 1 to %d", SBX_TTY_MAX);
                         goto fail;
                 }
                 if (in || (stream && json_is_true(stream))) {
@@ -238,8 +236,6 @@ static unsigned exec_parse(const sbx_mgr_request *rq, exec_args *a, sbx_mgr_repl
                                 in ? "stdin" : "stream");
                         goto fail;
                 }
-                a->cols = (unsigned) json_integer_value(c);
-                a->rows = (unsigned) json_integer_value(r);
         }
         /* a terminal is long-lived unless it asks a timeout or says otherwise */
         a->long_lived = ll ? json_is_true(ll) : tty && !t ? -1 : 0;

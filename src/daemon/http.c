@@ -396,22 +396,31 @@ static void upgrade_handler(void *cls, struct MHD_Connection *c, void *req_cls, 
         pthread_attr_destroy(&at);
 }
 
+struct MHD_Response *sbx_http_upgrade_response(void (*fn)(void *ud, int fd, const char *extra, size_t n),
+        void *ud, const char *accept, const char *protocol) {
+        upgraded *u = calloc(1, sizeof *u);
+        struct MHD_Response *resp = u ? MHD_create_response_for_upgrade(upgrade_handler, u) : NULL;
+        if (!resp) {
+                free(u);
+                return NULL;
+        }
+        *u = (upgraded){.fn = fn, .ud = ud, .fd = -1};
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
+        MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
+        if (protocol)
+                MHD_add_response_header(resp, "Sec-WebSocket-Protocol", protocol);
+        return resp;
+}
+
 static enum MHD_Result respond_mgr(listener *l, struct MHD_Connection *c, sbx_mgr_reply *rp) {
         enum MHD_Result ret;
         if (rp->code == 101 && rp->upgrade) {
-                upgraded *u = calloc(1, sizeof *u);
-                struct MHD_Response *resp = u ? MHD_create_response_for_upgrade(upgrade_handler, u) : NULL;
-                if (!resp) {
-                        free(u);
+                struct MHD_Response *resp =
+                        sbx_http_upgrade_response(rp->upgrade, rp->upgrade_ud, rp->ws_accept, NULL);
+                if (!resp)
                         return respond_error(
                                 l, c, 503, "unavailable", "cannot upgrade the connection", NULL, NULL);
-                }
-                u->fn = rp->upgrade;
-                u->ud = rp->upgrade_ud;
-                u->fd = -1;
                 rp->upgrade_ud = NULL; /* the session's from here (its fn frees it) */
-                MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
-                MHD_add_response_header(resp, "Sec-WebSocket-Accept", rp->ws_accept);
                 ret = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
                 MHD_destroy_response(resp);
                 atomic_fetch_add(&l->srv->codes[101], 1);

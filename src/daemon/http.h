@@ -33,3 +33,10 @@ void sbx_http_server_set_sandboxes(sbx_http_server *s, struct sbx_mgr *m);
 int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_error *e);
 /* Stop every listener, remove the sockets this server created, free. */
 sbx_http_server *sbx_http_server_free(sbx_http_server *s);
+
+/* A 101 to a WebSocket (Sec-WebSocket-Accept: accept; Sec-WebSocket-Protocol: protocol, if not
+ * NULL): once upgraded, fn(ud, fd, bytes read past the head) runs on a thread of its own and the
+ * connection is closed when it returns (fn owns ud). NULL on ENOMEM. */
+struct MHD_Response;
+struct MHD_Response *sbx_http_upgrade_response(void (*fn)(void *ud, int fd, const char *extra, size_t n),
+        void *ud, const char *accept, const char *protocol);

@@ -13,6 +13,7 @@
 #include <termios.h>
 
 #include "basic/ws.h"
+#include "daemon/http.h"
 
 #define PTY_RING (64 * 1024)
 #define PTY_KEEP_MS (5 * 60 * 1000)
@@ -272,6 +273,17 @@ void mgr_pty_put(mgr_pty *p) {
                 pty_unref(p);
 }
 
+bool sbx_tty_size(const json_t *o, unsigned *cols, unsigned *rows) {
+        json_t *c = json_object_get(o, "cols"), *r = json_object_get(o, "rows");
+        if (!json_is_integer(c) || !json_is_integer(r) || json_integer_value(c) < 1 ||
+                json_integer_value(c) > SBX_TTY_MAX || json_integer_value(r) < 1 ||
+                json_integer_value(r) > SBX_TTY_MAX)
+                return false;
+        *cols = (unsigned) json_integer_value(c);
+        *rows = (unsigned) json_integer_value(r);
+        return true;
+}
+
 static unsigned gone(mgr_pty *p, json_t **err) {
         *err = mgr_err_json(
                 "gone", NULL, "exec %s has ended: its terminal takes no input and no resize", p->exec_id);
@@ -289,31 +301,50 @@ static mgr_pty *find_or_404(
         return p;
 }
 
+static unsigned pty_input(mgr_pty *p, const void *data, size_t n, json_t **err) {
+        pthread_mutex_lock(&p->lock);
+        int fd = p->ended || p->master < 0 ? -1 : fcntl(p->master, F_DUPFD_CLOEXEC, 3);
+        pthread_mutex_unlock(&p->lock);
+        if (fd < 0)
+                return gone(p, err);
+        unsigned code = 0;
+        for (const char *c = data; !code && n > 0;) {
+                ssize_t k = write(fd, c, n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        code = gone(p, err);
+                else
+                        c += k, n -= (size_t) k;
+        }
+        close(fd);
+        return code;
+}
+
+static unsigned pty_resize(mgr_pty *p, unsigned cols, unsigned rows, json_t **err) {
+        if (cols < 1 || cols > SBX_TTY_MAX || rows < 1 || rows > SBX_TTY_MAX) {
+                *err = mgr_err_json(
+                        "invalid_argument", "cols", "cols and rows: integers from 1 to %d", SBX_TTY_MAX);
+                return 400;
+        }
+        unsigned code = 0;
+        struct winsize ws = {.ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols};
+        pthread_mutex_lock(&p->lock);
+        if (p->ended || p->master < 0 || ioctl(p->master, TIOCSWINSZ, &ws) < 0)
+                code = gone(p, err);
+        else
+                p->cols = cols, p->rows = rows;
+        pthread_mutex_unlock(&p->lock);
+        return code;
+}
+
 unsigned sbx_mgr_pty_input(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id,
         const void *data, size_t n, json_t **err) {
         *err = NULL;
         mgr_pty *p = find_or_404(m, who, sandbox_id, exec_id, err);
         if (!p)
                 return 404;
-        unsigned code = 0;
-        pthread_mutex_lock(&p->lock);
-        int fd = p->ended || p->master < 0 ? -1 : fcntl(p->master, F_DUPFD_CLOEXEC, 3);
-        pthread_mutex_unlock(&p->lock);
-        if (fd < 0)
-                code = gone(p, err);
-        const char *c = data;
-        while (!code && n > 0) {
-                ssize_t k = write(fd, c, n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0) {
-                        code = gone(p, err);
-                        break;
-                }
-                c += k;
-                n -= (size_t) k;
-        }
-        safe_close(fd);
+        unsigned code = pty_input(p, data, n, err);
         pty_unref(p);
         return code;
 }
@@ -321,21 +352,10 @@ unsigned sbx_mgr_pty_input(sbx_mgr *m, const sbx_caller *who, const char *sandbo
 unsigned sbx_mgr_pty_resize(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id,
         unsigned cols, unsigned rows, json_t **err) {
         *err = NULL;
-        if (cols < 1 || cols > 4096 || rows < 1 || rows > 4096) {
-                *err = mgr_err_json("invalid_argument", "cols", "cols and rows: integers from 1 to 4096");
-                return 400;
-        }
         mgr_pty *p = find_or_404(m, who, sandbox_id, exec_id, err);
         if (!p)
                 return 404;
-        unsigned code = 0;
-        pthread_mutex_lock(&p->lock);
-        struct winsize ws = {.ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols};
-        if (p->ended || p->master < 0 || ioctl(p->master, TIOCSWINSZ, &ws) < 0)
-                code = gone(p, err);
-        else
-                p->cols = cols, p->rows = rows;
-        pthread_mutex_unlock(&p->lock);
+        unsigned code = pty_resize(p, cols, rows, err);
         pty_unref(p);
         return code;
 }
@@ -420,10 +440,25 @@ typedef struct ws_sess {
         sbx_mgr *m;
         sbx_caller who;
         char sandbox_id[32], exec_id[32];
+        mgr_pty *p; /* while attached: the terminal its frames go to (the handle's reference) */
         int fd;
         pthread_mutex_t wlock; /* frames from the pump (output, end) and from us (pong, close) */
         bool closed; /* our close frame went */
+        /* Daytona's PTY protocol: {"type":"control","status":"connected"} first, every text
+         * frame is input (it resizes over HTTP), the end as {"type":"control","status":"exited",
+         * "exitCode":N} and a close whose reason is {"exitCode":N} */
+        bool daytona;
 } ws_sess;
+
+static void ws_text(ws_sess *s, json_t *j /* stolen */) {
+        char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        pthread_mutex_lock(&s->wlock);
+        if (t && !s->closed)
+                (void) sbx_ws_send(s->fd, SBX_WS_TEXT, t, strlen(t), false);
+        pthread_mutex_unlock(&s->wlock);
+        free(t);
+}
 
 static void ws_output(void *ud, const char *d, size_t n) {
         ws_sess *s = ud;
@@ -437,19 +472,29 @@ static void ws_output(void *ud, const char *d, size_t n) {
 
 static void ws_end(void *ud, const json_t *end) {
         ws_sess *s = ud;
-        json_t *j = json_pack("{s:O}", "exit", (json_t *) end);
-        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        json_decref(j);
+        char reason[120] = "the exec ended";
+        if (s->daytona) {
+                json_t *code = json_object_get(end, "exit_code"), *sig = json_object_get(end, "signal");
+                int c = json_is_integer(code)  ? (int) json_integer_value(code)
+                        : json_is_integer(sig) ? 128 + (int) json_integer_value(sig)
+                                               : -1;
+                const char *st = json_string_value(json_object_get(end, "status"));
+                json_t *j =
+                        json_pack("{s:s, s:s, s:i}", "type", "control", "status", "exited", "exitCode", c);
+                if (st && !streq(st, "exited"))
+                        json_object_set_new(j, "exitReason",
+                                json_string(json_string_value(json_object_get(end, "error")) ?: st));
+                ws_text(s, j);
+                snprintf(reason, sizeof reason, "{\"exitCode\":%d}", c);
+        } else
+                ws_text(s, json_pack("{s:O}", "exit", (json_t *) end));
         pthread_mutex_lock(&s->wlock);
         if (!s->closed) {
-                if (text)
-                        (void) sbx_ws_send(s->fd, SBX_WS_TEXT, text, strlen(text), false);
-                (void) sbx_ws_send_close(s->fd, 1000, "the exec ended", false);
+                (void) sbx_ws_send_close(s->fd, 1000, reason, false);
                 s->closed = true;
         }
         (void) shutdown(s->fd, SHUT_RD); /* the session's reader ends */
         pthread_mutex_unlock(&s->wlock);
-        free(text);
 }
 
 /* A text frame is a resize when it is {"resize": {"cols": N, "rows": N}}; any other text is input
@@ -464,18 +509,11 @@ static bool ws_resize(ws_sess *s, const char *d, size_t n) {
                 return false;
         }
         json_t *err = NULL;
-        json_int_t c = json_integer_value(json_object_get(r, "cols")),
-                   w = json_integer_value(json_object_get(r, "rows"));
-        unsigned code = sbx_mgr_pty_resize(s->m, &s->who, s->sandbox_id, s->exec_id,
-                c > 0 && c <= 4096 ? (unsigned) c : 0, w > 0 && w <= 4096 ? (unsigned) w : 0, &err);
-        if (code == 400) { /* said, not fatal */
-                char *t = json_dumps(err, JSON_COMPACT);
-                pthread_mutex_lock(&s->wlock);
-                if (t && !s->closed)
-                        (void) sbx_ws_send(s->fd, SBX_WS_TEXT, t, strlen(t), false);
-                pthread_mutex_unlock(&s->wlock);
-                free(t);
-        }
+        unsigned cols = 0, rows = 0;
+        (void) sbx_tty_size(r, &cols, &rows); /* 0 when not: pty_resize() says why */
+        unsigned code = pty_resize(s->p, cols, rows, &err);
+        if (code == 400) /* said, not fatal */
+                ws_text(s, json_incref(err));
         json_decref(err);
         json_decref(j);
         return true;
@@ -489,13 +527,21 @@ static void ws_session(void *ud, int fd, const char *extra, size_t n) {
         sbx_pty_cb cb = {.on_output = ws_output, .on_end = ws_end, .userdata = s};
         sbx_pty_sub_handle *h = NULL;
         json_t *err = NULL;
+        if (s->daytona) /* before the replay: the SDK waits for it */
+                ws_text(s, json_pack("{s:s, s:s}", "type", "control", "status", "connected"));
         if (sbx_mgr_pty_attach(s->m, &s->who, s->sandbox_id, s->exec_id, &cb, true, &h, &err)) {
+                if (s->daytona)
+                        ws_text(s, json_pack("{s:s, s:s, s:s}", "type", "control", "status", "error",
+                                           "error", "PTY session not found"));
                 pthread_mutex_lock(&s->wlock);
                 (void) sbx_ws_send_close(fd, 1011, "the terminal is gone", false);
                 s->closed = true;
                 pthread_mutex_unlock(&s->wlock);
         }
         json_decref(err);
+        err = NULL;
+        if (h)
+                s->p = h->p;
         sbx_ws_reader *r = calloc(1, sizeof *r);
         if (r)
                 sbx_ws_reader_init(r, fd, extra, n);
@@ -519,9 +565,10 @@ static void ws_session(void *ud, int fd, const char *extra, size_t n) {
                         if (!s->closed)
                                 (void) sbx_ws_send(fd, SBX_WS_PONG, d, len, false);
                         pthread_mutex_unlock(&s->wlock);
-                } else if ((op == SBX_WS_BINARY || (op == SBX_WS_TEXT && !ws_resize(s, d, len))) && len) {
-                        if (sbx_mgr_pty_input(s->m, &s->who, s->sandbox_id, s->exec_id, d, len, &err) ==
-                                410) {
+                } else if ((op == SBX_WS_BINARY ||
+                                   (op == SBX_WS_TEXT && (s->daytona || !ws_resize(s, d, len)))) &&
+                           len) {
+                        if (pty_input(s->p, d, len, &err) == 410) {
                                 json_decref(err);
                                 err = NULL;
                                 free(d);
@@ -544,6 +591,33 @@ static void ws_drop(void *ud) {
         free(s);
 }
 
+static ws_sess *ws_new(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id) {
+        ws_sess *s = calloc(1, sizeof *s);
+        if (!s)
+                return NULL;
+        s->m = m;
+        s->who = *who;
+        snprintf(s->sandbox_id, sizeof s->sandbox_id, "%s", sandbox_id);
+        snprintf(s->exec_id, sizeof s->exec_id, "%s", exec_id);
+        pthread_mutex_init(&s->wlock, NULL);
+        s->fd = -1;
+        return s;
+}
+
+struct MHD_Response *sbx_mgr_pty_daytona_upgrade(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id,
+        const char *exec_id, const char *key, const char *protocol) {
+        ws_sess *s = ws_new(m, who, sandbox_id, exec_id);
+        if (!s)
+                return NULL;
+        s->daytona = true;
+        char accept[29];
+        sbx_ws_accept_key(key, accept);
+        struct MHD_Response *r = sbx_http_upgrade_response(ws_session, s, accept, protocol);
+        if (!r)
+                ws_drop(s);
+        return r;
+}
+
 unsigned mgr_op_pty_attach(
         sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id, sbx_mgr_reply *rp) {
         if (!mgr_valid_sandbox_id(id))
@@ -564,15 +638,9 @@ unsigned mgr_op_pty_attach(
                         ".../resize)");
         if (!ver || !streq(ver, "13"))
                 return mgr_reply_err(rp, 426, "upgrade_required", NULL, "Sec-WebSocket-Version: 13 only");
-        ws_sess *s = calloc(1, sizeof *s);
+        ws_sess *s = ws_new(m, rq->who, id, exec_id);
         if (!s)
                 return mgr_reply_err(rp, 503, "unavailable", NULL, "out of memory");
-        s->m = m;
-        s->who = *rq->who;
-        snprintf(s->sandbox_id, sizeof s->sandbox_id, "%s", id);
-        snprintf(s->exec_id, sizeof s->exec_id, "%s", exec_id);
-        pthread_mutex_init(&s->wlock, NULL);
-        s->fd = -1;
         sbx_ws_accept_key(key, rp->ws_accept);
         rp->code = 101;
         rp->upgrade = ws_session;
@@ -592,20 +660,17 @@ unsigned mgr_op_pty_write(sbx_mgr *m, const sbx_mgr_request *rq, const char *id,
                 if (!body)
                         return rp->code;
                 static const char *const keys[] = {"cols", "rows", NULL};
-                json_t *c = json_object_get(body, "cols"), *r = json_object_get(body, "rows");
+                unsigned cols, rows;
                 if (!mgr_only_keys(body, keys, "", rp)) {
                         json_decref(body);
                         return rp->code;
                 }
-                if (!json_is_integer(c) || !json_is_integer(r) || json_integer_value(c) < 1 ||
-                        json_integer_value(c) > 4096 || json_integer_value(r) < 1 ||
-                        json_integer_value(r) > 4096) {
+                if (!sbx_tty_size(body, &cols, &rows)) {
                         json_decref(body);
                         return mgr_reply_err(rp, 400, "invalid_argument", "cols",
-                                "cols and rows: integers from 1 to 4096");
+                                "cols and rows: integers from 1 to %d", SBX_TTY_MAX);
                 }
-                code = sbx_mgr_pty_resize(m, rq->who, id, exec_id, (unsigned) json_integer_value(c),
-                        (unsigned) json_integer_value(r), &err);
+                code = sbx_mgr_pty_resize(m, rq->who, id, exec_id, cols, rows, &err);
                 json_decref(body);
         } else
                 code = sbx_mgr_pty_input(m, rq->who, id, exec_id, rq->body ? rq->body : "", rq->len, &err);

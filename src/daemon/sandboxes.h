@@ -15,6 +15,7 @@
 
 #include "basic/error.h"
 #include "daemon/store.h"
+#include "sandboxer/sandboxer.h" /* SBX_TTY_MAX */
 
 typedef struct sbx_mgr sbx_mgr;
 
@@ -150,6 +151,9 @@ typedef struct sbx_pty_cb {
         void *userdata;
 } sbx_pty_cb;
 typedef struct sbx_pty_sub_handle sbx_pty_sub_handle;
+/* {cols, rows} of a JSON object (the native tty and resize, E2B's pty.size): true with both
+ * integers from 1 to SBX_TTY_MAX in *cols and *rows. */
+bool sbx_tty_size(const json_t *o, unsigned *cols, unsigned *rows);
 /* 0; or 404 (no such terminal exec for the caller), 410 (it has ended), 400, with *err. */
 unsigned sbx_mgr_pty_input(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id,
         const void *data, size_t n, json_t **err);
@@ -160,6 +164,11 @@ unsigned sbx_mgr_pty_resize(sbx_mgr *m, const sbx_caller *who, const char *sandb
 unsigned sbx_mgr_pty_attach(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id,
         const sbx_pty_cb *cb, bool replay, sbx_pty_sub_handle **ret, json_t **err);
 void sbx_mgr_pty_detach(sbx_pty_sub_handle *h);
+/* A 101 attaching to the terminal exec_id in Daytona's PTY protocol (pty.c): key is the client's
+ * Sec-WebSocket-Key, protocol the subprotocol to answer (or NULL). NULL on ENOMEM. */
+struct MHD_Response;
+struct MHD_Response *sbx_mgr_pty_daytona_upgrade(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id,
+        const char *exec_id, const char *key, const char *protocol);
 
 /* Send a signal to a running exec: its command's process group (SIGKILL: the whole tree). 0, or
  * -ESRCH when no such exec runs, -ENOENT when there is no such sandbox for the caller. */

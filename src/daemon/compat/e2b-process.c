@@ -256,12 +256,11 @@ void e2b_process_start(envd *e) {
                 e2b_rpc_err(rq, "invalid_argument", "process.cmd: a command is required");
                 goto out;
         }
-        json_t *pty = json_object_get(req, "pty"), *size = json_object_get(pty, "size");
-        json_int_t cols = json_integer_value(json_object_get(size, "cols")),
-                   rows = json_integer_value(json_object_get(size, "rows"));
+        json_t *pty = json_object_get(req, "pty");
+        unsigned cols = 0, rows = 0;
         bool tty = pty && !json_is_null(pty);
-        if (tty && (cols < 1 || cols > 4096 || rows < 1 || rows > 4096)) {
-                e2b_rpc_err(rq, "invalid_argument", "pty.size: cols and rows from 1 to 4096");
+        if (tty && !sbx_tty_size(json_object_get(pty, "size"), &cols, &rows)) {
+                e2b_rpc_err(rq, "invalid_argument", "pty.size: cols and rows from 1 to %d", SBX_TTY_MAX);
                 goto out;
         }
         json_t *args = json_object_get(pc, "args"), *envs = json_object_get(pc, "envs");
@@ -345,8 +344,8 @@ void e2b_process_start(envd *e) {
                 .cwd = cwd,
                 .timeout_s = connect_timeout_s(rq),
                 .stdin_fd = pin[0],
-                .tty_cols = tty ? (unsigned) cols : 0,
-                .tty_rows = tty ? (unsigned) rows : 0,
+                .tty_cols = cols,
+                .tty_rows = rows,
                 .long_lived = -1};
         sbx_exec_stream_cb cb = {.on_output = proc_output, .on_end = proc_end, .userdata = p};
         char exec_id[32];
@@ -574,8 +573,8 @@ void e2b_process_update(envd *e) {
         cx_req *rq = e->rq;
         json_t *req = e2b_rpc_body(rq, false);
         json_t *size = json_object_get(json_object_get(req, "pty"), "size");
-        json_int_t cols = json_integer_value(json_object_get(size, "cols")),
-                   rows = json_integer_value(json_object_get(size, "rows"));
+        unsigned cols = 0, rows = 0;
+        (void) sbx_tty_size(size, &cols, &rows); /* 0 when not: the resize says why */
         char exec_id[32] = "";
         pthread_mutex_lock(&tab->lock);
         proc *p = proc_find(tab, e->sandbox, json_object_get(req, "process"));
@@ -597,11 +596,9 @@ void e2b_process_update(envd *e) {
                 return;
         }
         json_t *err = NULL;
-        unsigned code = sbx_mgr_pty_resize(rq->m, &rq->caller, e->sandbox, exec_id,
-                cols > 0 && cols <= 4096 ? (unsigned) cols : 0,
-                rows > 0 && rows <= 4096 ? (unsigned) rows : 0, &err);
+        unsigned code = sbx_mgr_pty_resize(rq->m, &rq->caller, e->sandbox, exec_id, cols, rows, &err);
         if (code == 400)
-                e2b_rpc_err(rq, "invalid_argument", "pty.size: cols and rows from 1 to 4096");
+                e2b_rpc_err(rq, "invalid_argument", "pty.size: cols and rows from 1 to %d", SBX_TTY_MAX);
         else if (code)
                 e2b_rpc_err(rq, "not_found", "no such process is running");
         else

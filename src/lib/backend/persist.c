@@ -429,7 +429,7 @@ _public_ int sbx_sandbox_exec(
                 return fail(ret_error, -ESRCH, "the sandbox is not running");
         }
         const sbx_config *cfg = sb->cfg;
-        if (req->long_lived && !(cfg->profile->long_lived && cfg->policy->long_lived_allowed)) {
+        if (req->long_lived && !sbx_config_long_lived(cfg)) {
                 pthread_mutex_unlock(&sb->lock);
                 return fail(ret_error, -EPERM,
                         !cfg->profile->long_lived
@@ -440,9 +440,10 @@ _public_ int sbx_sandbox_exec(
                         !cfg->profile->long_lived ? cfg->profile->id : cfg->policy->source_file);
         }
         if ((req->tty_cols || req->tty_rows) &&
-                (req->tty_cols == 0 || req->tty_rows == 0 || req->tty_cols > 4096 || req->tty_rows > 4096)) {
+                (req->tty_cols == 0 || req->tty_rows == 0 || req->tty_cols > SBX_TTY_MAX ||
+                        req->tty_rows > SBX_TTY_MAX)) {
                 pthread_mutex_unlock(&sb->lock);
-                return fail(ret_error, -EINVAL, "a terminal's cols and rows are 1 to 4096");
+                return fail(ret_error, -EINVAL, "a terminal's cols and rows are 1 to %d", SBX_TTY_MAX);
         }
         /* budget_s counts bounded execs; a long-lived one is bounded by the sandbox's life */
         double budget = req->long_lived ? 0 : cfg->limits.value[SBX_LIMIT_BUDGET_S];
@@ -623,7 +624,7 @@ out:
 
 _public_ bool sbx_sandbox_long_lived_allowed(sbx_sandbox *sb) {
         pthread_mutex_lock(&sb->lock);
-        bool ok = sb->cfg && sb->cfg->profile->long_lived && sb->cfg->policy->long_lived_allowed;
+        bool ok = sbx_config_long_lived(sb->cfg);
         pthread_mutex_unlock(&sb->lock);
         return ok;
 }

@@ -351,6 +351,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_config *, sbx_config_free);
  * policy's mode defaults. Errors: -EINVAL (bad input), -EPERM (policy refusal), -ENOENT. */
 int sbx_config_resolve(const sbx_request *req, sbx_config **ret, sbx_error *e);
 
+/* Execs may be long-lived: the profile's process.long_lived and the policy file's
+ * process.long_lived_allowed (docs/long-lived.md). */
+static inline bool sbx_config_long_lived(const sbx_config *c) {
+        return c && c->profile->long_lived && c->policy->long_lived_allowed;
+}
+
 /* c's policy and profile as bytes for sbx_request.resolved (this build's own format: for a
  * supervisor of the same build), and their SHA-256. 0 or -errno. */
 int sbx_config_encode(const sbx_config *c, char **ret, size_t *ret_len, char ret_sha256[static 65]);
