@@ -297,6 +297,43 @@ if (ds) {
     await ds.fs.deleteFile('/tmp/fold', true);
     is((await ds.fs.listFiles('/tmp')).some((f) => f.name === 'fold'), false, 'daytona: deleteFile');
   });
+  await step('daytona: codeRun', async () => {
+    const r = await ds.process.codeRun('import sys\nprint(6 * 7, sys.argv[1:])', { argv: ['a'] });
+    is([r.exitCode, r.result], [0, "42 ['a']\n"], 'daytona: codeRun runs python, with argv');
+    is((await ds.process.codeRun('raise SystemExit(3)')).exitCode, 3, 'daytona: codeRun gives the exit code');
+  });
+  await step('daytona: pty', async () => {
+    const dec = new TextDecoder();
+    let out = '', out2 = '';
+    const until = async (get, s, ms = 8000) => { for (let t = 0; t < ms / 50 && !get().includes(s); t++) await new Promise((r) => setTimeout(r, 50)); return get().includes(s); };
+    const h = await ds.process.createPty({ id: 'term1', cols: 100, rows: 30, envs: { PTY_VAR: 'pv' }, onData: (d) => { out += dec.decode(d); } });
+    ok(h.isConnected(), 'daytona: createPty connects (the "connected" control message)');
+    await h.sendInput('tty; stty size; echo "dy-$((6*7)) $PTY_VAR"\n');
+    ok(await until(() => out, 'dy-42 pv'), 'daytona: sendInput in, onData out, with the envs', out.slice(-300));
+    ok(/\/dev\/pts\/\d+/.test(out) && out.includes('30 100'), "daytona: the sandbox's own PTY, of the size asked", out.slice(-300));
+    await h.resize(120, 40);
+    await h.sendInput('stty size\n');
+    ok(await until(() => out, '40 120'), 'daytona: resize', out.slice(-200));
+    const list = await ds.process.listPtySessions();
+    ok(list.some((x) => x.id === 'term1' && x.active && x.cols === 120), 'daytona: listPtySessions', JSON.stringify(list));
+    const info = await ds.process.getPtySessionInfo('term1');
+    is([info.id, info.active, info.rows], ['term1', true, 40], 'daytona: getPtySessionInfo');
+    await h.disconnect();
+    const h2 = await ds.process.connectPty('term1', { onData: (d) => { out2 += dec.decode(d); } });
+    await h2.sendInput('echo back-$((1+1)); exit 6\n');
+    ok(await until(() => out2, 'back-2'), 'daytona: connectPty after a disconnect: the terminal lived on', out2.slice(-200));
+    const r = await h2.wait();
+    is(r.exitCode, 6, 'daytona: wait() gives the shell\'s exit code');
+    is((await ds.process.getPtySessionInfo('term1')).active, false, 'daytona: an ended session is listed inactive');
+    await ds.process.killPtySession('term1');
+    await throws('daytona: getPtySessionInfo of a deleted session raises', () => ds.process.getPtySessionInfo('term1'), (e) => /not found/i.test(e.message));
+    await throws('daytona: connectPty to an unknown session fails', () => ds.process.connectPty('nope', { onData: () => {} }), (e) => !!e);
+    await throws('daytona: createPty with a bad id fails', () => ds.process.createPty({ id: 'bad id!', onData: () => {} }), (e) => !!e);
+    const h3 = await ds.process.createPty({ id: 'term2', onData: () => {} });
+    await throws('daytona: createPty with a taken id fails', () => ds.process.createPty({ id: 'term2', onData: () => {} }), (e) => !!e);
+    await h3.kill();
+    await throws('daytona: resizePtySession of a deleted session fails', () => ds.process.resizePtySession('term2', 10, 10), (e) => /not found/i.test(e.message));
+  });
   await step('daytona: file tools', async () => {
     await ds.fs.uploadFile(Buffer.from('alpha beta\ngamma alpha\n'), '/tmp/tools/a.txt');
     await ds.fs.uploadFile(Buffer.from('nothing here\n'), '/tmp/tools/sub/b.md');
@@ -321,10 +358,17 @@ if (ds) {
       ['replace with a body that is not {files, pattern, newValue}', '/files/replace', { method: 'POST', body: '{"files": "a", "pattern": 3}' }],
       ['replace with malformed JSON', '/files/replace', { method: 'POST', body: '{nope' }],
       ['permissions on a missing path', '/files/permissions?path=/tmp/none&mode=644', { method: 'POST' }],
+      ['code-run without code', '/process/code-run', { method: 'POST', body: '{"language": "python"}' }],
+      ['code-run in a language it has no interpreter for', '/process/code-run', { method: 'POST', body: '{"code": "1", "language": "cobol"}' }],
+      ['code-run with argv not a list', '/process/code-run', { method: 'POST', body: '{"code": "1", "language": "python", "argv": "x"}' }],
+      ['pty create with malformed JSON', '/process/pty', { method: 'POST', body: '{nope' }],
+      ['pty create with cols 0', '/process/pty', { method: 'POST', body: '{"id": "z", "cols": 0}' }],
+      ['pty resize with rows 99999', '/process/pty/none/resize', { method: 'POST', body: '{"cols": 10, "rows": 99999}' }],
+      ['pty create-connect without an upgrade', '/process/pty/create-connect?id=w', {}],
     ]) {
       const r = await fetch(tb + url, { headers: h, ...init });
       const j = await r.json().catch(() => ({}));
-      ok((r.status === 400 || r.status === 404) && typeof j.message === 'string' && j.message.length > 10,
+      ok((r.status === 400 || r.status === 404 || r.status === 426) && typeof j.message === 'string' && j.message.length > 10,
         `daytona: ${what}: ${r.status} with a message`, JSON.stringify([r.status, j]));
     }
   });

@@ -52,6 +52,13 @@ typedef struct cx_req {
 
 bool cx_e2b_handle(cx_req *rq);
 bool cx_daytona_handle(cx_req *rq);
+/* ms since the epoch as Daytona writes times: 2026-11-25T23:30:00.000Z (daytona.c). */
+void cx_iso_time(int64_t ms, char buf[static 40]);
+/* Daytona's error body {statusCode, message, error} (daytona.c). */
+void cx_daytona_err(cx_req *rq, unsigned code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Daytona's PTY sessions under the toolbox's /process/pty (daytona-pty.c): env is the sandbox-wide
+ * environment ("K=V"), home where a PTY starts by default. True when op was theirs. */
+bool cx_daytona_pty(cx_req *rq, const char *sandbox_id, const char *op, char *const *env, const char *home);
 
 const char *cx_header(cx_req *rq, const char *name);
 const char *cx_query(cx_req *rq, const char *name);

@@ -18,8 +18,7 @@
 
 static const char *const homes[] = {"/home/daytona", NULL};
 
-static void err(cx_req *rq, unsigned code, const char *fmt, ...) _printf_(3, 4);
-static void err(cx_req *rq, unsigned code, const char *fmt, ...) {
+void cx_daytona_err(cx_req *rq, unsigned code, const char *fmt, ...) {
         char msg[1024];
         va_list ap;
         va_start(ap, fmt);
@@ -41,10 +40,10 @@ static const char *native_message(const json_t *j) {
 }
 
 static void native_err(cx_req *rq, unsigned code, const json_t *j) {
-        err(rq, code == 410 ? 404 : code == 422 ? 400 : code, "%s", native_message(j));
+        cx_daytona_err(rq, code == 410 ? 404 : code == 422 ? 400 : code, "%s", native_message(j));
 }
 
-static void iso_time(int64_t ms, char buf[static 40]) {
+void cx_iso_time(int64_t ms, char buf[static 40]) {
         time_t t = (time_t) (ms / 1000);
         struct tm tm;
         gmtime_r(&t, &tm);
@@ -76,9 +75,9 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
         const char *id = json_string_value(json_object_get(rec, "id")) ?: "";
         const char *profile = json_string_value(json_object_get(rec, "profile")) ?: "profile.daytona";
         char created[40], updated[40], expires[40], tb[512];
-        iso_time(cx_record_ms(rec, "created_at"), created);
-        iso_time(cx_record_ms(rec, "updated_at"), updated);
-        iso_time(cx_record_ms(rec, "expires_at"), expires);
+        cx_iso_time(cx_record_ms(rec, "created_at"), created);
+        cx_iso_time(cx_record_ms(rec, "updated_at"), updated);
+        cx_iso_time(cx_record_ms(rec, "expires_at"), expires);
         toolbox_url(rq, tb, sizeof tb);
         json_t *md = json_object_get(rec, "metadata");
         char **env = NULL;
@@ -120,7 +119,7 @@ static void op_create(cx_req *rq) {
         json_t *body = json_loadb(rq->body, rq->len, 0, NULL);
         if (!json_is_object(body)) {
                 json_decref(body);
-                err(rq, 400, "the body must be a JSON object");
+                cx_daytona_err(rq, 400, "the body must be a JSON object");
                 return;
         }
         json_t *js = json_object_get(body, "snapshot"), *jl = json_object_get(body, "labels"),
@@ -134,7 +133,7 @@ static void op_create(cx_req *rq) {
                                       : (snprintf(pb, sizeof pb, "profile.%s", snap), pb);
         if ((js && !json_is_null(js) && !json_is_string(js)) || !cx_string_map_ok(jl, false) ||
                 !cx_string_map_ok(je, true)) {
-                err(rq, 400,
+                cx_daytona_err(rq, 400,
                         "snapshot must name a sandboxer profile, labels and env be objects of strings (env "
                         "keys "
                         "variable names)");
@@ -142,7 +141,8 @@ static void op_create(cx_req *rq) {
                 return;
         }
         if (json_object_get(body, "buildInfo") && !json_is_null(json_object_get(body, "buildInfo"))) {
-                err(rq, 400, "images cannot be built here: name a sandboxer profile as the snapshot");
+                cx_daytona_err(
+                        rq, 400, "images cannot be built here: name a sandboxer profile as the snapshot");
                 json_decref(body);
                 return;
         }
@@ -178,7 +178,7 @@ static void op_create(cx_req *rq) {
                 sbx_mgr_reply dr;
                 sbx_ops_destroy(rq->m, &rq->caller, id, &dr);
                 sbx_mgr_reply_done(&dr);
-                err(rq, 400,
+                cx_daytona_err(rq, 400,
                         "snapshot '%s': profile %s runs on the %s backend, which has no mount namespace, so "
                         "the "
                         "sandbox's paths would be the host's; use a profile with isolation.level: container",
@@ -237,7 +237,7 @@ static json_t *record(cx_req *rq, const char *id, bool live) {
         unsigned code;
         json_t *rec = cx_record(rq, id, &code);
         if (!rec || (live && !cx_record_live(rec))) {
-                err(rq, 404, "Sandbox with ID or name %s not found", id);
+                cx_daytona_err(rq, 404, "Sandbox with ID or name %s not found", id);
                 json_decref(rec);
                 return NULL;
         }
@@ -264,7 +264,7 @@ static void op_autostop(cx_req *rq, const char *id, const char *arg) {
         char *end;
         long minutes = strtol(arg, &end, 10);
         if (*end || minutes < 0) {
-                err(rq, 400, "autostop: a number of minutes is required");
+                cx_daytona_err(rq, 400, "autostop: a number of minutes is required");
                 return;
         }
         json_t *rec = record(rq, id, true);
@@ -294,7 +294,7 @@ static void sandboxes(cx_req *rq, const char *path) {
                 else if (get)
                         op_list(rq);
                 else
-                        err(rq, 405, "use GET or POST");
+                        cx_daytona_err(rq, 405, "use GET or POST");
                 return;
         }
         const char *rest = path + 9;
@@ -302,7 +302,7 @@ static void sandboxes(cx_req *rq, const char *path) {
         const char *slash = strchr(rest, '/');
         size_t l = slash ? (size_t) (slash - rest) : strlen(rest);
         if (l == 0 || l >= sizeof id) {
-                err(rq, 404, "Sandbox not found");
+                cx_daytona_err(rq, 404, "Sandbox not found");
                 return;
         }
         memcpy(id, rest, l);
@@ -336,7 +336,7 @@ static void sandboxes(cx_req *rq, const char *path) {
                         json_decref(rec);
                 }
         } else
-                err(rq, 501,
+                cx_daytona_err(rq, 501,
                         "%s %s is not implemented by sandboxer's Daytona surface (sandboxes are started "
                         "when created and cannot be stopped, archived or resized)",
                         rq->method, path);
@@ -383,12 +383,13 @@ static void execute(box *b) {
         cx_run r = {0};
         if (!cmd || !cx_string_map_ok(envs, true) ||
                 (jcwd && !json_is_null(jcwd) && !json_is_string(jcwd))) {
-                err(rq, 400, "command (a string) is required; envs must map variable names to strings");
+                cx_daytona_err(
+                        rq, 400, "command (a string) is required; envs must map variable names to strings");
                 goto out;
         }
         if (json_is_string(jcwd) && json_string_length(jcwd) &&
                 !(cwd = cx_path(json_string_value(jcwd), b->scratch, b->homes))) {
-                err(rq, 400, "cwd: not a usable path");
+                cx_daytona_err(rq, 400, "cwd: not a usable path");
                 goto out;
         }
         extra = calloc(json_object_size(envs) + 1, sizeof *extra);
@@ -422,6 +423,77 @@ out:
         json_decref(body);
 }
 
+/* process/code-run: {code, language, argv, envs, timeout} → {exitCode, result}: the code run by
+ * the language's interpreter in the sandbox (python3 -c, node -e), its output as it came. */
+static void code_run(box *b) {
+        cx_req *rq = b->rq;
+        json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, 0, NULL);
+        const char *code = json_string_value(json_object_get(body, "code"));
+        const char *lang = json_string_value(json_object_get(body, "language"));
+        json_t *args = json_object_get(body, "argv"), *envs = json_object_get(body, "envs"),
+               *jt = json_object_get(body, "timeout");
+        char **argv = NULL, **extra = NULL;
+        cx_run r = {0};
+        if (!code || !lang || (args && !json_is_null(args) && !json_is_array(args)) ||
+                !cx_string_map_ok(envs, true) || (jt && !json_is_null(jt) && !json_is_number(jt))) {
+                cx_daytona_err(rq, 400,
+                        "code and language (strings) are required; argv a list of strings, envs an object "
+                        "of strings, timeout a number of seconds");
+                goto out;
+        }
+        const char *interp = streq(lang, "python") ? "python3" : streq(lang, "javascript") ? "node" : NULL;
+        if (!interp) {
+                cx_daytona_err(rq, 400,
+                        "language '%.64s': sandboxer runs python and javascript (typescript needs a "
+                        "compiler "
+                        "the sandbox does not have)",
+                        lang);
+                goto out;
+        }
+        size_t na = json_array_size(args);
+        argv = calloc(na + 4, sizeof *argv);
+        extra = calloc(json_object_size(envs) + 1, sizeof *extra);
+        if (!argv || !extra) {
+                cx_daytona_err(rq, 503, "out of memory");
+                goto out;
+        }
+        argv[0] = strdup(interp);
+        argv[1] = strdup(streq(interp, "node") ? "-e" : "-c");
+        argv[2] = strdup(code);
+        for (size_t i = 0; i < na; i++) {
+                const char *a = json_string_value(json_array_get(args, i));
+                if (!a) {
+                        cx_daytona_err(rq, 400, "argv[%zu]: must be a string", i);
+                        goto out;
+                }
+                argv[3 + i] = strdup(a);
+        }
+        size_t k = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach(envs, key, v) {
+                if (asprintf(&extra[k], "%s=%s", key, json_string_value(v)) >= 0)
+                        k++;
+        }
+        double t = json_is_number(jt) && json_number_value(jt) > 0 ? json_number_value(jt) : 0;
+        unsigned c = run(b, argv, extra, NULL, t, &r);
+        if (c) {
+                native_err(rq, c, r.refusal);
+                goto out;
+        }
+        int exit_code = r.exit_code >= 0 ? r.exit_code : r.signal > 0 ? 128 + r.signal : -1;
+        if (streq(r.status, "timeout"))
+                exit_code = 124;
+        cx_respond_json(rq, 200,
+                json_pack("{s:i, s:s%, s:{s:[]}}", "exitCode", exit_code, "result", r.both ? r.both : "",
+                        r.both_len, "artifacts", "charts"));
+out:
+        cx_run_done(&r);
+        cx_strv_free(argv);
+        cx_strv_free(extra);
+        json_decref(body);
+}
+
 static unsigned file_get(box *b, const char *path, sbx_mgr_reply *rp) {
         return sbx_ops_file_read(b->rq->m, &b->rq->caller, b->id, path, rp);
 }
@@ -436,7 +508,7 @@ static void bulk_upload(box *b) {
         int n = parts ? cx_multipart(cx_header(rq, "Content-Type"), rq->body, rq->len, parts, 256) : -ENOMEM;
         if (n < 0) {
                 free(parts);
-                err(rq, 400,
+                cx_daytona_err(rq, 400,
                         "the body must be multipart/form-data with files[i].path and files[i].file parts");
                 return;
         }
@@ -461,7 +533,7 @@ static void bulk_upload(box *b) {
                         if (e)
                                 native_err(rq, code, e);
                         else
-                                err(rq, 400, "%s: not a usable path", dest);
+                                cx_daytona_err(rq, 400, "%s: not a usable path", dest);
                         json_decref(e);
                         free(parts);
                         return;
@@ -486,7 +558,7 @@ static void bulk_download(box *b) {
         json_t *paths = json_object_get(body, "paths");
         if (!json_is_array(paths)) {
                 json_decref(body);
-                err(rq, 400, "paths: an array of paths is required");
+                cx_daytona_err(rq, 400, "paths: an array of paths is required");
                 return;
         }
         char boundary[64];
@@ -565,7 +637,7 @@ static json_t *infos(const char *out, size_t len) {
                 k = 0;
                 const char *name = strrchr(f[7], '/');
                 char mt[40];
-                iso_time((int64_t) (strtod(f[6], NULL) * 1000), mt);
+                cx_iso_time((int64_t) (strtod(f[6], NULL) * 1000), mt);
                 json_array_append_new(
                         list, json_pack("{s:s, s:b, s:I, s:s, s:s, s:s, s:s, s:s, s:s}", "name",
                                       name && name[1] ? name + 1 : f[7], "isDir", f[0][0] == 'd', "size",
@@ -585,9 +657,9 @@ static void files_cmd(
         if (code)
                 native_err(rq, code, r.refusal);
         else if (r.exit_code == 2)
-                err(rq, 404, "%s: no such file or directory", a1);
+                cx_daytona_err(rq, 404, "%s: no such file or directory", a1);
         else if (r.exit_code != 0)
-                err(rq, strstr(r.err ? r.err : "", "ermission denied") ? 403 : 400, "%s",
+                cx_daytona_err(rq, strstr(r.err ? r.err : "", "ermission denied") ? 403 : 400, "%s",
                         r.err && *r.err ? r.err
                         : r.error       ? r.error
                                         : "failed");
@@ -632,9 +704,9 @@ static unsigned tool_run(
         else if (r->exit_code >= 0 && r->exit_code < 32 && (ok & (1u << r->exit_code)))
                 return 0;
         else if (r->exit_code == 2 && r->err && strstr(r->err, "no such file or directory"))
-                err(rq, 404, "%s: no such file or directory", a1);
+                cx_daytona_err(rq, 404, "%s: no such file or directory", a1);
         else
-                err(rq, r->err && strstr(r->err, "ermission denied") ? 403 : 400, "%s",
+                cx_daytona_err(rq, r->err && strstr(r->err, "ermission denied") ? 403 : 400, "%s",
                         r->err && *r->err ? r->err
                         : r->error        ? r->error
                                           : "failed");
@@ -647,7 +719,7 @@ static unsigned tool_run(
 static void find_in_files(box *b, const char *path) {
         const char *pattern = cx_query(b->rq, "pattern");
         if (!pattern || !*pattern) {
-                err(b->rq, 400, "pattern: a pattern is required");
+                cx_daytona_err(b->rq, 400, "pattern: a pattern is required");
                 return;
         }
         cx_run r;
@@ -679,7 +751,7 @@ static void find_in_files(box *b, const char *path) {
 static void search_files(box *b, const char *path) {
         const char *pattern = cx_query(b->rq, "pattern");
         if (!pattern || !*pattern) {
-                err(b->rq, 400, "pattern: a pattern is required");
+                cx_daytona_err(b->rq, 400, "pattern: a pattern is required");
                 return;
         }
         cx_run r;
@@ -705,7 +777,7 @@ static void set_permissions(box *b, const char *path) {
         static const char *const own[] = {"daytona", "sandbox", "user", "1000", NULL};
         if ((owner && *owner && !strv_contains((char **) own, owner)) ||
                 (group && *group && !strv_contains((char **) own, group))) {
-                err(b->rq, 400,
+                cx_daytona_err(b->rq, 400,
                         "owner and group: the sandbox has one user (uid 1000, its files' owner); ownership "
                         "cannot change");
                 return;
@@ -716,7 +788,7 @@ static void set_permissions(box *b, const char *path) {
         }
         size_t ml = strlen(mode);
         if (ml < 3 || ml > 4 || strspn(mode, "01234567") != ml) {
-                err(b->rq, 400, "mode: an octal mode such as 755 or 0644");
+                cx_daytona_err(b->rq, 400, "mode: an octal mode such as 755 or 0644");
                 return;
         }
         cx_run r;
@@ -736,7 +808,7 @@ static void replace_in_files(box *b) {
         const char *nv = json_string_value(json_object_get(body, "newValue"));
         if (!json_is_array(files) || !pat || !*pat || !nv) {
                 json_decref(body);
-                err(rq, 400, "the body must be {files: [paths], pattern: text, newValue: text}");
+                cx_daytona_err(rq, 400, "the body must be {files: [paths], pattern: text, newValue: text}");
                 return;
         }
         size_t pl = strlen(pat), nl = strlen(nv), i;
@@ -792,7 +864,7 @@ static void toolbox(cx_req *rq, const char *path) {
         const char *slash = strchr(rest, '/');
         size_t l = slash ? (size_t) (slash - rest) : strlen(rest);
         if (l == 0 || l >= sizeof id || !slash) {
-                err(rq, 404, "no such toolbox endpoint");
+                cx_daytona_err(rq, 404, "no such toolbox endpoint");
                 return;
         }
         memcpy(id, rest, l);
@@ -808,8 +880,12 @@ static void toolbox(cx_req *rq, const char *path) {
         bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"),
              del = streq(rq->method, "DELETE");
         _cleanup_free_ char *p = cx_path(cx_query(rq, "path"), b.scratch, b.homes);
-        if (streq(op, "/process/execute") && post)
+        if (cx_daytona_pty(rq, id, op, b.env, b.scratch))
+                ; /* PTY sessions (daytona-pty.c) */
+        else if (streq(op, "/process/execute") && post)
                 execute(&b);
+        else if (streq(op, "/process/code-run") && post)
+                code_run(&b);
         else if (streq(op, "/files/bulk-upload") && post)
                 bulk_upload(&b);
         else if (streq(op, "/files/bulk-download") && post)
@@ -821,7 +897,7 @@ static void toolbox(cx_req *rq, const char *path) {
         else if (streq(op, "/files/replace") && post)
                 replace_in_files(&b);
         else if (!p && (streq(op, "/files") || strncmp(op, "/files/", 7) == 0) && !streq(op, "/files/move"))
-                err(rq, 400, "path: a path is required");
+                cx_daytona_err(rq, 400, "path: a path is required");
         else if (streq(op, "/files/download") && get) {
                 sbx_mgr_reply rp;
                 unsigned code = file_get(&b, p, &rp);
@@ -854,11 +930,12 @@ static void toolbox(cx_req *rq, const char *path) {
                 _cleanup_free_ char *src = cx_path(cx_query(rq, "source"), b.scratch, b.homes);
                 _cleanup_free_ char *dst = cx_path(cx_query(rq, "destination"), b.scratch, b.homes);
                 if (!src || !dst)
-                        err(rq, 400, "source and destination: paths are required");
+                        cx_daytona_err(rq, 400, "source and destination: paths are required");
                 else
                         files_cmd(&b, mv_script, src, dst, false, false);
         } else
-                err(rq, 501, "%s %s is not implemented by sandboxer's Daytona toolbox", rq->method, op);
+                cx_daytona_err(
+                        rq, 501, "%s %s is not implemented by sandboxer's Daytona toolbox", rq->method, op);
         json_decref(b.rec);
         cx_strv_free(b.env);
 }
@@ -869,7 +946,7 @@ bool cx_daytona_handle(cx_req *rq) {
                 return false;
         const char *path = u + 4;
         if (!cx_auth_who(rq)) {
-                err(rq, 401,
+                cx_daytona_err(rq, 401,
                         "a bearer token is required: set DAYTONA_API_KEY to a sandboxer token ('sandboxer "
                         "token "
                         "create --actor agt --name NAME --json')");
@@ -880,6 +957,6 @@ bool cx_daytona_handle(cx_req *rq) {
         else if (strncmp(path, "/toolbox/", 9) == 0)
                 toolbox(rq, path);
         else
-                err(rq, 404, "Cannot %s %s", rq->method, u);
+                cx_daytona_err(rq, 404, "Cannot %s %s", rq->method, u);
         return true;
 }
