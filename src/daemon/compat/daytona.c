@@ -373,6 +373,13 @@ static unsigned run(
         return code;
 }
 
+/* A command's exit code as Daytona reports it: its own, 128+N for signal N, 124 for a timeout. */
+static int exit_code_of(const cx_run *r) {
+        if (streq(r->status, "timeout"))
+                return 124;
+        return r->exit_code >= 0 ? r->exit_code : r->signal > 0 ? 128 + r->signal : -1;
+}
+
 static void execute(box *b) {
         cx_req *rq = b->rq;
         json_t *body = json_loadb(rq->body, rq->len, 0, NULL);
@@ -411,9 +418,7 @@ static void execute(box *b) {
                 native_err(rq, code, r.refusal);
                 goto out;
         }
-        int exit_code = r.exit_code >= 0 ? r.exit_code : r.signal > 0 ? 128 + r.signal : -1;
-        if (streq(r.status, "timeout"))
-                exit_code = 124;
+        int exit_code = exit_code_of(&r);
         cx_respond_json(rq, 200,
                 json_pack("{s:i, s:s%}", "exitCode", exit_code, "result", r.both ? r.both : "", r.both_len));
 out:
@@ -481,9 +486,7 @@ static void code_run(box *b) {
                 native_err(rq, c, r.refusal);
                 goto out;
         }
-        int exit_code = r.exit_code >= 0 ? r.exit_code : r.signal > 0 ? 128 + r.signal : -1;
-        if (streq(r.status, "timeout"))
-                exit_code = 124;
+        int exit_code = exit_code_of(&r);
         cx_respond_json(rq, 200,
                 json_pack("{s:i, s:s%, s:{s:[]}}", "exitCode", exit_code, "result", r.both ? r.both : "",
                         r.both_len, "artifacts", "charts"));
