@@ -9,7 +9,8 @@
  *     JSON), filesystem.Filesystem/Stat, ListDir, MakeDir, Move, Remove (paths), POST /files
  *     (multipart or octet-stream);
  *   Daytona (cx_daytona_handle): POST /api/sandbox (create), toolbox process/execute,
- *     files/bulk-upload (multipart), files/bulk-download (paths).
+ *     files/bulk-upload (multipart), files/bulk-download (paths), process/code-run,
+ *     process/session (create: the session's id) and process/interpreter/context (cwd, language).
  *
  * Input: the first byte picks the route (modulo their number); for the routes marked aux, two
  * lines follow before the body: the first the header the route reads (Idempotency-Key,
@@ -73,6 +74,9 @@ static const struct route {
         {COMPAT, "POST", "/api/toolbox/" LIVE "/process/execute", false},
         {COMPAT, "POST", "/api/toolbox/" LIVE "/files/bulk-upload", true},
         {COMPAT, "POST", "/api/toolbox/" LIVE "/files/bulk-download", false},
+        {COMPAT, "POST", "/api/toolbox/" LIVE "/process/code-run", false},
+        {COMPAT, "POST", "/api/toolbox/" LIVE "/process/session", false},
+        {COMPAT, "POST", "/api/toolbox/" LIVE "/process/interpreter/context", false},
 };
 
 typedef struct lookup {

@@ -334,6 +334,66 @@ if (ds) {
     await h3.kill();
     await throws('daytona: resizePtySession of a deleted session fails', () => ds.process.resizePtySession('term2', 10, 10), (e) => /not found/i.test(e.message));
   });
+  await step('daytona: sessions', async () => {
+    await ds.process.createSession('s1');
+    const a = await ds.process.executeSessionCommand('s1', { command: 'cd /tmp && export SV=kept && mkdir -p sess' });
+    is(a.exitCode, 0, 'daytona: executeSessionCommand runs a command');
+    const b = await ds.process.executeSessionCommand('s1', { command: 'pwd; echo "$SV $SBX_DAYTONA"; echo err >&2; printf tail' });
+    is([b.exitCode, b.stdout, b.stderr], [0, '/tmp\nkept dv\ntail', 'err\n'], 'daytona: cd and exports persist between commands; stdout and stderr apart');
+    const c = await ds.process.executeSessionCommand('s1', { command: "f() { return 7; }; echo 'it''s' \"q\"; f" });
+    is([c.exitCode, c.stdout], [7, "its q\n"], 'daytona: quotes survive, the exit code is the command\'s');
+    const asy = await ds.process.executeSessionCommand('s1', { command: 'read line; echo "got $line"; sleep 0.3; echo done; exit_code=3; (exit 3)', runAsync: true });
+    ok(typeof asy.cmdId === 'string' && asy.exitCode === undefined, 'daytona: runAsync answers at once with a cmdId', JSON.stringify(asy));
+    const running = await ds.process.getSessionCommand('s1', asy.cmdId);
+    ok(running.exitCode === undefined || running.exitCode === null, 'daytona: a running command has no exit code yet', JSON.stringify(running));
+    let streamed = '', streamedErr = '';
+    const follow = ds.process.getSessionCommandLogs('s1', asy.cmdId, (o) => { streamed += o; }, (e) => { streamedErr += e; });
+    await ds.process.sendSessionCommandInput('s1', asy.cmdId, 'hello\n');
+    await follow;
+    is(streamed, 'got hello\ndone\n', 'daytona: sendSessionCommandInput reaches the command; logs streamed to the end');
+    const done = await ds.process.getSessionCommand('s1', asy.cmdId);
+    is([done.command.startsWith('read line'), done.exitCode], [true, 3], 'daytona: getSessionCommand after the end');
+    const logs = await ds.process.getSessionCommandLogs('s1', asy.cmdId);
+    is([logs.stdout, logs.stderr], ['got hello\ndone\n', ''], 'daytona: getSessionCommandLogs');
+    let again = '';
+    await ds.process.getSessionCommandLogs('s1', asy.cmdId, (o) => { again += o; }, () => {});
+    is(again, 'got hello\ndone\n', 'daytona: following an ended command replays its logs and ends');
+    const sess = await ds.process.getSession('s1');
+    is([sess.sessionId, sess.commands.length, sess.commands[1].exitCode], ['s1', 4, 0], 'daytona: getSession lists its commands');
+    ok((await ds.process.listSessions()).some((x) => x.sessionId === 's1'), 'daytona: listSessions');
+    const ep = await ds.process.getEntrypointSession();
+    is(ep.sessionId, 'entrypoint', 'daytona: getEntrypointSession (sandboxer sandboxes have no entrypoint: none ran)');
+    is((await ds.process.getEntrypointLogs()).output, '', 'daytona: getEntrypointLogs');
+    await ds.process.createSession('s2');
+    const ex = await ds.process.executeSessionCommand('s2', { command: 'echo bye; exit 4' });
+    is([ex.exitCode, ex.stdout], [4, 'bye\n'], 'daytona: a command that ends the shell ends with its code');
+    await throws('daytona: a session whose shell has ended answers 410', () => ds.process.executeSessionCommand('s2', { command: 'true' }), (e) => /has ended/.test(e.message) && e.statusCode === 410);
+    await ds.process.deleteSession('s2');
+    await throws('daytona: createSession with a taken id fails', () => ds.process.createSession('s1'), (e) => /exists/.test(e.message));
+    await throws('daytona: a command in an unknown session fails', () => ds.process.executeSessionCommand('nope', { command: 'true' }), (e) => /not found/.test(e.message));
+    await throws('daytona: an unknown command id fails', () => ds.process.getSessionCommand('s1', 'nope'), (e) => /not found/.test(e.message));
+    await ds.process.deleteSession('s1');
+    await throws('daytona: getSession after deleteSession fails', () => ds.process.getSession('s1'), (e) => /not found/.test(e.message));
+  });
+  await step('daytona: codeInterpreter', async () => {
+    const r1 = await ds.codeInterpreter.runCode('x = 6 * 7\nprint("x is", x)');
+    is([r1.stdout, r1.stderr, r1.error], ['x is 42\n', '', undefined], 'daytona: runCode prints');
+    const r2 = await ds.codeInterpreter.runCode('import sys\nprint(x + 1)\nprint("warn", file=sys.stderr)');
+    is([r2.stdout, r2.stderr], ['43\n', 'warn\n'], 'daytona: the default context keeps its names between runs');
+    const chunks = [];
+    const r3 = await ds.codeInterpreter.runCode('import os\nprint(os.environ["RUN_VAR"])\n1/0', { envs: { RUN_VAR: 'rv' }, onStdout: (m) => chunks.push(m.output) });
+    is([r3.stdout, chunks.join(''), r3.error && r3.error.name, r3.error && /ZeroDivisionError/.test(r3.error.traceback)], ['rv\n', 'rv\n', 'ZeroDivisionError', true], 'daytona: envs, streamed output and the error with its traceback');
+    const ctx = await ds.codeInterpreter.createContext('/tmp');
+    ok(ctx.id && ctx.cwd === '/tmp' && ctx.language === 'python', 'daytona: createContext', JSON.stringify(ctx));
+    const r4 = await ds.codeInterpreter.runCode('import os\nprint(os.getcwd(), "x" in globals())', { context: ctx });
+    is(r4.stdout, '/tmp False\n', 'daytona: a context of its own: its cwd, its own names');
+    ok((await ds.codeInterpreter.listContexts()).some((c) => c.id === ctx.id), 'daytona: listContexts');
+    await throws('daytona: runCode past its timeout is interrupted', () => ds.codeInterpreter.runCode('import time\ntime.sleep(30)', { context: ctx, timeout: 1 }), (e) => /timed out/i.test(e.message));
+    is((await ds.codeInterpreter.runCode('print("still here")', { context: ctx })).stdout, 'still here\n', 'daytona: the context lives on after an interrupted run');
+    await ds.codeInterpreter.deleteContext(ctx);
+    ok(!(await ds.codeInterpreter.listContexts()).some((c) => c.id === ctx.id), 'daytona: deleteContext');
+    await throws('daytona: runCode in a deleted context fails', () => ds.codeInterpreter.runCode('1', { context: ctx }), (e) => /not found/.test(e.message));
+  });
   await step('daytona: file tools', async () => {
     await ds.fs.uploadFile(Buffer.from('alpha beta\ngamma alpha\n'), '/tmp/tools/a.txt');
     await ds.fs.uploadFile(Buffer.from('nothing here\n'), '/tmp/tools/sub/b.md');
@@ -365,6 +425,11 @@ if (ds) {
       ['pty create with cols 0', '/process/pty', { method: 'POST', body: '{"id": "z", "cols": 0}' }],
       ['pty resize with rows 99999', '/process/pty/none/resize', { method: 'POST', body: '{"cols": 10, "rows": 99999}' }],
       ['pty create-connect without an upgrade', '/process/pty/create-connect?id=w', {}],
+      ['session create with malformed JSON', '/process/session', { method: 'POST', body: '{nope' }],
+      ['session create with a bad id', '/process/session', { method: 'POST', body: '{"sessionId": "a b"}' }],
+      ['session exec in an unknown session', '/process/session/none/exec', { method: 'POST', body: '{"command": "true"}' }],
+      ['interpreter context in another language', '/process/interpreter/context', { method: 'POST', body: '{"language": "ruby"}' }],
+      ['interpreter execute without an upgrade', '/process/interpreter/execute', {}],
     ]) {
       const r = await fetch(tb + url, { headers: h, ...init });
       const j = await r.json().catch(() => ({}));

@@ -609,3 +609,60 @@ void cx_strv_free(char **v) {
                 free(*p);
         free(v);
 }
+
+/* ---- text ----------------------------------------------------------------------------------- */
+
+/* The length of the UTF-8 sequence at s[0..n): k > 0 when whole and valid, 0 when invalid, -1
+ * when it may be the start of one cut short. */
+static int utf8_seq(const unsigned char *s, size_t n) {
+        unsigned c = s[0];
+        int k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (k == 0 || c == 0xc0 || c == 0xc1 || c > 0xf4)
+                return 0;
+        for (int j = 1; j < k; j++) {
+                if ((size_t) j >= n)
+                        return -1;
+                if ((s[j] & 0xc0) != 0x80)
+                        return 0;
+        }
+        return k;
+}
+
+json_t *cx_utf8_text(const char *s, size_t n, bool final, size_t *used) {
+        const unsigned char *u = (const unsigned char *) s;
+        char *o = malloc(n * 3 + 1); /* each byte at worst U+FFFD */
+        size_t i = 0, k = 0;
+        if (!o) {
+                *used = n;
+                return json_string("");
+        }
+        while (i < n) {
+                int l = utf8_seq(u + i, n - i);
+                if (l < 0 && !final)
+                        break; /* waits for its continuation */
+                if (l <= 0) {
+                        memcpy(o + k, "\xef\xbf\xbd", 3);
+                        k += 3;
+                        i++;
+                        continue;
+                }
+                memcpy(o + k, s + i, (size_t) l);
+                k += (size_t) l;
+                i += (size_t) l;
+        }
+        *used = i;
+        json_t *j = json_stringn(o, k);
+        free(o);
+        return j ? j : json_string("");
+}
+
+bool cx_random_hex(char *buf, size_t bytes) {
+        unsigned char r[64];
+        if (bytes > sizeof r || getrandom(r, bytes, 0) != (ssize_t) bytes) {
+                buf[0] = 0;
+                return false;
+        }
+        for (size_t i = 0; i < bytes; i++)
+                snprintf(buf + 2 * i, 3, "%02x", r[i]);
+        return true;
+}

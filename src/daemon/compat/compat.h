@@ -59,6 +59,12 @@ void cx_daytona_err(cx_req *rq, unsigned code, const char *fmt, ...) __attribute
 /* Daytona's PTY sessions under the toolbox's /process/pty (daytona-pty.c): env is the sandbox-wide
  * environment ("K=V"), home where a PTY starts by default. True when op was theirs. */
 bool cx_daytona_pty(cx_req *rq, const char *sandbox_id, const char *op, char *const *env, const char *home);
+/* Daytona's sessions (/process/session) and code interpreter (/process/interpreter), in
+ * daytona-session.c; the same arguments. True when op was theirs. */
+bool cx_daytona_session(
+        cx_req *rq, const char *sandbox_id, const char *op, char *const *env, const char *home);
+/* A name the SDK chooses for a PTY or a session: 1 to 100 letters, digits, '.', '_' or '-'. */
+bool cx_daytona_id_ok(const char *id);
 
 const char *cx_header(cx_req *rq, const char *name);
 const char *cx_query(cx_req *rq, const char *name);
@@ -117,6 +123,13 @@ void cx_stream_close(cx_stream *s); /* the end: the reader sees the end after wh
 void cx_stream_unref(cx_stream *s);
 /* The response reading it (takes a reference). */
 struct MHD_Response *cx_stream_response(cx_stream *s, const char *ctype);
+
+/* Text for a JSON string from bytes that may stop inside a UTF-8 sequence or not be UTF-8: the
+ * longest prefix ending on a whole sequence (all of it when final), each invalid byte as U+FFFD;
+ * *used says how many bytes were taken (the rest waits for more). */
+json_t *cx_utf8_text(const char *s, size_t n, bool final, size_t *used);
+/* 2*bytes hex digits of getrandom() and a NUL into buf; false when the host has no randomness. */
+bool cx_random_hex(char *buf, size_t bytes);
 
 /* base64 */
 /* null, or an object of strings (with env_names: each key a variable a request may set). */

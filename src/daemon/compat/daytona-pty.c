@@ -99,7 +99,7 @@ static json_t *info(const session *s) {
                 "active", !atomic_load(&s->end->ended), "lazyStart", 0);
 }
 
-static bool id_ok(const char *id) {
+bool cx_daytona_id_ok(const char *id) {
         size_t n = id ? strlen(id) : 0;
         if (n == 0 || n > 100)
                 return false;
@@ -120,7 +120,7 @@ static void on_end(void *ud, const json_t *report, const char *error) {
 /* Start the session's shell on a terminal. 0, or the status with the message said. */
 static unsigned start(cx_req *rq, table *t, const char *sandbox_id, const char *id, const char *cwd,
         json_t *envs /* borrowed */, unsigned cols, unsigned rows, char *const *env, const char *home) {
-        if (!id_ok(id)) {
+        if (!cx_daytona_id_ok(id)) {
                 cx_daytona_err(rq, 400, "id: 1 to 100 letters, digits, '.', '_' or '-'");
                 return 400;
         }

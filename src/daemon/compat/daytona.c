@@ -885,6 +885,8 @@ static void toolbox(cx_req *rq, const char *path) {
         _cleanup_free_ char *p = cx_path(cx_query(rq, "path"), b.scratch, b.homes);
         if (cx_daytona_pty(rq, id, op, b.env, b.scratch))
                 ; /* PTY sessions (daytona-pty.c) */
+        else if (cx_daytona_session(rq, id, op, b.env, b.scratch))
+                ; /* sessions and the code interpreter (daytona-session.c) */
         else if (streq(op, "/process/execute") && post)
                 execute(&b);
         else if (streq(op, "/process/code-run") && post)
