@@ -100,6 +100,13 @@ schemas = {
     "Resize": {"type": "object", "additionalProperties": False, "required": ["cols", "rows"],
                "properties": {"cols": {"type": "integer", "minimum": 1, "maximum": 4096}, "rows": {"type": "integer", "minimum": 1, "maximum": 4096}}},
     "Ok": {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}},
+    "PreviewRequest": {"type": "object", "additionalProperties": False, "required": ["port"],
+                       "properties": {"port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                                      "expires_s": {"type": "number", "minimum": 0, "maximum": 604800}}},
+    "Preview": {"type": "object", "required": ["sandbox_id", "port", "url", "token"],
+                "properties": {"sandbox_id": {"type": "string"}, "port": {"type": "integer"}, "url": {"type": "string"},
+                               "token": {"type": "string"}, "signed_url": {"type": "string"}, "signed_token": {"type": "string"},
+                               "expires_at": ts}},
     "ExecResult": exec_result, "ExecEvent": exec_event, "Report": report,
     "ExecRecord": exec_rec,
     "ExecList": {"type": "object", "required": ["items", "running"],
@@ -115,6 +122,7 @@ schemas = {
 }
 ref = lambda n: {"$ref": "#/components/schemas/" + n}
 idp = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+portp = {"name": "port", "in": "path", "required": True, "schema": {"type": "integer"}}
 paths = {
     "/healthz": {"get": {"operationId": "health", "responses": {"200": resp("Serving", ref("Health"))}}},
     "/metrics": {"get": {"operationId": "metrics", "responses": {"200": resp("Prometheus text", {"type": "string"}, "text/plain")}}},
@@ -172,6 +180,30 @@ paths = {
         "responses": {"200": resp("Extended (capped by ttl.max)", ref("SandboxRecord")), **errs("400", "401", "404", "409", "410")}}},
     "/v1/sandboxes/{id}/recreate": {"parameters": [idp], "post": {"operationId": "recreateSandbox",
         "responses": {"200": resp("Destroyed and provisioned again: the same id", ref("SandboxRecord")), **errs("401", "404", "409", "410", "503")}}},
+    "/v1/sandboxes/{id}/previews": {"parameters": [idp], "post": {"operationId": "previewLink",
+        "description": "A link to a port of the sandbox: url (by Host with serve --domain, else by path) with token, the preview token that stands for the sandbox's owner on its ports (header X-Sandboxer-Preview-Token); with expires_s, also a signed URL that needs no credentials until then.",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": ref("PreviewRequest")}}},
+        "responses": {"200": resp("The link", ref("Preview")), **errs("400", "401", "404")}}},
+    "/v1/sandboxes/{id}/previews/{token}": {"parameters": [idp, {"name": "token", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "delete": {"operationId": "revokePreview", "description": "Expire a signed URL before its time.",
+                   "responses": {"200": resp("Revoked", {"type": "object", "properties": {"revoked": {"type": "boolean"}}}), **errs("401", "404")}}},
+    "/v1/sandboxes/{id}/ports/{port}/{path}": {"parameters": [idp, portp, {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}}],
+        **{m: {"operationId": "port" + m.capitalize(),
+               "description": "Proxied to 127.0.0.1:PORT inside the sandbox (HTTP, and WebSocket upgrades): the server inside answers. Also reached by Host PORT-ID.DOMAIN with serve --domain, by a signed URL (/v1/p/TOKEN/...), or with the preview token instead of a bearer token.",
+               "responses": {"default": resp("What the server inside answered", {}, "*/*"),
+                             "400": resp("The port is not from 1 to 65535", err), "401": resp("No credentials: a bearer token, the preview token or a signed URL", err),
+                             "403": resp("The sandbox's fences refuse the connection (a backend that denies TCP), or an expired or altered signed URL", err),
+                             "404": resp("No such sandbox", err), "502": resp("Nothing listens on the port inside, or no HTTP answer", err),
+                             "503": resp("The sandbox's supervisor is gone", err)}}
+           for m in ("get", "post", "put", "patch", "delete")}},
+    "/v1/p/{token}/{path}": {"parameters": [{"name": "token", "in": "path", "required": True, "schema": {"type": "string"}},
+                                             {"name": "path", "in": "path", "required": True, "schema": {"type": "string"}}],
+        **{m: {"operationId": "signed" + m.capitalize(), "security": [{}],
+               "description": "A signed URL (POST /v1/sandboxes/{id}/previews with expires_s): the port it names, proxied as /v1/sandboxes/{id}/ports/{port}/{path} is, without other credentials until its expiry.",
+               "responses": {"default": resp("What the server inside answered", {}, "*/*"),
+                             "403": resp("Expired, revoked or altered", err), "404": resp("No such sandbox", err),
+                             "502": resp("Nothing listens on the port inside", err), "503": resp("The sandbox's supervisor is gone", err)}}
+           for m in ("get", "post", "put", "patch", "delete")}},
     "/v1/events": {"get": {"operationId": "events",
         "parameters": [{"name": "sandbox", "in": "query", "schema": {"type": "string"}},
                        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}}],

@@ -103,6 +103,10 @@ typedef enum sbx_exec_op {
         SBX_EXEC_RUN, /* argv */
         SBX_EXEC_PUT_FILE, /* in_fd → the file argv[0] inside (created or truncated), by the sandbox */
         SBX_EXEC_GET_FILE, /* the regular file argv[0] inside → out_fd, read by the sandbox */
+        /* a TCP connection to 127.0.0.1:argv[0] made by the sandbox, in its own network: the
+         * connected socket arrives on in_fd (a unix socket, SCM_RIGHTS); a refusal is the exit
+         * status with -errno (ECONNREFUSED: nothing listens there) */
+        SBX_EXEC_CONNECT,
 } sbx_exec_op;
 
 #define SBX_TTY_MAX 4096 /* a terminal's largest cols and rows */

@@ -25,7 +25,8 @@ static void help(void) {
         printf("sandboxer serve [--listen ADDR]... [--state-dir DIR] [--store URL] [--policy FILE]\n"
                "                [--quota-sandboxes N] [--quota-execs N] [--quota-memory-mb N]\n"
                "                [--stop-sandboxes] [--secrets-dir DIR] [--warm-pool N] [--warm-profile "
-               "P]...\n\n"
+               "P]...\n"
+               "                [--domain DOMAIN]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -50,6 +51,10 @@ static void help(void) {
                "  --warm-profile P  a profile to keep warm (repeatable; default profile.default)\n"
                "  --secrets-dir DIR the secret store: a profile's `secrets: [NAME]` is the file DIR/NAME,\n"
                "                    delivered read-only at /run/secrets/NAME, never in the environment\n"
+               "  --domain DOMAIN   also route a request whose Host is PORT-ID.DOMAIN to port PORT of\n"
+               "                    sandbox ID (as /v1/sandboxes/ID/ports/PORT/ is); E2B's getHost and\n"
+               "                    Daytona's preview links name such hosts (point DOMAIN's wildcard\n"
+               "                    DNS at this server)\n"
                "Exit status: 0 stopped by a signal, 125 usage or startup error.\n");
 }
 
@@ -102,7 +107,8 @@ int verb_serve(int argc, char **argv) {
                 ARG_STOP,
                 ARG_SECRETS,
                 ARG_WARM,
-                ARG_WARM_PROFILE
+                ARG_WARM_PROFILE,
+                ARG_DOMAIN
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -117,6 +123,7 @@ int verb_serve(int argc, char **argv) {
                 {"secrets-dir", required_argument, NULL, ARG_SECRETS},
                 {"warm-pool", required_argument, NULL, ARG_WARM},
                 {"warm-profile", required_argument, NULL, ARG_WARM_PROFILE},
+                {"domain", required_argument, NULL, ARG_DOMAIN},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -125,7 +132,7 @@ int verb_serve(int argc, char **argv) {
         unsigned long quota_sandboxes = 1000, quota_execs = 256;
         double quota_mem = 0;
         bool stop_sandboxes = false;
-        const char *secrets_dir = NULL;
+        const char *secrets_dir = NULL, *domain = NULL;
         unsigned long warm = 0;
         _cleanup_strv_free_ char **warm_profiles = NULL;
         char *end;
@@ -195,6 +202,22 @@ int verb_serve(int argc, char **argv) {
                                 return SBX_EXIT_FAILURE;
                         }
                         break;
+                case ARG_DOMAIN: {
+                        size_t dl = strlen(optarg);
+                        bool ok = dl > 0 && dl <= 200 && optarg[0] != '.' && optarg[0] != '-' &&
+                                  optarg[dl - 1] != '.';
+                        for (const char *d = optarg; ok && *d; d++)
+                                ok = (*d >= 'a' && *d <= 'z') || (*d >= 'A' && *d <= 'Z') ||
+                                     (*d >= '0' && *d <= '9') || *d == '-' || *d == '.';
+                        if (!ok) {
+                                cli_error("serve: --domain: '%s' is not a domain name (letters, digits, '-' "
+                                          "and '.', e.g. sandboxes.example.com)",
+                                        optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        domain = optarg;
+                        break;
+                }
                 case ARG_WARM_PROFILE:
                         if (strv_extend(&warm_profiles, optarg) < 0)
                                 return SBX_EXIT_FAILURE;
@@ -297,7 +320,8 @@ int verb_serve(int argc, char **argv) {
                 .quota_sandboxes = (unsigned) quota_sandboxes,
                 .quota_execs = (unsigned) quota_execs,
                 .quota_memory_mb = quota_mem,
-                .stop_sandboxes = stop_sandboxes};
+                .stop_sandboxes = stop_sandboxes,
+                .domain = domain};
         sbx_mgr *mgr = NULL;
         if (sbx_mgr_new(store, &mo, &mgr, &e) < 0 || sbx_mgr_start(mgr, &e) < 0) {
                 cli_error("serve: %s", sbx_error_format(&e, buf, sizeof buf));

@@ -130,10 +130,11 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
         json_int_t cols = json_integer_value(json_object_get(tty, "cols")),
                    rows = json_integer_value(json_object_get(tty, "rows"));
         sbx_exec_request er = {
-                .op = !kind || strcmp(kind, "run") == 0 ? SBX_EXEC_RUN
-                      : strcmp(kind, "put") == 0        ? SBX_EXEC_PUT_FILE
-                      : strcmp(kind, "get") == 0        ? SBX_EXEC_GET_FILE
-                                                        : (sbx_exec_op) -1,
+                .op = !kind || strcmp(kind, "run") == 0        ? SBX_EXEC_RUN
+                      : strcmp(kind, "put") == 0               ? SBX_EXEC_PUT_FILE
+                      : strcmp(kind, "get") == 0               ? SBX_EXEC_GET_FILE
+                      : strcmp(kind, SBX_SV_KIND_CONNECT) == 0 ? SBX_EXEC_CONNECT
+                                                               : (sbx_exec_op) -1,
                 .argv = argv,
                 .env = env,
                 .cwd = cwd,

@@ -19,6 +19,7 @@
 #include "basic/jsonw.h"
 #include "daemon/compat/compat.h"
 #include "daemon/http.h"
+#include "daemon/ports.h"
 #include "daemon/log.h"
 #include "daemon/sandboxes.h"
 #include "isolate/mount.h"
@@ -318,10 +319,20 @@ static void log_request(listener *l, const char *method, const char *url, unsign
 
 /* One request's body as it arrives; bodies over the limit are read and dropped (413 after). */
 typedef struct req_ctx {
+        char *uri; /* the request's target as sent (with its query: the ports proxy passes it on) */
+        bool seen; /* handle() has been called for it */
         char *body;
         size_t len, cap;
         bool too_large;
 } req_ctx;
+
+/* libmicrohttpd's first word on a request: its raw target, kept in the request's context. */
+static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *c) {
+        req_ctx *r = calloc(1, sizeof *r);
+        if (r)
+                r->uri = strdup(uri ? uri : "");
+        return r;
+}
 
 #define BODY_MAX (64u * 1024 * 1024 + 4096)
 
@@ -330,6 +341,7 @@ static void request_completed(
         req_ctx *r = *req_cls;
         if (r) {
                 free(r->body);
+                free(r->uri);
                 free(r);
                 *req_cls = NULL;
         }
@@ -469,14 +481,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         unsigned code;
         char buf[512];
 
-        if (!*req_cls) {
-                req_ctx *r = calloc(1, sizeof *r);
-                if (!r)
-                        return MHD_NO;
-                *req_cls = r;
+        if (!*req_cls) /* the URI callback could not allocate it */
+                return MHD_NO;
+        req_ctx *rc = *req_cls;
+        if (!rc->seen) {
+                rc->seen = true;
                 return MHD_YES;
         }
-        req_ctx *rc = *req_cls;
         if (*upload_data_size) {
                 size_t n = *upload_data_size;
                 *upload_data_size = 0;
@@ -503,6 +514,27 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         }
 
         code = authenticate(l, c, &a, &msg);
+        /* A sandbox's ports (ports.h): by path, signed path or Host; they check the caller
+         * themselves (a preview token or a signed path stands for one) */
+        if (l->srv->mgr && !rc->too_large) {
+                sbx_caller pw = {0};
+                snprintf(pw.kind, sizeof pw.kind, "%s", a.kind);
+                snprintf(pw.name, sizeof pw.name, "%s", a.name);
+                snprintf(pw.tenant, sizeof pw.tenant, "%s", a.tenant[0] ? a.tenant : "default");
+                unsigned pcode = 0;
+                struct MHD_Response *presp = NULL;
+                if (sbx_ports_handle(l->srv->mgr, c, method, url, rc->uri, rc->body, rc->len,
+                            code ? NULL : &pw, &pcode, &presp)) {
+                        log_request(l, method, url, pcode, &a);
+                        if (!presp)
+                                return MHD_NO;
+                        enum MHD_Result ret = MHD_queue_response(c, pcode, presp);
+                        MHD_destroy_response(presp);
+                        if (pcode < MAX_CODE)
+                                atomic_fetch_add(&l->srv->codes[pcode], 1);
+                        return ret;
+                }
+        }
         /* E2B and Daytona (src/daemon/compat/): they authenticate what we could not themselves */
         if (l->srv->mgr && !rc->too_large) {
                 sbx_caller cw = {0};
@@ -709,7 +741,8 @@ int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_err
                 0, NULL, NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd,
                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 300, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                 (size_t) 64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
-                MHD_OPTION_THREAD_STACK_SIZE, (size_t) 512 * 1024, MHD_OPTION_END);
+                MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL, MHD_OPTION_THREAD_STACK_SIZE,
+                (size_t) 512 * 1024, MHD_OPTION_END);
         if (!l->mhd) {
                 close(fd);
                 remove_socket(l);

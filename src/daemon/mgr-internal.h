@@ -52,6 +52,7 @@ typedef struct box {
         /* the compat surfaces' (surface.c): the sandbox-wide environment, envd's token and whom
          * it was made for; in memory only */
         bool surface_set;
+        bool ports_public; /* its ports answer without credentials (ports.c) */
         char surface_token[65];
         sbx_caller surface_who;
         json_t *surface_env;
@@ -101,7 +102,13 @@ struct sbx_mgr {
                 const char *name;
                 void *state;
                 void (*drop)(void *state);
-        } surfaces[4]; /* the compat surfaces' own tables (sbx_mgr_surface_state) */
+        } surfaces[8]; /* the compat surfaces' own tables (sbx_mgr_surface_state) */
+        /* ports.c: the key of preview tokens and signed paths (state dir: port-key), loaded at the
+         * first use; signed tokens revoked before their expiry (token → exp) */
+        uint8_t port_key[32];
+        bool port_key_loaded;
+        char *domain;
+        json_t *revoked;
 };
 
 /* A hook mgr_sv_spawn_hooked() runs once the supervisor is started (see there). */
@@ -204,6 +211,10 @@ unsigned mgr_op_pty_attach(
 unsigned mgr_op_pty_write(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *exec_id,
         bool resize, sbx_mgr_reply *rp);
 json_t *mgr_pty_describe(sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *exec_id);
+
+/* ports.c: POST /v1/sandboxes/ID/previews {port, expires_s?}, DELETE …/previews/TOKEN */
+unsigned mgr_op_previews(
+        sbx_mgr *m, const sbx_mgr_request *rq, const char *id, const char *token, sbx_mgr_reply *rp);
 
 /* files.c */
 

@@ -134,6 +134,16 @@ bool sbx_mgr_route(
                         ttl_decode(m, rq, id, rp);
                 else
                         method_not_allowed(rp, "POST");
+        } else if (streq(sub, "/previews")) {
+                if (post)
+                        mgr_op_previews(m, rq, id, NULL, rp);
+                else
+                        method_not_allowed(rp, "POST");
+        } else if (strncmp(sub, "/previews/", 10) == 0 && sub[10]) {
+                if (del)
+                        mgr_op_previews(m, rq, id, sub + 10, rp);
+                else
+                        method_not_allowed(rp, "DELETE");
         } else if (streq(sub, "/recreate")) {
                 if (post)
                         sbx_ops_recreate(m, rq->who, id, rp);

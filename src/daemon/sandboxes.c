@@ -47,6 +47,8 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         m->policy_file = o->policy_file ? strdup(o->policy_file) : NULL;
         m->secrets_dir = o->secrets_dir ? strdup(o->secrets_dir) : NULL;
         m->audit_path = o->audit_path ? strdup(o->audit_path) : NULL;
+        m->domain = o->domain && *o->domain ? strdup(o->domain) : NULL;
+        m->revoked = json_object();
         /* pooled: the profiles that load and name no secrets (resolved at create, not ahead) */
         char *const dflt[] = {(char *) "profile.default", NULL};
         for (char *const *w = o->warm_profiles ? o->warm_profiles : dflt; o->warm_pool && *w; w++) {
@@ -199,6 +201,9 @@ int sbx_mgr_close(sbx_mgr *m) {
         free(m->policy_file);
         free(m->secrets_dir);
         free(m->audit_path);
+        free(m->domain);
+        json_decref(m->revoked);
+        explicit_bzero(m->port_key, sizeof m->port_key);
         safe_close(m->stop_efd);
         mgr_surfaces_free(m);
         free(m);

@@ -39,6 +39,8 @@ typedef struct sbx_mgr_options {
          * pool is refilled behind it. Profiles with secrets are never pooled. 0 = none. */
         unsigned warm_pool;
         char *const *warm_profiles;
+        /* Host routing of ports (ports.h): PORT-ID.domain; NULL = by path only */
+        const char *domain;
 } sbx_mgr_options;
 
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);

@@ -54,6 +54,9 @@ enum {
         SBX_INIT_OP_EXEC = 1, /* run argv */
         SBX_INIT_OP_PUT = 2, /* write stdin to argv[0] (created 0644, or truncated) */
         SBX_INIT_OP_GET = 3, /* copy the regular file argv[0] to stdout */
+        SBX_INIT_OP_CONNECT = 4, /* a TCP connection to 127.0.0.1:argv[0] (a port number) made in
+                                  * the sandbox's own network: the connected socket goes out over
+                                  * the request's stdin (a unix socket, SCM_RIGHTS) */
 };
 struct sbx_init_req {
         uint32_t magic;

@@ -93,6 +93,7 @@ TEMPLATES = [
     ("/v1/sandboxes/{id}/execs", "/execs"),
     ("/v1/sandboxes/{id}/exec", "/exec"), ("/v1/sandboxes/{id}/files", "/files"),
     ("/v1/sandboxes/{id}/ttl", "/ttl"), ("/v1/sandboxes/{id}/recreate", "/recreate"),
+    ("/v1/sandboxes/{id}/previews", "/previews"),
 ]
 validated = [0]
 invalid = []
@@ -100,8 +101,14 @@ invalid = []
 
 def template(path):
     p = path.split("?")[0]
+    if p.startswith("/v1/p/"):
+        return "/v1/p/{token}/{path}"
     if p.startswith("/v1/sandboxes/"):
         rest = p[len("/v1/sandboxes/"):]
+        if "/ports/" in rest:
+            return "/v1/sandboxes/{id}/ports/{port}/{path}"
+        if "/previews/" in rest:
+            return "/v1/sandboxes/{id}/previews/{token}"
         if "/execs/" in rest:
             for action in ("/attach", "/input", "/resize"):
                 if rest.endswith(action):

@@ -542,6 +542,29 @@ static void test_sha256(void) {
         free(mil);
         is_str(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
                 "sha256 of a million a");
+
+        /* RFC 4231 test cases 1, 2 and 6 (a key longer than the block) */
+        static const struct {
+                const char *key, *data, *mac;
+                size_t key_len;
+        } v[] = {
+                {"\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b",
+                        "Hi There", "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7", 20},
+                {"Jefe", "what do ya want for nothing?",
+                        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843", 4},
+                {NULL, "Test Using Larger Than Block-Size Key - Hash Key First",
+                        "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54", 131},
+        };
+        uint8_t big[131];
+        memset(big, 0xaa, sizeof big);
+        for (size_t i = 0; i < 3; i++) {
+                uint8_t mac[SHA256_DIGEST_SIZE];
+                hmac_sha256(v[i].key ? v[i].key : (const char *) big, v[i].key_len, v[i].data,
+                        strlen(v[i].data), mac);
+                for (size_t k = 0; k < sizeof mac; k++)
+                        snprintf(hex + 2 * k, 3, "%02x", mac[k]);
+                is_str(hex, v[i].mac, "HMAC-SHA-256, RFC 4231 case %zu", i == 2 ? (size_t) 6 : i + 1);
+        }
 }
 
 static void test_extends(void) {

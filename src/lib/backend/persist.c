@@ -328,6 +328,7 @@ static int build_request(sbx_sandbox *sb, const sbx_exec_request *req, char **re
         *h = (struct sbx_init_req){.magic = SBX_INIT_REQ_MAGIC,
                 .op = req->op == SBX_EXEC_PUT_FILE   ? SBX_INIT_OP_PUT
                       : req->op == SBX_EXEC_GET_FILE ? SBX_INIT_OP_GET
+                      : req->op == SBX_EXEC_CONNECT  ? SBX_INIT_OP_CONNECT
                                                      : SBX_INIT_OP_EXEC,
                 .n_argv = (uint32_t) n_argv,
                 .n_env = (uint32_t) n_env,
@@ -587,8 +588,7 @@ _public_ int sbx_sandbox_exec(
         }
         pthread_mutex_unlock(&sb->lock);
         if (r < 0) {
-                if (res.end == SBX_SV_SETUP_FAILED && !res.killed &&
-                        (req->op == SBX_EXEC_PUT_FILE || req->op == SBX_EXEC_GET_FILE))
+                if (res.end == SBX_SV_SETUP_FAILED && !res.killed && req->op != SBX_EXEC_RUN)
                         r = fail(ret_error, -EIO, "%s", e.message);
                 else
                         r = fail(ret_error, r, "%s", e.message);

@@ -154,3 +154,29 @@ void sha256_hex(const void *data, size_t len, char ret_hex[static 65]) {
         }
         ret_hex[64] = 0;
 }
+
+void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+        uint8_t ret_mac[static SHA256_DIGEST_SIZE]) {
+        uint8_t k[64] = {0}, pad[64], inner[SHA256_DIGEST_SIZE];
+        sha256_ctx c;
+        if (key_len > sizeof k) {
+                sha256_init(&c);
+                sha256_update(&c, key, key_len);
+                sha256_final(&c, k);
+        } else if (key_len)
+                memcpy(k, key, key_len);
+        for (size_t i = 0; i < sizeof pad; i++)
+                pad[i] = k[i] ^ 0x36;
+        sha256_init(&c);
+        sha256_update(&c, pad, sizeof pad);
+        sha256_update(&c, data, len);
+        sha256_final(&c, inner);
+        for (size_t i = 0; i < sizeof pad; i++)
+                pad[i] = k[i] ^ 0x5c;
+        sha256_init(&c);
+        sha256_update(&c, pad, sizeof pad);
+        sha256_update(&c, inner, sizeof inner);
+        sha256_final(&c, ret_mac);
+        explicit_bzero(k, sizeof k);
+        explicit_bzero(pad, sizeof pad);
+}

@@ -46,3 +46,4 @@
 #define SBX_SV_KIND_RUN "run"
 #define SBX_SV_KIND_PUT "put"
 #define SBX_SV_KIND_GET "get"
+#define SBX_SV_KIND_CONNECT "connect"
