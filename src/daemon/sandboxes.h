@@ -109,6 +109,11 @@ int sbx_mgr_surface_set(
  * token (NULL: not checked) is its token. */
 bool sbx_mgr_surface_get(
         sbx_mgr *m, const char *id, const char *token, sbx_caller *ret_who, json_t **ret_env);
+/* Like sbx_mgr_surface_get, but the token is judged by check() (a signature made with it, as
+ * E2B's signed file URLs are): the sandbox id, or every sandbox when id is "" (its id is then
+ * written there). Under the manager's lock: check must not call back into it. */
+bool sbx_mgr_surface_verify(sbx_mgr *m, char id[static 32], bool (*check)(void *ud, const char *token),
+        void *ud, sbx_caller *ret_who, json_t **ret_env);
 /* A surface's own state for the manager's life (E2B's process table): made by make() at the
  * first call for name, dropped by drop() when the manager is freed; NULL when it could not be
  * made (or the manager's few slots are taken). */

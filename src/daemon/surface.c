@@ -83,3 +83,22 @@ void mgr_surfaces_free(sbx_mgr *m) {
                 if (m->surfaces[i].drop)
                         m->surfaces[i].drop(m->surfaces[i].state);
 }
+
+bool sbx_mgr_surface_verify(sbx_mgr *m, char id[static 32], bool (*check)(void *ud, const char *token),
+        void *ud, sbx_caller *ret_who, json_t **ret_env) {
+        pthread_mutex_lock(&m->lock);
+        box *found = NULL;
+        for (box *b = m->boxes; b && !found; b = b->next)
+                if ((!*id || streq(b->id, id)) && b->surface_set && b->surface_token[0] &&
+                        check(ud, b->surface_token))
+                        found = b;
+        if (found) {
+                snprintf(id, 32, "%s", found->id);
+                if (ret_who)
+                        *ret_who = found->surface_who;
+                if (ret_env)
+                        *ret_env = found->surface_env ? json_deep_copy(found->surface_env) : NULL;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return found != NULL;
+}

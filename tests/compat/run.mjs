@@ -46,7 +46,8 @@ const token = (name, tenant) => JSON.parse(execFileSync(SBX, ['token', 'create',
 const KEY = token('compat', 'compat'), OTHER = token('other', 'elsewhere');
 const port = await new Promise((res) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
 const BASE = `http://127.0.0.1:${port}`;
-const args = ['serve', '--listen', `127.0.0.1:${port}`, '--stop-sandboxes'];
+const DOMAIN = 'sbx.test';
+const args = ['serve', '--listen', `127.0.0.1:${port}`, '--stop-sandboxes', '--domain', DOMAIN];
 if (process.env.POLICY) args.push('--policy', process.env.POLICY);
 const log = openSync(path.join(TMP, 'serve.log'), 'a');
 const server = spawn(SBX, args, { env: ENV, stdio: ['ignore', log, log] });
@@ -58,6 +59,17 @@ async function stop() {
   for (let i = 0; i < 100 && !serverExited; i++) await new Promise((r) => setTimeout(r, 100));
   if (!serverExited) server.kill('SIGKILL');
 }
+// A GET to serve naming another host (what DNS for DOMAIN would do): {status, body, headers}.
+import http from 'node:http';
+const viaHost = (host, p, headers = {}) => new Promise((resolve) => {
+  const r = http.request({ host: '127.0.0.1', port, path: p, headers: { ...headers, Host: host } }, (res) => {
+    const chunks = [];
+    res.on('data', (c) => chunks.push(c));
+    res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString(), headers: res.headers }));
+  });
+  r.on('error', (e) => resolve({ status: 0, body: String(e), headers: {} }));
+  r.end();
+});
 const native = (method, p, body) => fetch(BASE + p, { method, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
 let up = false;
 for (let i = 0; i < 100 && !up && !serverExited; i++) {
@@ -135,6 +147,47 @@ if (sbx) {
       if (left) await new Promise((r) => setTimeout(r, 100));
     }
     is(left, 0, 'e2b: and none of them is left running (within 5 s)');
+  });
+  await step('e2b: a dev server through getHost', async () => {
+    await sbx.files.write('/home/user/site/index.html', '<h1>from the sandbox</h1>');
+    const srv = await sbx.commands.run('cd /home/user/site && python3 -m http.server 3000 --bind 127.0.0.1', { background: true, timeoutMs: 0 });
+    const host = sbx.getHost(3000);
+    is(host, `3000-${sbx.sandboxId}.${DOMAIN}`, 'e2b: getHost names PORT-ID.DOMAIN (the domain serve --domain gave)');
+    let r = { status: 0 };
+    for (let i = 0; i < 100 && r.status !== 200; i++) {
+      r = await viaHost(host, '/index.html', { 'e2b-traffic-access-token': sbx.trafficAccessToken });
+      if (r.status !== 200) await new Promise((res) => setTimeout(res, 50));
+    }
+    is([r.status, r.body], [200, '<h1>from the sandbox</h1>'], 'e2b: the dev server answers through its host, with the traffic token');
+    const anon = await viaHost(host, '/index.html');
+    is(anon.status, 401, 'e2b: without the traffic token a private sandbox\'s port answers 401');
+    const none = await viaHost(`3999-${sbx.sandboxId}.${DOMAIN}`, '/', { 'e2b-traffic-access-token': sbx.trafficAccessToken });
+    ok(none.status === 502 && /nothing listens/.test(none.body), 'e2b: a port nothing listens on: 502 with a message', none.body);
+    await srv.kill();
+  });
+  await step('e2b: signed file URLs', async () => {
+    await sbx.files.write('/home/user/signed.txt', 'signed content');
+    const dl = await sbx.downloadUrl('/home/user/signed.txt');
+    ok(/signature=v1_/.test(dl), 'e2b: downloadUrl is signed', dl);
+    let r = await fetch(dl);
+    is([r.status, await r.text()], [200, 'signed content'], 'e2b: the signed download URL needs no other credentials');
+    const exp = await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: 60 });
+    is((await fetch(exp)).status, 200, 'e2b: a signed URL with an expiry works before it');
+    const u = new URL(dl);
+    u.searchParams.set('path', '/home/user/other.txt');
+    is((await fetch(u)).status, 403, 'e2b: a signed URL for another path: 403');
+    const past = new URL(exp);
+    past.searchParams.set('signature_expiration', String(Math.floor(Date.now() / 1000) - 10));
+    is((await fetch(past)).status, 403, 'e2b: a changed expiry: 403');
+    const up = await sbx.uploadUrl('/home/user/up.txt');
+    const form = new FormData();
+    form.append('file', new Blob(['uploaded']), 'up.txt');
+    r = await fetch(up, { method: 'POST', body: form });
+    ok(r.status === 200, 'e2b: the signed upload URL takes a file', `${r.status} ${await r.text()}`);
+    is(await sbx.files.read('/home/user/up.txt'), 'uploaded', 'e2b: the uploaded file is there');
+    is((await fetch(dl.replace('v1_', 'v1_x'))).status, 403, 'e2b: an altered signature: 403');
+    const envd = await viaHost(`49983-${sbx.sandboxId}.${DOMAIN}`, '/health', { 'X-Access-Token': sbx.envdAccessToken });
+    is(envd.status, 204, 'e2b: envd by Host (49983-ID.DOMAIN)');
   });
   await step('e2b: pty', async () => {
     const dec = new TextDecoder(), enc = new TextEncoder();
@@ -393,6 +446,29 @@ if (ds) {
     await ds.codeInterpreter.deleteContext(ctx);
     ok(!(await ds.codeInterpreter.listContexts()).some((c) => c.id === ctx.id), 'daytona: deleteContext');
     await throws('daytona: runCode in a deleted context fails', () => ds.codeInterpreter.runCode('1', { context: ctx }), (e) => /not found/.test(e.message));
+  });
+  await step('daytona: preview links', async () => {
+    await ds.fs.uploadFile(Buffer.from('daytona page'), '/home/daytona/web/index.html');
+    await ds.process.createSession('web');
+    await ds.process.executeSessionCommand('web', { command: 'cd /home/daytona/web && python3 -m http.server 4000 --bind 127.0.0.1', runAsync: true });
+    const link = await ds.getPreviewLink(4000);
+    is(link.url, `http://4000-${ds.id}.${DOMAIN}/`, 'daytona: getPreviewLink names PORT-ID.DOMAIN');
+    ok(typeof link.token === 'string' && link.token.length === 32, 'daytona: with its preview token', link.token);
+    let r = { status: 0 };
+    for (let i = 0; i < 100 && r.status !== 200; i++) {
+      r = await viaHost(new URL(link.url).host, '/', { 'x-daytona-preview-token': link.token });
+      if (r.status !== 200) await new Promise((res) => setTimeout(res, 50));
+    }
+    is([r.status, r.body], [200, 'daytona page'], 'daytona: the preview link with x-daytona-preview-token reaches the server');
+    is((await viaHost(new URL(link.url).host, '/')).status, 401, 'daytona: without the token: 401');
+    const signed = await ds.getSignedPreviewUrl(4000, 30);
+    ok(signed.url.includes('/v1/p/') && signed.port === 4000, 'daytona: getSignedPreviewUrl', JSON.stringify(signed));
+    r = await fetch(signed.url);
+    is([r.status, await r.text()], [200, 'daytona page'], 'daytona: a signed preview URL needs nothing else');
+    await ds.expireSignedPreviewUrl(4000, signed.token);
+    is((await fetch(signed.url)).status, 403, 'daytona: expireSignedPreviewUrl: it answers 403 from then');
+    await throws('daytona: a port out of range is refused', () => ds.getPreviewLink(70000), (e) => /65535/.test(e.message));
+    await ds.process.deleteSession('web');
   });
   await step('daytona: file tools', async () => {
     await ds.fs.uploadFile(Buffer.from('alpha beta\ngamma alpha\n'), '/tmp/tools/a.txt');

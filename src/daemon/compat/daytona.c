@@ -15,6 +15,7 @@
 #include "basic/macro.h"
 #include "basic/strv.h"
 #include "daemon/compat/compat.h"
+#include "daemon/ports.h"
 
 static const char *const homes[] = {"/home/daytona", NULL};
 
@@ -258,6 +259,75 @@ static void op_delete(cx_req *rq, const char *id) {
         json_decref(rec);
 }
 
+/* ports/PORT/preview-url, …/signed-preview-url?expiresInSeconds=N (60 by default), and
+ * …/signed-preview-url/TOKEN/expire: links to a port (ports.h). A preview link wants its token in
+ * the x-daytona-preview-token header; a signed one carries it. */
+static void preview(cx_req *rq, const char *id, const char *rest) {
+        char *end;
+        long port = strtol(rest, &end, 10);
+        bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST");
+        if (end == rest || *end != '/') {
+                cx_daytona_err(rq, 400, "port: a number from 1 to 65535");
+                return;
+        }
+        const char *what = end + 1;
+        bool sign = strncmp(what, "signed-preview-url", 18) == 0;
+        double expires = 0;
+        if (sign && what[18] == '/' && post) { /* …/signed-preview-url/TOKEN/expire */
+                char token[160];
+                const char *t = what + 19, *s = strchr(t, '/');
+                if (!s || !streq(s, "/expire") || (size_t) (s - t) >= sizeof token) {
+                        cx_daytona_err(rq, 404, "no such endpoint: %s", rq->url);
+                        return;
+                }
+                snprintf(token, sizeof token, "%.*s", (int) (s - t), t);
+                json_t *rec = record(rq, id, false);
+                if (!rec)
+                        return;
+                json_decref(rec);
+                if (sbx_ports_revoke(rq->m, id, token) < 0)
+                        cx_daytona_err(
+                                rq, 404, "no valid signed preview URL of sandbox %s with that token", id);
+                else
+                        cx_respond(rq, 200, "application/json", "", 0);
+                return;
+        }
+        if (!get || !(streq(what, "preview-url") || streq(what, "signed-preview-url"))) {
+                cx_daytona_err(rq, 404, "no such endpoint: %s %s", rq->method, rq->url);
+                return;
+        }
+        if (sign) {
+                const char *e = cx_query(rq, "expiresInSeconds");
+                char *ee = NULL;
+                expires = e ? strtod(e, &ee) : 60;
+                if (e && (*ee || !*e || expires < 1)) {
+                        cx_daytona_err(rq, 400, "expiresInSeconds: a number of seconds from 1 to 604800");
+                        return;
+                }
+        }
+        json_t *rec = record(rq, id, false);
+        if (!rec)
+                return;
+        json_decref(rec);
+        unsigned code;
+        json_t *err = NULL;
+        json_t *p =
+                sbx_ports_preview(rq->m, &rq->caller, id, port, expires, cx_header(rq, "Host"), &code, &err);
+        if (!p)
+                native_err(rq, code, err);
+        else if (sign)
+                cx_respond_json(rq, 200,
+                        json_pack("{s:s, s:i, s:O, s:O}", "sandboxId", id, "port", (int) port, "token",
+                                json_object_get(p, "signed_token"), "url",
+                                json_object_get(p, "signed_url")));
+        else
+                cx_respond_json(rq, 200,
+                        json_pack("{s:s, s:O, s:O}", "sandboxId", id, "url", json_object_get(p, "url"),
+                                "token", json_object_get(p, "token")));
+        json_decref(p);
+        json_decref(err);
+}
+
 /* autostop/MINUTES: the sandbox lives at least that much longer (the native TTL only extends;
  * capped by the profile's ttl.max); 0 (never) extends it to the cap. */
 static void op_autostop(cx_req *rq, const char *id, const char *arg) {
@@ -330,6 +400,8 @@ static void sandboxes(cx_req *rq, const char *path) {
                         cx_respond_json(rq, 200, sandbox_json(rq, rec));
                         json_decref(rec);
                 }
+        } else if (strncmp(sub, "/ports/", 7) == 0) {
+                preview(rq, id, sub + 7);
         } else if (streq(sub, "/last-activity") && post) {
                 if ((rec = record(rq, id, true))) {
                         cx_respond(rq, 201, "application/json", "", 0);

@@ -9,6 +9,7 @@
 #include "basic/strv.h"
 #include "daemon/compat/compat.h"
 #include "daemon/compat/e2b-internal.h"
+#include "daemon/ports.h"
 
 /* What the SDK gates on envd's version: 0.5.2 closeStdin (done), 0.5.7 octet-stream and gzip
  * uploads (not done: so not claimed), 0.6.2 file metadata (not done). */
@@ -48,7 +49,24 @@ static void iso_time(int64_t ms, char buf[static 40]) {
 }
 
 /* The E2B shape of a native record (ListedSandbox / SandboxDetail). */
-static json_t *sandbox_json(const json_t *rec, bool detail) {
+
+/* The domain getHost builds names under (serve --domain), or null: the SDK then needs
+ * E2B_SANDBOX_URL for envd and has no host for ports. */
+static json_t *domain_json(sbx_mgr *m) {
+        const char *d = sbx_ports_domain(m);
+        return d ? json_string(d) : json_null();
+}
+
+/* A create's or connect's port fields: the domain, and the token that reaches its ports
+ * (header e2b-traffic-access-token) unless they were made public (allowPublicTraffic). */
+static void ports_fields(cx_req *rq, const char *id, json_t *ans) {
+        char t[33];
+        json_object_set_new(ans, "domain", domain_json(rq->m));
+        if (sbx_ports_preview_token(rq->m, id, t))
+                json_object_set_new(ans, "trafficAccessToken", json_string(t));
+}
+
+static json_t *sandbox_json(sbx_mgr *m, const json_t *rec, bool detail) {
         char tb[256], started[40], end[40];
         const json_t *lim = json_object_get(rec, "limits");
         iso_time(cx_record_ms(rec, "created_at"), started);
@@ -66,7 +84,7 @@ static json_t *sandbox_json(const json_t *rec, bool detail) {
         json_object_set_new(j, "diskSizeMB",
                 json_integer((json_int_t) json_number_value(json_object_get(lim, "scratch_mb"))));
         if (detail)
-                json_object_set_new(j, "domain", json_null());
+                json_object_set_new(j, "domain", domain_json(m));
         return j;
 }
 
@@ -193,7 +211,9 @@ static void op_create(cx_req *rq) {
         json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
                 template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
                 "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
-        json_object_set_new(ans, "domain", json_null());
+        if (json_is_true(json_object_get(json_object_get(body, "network"), "allowPublicTraffic")))
+                sbx_ports_set_public(rq->m, id, true);
+        ports_fields(rq, id, ans);
         cx_respond_json(rq, 201, ans);
         json_decref(rec);
 out:
@@ -216,7 +236,7 @@ static void op_get(cx_req *rq, const char *id) {
         json_t *rec = live_record(rq, id);
         if (!rec)
                 return;
-        json_t *j = sandbox_json(rec, true);
+        json_t *j = sandbox_json(rq->m, rec, true);
         char token[65];
         if (cx_box_get(rq->m, id, NULL, NULL, NULL)) {
                 cx_box_set(rq->m, id, &rq->caller, NULL, token);
@@ -281,7 +301,7 @@ static void op_list(cx_req *rq) {
         json_array_foreach(items, i, rec) {
                 if (!cx_record_live(rec) || !metadata_match(json_object_get(rec, "metadata"), md))
                         continue;
-                json_array_append_new(out, sandbox_json(rec, false));
+                json_array_append_new(out, sandbox_json(rq->m, rec, false));
         }
         const char *nc = json_string_value(json_object_get(rp.json, "next_cursor"));
         cx_respond_json(rq, 200, out);
@@ -343,7 +363,7 @@ static void op_connect(cx_req *rq, const char *id, unsigned ok_code) {
         json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
                 template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
                 "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
-        json_object_set_new(ans, "domain", json_null());
+        ports_fields(rq, id, ans);
         cx_respond_json(rq, ok_code, ans);
         json_decref(rec);
 }

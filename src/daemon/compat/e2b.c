@@ -17,7 +17,10 @@
 
 #include "basic/macro.h"
 #include "daemon/compat/compat.h"
+#include "basic/base64.h"
+#include "basic/sha256.h"
 #include "daemon/compat/e2b-internal.h"
+#include "daemon/ports.h"
 
 const char *const e2b_homes[] = {"/home/user", NULL};
 
@@ -105,7 +108,63 @@ json_t *e2b_rpc_body(cx_req *rq, bool stream) {
 
 /* ---- envd: dispatch ---------------------------------------------------------------------------- */
 
-static void envd_handle(cx_req *rq, const char *sandbox) {
+/* E2B's signed file URLs (the SDK's uploadUrl and downloadUrl): signature = "v1_" +
+ * base64(SHA-256("PATH:OP:USER:TOKEN" [+ ":EXPIRATION"])) without its '=', OP read for a GET and
+ * write for a POST, TOKEN the sandbox's access token; a URL with signature_expiration is good
+ * until then. */
+typedef struct signed_url {
+        const char *path, *op, *user, *sig, *exp;
+} signed_url;
+
+static bool signature_ok(void *ud, const char *token) {
+        const signed_url *s = ud;
+        _cleanup_free_ char *raw = NULL;
+        if (asprintf(&raw, "%s:%s:%s:%s%s%s", s->path, s->op, s->user, token, s->exp ? ":" : "",
+                    s->exp ? s->exp : "") < 0)
+                return false;
+        uint8_t d[SHA256_DIGEST_SIZE];
+        sha256_ctx c;
+        sha256_init(&c);
+        sha256_update(&c, raw, strlen(raw));
+        sha256_final(&c, d);
+        explicit_bzero(raw, strlen(raw));
+        _cleanup_free_ char *b = sbx_base64_encode(d, sizeof d);
+        if (!b)
+                return false;
+        for (size_t n = strlen(b); n && b[n - 1] == '='; n--)
+                b[n - 1] = 0;
+        size_t n = strlen(b), m = strlen(s->sig);
+        unsigned char diff = m != n + 3 || strncmp(s->sig, "v1_", 3) != 0;
+        for (size_t i = 0; i < n && i + 3 < m; i++)
+                diff |= (unsigned char) (b[i] ^ s->sig[i + 3]);
+        return diff == 0;
+}
+
+/* A signed /files request: true with the sandbox (id "" to search them all) and its caller in
+ * rq->caller; false with the 403 said. */
+static bool signed_files(cx_req *rq, char id[static 32]) {
+        const char *exp = cx_query(rq, "signature_expiration");
+        signed_url s = {.path = cx_query(rq, "path") ?: "",
+                .op = streq(rq->method, "POST") ? "write" : "read",
+                .user = cx_query(rq, "username") ?: "",
+                .sig = cx_query(rq, "signature") ?: "",
+                .exp = exp};
+        if (!sbx_mgr_surface_verify(rq->m, id, signature_ok, &s, &rq->caller, NULL)) {
+                e2b_api_err(rq, 403,
+                        "the signature of this file URL is not valid (altered, or for another path, "
+                        "operation or sandbox)");
+                return false;
+        }
+        char *end = NULL;
+        long long e = exp ? strtoll(exp, &end, 10) : 0;
+        if (exp && (*end || e <= cx_now_ms() / 1000)) {
+                e2b_api_err(rq, 403, "this signed file URL has expired (at %s)", exp);
+                return false;
+        }
+        return true;
+}
+
+static void envd_handle(cx_req *rq, const char *sandbox, bool presigned) {
         const char *path = rq->url;
         bool health = streq(path, "/health");
         bool rpc = strncmp(path, "/process.Process/", 17) == 0 ||
@@ -113,7 +172,10 @@ static void envd_handle(cx_req *rq, const char *sandbox) {
         envd e = {.rq = rq, .sandbox = sandbox};
         /* who: the peer or bearer http.c saw, else the sandbox's access token */
         bool authed;
-        if (rq->who) {
+        if (presigned) { /* signed_files() authenticated it */
+                authed = true;
+                (void) cx_box_get(rq->m, sandbox, NULL, NULL, &e.env);
+        } else if (rq->who) {
                 authed = cx_auth_who(rq);
                 (void) cx_box_get(rq->m, sandbox, NULL, NULL, &e.env);
         } else
@@ -203,8 +265,23 @@ out:
 
 bool cx_e2b_handle(cx_req *rq) {
         const char *sandbox = cx_header(rq, "E2b-Sandbox-Id");
+        char id[32] = "";
+        unsigned port = 0;
+        /* envd by Host (49983-ID.DOMAIN: what the SDK builds without E2B_SANDBOX_URL) */
+        if (!sandbox && sbx_ports_host_target(rq->m, cx_header(rq, "Host"), &port, id) &&
+                port == SBX_PORTS_ENVD_PORT)
+                sandbox = id;
+        if (streq(rq->url, "/files") && cx_query(rq, "signature")) {
+                /* a signed URL: no header to name the sandbox when E2B_SANDBOX_URL is one server's,
+                 * so the signature names it (id "": the one whose token made it) */
+                if (sandbox && !*id)
+                        snprintf(id, sizeof id, "%s", sandbox);
+                if (signed_files(rq, id))
+                        envd_handle(rq, id, true);
+                return true;
+        }
         if (sandbox) {
-                envd_handle(rq, sandbox);
+                envd_handle(rq, sandbox, false);
                 return true;
         }
         const char *u = rq->url;
