@@ -24,6 +24,7 @@ static const struct {
         {"recreate", verb_client},
         {"destroy", verb_client},
         {"events", verb_client},
+        {"port-forward", verb_client},
 };
 
 int main(int argc, char **argv) {

@@ -31,6 +31,7 @@ static const struct {
         {"recreate", NULL, "destroy and provision a sandbox again"},
         {"destroy", NULL, "destroy a sandbox"},
         {"events", NULL, "follow the lifecycle events"},
+        {"port-forward", NULL, "reach a port inside a sandbox from a local port"},
         {"supervise", NULL, "internal: the supervisor of one sandbox (started by serve)"},
 #endif
 };

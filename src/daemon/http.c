@@ -408,6 +408,19 @@ static void upgrade_handler(void *cls, struct MHD_Connection *c, void *req_cls, 
         pthread_attr_destroy(&at);
 }
 
+struct MHD_Response *sbx_http_upgrade_raw(
+        void (*fn)(void *ud, int fd, const char *extra, size_t n), void *ud, const char *upgrade) {
+        upgraded *u = calloc(1, sizeof *u);
+        struct MHD_Response *resp = u ? MHD_create_response_for_upgrade(upgrade_handler, u) : NULL;
+        if (!resp) {
+                free(u);
+                return NULL;
+        }
+        *u = (upgraded){.fn = fn, .ud = ud, .fd = -1};
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, upgrade);
+        return resp;
+}
+
 struct MHD_Response *sbx_http_upgrade_response(void (*fn)(void *ud, int fd, const char *extra, size_t n),
         void *ud, const char *accept, const char *protocol) {
         upgraded *u = calloc(1, sizeof *u);

@@ -38,5 +38,8 @@ sbx_http_server *sbx_http_server_free(sbx_http_server *s);
  * NULL): once upgraded, fn(ud, fd, bytes read past the head) runs on a thread of its own and the
  * connection is closed when it returns (fn owns ud). NULL on ENOMEM. */
 struct MHD_Response;
+/* The same for another protocol (Upgrade: upgrade): what follows the 101 is fn's. */
+struct MHD_Response *sbx_http_upgrade_raw(
+        void (*fn)(void *ud, int fd, const char *extra, size_t n), void *ud, const char *upgrade);
 struct MHD_Response *sbx_http_upgrade_response(void (*fn)(void *ud, int fd, const char *extra, size_t n),
         void *ud, const char *accept, const char *protocol);

@@ -635,7 +635,7 @@ bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, 
         struct MHD_Response **ret_resp) {
         char id[32] = "", why[512];
         unsigned port = 0;
-        bool signed_ok = false, by_host = false;
+        bool signed_ok = false, by_host = false, tunnel = false;
         const char *query = raw_uri ? strchr(raw_uri, '?') : NULL;
         char target[8192], prefix[160] = "";
         const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
@@ -658,6 +658,23 @@ bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, 
                 port = v < 1 || v > 65535 ? 0 : (unsigned) v;
                 snprintf(prefix, sizeof prefix, "/v1/sandboxes/%s/ports/%ld", id, v);
                 snprintf(target, sizeof target, "%s%s", *end ? end : "/", query ? query : "");
+        } else if (strncmp(path, "/v1/sandboxes/", 14) == 0 &&
+                   strstr(path + 14, "/tunnel/") == path + 14 + 20) {
+                const char *p = path + 14 + 20 + 8;
+                snprintf(id, sizeof id, "%.20s", path + 14);
+                char *end;
+                long v = strtol(p, &end, 10);
+                port = end == p || *end || v < 1 || v > 65535 ? 0 : (unsigned) v;
+                const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
+                if (!up || strcasecmp(up, SBX_PORTS_TUNNEL) != 0) {
+                        *ret_code = err(ret_resp, 426, "upgrade_required",
+                                "a tunnel is an upgrade: send Upgrade: %s and Connection: Upgrade "
+                                "(sandboxer "
+                                "port-forward does)",
+                                SBX_PORTS_TUNNEL);
+                        return true;
+                }
+                tunnel = true;
         } else if (strncmp(path, "/v1/p/", 6) == 0) {
                 const char *t = path + 6, *slash = strchr(t, '/');
                 char token[128];
@@ -726,6 +743,22 @@ bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, 
                         : code == 403 ? "forbidden"
                                       : "unavailable",
                         "%s", why);
+                return true;
+        }
+        if (tunnel) { /* raw bytes both ways from the 101 on */
+                upstream *u = calloc(1, sizeof *u);
+                pipe_ctx *pc = u ? calloc(1, sizeof *pc) : NULL;
+                *ret_resp = pc ? sbx_http_upgrade_raw(pipe_both, pc, SBX_PORTS_TUNNEL) : NULL;
+                if (!*ret_resp) {
+                        free(pc);
+                        free(u);
+                        close(fd);
+                        *ret_code = err(ret_resp, 503, "unavailable", "cannot upgrade the connection");
+                        return true;
+                }
+                u->fd = fd;
+                pc->u = u;
+                *ret_code = 101;
                 return true;
         }
         *ret_code = forward(c, fd, method, target, port, by_host ? NULL : prefix, body, len, ret_resp);

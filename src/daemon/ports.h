@@ -14,6 +14,10 @@
 struct MHD_Connection;
 struct MHD_Response;
 
+/* GET /v1/sandboxes/ID/tunnel/PORT with this Upgrade: after the 101, the connection is a raw TCP
+ * pipe to 127.0.0.1:PORT inside (sandboxer port-forward). */
+#define SBX_PORTS_TUNNEL "sandboxer-tcp"
+
 /* E2B's in-sandbox agent: PORT-ID.D with this port is envd (the compat surface), not a proxy. */
 #define SBX_PORTS_ENVD_PORT 49983u
 

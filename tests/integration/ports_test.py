@@ -239,6 +239,55 @@ def main():
     s, r, _ = req("DELETE", "/v1/sandboxes/%s/previews/%s" % (sid, "x.y"))
     is_(s, 404, "revoking a token that is none: 404")
 
+    # ---- sandboxer port-forward ------------------------------------------------------------------
+    cli = [T.SBX, "port-forward", "--server", "unix:" + T.SOCK]
+    pf = subprocess.Popen(cli + ["--json", sid, "8000", "0"], env=T.ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = pf.stdout.readline()
+    try:
+        info = json.loads(line)
+    except ValueError:
+        info = {}
+    ok(info.get("sandbox_port") == 8000 and info.get("port", 0) > 0, "port-forward --json says where it listens", line)
+    if info.get("port"):
+        c = socket.create_connection(("127.0.0.1", info["port"]), timeout=10)
+        c.sendall(b"GET /via/forward HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            data += d
+        c.close()
+        ok(b" 200 " in data.split(b"\r\n")[0] and b'"/via/forward"' in data, "a local connection reaches the server inside, bytes untouched", data[:200])
+        w = socket.create_connection(("127.0.0.1", info["port"]), timeout=10)
+        w.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = w.recv(1)
+            if not d:
+                break
+            head += d
+        w.sendall(bytes([0x81, 0x82, 1, 2, 3, 4]) + bytes(b ^ [1, 2, 3, 4][i] for i, b in enumerate(b"hi")))
+        is_(w.recv(64), bytes([0x81, 7]) + b"echo:hi", "a WebSocket through the forward")
+        w.close()
+    pf.terminate()
+    pf.wait(10)
+    pf = subprocess.Popen(cli + ["--json", sid, "8001", "0"], env=T.ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    info = json.loads(pf.stdout.readline() or "{}")
+    if info.get("port"):
+        c = socket.create_connection(("127.0.0.1", info["port"]), timeout=10)
+        c.settimeout(10)
+        ok(c.recv(100) == b"", "port-forward to a port nothing listens on: the connection is closed")
+        c.close()
+    pf.terminate()
+    _, err = pf.communicate(timeout=10)
+    ok("nothing listens on 127.0.0.1:8001" in err, "...saying why", err)
+    for args, what in [([sid], "no PORT"), ([sid, "0"], "PORT 0"), ([sid, "70000"], "PORT 70000"), ([sid, "80", "x"], "LOCAL x"),
+                       (["nope", "80"], "a bad id"), (["sbx_0000000000000000", "80"], "an unknown sandbox"),
+                       (["--address", "::1", sid, "80"], "an address that is not IPv4")]:
+        r = subprocess.run(cli + args, env=T.ENV, capture_output=True, text=True, timeout=20)
+        ok(r.returncode == 125 and r.stderr.strip(), "port-forward with %s: exit 125 with a message" % what, r.stderr)
+
     # ---- a destroyed sandbox ------------------------------------------------------------------
     req("DELETE", "/v1/sandboxes/" + sid)
     s, r, _ = req("GET", base + "/")

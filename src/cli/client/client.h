@@ -57,6 +57,9 @@ int client_ls(int argc, char **argv);
 int client_simple(const char *verb, int argc, char **argv);
 int client_exec(int argc, char **argv);
 /* exec --tty (tty.c): body holds argv and the rest; POST it with tty, attach, relay. */
+/* A socket to the server (unix or TCP, as o says): the fd, or -errno. */
+int client_connect(const conn_opts *o);
+int client_port_forward(int argc, char **argv);
 int client_exec_tty(const conn_opts *o, const char *id, json_t *body);
 int client_cp(int argc, char **argv);
 int client_events(int argc, char **argv);

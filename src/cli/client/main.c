@@ -36,6 +36,8 @@ int verb_client(int argc, char **argv) {
                 return client_cp(argc, argv);
         if (streq(v, "events"))
                 return client_events(argc, argv);
+        if (streq(v, "port-forward"))
+                return client_port_forward(argc, argv);
         if (streq(v, "get") || streq(v, "extend") || streq(v, "recreate") || streq(v, "destroy"))
                 return client_simple(v, argc, argv);
         cli_error("unknown client verb '%s'", v);

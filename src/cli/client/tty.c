@@ -24,7 +24,7 @@
 #include "cli/client/client.h"
 #include "sandboxer/sandboxer.h"
 
-static int connect_server(const conn_opts *o) {
+int client_connect(const conn_opts *o) {
         if (o->addr.is_unix) {
                 struct sockaddr_un sa = {.sun_family = AF_UNIX};
                 snprintf(sa.sun_path, sizeof sa.sun_path, "%s", o->addr.path);
@@ -124,7 +124,7 @@ static void send_size(attach *a) {
 
 /* Attach to the terminal exec at attach_path; our stdin is its keyboard. The exit status. */
 static int attach_run(const conn_opts *o, const char *attach_path) {
-        int fd = connect_server(o);
+        int fd = client_connect(o);
         if (fd < 0) {
                 cli_error("exec --tty: cannot reach the control plane: %s", strerror(-fd));
                 return SBX_EXIT_FAILURE;
