@@ -204,6 +204,10 @@ paths = {
                              "403": resp("Expired, revoked or altered", err), "404": resp("No such sandbox", err),
                              "502": resp("Nothing listens on the port inside", err), "503": resp("The sandbox's supervisor is gone", err)}}
            for m in ("get", "post", "put", "patch", "delete")}},
+    "/v1/sandboxes/{id}/tunnel/{port}": {"parameters": [idp, portp], "get": {"operationId": "tunnel",
+        "description": "With Upgrade: sandboxer-tcp: after the 101 the connection is a raw TCP pipe to 127.0.0.1:PORT inside the sandbox (sandboxer port-forward).",
+        "responses": {"101": resp("Switching Protocols: the pipe"), "502": resp("Nothing listens on the port inside", err),
+                      **errs("400", "401", "404", "426")}}},
     "/v1/events": {"get": {"operationId": "events",
         "parameters": [{"name": "sandbox", "in": "query", "schema": {"type": "string"}},
                        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}}],
