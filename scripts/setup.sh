@@ -39,6 +39,7 @@ PACKAGES=(
         podman runc catatonit # the podman and docker backends (runc: crun refuses hybrid cgroups; catatonit: the docker API's init)
         man-db groff-base # man page rendering checks
         nodejs # the E2B and Daytona SDK tests (tests/compat; npm below: a nodejs from elsewhere bundles it)
+        git # the Daytona SDK's git.* run git inside the sandbox (tests/compat)
 )
 
 # ---- 1. packages --------------------------------------------------------------------------------

@@ -63,6 +63,10 @@ bool cx_daytona_pty(cx_req *rq, const char *sandbox_id, const char *op, char *co
  * daytona-session.c; the same arguments. True when op was theirs. */
 bool cx_daytona_session(
         cx_req *rq, const char *sandbox_id, const char *op, char *const *env, const char *home);
+/* Daytona's git toolbox (/git/…, daytona-git.c): git run in the sandbox; paths as cx_path takes
+ * them (scratch, homes). True when op was its. */
+bool cx_daytona_git(cx_req *rq, const char *sandbox_id, const char *op, char *const *env,
+        const char *scratch, const char *const *homes);
 /* A name the SDK chooses for a PTY or a session: 1 to 100 letters, digits, '.', '_' or '-'. */
 bool cx_daytona_id_ok(const char *id);
 

@@ -959,6 +959,8 @@ static void toolbox(cx_req *rq, const char *path) {
                 ; /* PTY sessions (daytona-pty.c) */
         else if (cx_daytona_session(rq, id, op, b.env, b.scratch))
                 ; /* sessions and the code interpreter (daytona-session.c) */
+        else if (cx_daytona_git(rq, id, op, b.env, b.scratch, b.homes))
+                ; /* git (daytona-git.c) */
         else if (streq(op, "/process/execute") && post)
                 execute(&b);
         else if (streq(op, "/process/code-run") && post)
