@@ -165,6 +165,28 @@ if (sbx) {
     ok(none.status === 502 && /nothing listens/.test(none.body), 'e2b: a port nothing listens on: 502 with a message', none.body);
     await srv.kill();
   });
+  await step('e2b: files.watchDir', async () => {
+    await sbx.files.makeDir('/home/user/watched/sub');
+    const events = [];
+    const has = (t, n) => events.some((e) => e[0] === t && e[1] === n);
+    const until = async (t, n) => { for (let i = 0; i < 100 && !has(t, n); i++) await new Promise((r) => setTimeout(r, 50)); return has(t, n); };
+    const h = await sbx.files.watchDir('/home/user/watched', (ev) => events.push([ev.type, ev.name]), { recursive: true });
+    await sbx.files.write('/home/user/watched/a.txt', 'x');
+    ok(await until('create', 'a.txt') && await until('write', 'a.txt'), 'e2b: watchDir sees a file created and written', JSON.stringify(events));
+    await sbx.commands.run('mkdir /home/user/watched/sub/deeper');
+    ok(await until('create', 'sub/deeper'), 'e2b: ...a directory made in a subdirectory (recursive)', JSON.stringify(events));
+    await sbx.commands.run('echo y > /home/user/watched/sub/deeper/b.txt; chmod 600 /home/user/watched/sub/deeper/b.txt; mv /home/user/watched/a.txt /home/user/watched/c.txt; rm /home/user/watched/c.txt');
+    ok(await until('create', 'sub/deeper/b.txt') && await until('chmod', 'sub/deeper/b.txt'), 'e2b: ...in the new directory too, and a chmod', JSON.stringify(events));
+    ok(await until('rename', 'a.txt') && await until('create', 'c.txt') && await until('remove', 'c.txt'), 'e2b: ...a rename and a remove', JSON.stringify(events));
+    await h.stop();
+    const n = events.length;
+    await sbx.files.write('/home/user/watched/late.txt', 'z');
+    await new Promise((r) => setTimeout(r, 300));
+    is(events.length, n, 'e2b: after stop no more events');
+    await throws('e2b: watchDir of a directory that is not there', () => sbx.files.watchDir('/home/user/nope', () => {}), (e) => /no such directory/.test(e.message));
+    await sbx.commands.run('mkdir -p /tmp/many && cd /tmp/many && seq 1 8300 | xargs mkdir');
+    await throws('e2b: a recursive watch past the watch cap is refused, not hung', () => sbx.files.watchDir('/tmp/many', () => {}, { recursive: true }), (e) => /8192 directories/.test(e.message));
+  });
   await step('e2b: signed file URLs', async () => {
     await sbx.files.write('/home/user/signed.txt', 'signed content');
     const dl = await sbx.downloadUrl('/home/user/signed.txt');

@@ -345,6 +345,13 @@ void cx_stream_unref(cx_stream *s) {
         free(s);
 }
 
+bool cx_stream_gone(cx_stream *s) {
+        pthread_mutex_lock(&s->lock);
+        bool gone = s->gone;
+        pthread_mutex_unlock(&s->lock);
+        return gone;
+}
+
 bool cx_stream_write(cx_stream *s, const void *data, size_t n) {
         pthread_mutex_lock(&s->lock);
         bool ok = !s->gone && !s->done;

@@ -122,6 +122,8 @@ typedef struct cx_stream cx_stream;
 cx_stream *cx_stream_new(const void *keepalive, size_t keepalive_len, double keepalive_s);
 /* false when the reader has gone */
 bool cx_stream_write(cx_stream *s, const void *data, size_t n);
+/* Whether the reader has gone (its connection closed, or too far behind). */
+bool cx_stream_gone(cx_stream *s);
 void cx_stream_clear(cx_stream *s);
 void cx_stream_close(cx_stream *s); /* the end: the reader sees the end after what is queued */
 void cx_stream_unref(cx_stream *s);

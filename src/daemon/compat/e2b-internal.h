@@ -56,3 +56,7 @@ void e2b_process_input(envd *e, bool close_it); /* SendInput, or CloseStdin when
 /* filesystem.Filesystem/METHOD and /files (e2b-files.c). */
 void e2b_filesystem(envd *e, const char *method);
 void e2b_files(envd *e);
+/* filesystem.Filesystem/WatchDir, a server stream (e2b-watch.c). */
+void e2b_watch_dir(envd *e);
+/* A Connect envelope on s: flags (0 a message, 2 the end), 4-byte big-endian length, JSON. */
+void e2b_frame(cx_stream *s, unsigned char flags, json_t *j /* stolen */);

@@ -115,8 +115,7 @@ static void proc_unlink(proc *p) {
                 }
 }
 
-/* A Connect envelope: flags, 4-byte big-endian length, JSON. */
-static void frame(cx_stream *s, unsigned char flags, json_t *j /* stolen */) {
+void e2b_frame(cx_stream *s, unsigned char flags, json_t *j /* stolen */) {
         char *text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
         if (!text)
@@ -137,11 +136,11 @@ static void frame(cx_stream *s, unsigned char flags, json_t *j /* stolen */) {
 }
 
 static void frame_event(cx_stream *s, json_t *event /* stolen */) {
-        frame(s, 0, json_pack("{s:o}", "event", event));
+        e2b_frame(s, 0, json_pack("{s:o}", "event", event));
 }
 
 static void frame_error(cx_stream *s, const char *code, const char *msg) {
-        frame(s, 2, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
+        e2b_frame(s, 2, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
 }
 
 /* A stream of Connect envelopes, with a keepalive event when idle (the SDK asks every 50 s). */
@@ -202,7 +201,7 @@ static void proc_end(void *ud, const json_t *report, const char *error) {
         pthread_mutex_lock(&p->tab->lock);
         for (size_t i = 0; i < p->nsubs; i++) {
                 frame_event(p->subs[i], json_pack("{s:O}", "end", end));
-                frame(p->subs[i], 2, json_object());
+                e2b_frame(p->subs[i], 2, json_object());
                 cx_stream_close(p->subs[i]);
         }
         proc_unlink(p);

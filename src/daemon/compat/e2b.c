@@ -252,6 +252,8 @@ static void envd_handle(cx_req *rq, const char *sandbox, bool presigned) {
                 e2b_process_input(&e, true);
         else if (streq(path, "/process.Process/Update"))
                 e2b_process_update(&e);
+        else if (streq(path, "/filesystem.Filesystem/WatchDir"))
+                e2b_watch_dir(&e);
         else if (strncmp(path, "/filesystem.Filesystem/", 23) == 0)
                 e2b_filesystem(&e, path + 23);
         else if (rpc)
