@@ -45,6 +45,9 @@ record = {"type": "object", "required": ["id", "state", "reason", "profile", "ba
               "home": {"type": "string", "nullable": True,
                        "description": "the profile's filesystem.home: the sandbox's home directory, where HOME and "
                                       "the default cwd point; null without one"},
+              "user": {"type": "string", "nullable": True,
+                       "description": "the name of the sandbox's one user (uid 1000) inside: the profile's user "
+                                      "(sandbox by default; user for E2B's templates, daytona for Daytona's)"},
               "workspace": {"type": "string", "nullable": True}}}
 report = {"type": "object", "description": "The run report, schema sandboxer.report/v1 (docs/report.schema.json)",
           "required": ["schema", "id", "status", "exit", "violations", "usage"],

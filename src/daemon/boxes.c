@@ -26,6 +26,7 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "limits", b->limits ? json_deep_copy(b->limits) : json_object());
         json_object_set_new(r, "scratch", b->scratch[0] ? json_string(b->scratch) : json_null());
         json_object_set_new(r, "home", b->home[0] ? json_string(b->home) : json_null());
+        json_object_set_new(r, "user", b->user[0] ? json_string(b->user) : json_null());
         json_object_set_new(r, "workspace", json_null());
         return r;
 }

@@ -85,6 +85,7 @@ int mgr_box_set_config(box *b, const sbx_config *cfg) {
                 return r;
         free(b->config);
         b->config = data;
+        snprintf(b->user, sizeof b->user, "%s", cfg->profile && cfg->profile->user ? cfg->profile->user : "sandbox");
         b->config_len = n;
         snprintf(b->config_sha, sizeof b->config_sha, "%s", sha);
         return 0;

@@ -40,6 +40,7 @@ typedef struct box {
         char reason[64];
         char scratch[512];
         char home[256]; /* the profile's filesystem.home, "" without one */
+        char user[64]; /* the name of uid 1000 inside (the profile's user), "" when not known */
         json_t *consumer, *metadata, *limits;
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */

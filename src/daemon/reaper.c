@@ -111,6 +111,7 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         S(reason, "reason");
         S(scratch, "scratch");
         S(home, "home");
+        S(user, "user");
 #undef S
         b->state = sbx_state_from_string(json_string_value(json_object_get(rec, "state")));
         if (b->state == _SBX_STATE_INVALID) { /* not a state this server knows: destroyed at once */

@@ -135,6 +135,11 @@ def main():
     if not ok(s == 201, "a sandbox", box):
         return
     sid = box["id"]
+    is_([box.get("home"), box.get("user")], ["/home/user", "user"], "the record names the profile's home and user")
+    s, plain = T.create()[:2]
+    is_(plain.get("user") if s == 201 else s, "sandbox", "...the default profile's user is sandbox")
+    if s == 201:
+        req("DELETE", "/v1/sandboxes/" + plain["id"])
     base = "/v1/sandboxes/%s/ports/8000" % sid
     if not ok(start_server(sid, 8000), "a server inside listens on 127.0.0.1:8000 (a long-lived exec)"):
         return
