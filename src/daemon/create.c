@@ -85,7 +85,8 @@ int mgr_box_set_config(box *b, const sbx_config *cfg) {
                 return r;
         free(b->config);
         b->config = data;
-        snprintf(b->user, sizeof b->user, "%s", cfg->profile && cfg->profile->user ? cfg->profile->user : "sandbox");
+        snprintf(b->user, sizeof b->user, "%s",
+                cfg->profile && cfg->profile->user ? cfg->profile->user : "sandbox");
         b->config_len = n;
         snprintf(b->config_sha, sizeof b->config_sha, "%s", sha);
         return 0;
@@ -490,6 +491,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         snprintf(b->tenant, sizeof b->tenant, "%s", who_tenant);
         snprintf(b->actor, sizeof b->actor, "%s:%s", who->kind, who->name);
         snprintf(b->profile, sizeof b->profile, "%s", profile);
+        snprintf(b->user, sizeof b->user, "%s",
+                cfg->profile && cfg->profile->user ? cfg->profile->user : "sandbox");
         b->consumer = jc ? json_deep_copy(jc) : json_object();
         b->metadata = jm ? json_deep_copy(jm) : json_object();
         b->limits = limits_json(cfg);
