@@ -98,6 +98,29 @@ unsigned sbx_ops_extend(sbx_mgr *m, const sbx_caller *who, const char *id, doubl
         return 200;
 }
 
+unsigned sbx_ops_set_metadata(
+        sbx_mgr *m, const sbx_caller *who, const char *id, json_t *metadata, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        if (!mgr_string_map(metadata, "metadata", 64, rp))
+                return rp->code;
+        box *b = mgr_usable_box(m, who, id, rp);
+        if (!b)
+                return rp->code;
+        pthread_mutex_lock(&m->lock);
+        json_decref(b->metadata);
+        b->metadata = json_deep_copy(metadata);
+        b->updated_ms = mgr_now_ms();
+        pthread_mutex_unlock(&m->lock);
+        (void) mgr_box_save(m, b);
+        mgr_audit(m, who, "sandbox.metadata", b->id, "ok", NULL);
+        pthread_mutex_lock(&m->lock);
+        rp->json = mgr_box_record(b);
+        pthread_mutex_unlock(&m->lock);
+        rp->code = 200;
+        mgr_box_put(m, b);
+        return 200;
+}
+
 unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         box *b = mgr_usable_box(m, who, id, rp);

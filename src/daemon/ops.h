@@ -46,6 +46,9 @@ unsigned sbx_ops_list(sbx_mgr *m, const sbx_caller *who, const sbx_list_req *req
 unsigned sbx_ops_extend(
         sbx_mgr *m, const sbx_caller *who, const char *id, double extend_s, sbx_mgr_reply *rp);
 /* Destroyed and provisioned again, the same id: 200 with the record; 404, 409, 410, 503. */
+/* Replace a sandbox's metadata (an object of at most 64 strings): 200 with the record. */
+unsigned sbx_ops_set_metadata(
+        sbx_mgr *m, const sbx_caller *who, const char *id, json_t *metadata, sbx_mgr_reply *rp);
 unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 /* 200 with the final record (also when it was already destroyed); 404. */
 unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);

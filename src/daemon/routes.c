@@ -134,6 +134,13 @@ bool sbx_mgr_route(
                         ttl_decode(m, rq, id, rp);
                 else
                         method_not_allowed(rp, "POST");
+        } else if (streq(sub, "/metadata")) {
+                json_t *body = put ? mgr_parse_body(rq, rp, false) : NULL;
+                if (!put)
+                        method_not_allowed(rp, "PUT");
+                else if (body)
+                        sbx_ops_set_metadata(m, rq->who, id, body, rp);
+                json_decref(body);
         } else if (streq(sub, "/previews")) {
                 if (post)
                         mgr_op_previews(m, rq, id, NULL, rp);

@@ -109,6 +109,9 @@ int sbx_mgr_surface_set(
  * token (NULL: not checked) is its token. */
 bool sbx_mgr_surface_get(
         sbx_mgr *m, const char *id, const char *token, sbx_caller *ret_who, json_t **ret_env);
+/* A new access token for a sandbox that has one (what was signed with the old one stops
+ * working): 0, or -ENOENT. */
+int sbx_mgr_surface_rotate(sbx_mgr *m, const char *id, char ret_token[static 65]);
 /* Like sbx_mgr_surface_get, but the token is judged by check() (a signature made with it, as
  * E2B's signed file URLs are): the sandbox id, or every sandbox when id is "" (its id is then
  * written there). Under the manager's lock: check must not call back into it. */

@@ -102,3 +102,20 @@ bool sbx_mgr_surface_verify(sbx_mgr *m, char id[static 32], bool (*check)(void *
         pthread_mutex_unlock(&m->lock);
         return found != NULL;
 }
+
+int sbx_mgr_surface_rotate(sbx_mgr *m, const char *id, char ret_token[static 65]) {
+        ret_token[0] = 0;
+        unsigned char rnd[24];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd)
+                return -EIO;
+        pthread_mutex_lock(&m->lock);
+        box *b = mgr_box_find_locked(m, id, NULL);
+        if (b && b->surface_set) {
+                for (size_t i = 0; i < sizeof rnd; i++)
+                        snprintf(b->surface_token + 2 * i, 3, "%02x", rnd[i]);
+                snprintf(ret_token, 65, "%s", b->surface_token);
+        }
+        pthread_mutex_unlock(&m->lock);
+        explicit_bzero(rnd, sizeof rnd);
+        return ret_token[0] ? 0 : -ENOENT;
+}

@@ -4,10 +4,7 @@
 // of its own) and, for an unprivileged user, POLICY. The SDKs are configured only through their
 // documented settings: E2B_API_KEY / E2B_API_URL / E2B_SANDBOX_URL, and the Daytona client's
 // apiKey / apiUrl (DAYTONA_API_KEY / DAYTONA_API_URL).
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, openSync } from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
+import { startServer, DOMAIN } from './lib.mjs';
 
 const SBX = process.env.SANDBOXER;
 const TMP = process.env.SBX_TMP;
@@ -38,63 +35,13 @@ async function throws(name, fn, check) {
 }
 
 // ---- the server ----------------------------------------------------------------------------
-const ST = path.join(TMP, 'state'), RUN = path.join(TMP, 'run');
-mkdirSync(ST, { recursive: true });
-mkdirSync(RUN, { recursive: true });
-const ENV = { ...process.env, SANDBOXER_STATE_DIR: ST, SANDBOXER_RUNTIME_DIR: RUN };
-const token = (name, tenant) => JSON.parse(execFileSync(SBX, ['token', 'create', '--actor', 'agt', '--name', name, '--tenant', tenant, '--json'], { env: ENV })).token;
-const KEY = token('compat', 'compat'), OTHER = token('other', 'elsewhere');
-const port = await new Promise((res) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
-const BASE = `http://127.0.0.1:${port}`;
-const DOMAIN = 'sbx.test';
-const args = ['serve', '--listen', `127.0.0.1:${port}`, '--stop-sandboxes', '--domain', DOMAIN];
-if (process.env.POLICY) args.push('--policy', process.env.POLICY);
-const log = openSync(path.join(TMP, 'serve.log'), 'a');
-const server = spawn(SBX, args, { env: ENV, stdio: ['ignore', log, log] });
-let serverExited = false;
-server.on('exit', () => { serverExited = true; });
-async function stop() {
-  if (serverExited) return;
-  server.kill('SIGTERM');
-  for (let i = 0; i < 100 && !serverExited; i++) await new Promise((r) => setTimeout(r, 100));
-  if (!serverExited) server.kill('SIGKILL');
-}
-// A GET to serve naming another host (what DNS for DOMAIN would do): {status, body, headers}.
-import http from 'node:http';
-const viaHost = (host, p, headers = {}) => new Promise((resolve) => {
-  const r = http.request({ host: '127.0.0.1', port, path: p, headers: { ...headers, Host: host } }, (res) => {
-    const chunks = [];
-    res.on('data', (c) => chunks.push(c));
-    res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString(), headers: res.headers }));
-  });
-  r.on('error', (e) => resolve({ status: 0, body: String(e), headers: {} }));
-  r.end();
-});
-const native = (method, p, body) => fetch(BASE + p, { method, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-let up = false;
-for (let i = 0; i < 100 && !up && !serverExited; i++) {
-  try { up = (await native('GET', '/healthz')).ok; } catch { await new Promise((r) => setTimeout(r, 100)); }
-}
-if (!up) {
-  console.log('1..0 # SKIP sandboxer serve did not start (see serve.log)');
-  await stop();
+const srv = await startServer(SBX, TMP);
+if (typeof srv === 'string') {
+  console.log(`1..0 # SKIP ${srv}`);
   process.exit(0);
 }
-// A namespace backend is what these surfaces need: without one, say so and skip.
-{
-  const r = await native('POST', '/v1/sandboxes', {});
-  const rec = await r.json();
-  if (r.status !== 201 || rec.backend === 'landlock') {
-    console.log(`1..0 # SKIP no sandbox with a mount namespace here (${r.status} ${rec.backend || JSON.stringify(rec.error)})`);
-    await stop();
-    process.exit(0);
-  }
-  await native('DELETE', `/v1/sandboxes/${rec.id}`);
-}
+const { BASE, KEY, OTHER, native, viaHost, stop } = srv;
 
-process.env.E2B_API_KEY = KEY;
-process.env.E2B_API_URL = BASE;
-process.env.E2B_SANDBOX_URL = BASE;
 const { Sandbox, CommandExitError, NotFoundError, FileNotFoundError, AuthenticationError, SandboxNotFoundError } = await import('e2b');
 const { Daytona } = await import('@daytonaio/sdk');
 
@@ -538,6 +485,39 @@ if (ds) {
     await throws('daytona: git.clone of a remote that is not there', () => ds.git.clone('file:///nope.git', '/home/daytona/x'), (e) => /git:/.test(e.message));
     await throws('daytona: git.commit without an author', () => ds.git.commit(work, 'm', undefined, undefined), (e) => /author/.test(e.message));
     await throws('daytona: git.setConfig with scope system', () => ds.git.setConfig('a.b', 'c', 'system'), (e) => /scope/.test(e.message));
+  });
+  await step('daytona: labels, env, ttl and signed file URLs', async () => {
+    is(await ds.setLabels({ suite: 'compat-daytona', extra: 'e' }), { suite: 'compat-daytona', extra: 'e' }, 'daytona: setLabels');
+    is((await daytona.get(ds.id)).labels.extra, 'e', 'daytona: the labels are the record\'s metadata');
+    await ds.updateEnv({ NEWV: 'nv' });
+    is((await ds.process.executeCommand('echo "$NEWV $SBX_DAYTONA"')).result, 'nv dv\n', 'daytona: updateEnv adds to the sandbox-wide environment');
+    await ds.updateEnv({}, { unset: ['NEWV'] });
+    is((await ds.process.executeCommand('echo "[$NEWV]"')).result, '[]\n', 'daytona: updateEnv unsets');
+    await ds.setTtl(30);
+    await ds.fs.uploadFile(Buffer.from('signed'), '/home/daytona/sf.txt');
+    const d = await ds.downloadUrl('/home/daytona/sf.txt', 60);
+    let r = await fetch(d);
+    is([r.status, await r.text()], [200, 'signed'], 'daytona: downloadUrl needs no credentials');
+    r = await fetch(await ds.uploadUrl('/home/daytona/up.txt', 60), { method: 'POST', body: 'raw up' });
+    is(r.status, 200, 'daytona: uploadUrl takes a raw body');
+    is((await ds.fs.downloadFile('/home/daytona/up.txt')).toString(), 'raw up', 'daytona: ...and it is there');
+    const alt = new URL(d);
+    alt.searchParams.set('path', '/home/daytona/up.txt');
+    is((await fetch(alt)).status, 403, 'daytona: a signed URL for another path: 403');
+    const old = new URL(d);
+    old.searchParams.set('expires', String(Math.floor(Date.now() / 1000) - 5));
+    is((await fetch(old)).status, 403, 'daytona: a changed expiry: 403');
+    await ds.rotateSigningKey();
+    is((await fetch(d)).status, 403, 'daytona: after rotateSigningKey the old URL answers 403');
+    const h = { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' };
+    for (const [what, url, init] of [['labels that are not an object', `/api/sandbox/${ds.id}/labels`, { method: 'PUT', body: '{"labels": 3}' }],
+      ['labels with a non-string value', `/api/sandbox/${ds.id}/labels`, { method: 'PUT', body: '{"labels": {"a": 1}}' }],
+      ['a ttl that is not a number', `/api/sandbox/${ds.id}/ttl/abc`, { method: 'POST' }],
+      ['env with set not an object', `/api/toolbox/${ds.id}/env`, { method: 'POST', body: '{"set": []}' }]]) {
+      const rr = await fetch(BASE + url, { headers: h, ...init });
+      const j = await rr.json().catch(() => ({}));
+      ok(rr.status === 400 && typeof j.message === 'string', `daytona: ${what}: 400 with a message`, JSON.stringify([rr.status, j]));
+    }
   });
   await step('daytona: file tools', async () => {
     await ds.fs.uploadFile(Buffer.from('alpha beta\ngamma alpha\n'), '/tmp/tools/a.txt');

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "basic/macro.h"
+#include "basic/sha256.h"
 #include "basic/strv.h"
 #include "daemon/compat/compat.h"
 #include "daemon/ports.h"
@@ -259,6 +260,99 @@ static void op_delete(cx_req *rq, const char *id) {
         json_decref(rec);
 }
 
+/* The key Daytona's SDK signs file URLs with (uploadUrl, downloadUrl): HMAC-SHA-256 of the
+ * sandbox's access token, in hex; rotating the token rotates it (old URLs stop working). Kept in
+ * memory with the token: a restart of serve makes new ones. */
+static void signing_key(const char *token, char ret[static 65]) {
+        static const char label[] = "daytona-file-signing-v1";
+        uint8_t d[SHA256_DIGEST_SIZE];
+        hmac_sha256(token, strlen(token), label, sizeof label - 1, d);
+        for (size_t i = 0; i < sizeof d; i++)
+                snprintf(ret + 2 * i, 3, "%02x", d[i]);
+}
+
+static void op_signing_key(cx_req *rq, const char *id, bool rotate) {
+        json_t *rec = record(rq, id, true);
+        if (!rec)
+                return;
+        json_decref(rec);
+        char token[65], key[65];
+        cx_box_set(rq->m, id, &rq->caller, NULL, token); /* made at the first use */
+        if (rotate && sbx_mgr_surface_rotate(rq->m, id, token) < 0) {
+                cx_daytona_err(rq, 503, "cannot make a new key (no randomness)");
+                return;
+        }
+        if (!token[0]) {
+                cx_daytona_err(rq, 503, "this sandbox has no signing key (the host had no randomness)");
+                return;
+        }
+        signing_key(token, key);
+        explicit_bzero(token, sizeof token);
+        cx_respond_json(rq, 200, json_string(key));
+}
+
+/* A signed file URL (toolbox files/download, files/upload-v2 with path, expires, signature): the
+ * signature is "v1_" + base64url(HMAC-SHA-256(key, "v1:files:METHOD:PATH:EXPIRES")); expires 0
+ * never ends. */
+typedef struct file_sig {
+        const char *method, *path, *expires, *sig;
+} file_sig;
+
+static bool file_sig_ok(void *ud, const char *token) {
+        const file_sig *s = ud;
+        char key[65];
+        signing_key(token, key);
+        _cleanup_free_ char *canon = NULL;
+        if (asprintf(&canon, "v1:files:%s:%s:%s", s->method, s->path, s->expires) < 0)
+                return false;
+        uint8_t d[SHA256_DIGEST_SIZE];
+        hmac_sha256(key, strlen(key), canon, strlen(canon), d);
+        explicit_bzero(key, sizeof key);
+        _cleanup_free_ char *b = cx_b64_encode(d, sizeof d);
+        if (!b)
+                return false;
+        size_t n = 0;
+        for (char *c = b; *c && *c != '='; c++, n++)
+                *c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+        b[n] = 0;
+        size_t m = strlen(s->sig);
+        unsigned char diff = m != n + 3 || strncmp(s->sig, "v1_", 3) != 0;
+        for (size_t i = 0; i < n && i + 3 < m; i++)
+                diff |= (unsigned char) (b[i] ^ s->sig[i + 3]);
+        return diff == 0;
+}
+
+/* A toolbox request that carries its own signature: true when it is one (said, or authenticated
+ * into rq->caller: the sandbox's owner). */
+static bool signed_file_request(cx_req *rq, const char *path, bool *ok) {
+        const char *sig = cx_query(rq, "signature");
+        char id[32] = "";
+        const char *rest = strncmp(path, "/toolbox/", 9) == 0 ? path + 9 : NULL,
+                   *slash = rest ? strchr(rest, '/') : NULL;
+        if (!sig || !slash || (size_t) (slash - rest) >= sizeof id ||
+                !(streq(slash, "/files/download") || streq(slash, "/files/upload-v2")))
+                return false;
+        memcpy(id, rest, (size_t) (slash - rest));
+        id[slash - rest] = 0;
+        file_sig s = {.method = rq->method,
+                .path = cx_query(rq, "path") ?: "",
+                .expires = cx_query(rq, "expires") ?: "",
+                .sig = sig};
+        char *end;
+        long long exp = strtoll(s.expires, &end, 10);
+        *ok = false;
+        if (!*s.expires || *end || exp < 0)
+                cx_daytona_err(rq, 403, "expires: the URL's expiry is missing or not a number");
+        else if (!sbx_mgr_surface_verify(rq->m, id, file_sig_ok, &s, &rq->caller, NULL))
+                cx_daytona_err(rq, 403,
+                        "the signature of this file URL is not valid (altered, or the key was rotated)");
+        else if (exp && exp <= cx_now_ms() / 1000)
+                cx_daytona_err(rq, 403, "this signed file URL has expired");
+        else
+                *ok = true;
+        return true;
+}
+
 /* ports/PORT/preview-url, …/signed-preview-url?expiresInSeconds=N (60 by default), and
  * …/signed-preview-url/TOKEN/expire: links to a port (ports.h). A preview link wants its token in
  * the x-daytona-preview-token header; a signed one carries it. */
@@ -402,6 +496,25 @@ static void sandboxes(cx_req *rq, const char *path) {
                 }
         } else if (strncmp(sub, "/ports/", 7) == 0) {
                 preview(rq, id, sub + 7);
+        } else if (streq(sub, "/signing-key") && get) {
+                op_signing_key(rq, id, false);
+        } else if (streq(sub, "/signing-key/rotate") && post) {
+                op_signing_key(rq, id, true);
+        } else if (strncmp(sub, "/ttl/", 5) == 0 && post) {
+                op_autostop(rq, id, sub + 5); /* at least that long from now, as autostop */
+        } else if (streq(sub, "/labels") && streq(rq->method, "PUT")) {
+                json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, 0, NULL);
+                json_t *labels = json_object_get(body, "labels");
+                sbx_mgr_reply rp = {.stream_fd = -1};
+                if (!cx_string_map_ok(labels, false) || !labels)
+                        cx_daytona_err(rq, 400, "labels: an object of strings is required");
+                else if (sbx_ops_set_metadata(rq->m, &rq->caller, id, labels, &rp) == 200)
+                        cx_respond_json(
+                                rq, 200, json_pack("{s:O}", "labels", json_object_get(rp.json, "metadata")));
+                else
+                        native_err(rq, rp.code, rp.json);
+                sbx_mgr_reply_done(&rp);
+                json_decref(body);
         } else if (streq(sub, "/last-activity") && post) {
                 if ((rec = record(rq, id, true))) {
                         cx_respond(rq, 201, "application/json", "", 0);
@@ -497,6 +610,35 @@ out:
         cx_run_done(&r);
         cx_strv_free(extra);
         free(cwd);
+        json_decref(body);
+}
+
+/* env {set, unset}: the sandbox-wide environment of the commands to come (sandbox.updateEnv). */
+static void update_env(box *b) {
+        cx_req *rq = b->rq;
+        json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, 0, NULL);
+        json_t *set = json_object_get(body, "set"), *unset = json_object_get(body, "unset");
+        size_t i;
+        json_t *v;
+        bool ok = json_is_object(body) && cx_string_map_ok(set, true) &&
+                  (!unset || json_is_null(unset) || json_is_array(unset));
+        json_array_foreach(unset, i, v) ok = ok && json_is_string(v);
+        if (!ok) {
+                cx_daytona_err(
+                        rq, 400, "set: an object of variable names to strings; unset: a list of names");
+                json_decref(body);
+                return;
+        }
+        json_t *env = NULL;
+        (void) sbx_mgr_surface_get(rq->m, b->id, NULL, NULL, &env);
+        if (!env)
+                env = json_object();
+        (void) json_object_update(env, json_is_object(set) ? set : NULL);
+        json_array_foreach(unset, i, v) json_object_del(env, json_string_value(v));
+        char token[65];
+        cx_box_set(rq->m, b->id, &rq->caller, env, token);
+        explicit_bzero(token, sizeof token);
+        cx_respond(rq, 200, "application/json", "", 0);
         json_decref(body);
 }
 
@@ -961,6 +1103,8 @@ static void toolbox(cx_req *rq, const char *path) {
                 ; /* sessions and the code interpreter (daytona-session.c) */
         else if (cx_daytona_git(rq, id, op, b.env, b.scratch, b.homes))
                 ; /* git (daytona-git.c) */
+        else if (streq(op, "/env") && post)
+                update_env(&b);
         else if (streq(op, "/process/execute") && post)
                 execute(&b);
         else if (streq(op, "/process/code-run") && post)
@@ -977,7 +1121,30 @@ static void toolbox(cx_req *rq, const char *path) {
                 replace_in_files(&b);
         else if (!p && (streq(op, "/files") || strncmp(op, "/files/", 7) == 0) && !streq(op, "/files/move"))
                 cx_daytona_err(rq, 400, "path: a path is required");
-        else if (streq(op, "/files/download") && get) {
+        else if (streq(op, "/files/upload-v2") && post) {
+                /* multipart (its "file" part) or the raw body */
+                const char *ct = cx_header(rq, "Content-Type");
+                cx_part part[8];
+                int np = ct && strncasecmp(ct, "multipart/", 10) == 0
+                                 ? cx_multipart(ct, rq->body, rq->len, part, 8)
+                                 : -1;
+                const char *data = rq->body ? rq->body : "";
+                size_t len = rq->len;
+                for (int i = 0; i < np; i++)
+                        if (streq(part[i].name, "file")) {
+                                data = part[i].data;
+                                len = part[i].len;
+                        }
+                json_t *perr = NULL;
+                unsigned code = np == 0 ? 400 : file_put(&b, p, data, len, &perr);
+                if (code == 200 || code == 201 || code == 204)
+                        cx_respond_json(rq, 200, json_object());
+                else if (np == 0)
+                        cx_daytona_err(rq, 400, "the multipart body has no \"file\" part");
+                else
+                        native_err(rq, code, perr);
+                json_decref(perr);
+        } else if (streq(op, "/files/download") && get) {
                 sbx_mgr_reply rp;
                 unsigned code = file_get(&b, p, &rp);
                 if (code == 200)
@@ -1024,6 +1191,12 @@ bool cx_daytona_handle(cx_req *rq) {
         if (strncmp(u, "/api/", 5) != 0)
                 return false;
         const char *path = u + 4;
+        bool signed_ok = false;
+        if (signed_file_request(rq, path, &signed_ok)) {
+                if (signed_ok)
+                        toolbox(rq, path);
+                return true;
+        }
         if (!cx_auth_who(rq)) {
                 cx_daytona_err(rq, 401,
                         "a bearer token is required: set DAYTONA_API_KEY to a sandboxer token ('sandboxer "
