@@ -136,6 +136,14 @@ def main():
         return
     sid = box["id"]
     is_([box.get("home"), box.get("user")], ["/home/user", "user"], "the record names the profile's home and user")
+    s, r, _ = req("PUT", "/v1/sandboxes/%s/metadata" % sid, {"team": "ports", "n": "1"})
+    ok(s == 200 and r.get("metadata") == {"team": "ports", "n": "1"}, "PUT .../metadata replaces the metadata", r)
+    s, r, _ = req("GET", "/v1/sandboxes?limit=10")
+    for body, what in [({"a": 1}, "a value not a string"), ([1], "not an object"), ({"k%d" % i: "v" for i in range(65)}, "65 keys")]:
+        s, r, _ = req("PUT", "/v1/sandboxes/%s/metadata" % sid, body)
+        ok(s == 400 and r["error"]["message"], "metadata: %s is 400 with a message" % what, r)
+    s, r, _ = req("POST", "/v1/sandboxes/%s/metadata" % sid, {})
+    is_(s, 405, "metadata: POST is 405")
     s, plain = T.create()[:2]
     is_(plain.get("user") if s == 201 else s, "sandbox", "...the default profile's user is sandbox")
     if s == 201:
