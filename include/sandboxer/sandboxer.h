@@ -140,6 +140,15 @@ SBX_PUBLIC int sbx_sandbox_exec(
 SBX_PUBLIC int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig);
 /* End the sandbox (any thread): every process in it is killed; sbx_run_serve() then returns. */
 SBX_PUBLIC void sbx_sandbox_kill(sbx_sandbox *sb);
+/* What the sandbox uses now (its cgroup, its scratch): -1 where the host does not tell. */
+typedef struct sbx_sandbox_usage {
+        double cpu_s; /* CPU time of everything that ran in it */
+        double cpus; /* its limit (cpus) */
+        int64_t memory_bytes, memory_limit_bytes;
+        int64_t pids;
+        int64_t disk_used_bytes, disk_total_bytes; /* its scratch */
+} sbx_sandbox_usage;
+SBX_PUBLIC int sbx_sandbox_usage_read(sbx_sandbox *sb, sbx_sandbox_usage *ret);
 /* The init's pid (as the caller sees it), execs running, seconds of budget used so far. */
 SBX_PUBLIC int sbx_sandbox_init_pid(sbx_sandbox *sb);
 SBX_PUBLIC unsigned sbx_sandbox_execs_running(sbx_sandbox *sb);

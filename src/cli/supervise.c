@@ -215,12 +215,20 @@ static void *conn_thread(void *arg) {
                         reply_err(fd, EINVAL, "malformed request");
                 else if (strcmp(op, SBX_SV_OP_EXEC) == 0)
                         handle_exec(fd, req, fds);
-                else if (strcmp(op, SBX_SV_OP_INFO) == 0)
-                        reply(fd, json_pack("{s:b, s:i, s:i, s:f, s:i}", "ok", 1, "init_pid",
-                                          sbx_sandbox_init_pid(S.sb), "execs_running",
-                                          (int) sbx_sandbox_execs_running(S.sb), "budget_used_s",
-                                          sbx_sandbox_budget_used(S.sb), "pid", (int) getpid()));
-                else if (strcmp(op, SBX_SV_OP_SIGNAL) == 0) {
+                else if (strcmp(op, SBX_SV_OP_INFO) == 0) {
+                        sbx_sandbox_usage u;
+                        (void) sbx_sandbox_usage_read(S.sb, &u);
+                        reply(fd,
+                                json_pack("{s:b, s:i, s:i, s:f, s:i, s:{s:f, s:f, s:I, s:I, s:I, s:I, s:I}}",
+                                        "ok", 1, "init_pid", sbx_sandbox_init_pid(S.sb), "execs_running",
+                                        (int) sbx_sandbox_execs_running(S.sb), "budget_used_s",
+                                        sbx_sandbox_budget_used(S.sb), "pid", (int) getpid(), "usage",
+                                        "cpu_s", u.cpu_s, "cpus", u.cpus, "memory_bytes",
+                                        (json_int_t) u.memory_bytes, "memory_limit_bytes",
+                                        (json_int_t) u.memory_limit_bytes, "pids", (json_int_t) u.pids,
+                                        "disk_used_bytes", (json_int_t) u.disk_used_bytes,
+                                        "disk_total_bytes", (json_int_t) u.disk_total_bytes));
+                } else if (strcmp(op, SBX_SV_OP_SIGNAL) == 0) {
                         json_t *sig = json_object_get(req, "signal");
                         const char *id = json_string_value(json_object_get(req, "exec_id"));
                         int r = !json_is_integer(sig) || json_integer_value(sig) < 1 ||

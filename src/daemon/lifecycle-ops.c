@@ -121,6 +121,49 @@ unsigned sbx_ops_set_metadata(
         return 200;
 }
 
+unsigned sbx_ops_metrics(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        box *b = mgr_usable_box(m, who, id, rp);
+        if (!b)
+                return rp->code;
+        json_t *info = mgr_sv_call(b, SBX_SV_OP_INFO, 3000), *u = json_object_get(info, "usage");
+        if (!json_is_object(u)) {
+                json_decref(info);
+                mgr_box_put(m, b);
+                return mgr_reply_err(rp, 503, "unavailable", NULL, "%s",
+                        info ? "the sandbox's supervisor does not report usage (an older one: recreate the "
+                               "sandbox)"
+                             : "the sandbox's supervisor did not answer");
+        }
+        double cpu_s = json_number_value(json_object_get(u, "cpu_s")),
+               cpus = json_number_value(json_object_get(u, "cpus"));
+        int64_t now = mgr_now_ms();
+        /* the CPU used since the last sample (or since the sandbox started), of its cpus */
+        pthread_mutex_lock(&m->lock);
+        double base_s = b->metrics_ms ? b->metrics_cpu_s : 0;
+        int64_t base_ms = b->metrics_ms ? b->metrics_ms : b->created_ms;
+        if (cpu_s >= 0) {
+                b->metrics_cpu_s = cpu_s;
+                b->metrics_ms = now;
+        }
+        pthread_mutex_unlock(&m->lock);
+        double wall = (double) (now - base_ms) / 1000.0, pct = -1;
+        if (cpu_s >= 0 && wall > 0 && cpus > 0)
+                pct = 100.0 * (cpu_s - base_s) / wall / cpus;
+        if (pct > 100)
+                pct = 100;
+        rp->json = json_pack("{s:s, s:o, s:f, s:f, s:f, s:O, s:O, s:O, s:O, s:O}", "sandbox_id", b->id,
+                "timestamp", mgr_time_json(now), "cpu_count", cpus, "cpu_used_pct", pct < 0 ? -1.0 : pct,
+                "cpu_s", cpu_s, "memory_used_bytes", json_object_get(u, "memory_bytes"),
+                "memory_total_bytes", json_object_get(u, "memory_limit_bytes"), "disk_used_bytes",
+                json_object_get(u, "disk_used_bytes"), "disk_total_bytes",
+                json_object_get(u, "disk_total_bytes"), "pids", json_object_get(u, "pids"));
+        rp->code = 200;
+        json_decref(info);
+        mgr_box_put(m, b);
+        return 200;
+}
+
 unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         box *b = mgr_usable_box(m, who, id, rp);

@@ -59,6 +59,8 @@ typedef struct box {
         json_t *surface_env;
         int64_t created_ms, updated_ms, expires_ms, ttl_max_ms, last_active_ms;
         double idle_s, ttl_s;
+        double metrics_cpu_s; /* the last metrics sample's CPU seconds, at metrics_ms (0: none) */
+        int64_t metrics_ms;
         double budget_s, budget_used_s;
         double memory_mb;
         int64_t execs;

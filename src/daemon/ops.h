@@ -46,6 +46,10 @@ unsigned sbx_ops_list(sbx_mgr *m, const sbx_caller *who, const sbx_list_req *req
 unsigned sbx_ops_extend(
         sbx_mgr *m, const sbx_caller *who, const char *id, double extend_s, sbx_mgr_reply *rp);
 /* Destroyed and provisioned again, the same id: 200 with the record; 404, 409, 410, 503. */
+/* What the sandbox uses now: {sandbox_id, timestamp, cpu_count, cpu_used_pct (since the last
+ * sample, or the start), cpu_s, memory_used_bytes, memory_total_bytes, disk_used_bytes,
+ * disk_total_bytes (its scratch), pids}; -1 where the host does not tell. */
+unsigned sbx_ops_metrics(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 /* Replace a sandbox's metadata (an object of at most 64 strings): 200 with the record. */
 unsigned sbx_ops_set_metadata(
         sbx_mgr *m, const sbx_caller *who, const char *id, json_t *metadata, sbx_mgr_reply *rp);

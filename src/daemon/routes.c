@@ -134,6 +134,11 @@ bool sbx_mgr_route(
                         ttl_decode(m, rq, id, rp);
                 else
                         method_not_allowed(rp, "POST");
+        } else if (streq(sub, "/metrics")) {
+                if (get)
+                        sbx_ops_metrics(m, rq->who, id, rp);
+                else
+                        method_not_allowed(rp, "GET");
         } else if (streq(sub, "/metadata")) {
                 json_t *body = put ? mgr_parse_body(rq, rp, false) : NULL;
                 if (!put)

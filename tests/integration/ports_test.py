@@ -136,6 +136,13 @@ def main():
         return
     sid = box["id"]
     is_([box.get("home"), box.get("user")], ["/home/user", "user"], "the record names the profile's home and user")
+    req("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["sh", "-c", "head -c 3000000 /dev/zero > /tmp/m; i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"]})
+    s, r, _ = req("GET", "/v1/sandboxes/%s/metrics" % sid)
+    ok(s == 200 and r["cpu_count"] > 0 and r["memory_total_bytes"] > r["memory_used_bytes"] >= 0 and r["cpu_s"] > 0 and r["pids"] >= 0 and
+       r["disk_total_bytes"] > 0 and r["disk_used_bytes"] >= 3000000 and 0 <= r["cpu_used_pct"] <= 100,
+       "metrics: CPU, memory and scratch the sandbox used", r)
+    s, r, _ = req("POST", "/v1/sandboxes/%s/metrics" % sid)
+    is_(s, 405, "metrics: POST is 405")
     s, r, _ = req("PUT", "/v1/sandboxes/%s/metadata" % sid, {"team": "ports", "n": "1"})
     ok(s == 200 and r.get("metadata") == {"team": "ports", "n": "1"}, "PUT .../metadata replaces the metadata", r)
     s, r, _ = req("GET", "/v1/sandboxes?limit=10")

@@ -94,6 +94,7 @@ TEMPLATES = [
     ("/v1/sandboxes/{id}/exec", "/exec"), ("/v1/sandboxes/{id}/files", "/files"),
     ("/v1/sandboxes/{id}/ttl", "/ttl"), ("/v1/sandboxes/{id}/recreate", "/recreate"),
     ("/v1/sandboxes/{id}/previews", "/previews"), ("/v1/sandboxes/{id}/metadata", "/metadata"),
+    ("/v1/sandboxes/{id}/metrics", "/metrics"),
 ]
 validated = [0]
 invalid = []

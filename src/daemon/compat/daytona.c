@@ -613,6 +613,34 @@ out:
         json_decref(body);
 }
 
+/* system/metrics (getMetricsLatest): what the sandbox uses now (sbx_ops_metrics) in Daytona's
+ * SystemMetrics fields. */
+static void system_metrics(box *b) {
+        cx_req *rq = b->rq;
+        sbx_mgr_reply rp;
+        unsigned code = sbx_ops_metrics(rq->m, &rq->caller, b->id, &rp);
+        if (code != 200) {
+                native_err(rq, code, rp.json);
+                sbx_mgr_reply_done(&rp);
+                return;
+        }
+        char ts[40];
+        int64_t now = cx_now_ms();
+        cx_iso_time(now, ts);
+#define N(k) json_number_value(json_object_get(rp.json, k))
+        double used = N("disk_used_bytes"), total = N("disk_total_bytes");
+        cx_respond_json(rq, 200,
+                json_pack("{s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:s, s:I}", "cpuCount", N("cpu_count"),
+                        "cpuUsedPct", N("cpu_used_pct") < 0 ? 0.0 : N("cpu_used_pct"), "memUsed",
+                        (json_int_t) N("memory_used_bytes"), "memTotal",
+                        (json_int_t) N("memory_total_bytes"), "diskUsed", (json_int_t) used, "diskTotal",
+                        (json_int_t) total, "diskFree",
+                        (json_int_t) (total >= used && used >= 0 ? total - used : 0), "timestamp", ts,
+                        "timestampUnix", (json_int_t) (now / 1000)));
+#undef N
+        sbx_mgr_reply_done(&rp);
+}
+
 /* env {set, unset}: the sandbox-wide environment of the commands to come (sandbox.updateEnv). */
 static void update_env(box *b) {
         cx_req *rq = b->rq;
@@ -1105,6 +1133,8 @@ static void toolbox(cx_req *rq, const char *path) {
                 ; /* git (daytona-git.c) */
         else if (streq(op, "/env") && post)
                 update_env(&b);
+        else if (streq(op, "/system/metrics") && get)
+                system_metrics(&b);
         else if (streq(op, "/process/execute") && post)
                 execute(&b);
         else if (streq(op, "/process/code-run") && post)

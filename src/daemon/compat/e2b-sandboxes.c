@@ -93,6 +93,30 @@ static void api_native_err(cx_req *rq, unsigned code, const json_t *j) {
         e2b_api_err(rq, code == 410 ? 404 : code, "%s", e2b_native_message(j));
 }
 
+/* metrics: what the sandbox uses now, one sample (sbx_ops_metrics; the CPU share since the last
+ * call), in E2B's fields. start and end are not kept: there is no history. */
+static void op_metrics(cx_req *rq, const char *id) {
+        sbx_mgr_reply rp;
+        unsigned code = sbx_ops_metrics(rq->m, &rq->caller, id, &rp);
+        if (code != 200) {
+                api_native_err(rq, code, rp.json);
+                sbx_mgr_reply_done(&rp);
+                return;
+        }
+        json_t *j = rp.json;
+        char ts[40];
+        iso_time(cx_now_ms(), ts);
+#define N(k) json_number_value(json_object_get(j, k))
+        json_t *m = json_pack("{s:s, s:i, s:f, s:I, s:I, s:I, s:I}", "timestamp", ts, "cpuCount",
+                (int) (N("cpu_count") + 0.5), "cpuUsedPct", N("cpu_used_pct") < 0 ? 0.0 : N("cpu_used_pct"),
+                "memUsed", (json_int_t) N("memory_used_bytes"), "memTotal",
+                (json_int_t) N("memory_total_bytes"), "diskUsed", (json_int_t) N("disk_used_bytes"),
+                "diskTotal", (json_int_t) N("disk_total_bytes"));
+#undef N
+        sbx_mgr_reply_done(&rp);
+        cx_respond_json(rq, 200, json_pack("[o]", m));
+}
+
 static bool api_auth(cx_req *rq) {
         const char *key = cx_header(rq, "X-API-KEY");
         if (key ? cx_auth_token(rq, key) : cx_auth_who(rq))
@@ -408,7 +432,9 @@ void e2b_control(cx_req *rq, const char *path) {
                 if (rec)
                         cx_respond(rq, 204, NULL, "", 0);
                 json_decref(rec);
-        } else if (streq(sub, "/pause"))
+        } else if (streq(sub, "/metrics") && get)
+                op_metrics(rq, id);
+        else if (streq(sub, "/pause"))
                 /* not 409: the SDK reads that as "already paused" */
                 e2b_api_err(rq, 501, "pausing a sandbox is not supported by this server yet");
         else

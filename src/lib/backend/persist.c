@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -254,6 +255,137 @@ _public_ const char *sbx_sandbox_home(sbx_sandbox *sb) {
 
 _public_ const char *sbx_sandbox_backend(sbx_sandbox *sb) {
         return sb->backend;
+}
+
+/* Where the cgroup keeps no CPU account (cgroup v1 without cpuacct): the processes the group
+ * holds, each one's own and its reaped children's time (/proc/PID/stat), which is every process
+ * that ran in it (the init reaps what the others leave). Their count too. */
+static void cpu_from_procs(sbx_cgroup *cg, double *ret_cpu_s, int64_t *ret_pids) {
+        const char *dir = NULL;
+        for (int c = 0; c < _SBX_CG_CONTROLLER_MAX && !dir; c++)
+                dir = sbx_cgroup_path(cg, (sbx_cg_controller) c);
+        char path[4200];
+        if (!dir || snprintf(path, sizeof path, "%s/cgroup.procs", dir) >= (int) sizeof path)
+                return;
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return;
+        long hz = sysconf(_SC_CLK_TCK);
+        unsigned long long ticks = 0;
+        int64_t n = 0;
+        int pid;
+        while (fscanf(f, "%d", &pid) == 1) {
+                char sp[64], buf[1024];
+                snprintf(sp, sizeof sp, "/proc/%d/stat", pid);
+                FILE *s = fopen(sp, "re");
+                size_t k = s ? fread(buf, 1, sizeof buf - 1, s) : 0;
+                if (s)
+                        fclose(s);
+                buf[k] = 0;
+                const char *r = strrchr(buf, ')'); /* after the command name */
+                unsigned long long ut, st, cut, cst;
+                if (r && sscanf(r + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
+                                 &ut, &st, &cut, &cst) == 4) {
+                        ticks += ut + st + cut + cst;
+                        n++;
+                }
+        }
+        fclose(f);
+        if (*ret_cpu_s < 0 && hz > 0 && n > 0)
+                *ret_cpu_s = (double) ticks / (double) hz;
+        if (*ret_pids < 0)
+                *ret_pids = n;
+}
+
+/* Without a cgroup (an unprivileged host user without delegation): the init and its descendants
+ * (/proc/PID/task/TID/children), their CPU time with their reaped children's, their resident
+ * memory. */
+typedef struct tree_usage {
+        unsigned long long ticks, rss_pages;
+        int64_t n;
+} tree_usage;
+
+static void tree_add(pid_t pid, tree_usage *u, int depth) {
+        char p[96], buf[1024];
+        snprintf(p, sizeof p, "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(p, "re");
+        size_t k = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+                fclose(f);
+        buf[k] = 0;
+        const char *r = strrchr(buf, ')');
+        unsigned long long ut, st, cut, cst;
+        long rss;
+        if (!r || sscanf(r + 2,
+                          "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu %*d %*d %*d %*d "
+                          "%*u %*u %ld",
+                          &ut, &st, &cut, &cst, &rss) != 5)
+                return;
+        u->ticks += ut + st + cut + cst;
+        u->rss_pages += rss > 0 ? (unsigned long long) rss : 0;
+        u->n++;
+        if (depth > 64 || u->n > 100000)
+                return;
+        snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int) pid, (int) pid);
+        f = fopen(p, "re");
+        int c;
+        while (f && fscanf(f, "%d", &c) == 1)
+                tree_add((pid_t) c, u, depth + 1);
+        if (f)
+                fclose(f);
+}
+
+_public_ int sbx_sandbox_usage_read(sbx_sandbox *sb, sbx_sandbox_usage *ret) {
+        *ret = (sbx_sandbox_usage){.cpu_s = -1,
+                .cpus = -1,
+                .memory_bytes = -1,
+                .memory_limit_bytes = -1,
+                .pids = -1,
+                .disk_used_bytes = -1,
+                .disk_total_bytes = -1};
+        sbx_cgroup_stats st;
+        if (sb->cg && sbx_cgroup_stats_read_some(sb->cg, SBX_CG_STAT_ALL, &st) >= 0) {
+                if (st.cpu_usage_usec != SBX_CG_UNKNOWN)
+                        ret->cpu_s = (double) st.cpu_usage_usec / 1e6;
+                if (st.memory_current_bytes != SBX_CG_UNKNOWN)
+                        ret->memory_bytes = (int64_t) st.memory_current_bytes;
+                if (st.pids_current != SBX_CG_UNKNOWN)
+                        ret->pids = (int64_t) st.pids_current;
+        }
+        if (sb->cg && (ret->cpu_s < 0 || ret->pids < 0))
+                cpu_from_procs(sb->cg, &ret->cpu_s, &ret->pids);
+        if ((ret->cpu_s < 0 || ret->memory_bytes < 0 || ret->pids < 0) && sb->init_pid > 0) {
+                tree_usage t = {0};
+                long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+                tree_add(sb->init_pid, &t, 0);
+                if (t.n > 0) {
+                        if (ret->cpu_s < 0 && hz > 0)
+                                ret->cpu_s = (double) t.ticks / (double) hz;
+                        if (ret->memory_bytes < 0 && page > 0)
+                                ret->memory_bytes = (int64_t) (t.rss_pages * (unsigned long long) page);
+                        if (ret->pids < 0)
+                                ret->pids = t.n - 1; /* not the init */
+                }
+        }
+        if (sb->cfg) {
+                const sbx_limits *l = &sb->cfg->limits;
+                if (l->set[SBX_LIMIT_CPUS])
+                        ret->cpus = l->value[SBX_LIMIT_CPUS];
+                if (sbx_limit_bytes(l, SBX_LIMIT_MEMORY_MB))
+                        ret->memory_limit_bytes = (int64_t) sbx_limit_bytes(l, SBX_LIMIT_MEMORY_MB);
+        }
+        /* the scratch as the sandbox sees it, through its init's root */
+        const char *scratch = sbx_sandbox_scratch(sb);
+        char path[4200];
+        struct statvfs fs;
+        if (scratch && sb->init_pid > 0 &&
+                snprintf(path, sizeof path, "/proc/%d/root%s", (int) sb->init_pid, scratch) <
+                        (int) sizeof path &&
+                statvfs(path, &fs) == 0) {
+                ret->disk_total_bytes = (int64_t) (fs.f_blocks * fs.f_frsize);
+                ret->disk_used_bytes = (int64_t) ((fs.f_blocks - fs.f_bfree) * fs.f_frsize);
+        }
+        return 0;
 }
 
 _public_ unsigned sbx_sandbox_execs_running(sbx_sandbox *sb) {

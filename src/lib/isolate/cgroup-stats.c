@@ -67,6 +67,7 @@ int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *
                 .pids_refused = SBX_CG_UNKNOWN,
                 .cpu_usage_usec = SBX_CG_UNKNOWN,
                 .cpu_throttled_usec = SBX_CG_UNKNOWN,
+                .memory_current_bytes = SBX_CG_UNKNOWN,
         };
         uint64_t v;
 
@@ -84,6 +85,9 @@ int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *
                         }
                         if ((what & SBX_CG_STAT_MEMORY_PEAK) && cg_read_u64_at(p, "memory.peak", &v) >= 0)
                                 s.memory_peak_bytes = v;
+                        if ((what & SBX_CG_STAT_MEMORY_CURRENT) &&
+                                cg_read_u64_at(p, "memory.current", &v) >= 0)
+                                s.memory_current_bytes = v;
                 } else {
                         if ((what & SBX_CG_STAT_OOM) &&
                                 cg_read_key_u64_at(p, "memory.oom_control", "oom_kill", &v) >= 0)
@@ -101,6 +105,9 @@ int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *
                         if ((what & SBX_CG_STAT_MEMORY_PEAK) &&
                                 cg_read_u64_at(p, "memory.max_usage_in_bytes", &v) >= 0)
                                 s.memory_peak_bytes = v;
+                        if ((what & SBX_CG_STAT_MEMORY_CURRENT) &&
+                                cg_read_u64_at(p, "memory.usage_in_bytes", &v) >= 0)
+                                s.memory_current_bytes = v;
                 }
         }
         int pi = cg->ctl_group[SBX_CG_PIDS];

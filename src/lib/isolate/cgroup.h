@@ -166,6 +166,7 @@ typedef struct sbx_cgroup_stats { /* SBX_CG_UNKNOWN where the host does not tell
         uint64_t pids_refused; /* pids.events max: forks refused by pids.max */
         uint64_t cpu_usage_usec; /* v2 cpu.stat usage_usec; v1 cpuacct.usage / 1000 */
         uint64_t cpu_throttled_usec; /* v2 cpu.stat throttled_usec; v1 cpu.stat throttled_time */
+        uint64_t memory_current_bytes; /* v2 memory.current; v1 memory.usage_in_bytes */
 } sbx_cgroup_stats;
 /* Read the counters. Returns 0 (fields the host lacks are SBX_CG_UNKNOWN) or -errno. */
 int sbx_cgroup_stats_read(sbx_cgroup *cg, sbx_cgroup_stats *ret);
@@ -179,6 +180,7 @@ enum {
                                      * is no pids.peak) */
         SBX_CG_STAT_PIDS_REFUSED = 1u << 4,
         SBX_CG_STAT_CPU = 1u << 5, /* cpu_usage_usec and cpu_throttled_usec */
+        SBX_CG_STAT_MEMORY_CURRENT = 1u << 6, /* memory_current_bytes */
         SBX_CG_STAT_ALL = ~0u,
 };
 int sbx_cgroup_stats_read_some(sbx_cgroup *cg, unsigned what, sbx_cgroup_stats *ret);
