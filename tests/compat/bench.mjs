@@ -23,3 +23,4 @@ for (let i = 0; i < N; i++) {
 }
 const f = (a) => `p50 ${q(a, 0.5).toFixed(1)} ms, p90 ${q(a, 0.9).toFixed(1)} ms`;
 console.log(`create -> first run('echo hi'), n=${N}\n  e2b SDK:        ${f(e2b)}\n  native HTTP API: ${f(nat)}`);
+console.log(`  ratio of the p50s, e2b / native: ${(q(e2b, 0.5) / q(nat, 0.5)).toFixed(2)} (target: at most 1.2)`);
