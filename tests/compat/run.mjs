@@ -580,6 +580,52 @@ if (ds) {
   });
 }
 
+// ---- the two flows an agent does, end to end, each in a sandbox of its own ---------------------
+await step('flow: E2B', async () => {
+  const s = await Sandbox.create();
+  await s.files.write('/home/user/app/make.py', 'import json\njson.dump({"sum": sum(range(10))}, open("/home/user/app/out.json", "w"))\nprint("made")\n');
+  is((await s.commands.run('cd /home/user/app && python3 make.py')).stdout, 'made\n', 'flow e2b: a script written under /home/user runs');
+  is(JSON.parse(await s.files.read('/home/user/app/out.json')), { sum: 45 }, 'flow e2b: its output file is read back');
+  await s.files.write('/home/user/app/index.html', '<p>dev</p>');
+  const dev = await s.commands.run('cd /home/user/app && python3 -m http.server 8080 --bind 127.0.0.1', { background: true, timeoutMs: 0 });
+  let r = { status: 0 };
+  for (let i = 0; i < 100 && r.status !== 200; i++) {
+    r = await viaHost(s.getHost(8080), '/index.html', { 'e2b-traffic-access-token': s.trafficAccessToken });
+    if (r.status !== 200) await new Promise((res) => setTimeout(res, 50));
+  }
+  is([r.status, r.body], [200, '<p>dev</p>'], 'flow e2b: the dev server answers through getHost');
+  let out = '';
+  const t = await s.pty.create({ cols: 80, rows: 24, onData: (d) => { out += new TextDecoder().decode(d); } });
+  await s.pty.sendInput(t.pid, new TextEncoder().encode('echo flow-$((40+2))\n'));
+  for (let i = 0; i < 100 && !out.includes('flow-42'); i++) await new Promise((res) => setTimeout(res, 50));
+  ok(out.includes('flow-42'), 'flow e2b: a PTY echo', out.slice(-200));
+  await dev.kill();
+  await s.kill();
+});
+await step('flow: Daytona', async () => {
+  const d = await daytona.create();
+  const cr = await d.process.codeRun('print(sum(range(10)))');
+  is([cr.exitCode, cr.result], [0, '45\n'], 'flow daytona: codeRun');
+  await d.process.createSession('work');
+  await d.process.executeSessionCommand('work', { command: 'mkdir -p /home/daytona/proj && cd /home/daytona/proj' });
+  is((await d.process.executeSessionCommand('work', { command: 'pwd' })).stdout, '/home/daytona/proj\n', 'flow daytona: a session where cd persists');
+  await d.git.init('/home/daytona/up.git', true, 'main');
+  await d.git.clone('file:///home/daytona/up.git', '/home/daytona/proj/repo');
+  await d.fs.uploadFile(Buffer.from('print("hi")\n'), '/home/daytona/proj/repo/main.py');
+  await d.git.add('/home/daytona/proj/repo', ['main.py']);
+  const c = await d.git.commit('/home/daytona/proj/repo', 'add main', 'Agent', 'agent@example.com');
+  ok(/^[0-9a-f]{40}$/.test(c.sha), 'flow daytona: git clone → commit', c.sha);
+  await d.process.executeSessionCommand('work', { command: 'cd repo && python3 -m http.server 9090 --bind 127.0.0.1', runAsync: true });
+  const link = await d.getPreviewLink(9090);
+  let r = { status: 0 };
+  for (let i = 0; i < 100 && r.status !== 200; i++) {
+    r = await viaHost(new URL(link.url).host, '/main.py', { 'x-daytona-preview-token': link.token });
+    if (r.status !== 200) await new Promise((res) => setTimeout(res, 50));
+  }
+  is([r.status, r.body], [200, 'print("hi")\n'], 'flow daytona: the preview link reaches the server the session started');
+  await d.delete();
+});
+
 clearTimeout(watchdog);
 await stop();
 console.log(`1..${n}`);
