@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "basic/io.h"
 #include "basic/sha256.h"
 #include "daemon/http.h"
 #include "daemon/mgr-internal.h"
@@ -420,19 +421,6 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
         return MHD_YES;
 }
 
-static bool write_all(int fd, const char *d, size_t n) {
-        while (n > 0) {
-                ssize_t k = send(fd, d, n, MSG_NOSIGNAL);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return false;
-                d += k;
-                n -= (size_t) k;
-        }
-        return true;
-}
-
 /* ---- WebSocket (any upgrade) ----------------------------------------------------------------- */
 
 typedef struct pipe_ctx {
@@ -443,7 +431,8 @@ static void pipe_both(void *ud, int cfd, const char *extra, size_t n) {
         pipe_ctx *p = ud;
         upstream *u = p->u;
         (void) fcntl(cfd, F_SETFL, fcntl(cfd, F_GETFL) & ~O_NONBLOCK);
-        bool ok = write_all(u->fd, extra, n) && write_all(cfd, u->buf + u->off, u->have - u->off);
+        bool ok = (sbx_write_all(u->fd, extra, n) == 0) &&
+                  (sbx_write_all(cfd, u->buf + u->off, u->have - u->off) == 0);
         struct pollfd pf[2] = {{.fd = cfd, .events = POLLIN}, {.fd = u->fd, .events = POLLIN}};
         char buf[65536];
         int open_n = 2;
@@ -466,7 +455,7 @@ static void pipe_both(void *ud, int cfd, const char *extra, size_t n) {
                                 open_n--;
                                 continue;
                         }
-                        ok = write_all(to, buf, (size_t) r);
+                        ok = sbx_write_all(to, buf, (size_t) r) == 0;
                 }
         }
         upstream_free(u);
@@ -530,7 +519,8 @@ static unsigned forward(struct MHD_Connection *c, int fd, const char *method, co
                 put(&h, line_buf);
         }
         put(&h, "\r\n");
-        bool sent = h.buf && write_all(fd, h.buf, h.len) && (!len || write_all(fd, body, len));
+        bool sent = h.buf && (sbx_write_all(fd, h.buf, h.len) == 0) &&
+                    (!len || (sbx_write_all(fd, body, len) == 0));
         free(h.buf);
         upstream *u = calloc(1, sizeof *u);
         if (!u) {

@@ -525,6 +525,28 @@ static int file_op(uint32_t op, const char *path) {
         return 0;
 }
 
+/* Send fd over the unix socket sock (SCM_RIGHTS, one byte of tag with it). 0, or an errno. */
+static int send_fd(int sock, int fd, char tag) {
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(sizeof(int))];
+        } cbuf;
+        memset(&cbuf, 0, sizeof cbuf);
+        struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b, .msg_controllen = sizeof cbuf.b};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        ssize_t n;
+        do
+                n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? errno : 0;
+}
+
 /* CONNECT: the socket is made here, inside, so it lives in the sandbox's network namespace and
  * under its fences (a Landlock domain that denies TCP refuses it as it would the sandbox). */
 static int connect_op(const char *port_text) {
@@ -546,26 +568,9 @@ static int connect_op(const char *port_text) {
                 send_msg(SBX_INIT_MSG_EXEC_FAILED, e, 126, "connect");
                 return 1;
         }
-        union {
-                struct cmsghdr h;
-                char b[CMSG_SPACE(sizeof(int))];
-        } cbuf;
-        memset(&cbuf, 0, sizeof cbuf);
-        char t = 'C';
-        struct iovec iov = {.iov_base = &t, .iov_len = 1};
-        struct msghdr mh = {
-                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b, .msg_controllen = sizeof cbuf.b};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &s, sizeof s);
-        ssize_t n;
-        do
-                n = sendmsg(0, &mh, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        if (n < 0) {
-                send_msg(SBX_INIT_MSG_EXEC_FAILED, errno, 126, "hand the connection out");
+        int e = send_fd(0, s, 'C');
+        if (e) {
+                send_msg(SBX_INIT_MSG_EXEC_FAILED, e, 126, "hand the connection out");
                 return 1;
         }
         send_end(SBX_INIT_MSG_EXITED, 0);
@@ -601,25 +606,7 @@ static int open_tty(uint32_t tty, const char **step) {
                 *step = "set up the pseudo-terminal";
                 return e;
         }
-        union {
-                struct cmsghdr h;
-                char b[CMSG_SPACE(sizeof(int))];
-        } cbuf;
-        memset(&cbuf, 0, sizeof cbuf);
-        char t = 'T';
-        struct iovec iov = {.iov_base = &t, .iov_len = 1};
-        struct msghdr mh = {
-                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b, .msg_controllen = sizeof cbuf.b};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &m, sizeof m);
-        ssize_t n;
-        do
-                n = sendmsg(0, &mh, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        int e = n < 0 ? errno : 0;
+        int e = send_fd(0, m, 'T');
         close(m);
         if (e || dup2(s, 0) < 0 || dup2(s, 1) < 0 || dup2(s, 2) < 0) {
                 e = e ? e : errno;

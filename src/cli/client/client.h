@@ -59,6 +59,12 @@ int client_exec(int argc, char **argv);
 /* exec --tty (tty.c): body holds argv and the rest; POST it with tty, attach, relay. */
 /* A socket to the server (unix or TCP, as o says): the fd, or -errno. */
 int client_connect(const conn_opts *o);
+/* GET path on a new connection asking for an upgrade (headers: the Upgrade line and its own,
+ * each ending in CRLF; the token added): the fd once the server answered 101, what it sent past
+ * its head in buf[*ret_off, *ret_len); else -errno, or -EPROTO with the server's answer in
+ * buf[0, *ret_len) (NUL-terminated). */
+int client_upgrade(const conn_opts *o, const char *path, const char *headers, char *buf, size_t size,
+        size_t *ret_off, size_t *ret_len);
 int client_port_forward(int argc, char **argv);
 int client_exec_tty(const conn_opts *o, const char *id, json_t *body);
 int client_cp(int argc, char **argv);

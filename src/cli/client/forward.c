@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "basic/io.h"
 #include "basic/macro.h"
 #include "cli/client/client.h"
 #include "daemon/ports.h"
@@ -29,25 +30,9 @@ typedef struct fwd {
         int local;
 } fwd;
 
-static bool send_all(int fd, const char *d, size_t n) {
-        while (n > 0) {
-                ssize_t k = send(fd, d, n, MSG_NOSIGNAL);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return false;
-                d += k;
-                n -= (size_t) k;
-        }
-        return true;
-}
-
-/* The answer's message when the server would not tunnel (the head and its JSON body read). */
-static void refused(const char *head, size_t n, int server) {
+/* The answer's message when the server would not tunnel (its head and JSON body). */
+static void refused(const char *head, size_t n) {
         const char *body = memmem(head, n, "\r\n\r\n", 4);
-        char more[4096];
-        ssize_t k = recv(server, more, sizeof more - 1, MSG_DONTWAIT);
-        (void) k;
         json_error_t je;
         json_t *j = body ? json_loadb(body + 4, n - (size_t) (body + 4 - head), 0, &je) : NULL;
         const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
@@ -59,41 +44,23 @@ static void refused(const char *head, size_t n, int server) {
 
 static void *serve_one(void *arg) {
         fwd *f = arg;
-        int server = client_connect(f->o);
+        char path[128], buf[65536];
+        snprintf(path, sizeof path, "/v1/sandboxes/%s/tunnel/%u", f->id, f->port);
+        size_t off = 0, got = 0;
+        int server =
+                client_upgrade(f->o, path, "Upgrade: " SBX_PORTS_TUNNEL "\r\n", buf, sizeof buf, &off, &got);
         if (server < 0) {
-                cli_error("port-forward: cannot reach the control plane: %s", strerror(-server));
+                if (server == -EPROTO && got)
+                        refused(buf, got);
+                else if (server == -EPROTO)
+                        cli_error("port-forward: the control plane gave no answer");
+                else
+                        cli_error("port-forward: cannot reach the control plane: %s", strerror(-server));
                 close(f->local);
                 free(f);
                 return NULL;
         }
-        char head[2048];
-        int hl = snprintf(head, sizeof head,
-                "GET /v1/sandboxes/%s/tunnel/%u HTTP/1.1\r\nHost: sandboxer\r\nUpgrade: %s\r\n"
-                "Connection: Upgrade\r\n%s%s%s\r\n",
-                f->id, f->port, SBX_PORTS_TUNNEL, f->o->token ? "Authorization: Bearer " : "",
-                f->o->token ? f->o->token : "", f->o->token ? "\r\n" : "");
-        char buf[65536];
-        size_t got = 0;
-        char *end = NULL;
-        bool ok = send_all(server, head, (size_t) hl);
-        while (ok && !end && got < sizeof buf - 1) {
-                ssize_t k = recv(server, buf + got, sizeof buf - 1 - got, 0);
-                if (k <= 0)
-                        break;
-                got += (size_t) k;
-                buf[got] = 0;
-                end = strstr(buf, "\r\n\r\n");
-        }
-        if (!end || strncmp(buf, "HTTP/1.1 101", 12) != 0) {
-                if (got)
-                        refused(buf, got, server);
-                else
-                        cli_error("port-forward: the control plane gave no answer");
-                ok = false;
-        } else {
-                end += 4;
-                ok = send_all(f->local, end, got - (size_t) (end - buf));
-        }
+        bool ok = sbx_write_all(f->local, buf + off, got - off) == 0;
         struct pollfd pf[2] = {{.fd = f->local, .events = POLLIN}, {.fd = server, .events = POLLIN}};
         int open_n = 2;
         while (ok && open_n > 0) {
@@ -115,7 +82,7 @@ static void *serve_one(void *arg) {
                                 open_n--;
                                 continue;
                         }
-                        ok = send_all(to, buf, (size_t) r);
+                        ok = sbx_write_all(to, buf, (size_t) r) == 0;
                 }
         }
         close(server);

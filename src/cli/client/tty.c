@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "basic/base64.h"
+#include "basic/io.h"
 #include "basic/macro.h"
 #include "basic/ws.h"
 #include "cli/verbs.h"
@@ -122,52 +123,71 @@ static void send_size(attach *a) {
         pthread_mutex_unlock(&a->wlock);
 }
 
-/* Attach to the terminal exec at attach_path; our stdin is its keyboard. The exit status. */
-static int attach_run(const conn_opts *o, const char *attach_path) {
+int client_upgrade(const conn_opts *o, const char *path, const char *headers, char *buf, size_t size,
+        size_t *ret_off, size_t *ret_len) {
         int fd = client_connect(o);
-        if (fd < 0) {
-                cli_error("exec --tty: cannot reach the control plane: %s", strerror(-fd));
-                return SBX_EXIT_FAILURE;
-        }
-        unsigned char raw[16];
-        if (getrandom(raw, sizeof raw, 0) != sizeof raw)
-                memset(raw, 7, sizeof raw);
-        char *key = sbx_base64_encode(raw, sizeof raw), head[2048];
+        if (fd < 0)
+                return fd;
+        char head[2048];
         int hl = snprintf(head, sizeof head,
-                "GET %s HTTP/1.1\r\nHost: sandboxer\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s%s%s\r\n",
-                attach_path, key ? key : "", o->token ? "Authorization: Bearer " : "",
-                o->token ? o->token : "", o->token ? "\r\n" : "");
-        free(key);
-        attach a = {.fd = fd, .exit = -1, .wake = {-1, -1}};
-        pthread_mutex_init(&a.wlock, NULL);
-        char buf[4096];
+                "GET %s HTTP/1.1\r\nHost: sandboxer\r\n%sConnection: Upgrade\r\n%s%s%s\r\n", path, headers,
+                o->token ? "Authorization: Bearer " : "", o->token ? o->token : "", o->token ? "\r\n" : "");
+        if (hl < 0 || (size_t) hl >= sizeof head || sbx_write_all(fd, head, (size_t) hl) < 0) {
+                close(fd);
+                return -EIO;
+        }
         size_t got = 0;
         char *end = NULL;
-        if (write(fd, head, (size_t) hl) != hl) {
-                cli_error("exec --tty: cannot send the attach request: %m");
-                close(fd);
-                return SBX_EXIT_FAILURE;
-        }
-        while (!end && got < sizeof buf - 1) {
-                ssize_t k = read(fd, buf + got, sizeof buf - 1 - got);
+        while (!end && got < size - 1) {
+                ssize_t k = read(fd, buf + got, size - 1 - got);
                 if (k <= 0)
                         break;
                 got += (size_t) k;
                 buf[got] = 0;
                 end = strstr(buf, "\r\n\r\n");
         }
+        buf[got] = 0;
+        *ret_len = got;
         if (!end || strncmp(buf, "HTTP/1.1 101", 12) != 0) {
+                /* the rest of a short refusal's body, when it is there already */
+                ssize_t k = got < size - 1 ? recv(fd, buf + got, size - 1 - got, MSG_DONTWAIT) : 0;
+                if (k > 0)
+                        *ret_len = got += (size_t) k;
+                buf[got] = 0;
+                close(fd);
+                return -EPROTO;
+        }
+        *ret_off = (size_t) (end + 4 - buf);
+        return fd;
+}
+
+/* Attach to the terminal exec at attach_path; our stdin is its keyboard. The exit status. */
+static int attach_run(const conn_opts *o, const char *attach_path) {
+        unsigned char raw[16];
+        if (getrandom(raw, sizeof raw, 0) != sizeof raw)
+                memset(raw, 7, sizeof raw);
+        char *key = sbx_base64_encode(raw, sizeof raw), hdrs[256], buf[4096];
+        snprintf(hdrs, sizeof hdrs,
+                "Upgrade: websocket\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n",
+                key ? key : "");
+        free(key);
+        size_t off = 0, got = 0;
+        int fd = client_upgrade(o, attach_path, hdrs, buf, sizeof buf, &off, &got);
+        if (fd == -EPROTO) {
                 char *nl = strchr(buf, '\r');
                 if (nl)
                         *nl = 0;
                 cli_error(
                         "exec --tty: the server did not attach the terminal (%s)", got ? buf : "no answer");
-                close(fd);
                 return SBX_EXIT_FAILURE;
         }
-        end += 4;
-        sbx_ws_reader_init(&a.r, fd, end, got - (size_t) (end - buf));
+        if (fd < 0) {
+                cli_error("exec --tty: cannot reach the control plane: %s", strerror(-fd));
+                return SBX_EXIT_FAILURE;
+        }
+        attach a = {.fd = fd, .exit = -1, .wake = {-1, -1}};
+        pthread_mutex_init(&a.wlock, NULL);
+        sbx_ws_reader_init(&a.r, fd, buf + off, got - off);
         struct termios saved;
         bool rawmode = isatty(0) && tcgetattr(0, &saved) == 0;
         if (rawmode) {

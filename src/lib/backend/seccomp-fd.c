@@ -7,24 +7,10 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include "basic/io.h"
 #include "basic/cache.h"
 #include "basic/sha256.h"
 #include "init/protocol.h"
-
-static int write_all_fd(int fd, const void *buf, size_t n) {
-        const char *p = buf;
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
 
 /* Whether this process already runs under a seccomp filter ("Seccomp: 2" in /proc/self/status). */
 static bool under_seccomp(void) {
@@ -81,7 +67,7 @@ static bool seccomp_cache_read(const char *path, bool obs, bool pl, int fd) {
         if (h.magic != SBX_SECCOMP_BLOB_MAGIC || (h.n_observed > 0) != obs || (h.n_plain > 0) != pl ||
                 sizeof h + ((size_t) h.n_observed + h.n_plain) * sizeof(struct sock_filter) != n)
                 return false;
-        return write_all_fd(fd, buf, n) >= 0;
+        return sbx_write_all(fd, buf, n) >= 0;
 }
 
 /* The blob in fd (a memfd, written from its start) into the cache; each build keys its own
@@ -114,8 +100,8 @@ int sbx_backend_seccomp_raw_fd(const sbx_seccomp_opts *o, int *ret_fd, sbx_error
                 struct sbx_seccomp_blob_header h = {
                         .magic = SBX_SECCOMP_BLOB_MAGIC, .n_plain = prog->fprog.len};
                 if (ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0 ||
-                        (r = write_all_fd(fd, &h, sizeof h)) < 0 ||
-                        (r = write_all_fd(
+                        (r = sbx_write_all(fd, &h, sizeof h)) < 0 ||
+                        (r = sbx_write_all(
                                  fd, prog->fprog.filter, prog->fprog.len * sizeof(struct sock_filter))) < 0)
                         return sbx_error_set(
                                 e, r < 0 ? -r : errno, "seccomp", "cannot write the seccomp program: %m");
@@ -174,10 +160,10 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
                 .n_observed = observed ? observed->fprog.len : 0,
                 .n_plain = plain ? plain->fprog.len : 0,
         };
-        if ((r = write_all_fd(fd, &h, sizeof h)) < 0 ||
-                (observed && (r = write_all_fd(fd, observed->fprog.filter,
+        if ((r = sbx_write_all(fd, &h, sizeof h)) < 0 ||
+                (observed && (r = sbx_write_all(fd, observed->fprog.filter,
                                       observed->fprog.len * sizeof(struct sock_filter))) < 0) ||
-                (plain && (r = write_all_fd(fd, plain->fprog.filter,
+                (plain && (r = sbx_write_all(fd, plain->fprog.filter,
                                    plain->fprog.len * sizeof(struct sock_filter))) < 0))
                 return sbx_error_set(e, r, "seccomp", "cannot write the seccomp programs: %s", strerror(-r));
         if (cacheable)

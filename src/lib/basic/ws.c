@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "basic/base64.h"
+#include "basic/io.h"
 
 static uint32_t rol(uint32_t x, int n) {
         return (x << n) | (x >> (32 - n));
@@ -75,22 +76,6 @@ void sbx_ws_accept_key(const char *client_key, char ret[static 29]) {
         free(b);
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-        const char *c = p;
-        while (n > 0) {
-                ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
-                if (k < 0 && errno == ENOTSOCK)
-                        k = write(fd, c, n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? -errno : -EPIPE;
-                c += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 int sbx_ws_send(int fd, int opcode, const void *data, size_t n, bool mask) {
         uint8_t h[14];
         size_t hl = 2;
@@ -108,8 +93,8 @@ int sbx_ws_send(int fd, int opcode, const void *data, size_t n, bool mask) {
                 hl = 10;
         }
         if (!mask) {
-                int r = write_all(fd, h, hl);
-                return r < 0 ? r : write_all(fd, data, n);
+                int r = sbx_write_all(fd, h, hl);
+                return r < 0 ? r : sbx_write_all(fd, data, n);
         }
         h[1] |= 0x80;
         uint8_t key[4];
@@ -123,7 +108,7 @@ int sbx_ws_send(int fd, int opcode, const void *data, size_t n, bool mask) {
         memcpy(m, h, hl);
         for (size_t i = 0; i < n; i++)
                 m[hl + i] = ((const uint8_t *) data)[i] ^ key[i & 3];
-        int r = write_all(fd, m, hl + n);
+        int r = sbx_write_all(fd, m, hl + n);
         free(m);
         return r;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "basic/io.h"
 #include "basic/host.h"
 #include "basic/jsonw.h"
 
@@ -485,22 +486,6 @@ int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret) {
         return jsonw_finish(&w, true, ret, NULL);
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        return -EIO;
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 int sbx_report_write_fd(const sbx_report *r, int fd) {
         if (fd < 0)
                 return -EBADF;
@@ -508,7 +493,7 @@ int sbx_report_write_fd(const sbx_report *r, int fd) {
         int k = sbx_report_to_json(r, true, &text);
         if (k < 0)
                 return k;
-        return write_all(fd, text, strlen(text));
+        return sbx_write_all(fd, text, strlen(text));
 }
 
 int sbx_report_write_file(const sbx_report *r, const char *path) {
@@ -522,7 +507,7 @@ int sbx_report_write_file(const sbx_report *r, const char *path) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
         if (fd < 0)
                 return negative_errno();
-        k = write_all(fd, text, strlen(text));
+        k = sbx_write_all(fd, text, strlen(text));
         if (k < 0)
                 return k;
         if (close(TAKE_FD(fd)) < 0)

@@ -1,0 +1,8 @@
+/* io.h — writing all of a buffer: the one loop every writer of a pipe or a socket here needs. */
+#pragma once
+
+#include <stddef.h>
+
+/* Write all n bytes of p to fd, through EINTR and short writes; to a socket without SIGPIPE
+ * (MSG_NOSIGNAL). 0, or -errno (-EPIPE when nothing more could be written). */
+int sbx_write_all(int fd, const void *p, size_t n);
