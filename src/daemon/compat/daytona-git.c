@@ -82,6 +82,22 @@ static bool git_at(gctx *g, args *a, const char *p) {
         return true;
 }
 
+/* A second step after one that succeeded: `git -C path ARG...` (NULL-terminated), into r. */
+static bool then_git(gctx *g, cx_run *r, const char *path, ...) {
+        args a = {0};
+        cx_run_done(r);
+        if (!git_at(g, &a, path))
+                return false;
+        va_list ap;
+        va_start(ap, path);
+        for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
+                add(&a, s);
+        va_end(ap);
+        bool ok = run(g, &a, r);
+        args_done(&a);
+        return ok;
+}
+
 static bool strings_ok(const json_t *l) {
         size_t i;
         json_t *v;
@@ -287,16 +303,8 @@ bool cx_daytona_git(cx_req *rq, const char *sandbox_id, const char *op, char *co
                         add(&a, url);
                         add(&a, p);
                         bool done = run(&g, &a, &r);
-                        if (done && commit && *commit) {
-                                args c = {0};
-                                cx_run_done(&r);
-                                (void) git_at(&g, &c, p);
-                                add(&c, "checkout");
-                                add(&c, "-q");
-                                add(&c, commit);
-                                done = run(&g, &c, &r);
-                                args_done(&c);
-                        }
+                        if (done && commit && *commit)
+                                done = then_git(&g, &r, p, "checkout", "-q", commit, NULL);
                         if (done)
                                 ok_empty(&g);
                 }
@@ -332,20 +340,11 @@ bool cx_daytona_git(cx_req *rq, const char *sandbox_id, const char *op, char *co
                                 add(&a, "--allow-empty");
                         add(&a, "-m");
                         add(&a, msg);
-                        if (run(&g, &a, &r)) {
-                                args h = {0};
-                                cx_run_done(&r);
-                                (void) git_at(&g, &h, path);
-                                add(&h, "rev-parse");
-                                add(&h, "HEAD");
-                                if (run(&g, &h, &r)) {
-                                        size_t l = r.out_len;
-                                        while (l && r.out[l - 1] == '\n')
-                                                l--;
-                                        cx_respond_json(
-                                                rq, 200, json_pack("{s:s%}", "hash", r.out ? r.out : "", l));
-                                }
-                                args_done(&h);
+                        if (run(&g, &a, &r) && then_git(&g, &r, path, "rev-parse", "HEAD", NULL)) {
+                                size_t l = r.out_len;
+                                while (l && r.out[l - 1] == '\n')
+                                        l--;
+                                cx_respond_json(rq, 200, json_pack("{s:s%}", "hash", r.out ? r.out : "", l));
                         }
                 }
         } else if (streq(what, "branches") && get) {
@@ -447,16 +446,8 @@ bool cx_daytona_git(cx_req *rq, const char *sandbox_id, const char *op, char *co
                                 add(&a, url);
                                 done = run(&g, &a, &r);
                         }
-                        if (done && json_is_true(json_object_get(g.body, "fetch"))) {
-                                args f = {0};
-                                cx_run_done(&r);
-                                (void) git_at(&g, &f, path);
-                                add(&f, "fetch");
-                                add(&f, "-q");
-                                add(&f, name);
-                                done = run(&g, &f, &r);
-                                args_done(&f);
-                        }
+                        if (done && json_is_true(json_object_get(g.body, "fetch")))
+                                done = then_git(&g, &r, path, "fetch", "-q", name, NULL);
                         if (done)
                                 ok_empty(&g);
                         args_done(&s);
