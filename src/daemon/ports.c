@@ -433,31 +433,8 @@ static void pipe_both(void *ud, int cfd, const char *extra, size_t n) {
         (void) fcntl(cfd, F_SETFL, fcntl(cfd, F_GETFL) & ~O_NONBLOCK);
         bool ok = (sbx_write_all(u->fd, extra, n) == 0) &&
                   (sbx_write_all(cfd, u->buf + u->off, u->have - u->off) == 0);
-        struct pollfd pf[2] = {{.fd = cfd, .events = POLLIN}, {.fd = u->fd, .events = POLLIN}};
-        char buf[65536];
-        int open_n = 2;
-        while (ok && open_n > 0) {
-                int k = poll(pf, 2, -1);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        break;
-                for (int i = 0; i < 2 && ok; i++) {
-                        if (pf[i].fd < 0 || !pf[i].revents)
-                                continue;
-                        ssize_t r = read(pf[i].fd, buf, sizeof buf);
-                        if (r < 0 && errno == EINTR)
-                                continue;
-                        int to = i == 0 ? u->fd : cfd;
-                        if (r <= 0) { /* its end: the other side hears it */
-                                (void) shutdown(to, SHUT_WR);
-                                pf[i].fd = -1;
-                                open_n--;
-                                continue;
-                        }
-                        ok = sbx_write_all(to, buf, (size_t) r) == 0;
-                }
-        }
+        if (ok)
+                (void) sbx_splice_both(cfd, u->fd);
         upstream_free(u);
         free(p);
 }

@@ -61,30 +61,8 @@ static void *serve_one(void *arg) {
                 return NULL;
         }
         bool ok = sbx_write_all(f->local, buf + off, got - off) == 0;
-        struct pollfd pf[2] = {{.fd = f->local, .events = POLLIN}, {.fd = server, .events = POLLIN}};
-        int open_n = 2;
-        while (ok && open_n > 0) {
-                int k = poll(pf, 2, -1);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        break;
-                for (int i = 0; i < 2 && ok; i++) {
-                        if (pf[i].fd < 0 || !pf[i].revents)
-                                continue;
-                        ssize_t r = recv(pf[i].fd, buf, sizeof buf, 0);
-                        if (r < 0 && errno == EINTR)
-                                continue;
-                        int to = i == 0 ? server : f->local;
-                        if (r <= 0) {
-                                (void) shutdown(to, SHUT_WR);
-                                pf[i].fd = -1;
-                                open_n--;
-                                continue;
-                        }
-                        ok = sbx_write_all(to, buf, (size_t) r) == 0;
-                }
-        }
+        if (ok)
+                (void) sbx_splice_both(f->local, server);
         close(server);
         close(f->local);
         free(f);

@@ -2,6 +2,7 @@
 #include "io.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,4 +20,33 @@ int sbx_write_all(int fd, const void *p, size_t n) {
                 n -= (size_t) k;
         }
         return 0;
+}
+
+int sbx_splice_both(int a, int b) {
+        struct pollfd pf[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
+        char buf[65536];
+        int open_n = 2, r = 0;
+        while (r == 0 && open_n > 0) {
+                int k = poll(pf, 2, -1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                for (int i = 0; i < 2 && r == 0; i++) {
+                        if (pf[i].fd < 0 || !pf[i].revents)
+                                continue;
+                        ssize_t n = read(pf[i].fd, buf, sizeof buf);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        int to = i == 0 ? b : a;
+                        if (n <= 0) { /* its end: the other side hears it */
+                                (void) shutdown(to, SHUT_WR);
+                                pf[i].fd = -1;
+                                open_n--;
+                                continue;
+                        }
+                        r = sbx_write_all(to, buf, (size_t) n);
+                }
+        }
+        return r;
 }
