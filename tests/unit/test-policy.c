@@ -165,6 +165,8 @@ static void test_types(void) {
                 HDR "network: {egress: [\"10.0.0.0/33\"]}\n", 3, 20, "egress bad cidr", "network.egress[0]");
         PROFILE_BAD(
                 HDR "network: {egress: [\"host:99999\"]}\n", 3, 20, "egress bad port", "network.egress[0]");
+        PROFILE_BAD(HDR "network: {egress: [\"10.0.0.0/8:0\"]}\n", 3, 20, "egress cidr with port 0",
+                "network.egress[0]");
         PROFILE_BAD(HDR "env: {TMPDIR: /x}\n", 3, 7, "env TMPDIR", "env: TMPDIR cannot be set");
         PROFILE_BAD(HDR "env: {SANDBOXER_X: 1}\n", 3, 7, "env SANDBOXER_*", "SANDBOXER_X cannot be set");
         PROFILE_BAD(HDR "env: {\"1BAD\": x}\n", 3, 7, "env bad name", "not a valid variable name");
@@ -239,7 +241,7 @@ static const char every_field[] =
         HDR "isolation: {level: policy, mode: strict, backend: landlock}\n"
             "network: {default: deny, egress: [api.example.com, \"*.pypi.org\", \"10.0.0.0/8\", "
             "\"host:443\", "
-            "\"[::1]:8080\", \"fd00::/8\"], loopback: false}\n"
+            "\"[::1]:8080\", \"fd00::/8\", \"10.20.0.0/16:5432\"], loopback: false}\n"
             "workspace: {path: /srv//src/, mount: /workspace/./a, access: rw}\n"
             "filesystem: {read: [/usr, /etc/], write: [/var/cache/x], exec: [/usr/bin]}\n"
             "process: {allow_spawn: false, commands: {mode: strict, allow: [python3], deny: [curl]}}\n"
@@ -267,7 +269,7 @@ static void test_values(void) {
         is_int(p->level, SBX_LEVEL_POLICY, "level policy");
         is_int(p->mode, SBX_MODE_STRICT, "mode strict");
         is_int(p->backend, SBX_BACKEND_LANDLOCK, "backend landlock");
-        is_int(strv_length(p->egress), 6, "6 egress rules");
+        is_int(strv_length(p->egress), 7, "7 egress rules (a CIDR with a port among them)");
         ok(!p->loopback, "loopback false");
         is_str(p->ws_path, "/srv/src", "workspace path normalised");
         is_str(p->ws_mount, "/workspace/a", "workspace mount normalised");

@@ -226,10 +226,15 @@ int egress_parse(const char *s, egress_rule *ret) {
         strcpy(buf, s);
 
         slash = strchr(buf, '/');
-        if (slash) { /* CIDR */
+        if (slash) { /* CIDR, and a port after it: "10.20.0.0/16:5432" */
                 unsigned prefix = 0;
-                const char *q = slash + 1;
+                char *q = slash + 1, *pc = strchr(q, ':');
                 *slash = 0;
+                if (pc) {
+                        *pc = 0;
+                        if (!parse_port(pc + 1, &r.port))
+                                return -EINVAL;
+                }
                 if (!parse_addr(buf, &r) || !*q || strlen(q) > 3)
                         return -EINVAL;
                 for (; *q; q++) {
