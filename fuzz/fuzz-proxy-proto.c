@@ -1,0 +1,57 @@
+/* fuzz-proxy-proto.c — libFuzzer target: the egress proxy's protocols (src/lib/supervise/
+ * proxy-proto.c), which read what a sandbox sends: an HTTP proxy request head (parsed, and
+ * rewritten when whole) and SOCKS5's greeting and request.
+ *
+ * Input: the first byte picks HTTP (even) or SOCKS5 (odd); the rest is what the sandbox sent, in
+ * a buffer of its exact size. Checked: a whole head lies inside the input, its host is
+ * terminated and its port in range, its target inside the head, the rewrite's length is its
+ * string's; a whole SOCKS5 message lies inside the input. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervise/proxy-proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        if (size == 0)
+                return 0;
+        const uint8_t *in = data + 1;
+        size_t n = size - 1;
+        char *buf = malloc(n ? n : 1);
+        if (!buf)
+                return 0;
+        memcpy(buf, in, n);
+        if (data[0] % 2 == 0) {
+                sbx_proxy_req r;
+                char why[200];
+                int k = sbx_proxy_parse(buf, n, &r, why, sizeof why);
+                if (k == 1) {
+                        if (r.head_len > n || !memchr(r.host, 0, sizeof r.host) || r.port == 0 ||
+                                r.port > 65535 || r.target_off + r.target_len > r.head_len)
+                                abort();
+                        if (!r.connect) {
+                                size_t len = 0;
+                                char *w = sbx_proxy_rewrite(buf, &r, &len);
+                                if (w && strlen(w) != len)
+                                        abort();
+                                free(w);
+                        }
+                } else if (k != 0 && k != -EINVAL && k != -E2BIG)
+                        abort();
+        } else {
+                size_t used = 0;
+                int k = sbx_socks5_greeting((const unsigned char *) buf, n, &used);
+                if (k == 1 && used > n)
+                        abort();
+                char host[256];
+                unsigned port = 0;
+                k = sbx_socks5_request((const unsigned char *) buf, n, host, &port, &used);
+                if (k == 1 && (used > n || !memchr(host, 0, sizeof host) || port == 0 || port > 65535))
+                        abort();
+        }
+        free(buf);
+        return 0;
+}

@@ -1,0 +1,127 @@
+/* test-proxy-proto.c — the egress proxy's protocols apart from sockets (supervise/proxy-proto.h):
+ * CONNECT and absolute-URI requests (ports, IPv6, what is refused and why), the head given in
+ * pieces, the rewrite for the origin server, and SOCKS5's greeting, request and reply. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervise/proxy-proto.h"
+#include "tap.h"
+
+static int parse(const char *s, sbx_proxy_req *r, char *why) {
+        return sbx_proxy_parse(s, strlen(s), r, why, 200);
+}
+
+int main(void) {
+        sbx_proxy_req r;
+        char why[200];
+        is_int(parse("CONNECT pypi.org:443 HTTP/1.1\r\nHost: pypi.org:443\r\n\r\n", &r, why), 1, "CONNECT");
+        ok(r.connect && strcmp(r.host, "pypi.org") == 0 && r.port == 443 && strcmp(r.method, "CONNECT") == 0,
+                "CONNECT: host and port");
+        is_int(parse("CONNECT [2001:db8::1]:8443 HTTP/1.1\r\n\r\n", &r, why), 1,
+                "CONNECT to a bracketed IPv6 address");
+        is_str(r.host, "2001:db8::1", "...the address without its brackets");
+        is_int((int) r.port, 8443, "...and its port");
+        is_int(parse("CONNECT pypi.org HTTP/1.1\r\n\r\n", &r, why), -EINVAL, "CONNECT without a port: %s",
+                why);
+        is_int(parse("CONNECT pypi.org:0 HTTP/1.1\r\n\r\n", &r, why), -EINVAL, "CONNECT to port 0");
+        is_int(parse("CONNECT pypi.org:99999 HTTP/1.1\r\n\r\n", &r, why), -EINVAL, "CONNECT to port 99999");
+        is_int(parse("CONNECT 2001:db8::1:443 HTTP/1.1\r\n\r\n", &r, why), -EINVAL,
+                "an IPv6 address must be bracketed");
+
+        const char *get =
+                "GET http://example.com:8080/a/b?q=1 HTTP/1.1\r\nHost: example.com:8080\r\n"
+                "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nAccept: */*\r\n"
+                "Connection: keep-alive\r\n\r\nBODY";
+        is_int(parse(get, &r, why), 1, "GET with an absolute URI");
+        ok(!r.connect && strcmp(r.host, "example.com") == 0 && r.port == 8080 &&
+                        strcmp(r.method, "GET") == 0,
+                "...its host and port");
+        is_int((int) r.head_len, (int) (strlen(get) - 4), "...the head ends before the body");
+        size_t n = 0;
+        char *w = sbx_proxy_rewrite(get, &r, &n);
+        is_str(w,
+                "GET /a/b?q=1 HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\nConnection: "
+                "close\r\n\r\n",
+                "the rewrite: origin-form target, Proxy-* and Connection dropped, one request per "
+                "connection");
+        is_int((int) n, (int) strlen(w), "...its length");
+        free(w);
+        is_int(parse("POST http://example.com HTTP/1.0\r\n\r\n", &r, why), 1, "no path, HTTP/1.0");
+        ok(r.port == 80 && r.target_len == 0, "...port 80, target /");
+        w = sbx_proxy_rewrite("POST http://example.com HTTP/1.0\r\n\r\n", &r, &n);
+        is_str(w, "POST / HTTP/1.1\r\nConnection: close\r\n\r\n", "...rewritten with /");
+        free(w);
+        is_int(parse("GET http://example.com?x HTTP/1.1\r\n\r\n", &r, why), 1, "a query without a path");
+        w = sbx_proxy_rewrite("GET http://example.com?x HTTP/1.1\r\n\r\n", &r, &n);
+        ok(strncmp(w, "GET ?x HTTP/1.1", 15) == 0 && strcmp(r.host, "example.com") == 0,
+                "...the query kept: %.20s", w);
+        free(w);
+        is_int(parse("GET http://[::1]:8000/ HTTP/1.1\r\n\r\n", &r, why), 1,
+                "an absolute URI with an IPv6 host");
+        ok(strcmp(r.host, "::1") == 0 && r.port == 8000, "...host and port");
+
+        is_int(parse("GET /relative HTTP/1.1\r\n\r\n", &r, why), -EINVAL,
+                "an origin-form target is no proxy request: %s", why);
+        is_int(parse("GET https://example.com/ HTTP/1.1\r\n\r\n", &r, why), -EINVAL, "https in a GET");
+        ok(strstr(why, "CONNECT") != NULL, "...saying CONNECT is the way: %s", why);
+        is_int(parse("GET http://user:pw@example.com/ HTTP/1.1\r\n\r\n", &r, why), -EINVAL,
+                "credentials in the URI");
+        is_int(parse("GET http:// HTTP/1.1\r\n\r\n", &r, why), -EINVAL, "no host");
+        is_int(parse("GET http://exa mple.com/ HTTP/1.1\r\n\r\n", &r, why), -EINVAL,
+                "a space in the request line");
+        is_int(parse("get http://example.com/ HTTP/1.1\r\n\r\n", &r, why), -EINVAL,
+                "a method in lower case");
+        is_int(parse("GET http://example.com/ HTTP/2.0\r\n\r\n", &r, why), -EINVAL, "HTTP/2 is not HTTP/1");
+        is_int(parse("GARBAGE\r\n\r\n", &r, why), -EINVAL, "garbage");
+        is_int(parse("GET http://example.com/ HTTP/1.1\r\nHost: x\r\n", &r, why), 0,
+                "an unfinished head wants more");
+        is_int(parse("", &r, why), 0, "nothing yet wants more");
+        char *big = malloc(SBX_PROXY_HEAD_MAX + 100);
+        memset(big, 'a', SBX_PROXY_HEAD_MAX + 100);
+        is_int(sbx_proxy_parse(big, SBX_PROXY_HEAD_MAX + 100, &r, why, sizeof why), -E2BIG,
+                "a head past 64 KiB: %s", why);
+        free(big);
+
+        size_t used = 0;
+        is_int(sbx_socks5_greeting((const unsigned char *) "\x05\x02\x02\x00", 4, &used), 1,
+                "SOCKS5 greeting offering no-auth");
+        is_int((int) used, 4, "...its length");
+        is_int(sbx_socks5_greeting((const unsigned char *) "\x05\x01\x02", 3, &used), -EINVAL,
+                "...only user/password: refused");
+        is_int(sbx_socks5_greeting((const unsigned char *) "\x05\x03\x00", 3, &used), 0,
+                "...cut short: wants more");
+        is_int(sbx_socks5_greeting((const unsigned char *) "\x04\x01", 2, &used), -EINVAL,
+                "SOCKS4: refused");
+        char host[256];
+        unsigned port = 0;
+        const unsigned char name[] = {5, 1, 0, 3, 8, 'p', 'y', 'p', 'i', '.', 'o', 'r', 'g', 1, 187};
+        is_int(sbx_socks5_request(name, sizeof name, host, &port, &used), 1, "SOCKS5 CONNECT by name");
+        ok(strcmp(host, "pypi.org") == 0 && port == 443 && used == sizeof name,
+                "...a name stays a name, port 443");
+        const unsigned char v4[] = {5, 1, 0, 1, 10, 0, 0, 7, 0x1f, 0x90};
+        is_int(sbx_socks5_request(v4, sizeof v4, host, &port, &used), 1,
+                "SOCKS5 CONNECT to an IPv4 address");
+        ok(strcmp(host, "10.0.0.7") == 0 && port == 8080, "...as text: %s:%u", host, port);
+        const unsigned char v6[] = {
+                5, 1, 0, 4, 0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 80};
+        is_int(sbx_socks5_request(v6, sizeof v6, host, &port, &used), 1,
+                "SOCKS5 CONNECT to an IPv6 address");
+        is_str(host, "2001:db8::1", "...as text");
+        is_int(sbx_socks5_request(name, 7, host, &port, &used), 0, "a request cut short wants more");
+        const unsigned char bind[] = {5, 2, 0, 1, 1, 2, 3, 4, 0, 80};
+        is_int(sbx_socks5_request(bind, sizeof bind, host, &port, &used), -ENOTSUP,
+                "BIND: not supported (reply 7)");
+        const unsigned char atyp[] = {5, 1, 0, 9, 1, 2, 3, 4, 0, 80};
+        is_int(sbx_socks5_request(atyp, sizeof atyp, host, &port, &used), -EAFNOSUPPORT,
+                "an unknown address type (reply 8)");
+        const unsigned char p0[] = {5, 1, 0, 1, 1, 2, 3, 4, 0, 0};
+        is_int(sbx_socks5_request(p0, sizeof p0, host, &port, &used), -EINVAL, "port 0");
+        const unsigned char ctl[] = {5, 1, 0, 3, 3, 'a', '\n', 'b', 0, 80};
+        is_int(sbx_socks5_request(ctl, sizeof ctl, host, &port, &used), -EINVAL,
+                "a control character in the name");
+        unsigned char rep[10];
+        sbx_socks5_reply(2, rep);
+        ok(rep[0] == 5 && rep[1] == 2 && rep[3] == 1 && rep[9] == 0, "a reply: not allowed by ruleset");
+        return done_testing();
+}
