@@ -434,7 +434,7 @@ static void pipe_both(void *ud, int cfd, const char *extra, size_t n) {
         bool ok = (sbx_write_all(u->fd, extra, n) == 0) &&
                   (sbx_write_all(cfd, u->buf + u->off, u->have - u->off) == 0);
         if (ok)
-                (void) sbx_splice_both(cfd, u->fd);
+                (void) sbx_splice_both(cfd, u->fd, NULL, NULL);
         upstream_free(u);
         free(p);
 }

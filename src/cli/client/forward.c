@@ -62,7 +62,7 @@ static void *serve_one(void *arg) {
         }
         bool ok = sbx_write_all(f->local, buf + off, got - off) == 0;
         if (ok)
-                (void) sbx_splice_both(f->local, server);
+                (void) sbx_splice_both(f->local, server, NULL, NULL);
         close(server);
         close(f->local);
         free(f);

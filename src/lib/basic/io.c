@@ -22,7 +22,8 @@ int sbx_write_all(int fd, const void *p, size_t n) {
         return 0;
 }
 
-int sbx_splice_both(int a, int b) {
+int sbx_splice_both(int a, int b, uint64_t *ret_ab, uint64_t *ret_ba) {
+        uint64_t moved[2] = {0, 0};
         struct pollfd pf[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
         char buf[65536];
         int open_n = 2, r = 0;
@@ -46,7 +47,12 @@ int sbx_splice_both(int a, int b) {
                                 continue;
                         }
                         r = sbx_write_all(to, buf, (size_t) n);
+                        moved[i] += (uint64_t) n;
                 }
         }
+        if (ret_ab)
+                *ret_ab = moved[0];
+        if (ret_ba)
+                *ret_ba = moved[1];
         return r;
 }

@@ -1,0 +1,381 @@
+/* egress-proxy.c — see egress-proxy.h. One thread accepts; each connection has a thread of its
+ * own (blocking reads with a deadline for the request, then a splice both ways). Stopping shuts
+ * the listening socket and every connection's sockets down, which ends their threads; the
+ * proxy waits for them by a count under its lock. */
+#include "supervise/egress-proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/io.h"
+#include "basic/macro.h"
+#include "supervise/proxy-proto.h"
+
+#define REQUEST_MS 30000 /* the request must be whole by then */
+#define CONNECT_MS 10000 /* per address */
+#define CONNS_MAX 256
+
+typedef struct conn {
+        struct conn *next;
+        sbx_egress_proxy *p;
+        int fd, up; /* the sandbox's side, the target's */
+} conn;
+
+struct sbx_egress_proxy {
+        int lfd;
+        const sbx_egress *rules;
+        sbx_egress_event_fn fn;
+        void *ud;
+        pthread_t acceptor;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        conn *conns;
+        unsigned n;
+        bool stopping;
+};
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Read until want(buf, n) says the request is whole (> 0), malformed (< 0), or the deadline. */
+static ssize_t read_until(int fd, char *buf, size_t size, size_t have, int64_t deadline) {
+        for (;;) {
+                int left = (int) (deadline - now_ms());
+                struct pollfd pf = {.fd = fd, .events = POLLIN};
+                if (left <= 0 || poll(&pf, 1, left) <= 0)
+                        return -ETIMEDOUT;
+                ssize_t k = read(fd, buf + have, size - have);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                return k < 0 ? -errno : k;
+        }
+}
+
+/* Connect to the first address of v that answers. The socket, or -errno. */
+static int dial(const sbx_egress_verdict *v, unsigned port) {
+        int last = -EHOSTUNREACH;
+        for (size_t i = 0; i < v->n_addrs; i++) {
+                struct sockaddr_storage ss = {0};
+                socklen_t sl;
+                if (v->addrs[i].family == AF_INET) {
+                        struct sockaddr_in *a = (struct sockaddr_in *) &ss;
+                        a->sin_family = AF_INET;
+                        a->sin_port = htons((uint16_t) port);
+                        memcpy(&a->sin_addr, v->addrs[i].addr, 4);
+                        sl = sizeof *a;
+                } else {
+                        struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
+                        a->sin6_family = AF_INET6;
+                        a->sin6_port = htons((uint16_t) port);
+                        memcpy(&a->sin6_addr, v->addrs[i].addr, 16);
+                        sl = sizeof *a;
+                }
+                int s = socket(v->addrs[i].family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (s < 0) {
+                        last = -errno;
+                        continue;
+                }
+                if (connect(s, (struct sockaddr *) &ss, sl) < 0 && errno != EINPROGRESS) {
+                        last = -errno;
+                        close(s);
+                        continue;
+                }
+                struct pollfd pf = {.fd = s, .events = POLLOUT};
+                int err = 0;
+                socklen_t el = sizeof err;
+                if (poll(&pf, 1, CONNECT_MS) <= 0)
+                        err = ETIMEDOUT;
+                else if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+                        err = errno;
+                if (err) {
+                        last = -err;
+                        close(s);
+                        continue;
+                }
+                (void) fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+                return s;
+        }
+        return last;
+}
+
+static void http_answer(int fd, const char *status, const sbx_egress_verdict *v, const char *msg) {
+        char head[1024];
+        int bl = (int) strlen(msg) + 1;
+        int n = snprintf(head, sizeof head,
+                "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: "
+                "close\r\n%s%s%s\r\n",
+                status, bl, v ? "X-Sandboxer-Refused: " : "",
+                v ? sbx_egress_reason_to_string(v->reason) : "", v ? "\r\n" : "");
+        if (n > 0 && (size_t) n < sizeof head) {
+                (void) sbx_write_all(fd, head, (size_t) n);
+                (void) sbx_write_all(fd, msg, strlen(msg));
+                (void) sbx_write_all(fd, "\n", 1);
+        }
+}
+
+static void report(conn *c, bool allowed, const char *host, unsigned port, const char *via,
+        const sbx_egress_verdict *v, uint64_t up, uint64_t down, int64_t t0, bool unreachable) {
+        if (!c->p->fn)
+                return;
+        sbx_egress_event ev = {.allowed = allowed,
+                .host = host,
+                .port = port,
+                .via = via,
+                .reason = v ? v->reason : SBX_EGRESS_MALFORMED_HOST,
+                .rule = v ? v->rule : "",
+                .why = v ? v->why : "",
+                .bytes_up = up,
+                .bytes_down = down,
+                .ms = (double) (now_ms() - t0),
+                .unreachable = unreachable};
+        c->p->fn(c->p->ud, &ev);
+}
+
+static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
+        int64_t deadline = t0 + REQUEST_MS;
+        size_t used = 0;
+        int r;
+        while ((r = sbx_socks5_greeting((unsigned char *) buf, have, &used)) == 0) {
+                ssize_t k = read_until(c->fd, buf, 1024, have, deadline);
+                if (k <= 0)
+                        return;
+                have += (size_t) k;
+        }
+        if (r < 0) {
+                (void) sbx_write_all(c->fd, "\x05\xff", 2); /* no acceptable method */
+                return;
+        }
+        (void) sbx_write_all(c->fd, "\x05\x00", 2);
+        memmove(buf, buf + used, have - used);
+        have -= used;
+        char host[256];
+        unsigned port = 0;
+        while ((r = sbx_socks5_request((unsigned char *) buf, have, host, &port, &used)) == 0) {
+                ssize_t k = read_until(c->fd, buf, 1024, have, deadline);
+                if (k <= 0)
+                        return;
+                have += (size_t) k;
+        }
+        unsigned char rep[10];
+        if (r < 0) {
+                sbx_socks5_reply(r == -ENOTSUP ? 7 : r == -EAFNOSUPPORT ? 8 : 1, rep);
+                (void) sbx_write_all(c->fd, rep, sizeof rep);
+                sbx_egress_verdict v = {.reason = SBX_EGRESS_MALFORMED_HOST};
+                snprintf(v.why, sizeof v.why, "a SOCKS5 request that is not a CONNECT to a host and port");
+                report(c, false, "", 0, "socks5", &v, 0, 0, t0, false);
+                return;
+        }
+        sbx_egress_verdict v;
+        sbx_egress_judge(c->p->rules, host, port, &v);
+        if (v.reason != SBX_EGRESS_ALLOWED) {
+                sbx_socks5_reply(v.reason == SBX_EGRESS_UNRESOLVED ? 4 : 2, rep);
+                (void) sbx_write_all(c->fd, rep, sizeof rep);
+                report(c, v.reason == SBX_EGRESS_UNRESOLVED, host, port, "socks5", &v, 0, 0, t0,
+                        v.reason == SBX_EGRESS_UNRESOLVED);
+                return;
+        }
+        int up = dial(&v, port);
+        if (up < 0) {
+                sbx_socks5_reply(up == -ECONNREFUSED ? 5 : 4, rep);
+                (void) sbx_write_all(c->fd, rep, sizeof rep);
+                report(c, true, host, port, "socks5", &v, 0, 0, t0, true);
+                return;
+        }
+        pthread_mutex_lock(&c->p->lock);
+        c->up = up;
+        pthread_mutex_unlock(&c->p->lock);
+        sbx_socks5_reply(0, rep);
+        uint64_t a = 0, b = 0;
+        if (sbx_write_all(c->fd, rep, sizeof rep) == 0 &&
+                (have <= used || sbx_write_all(up, buf + used, have - used) == 0))
+                (void) sbx_splice_both(c->fd, up, &a, &b);
+        report(c, true, host, port, "socks5", &v, a + (have > used ? have - used : 0), b, t0, false);
+}
+
+static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0) {
+        int64_t deadline = t0 + REQUEST_MS;
+        sbx_proxy_req r;
+        char why[200];
+        int k;
+        while ((k = sbx_proxy_parse(buf, have, &r, why, sizeof why)) == 0) {
+                ssize_t n = have < size ? read_until(c->fd, buf, size, have, deadline) : -E2BIG;
+                if (n <= 0) {
+                        if (n == -ETIMEDOUT)
+                                http_answer(c->fd, "408 Request Timeout", NULL,
+                                        "the request did not come whole in time");
+                        return;
+                }
+                have += (size_t) n;
+        }
+        if (k < 0) {
+                sbx_egress_verdict v = {.reason = SBX_EGRESS_MALFORMED_HOST};
+                snprintf(v.why, sizeof v.why, "%s", why);
+                http_answer(c->fd, "400 Bad Request", NULL, why);
+                report(c, false, "", 0, "http", &v, 0, 0, t0, false);
+                return;
+        }
+        const char *via = r.connect ? "connect" : "http";
+        sbx_egress_verdict v;
+        sbx_egress_judge(c->p->rules, r.host, r.port, &v);
+        if (v.reason == SBX_EGRESS_UNRESOLVED) {
+                http_answer(c->fd, "502 Bad Gateway", NULL, v.why);
+                report(c, true, r.host, r.port, via, &v, 0, 0, t0, true);
+                return;
+        }
+        if (v.reason != SBX_EGRESS_ALLOWED) {
+                http_answer(c->fd, "403 Forbidden", &v, v.why);
+                report(c, false, r.host, r.port, via, &v, 0, 0, t0, false);
+                return;
+        }
+        int up = dial(&v, r.port);
+        if (up < 0) {
+                char msg[400];
+                snprintf(msg, sizeof msg, "%s:%u did not answer: %s", r.host, r.port, strerror(-up));
+                http_answer(c->fd, "502 Bad Gateway", NULL, msg);
+                report(c, true, r.host, r.port, via, &v, 0, 0, t0, true);
+                return;
+        }
+        pthread_mutex_lock(&c->p->lock);
+        c->up = up;
+        pthread_mutex_unlock(&c->p->lock);
+        uint64_t a = 0, b = 0, sent = 0;
+        bool ok;
+        if (r.connect) {
+                static const char est[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
+                ok = sbx_write_all(c->fd, est, sizeof est - 1) == 0;
+        } else {
+                size_t wl = 0;
+                _cleanup_free_ char *w = sbx_proxy_rewrite(buf, &r, &wl);
+                ok = w && sbx_write_all(up, w, wl) == 0;
+                sent = wl;
+        }
+        /* what came past the head (a request's body, a client's first TLS bytes) goes on */
+        if (ok && have > r.head_len) {
+                ok = sbx_write_all(up, buf + r.head_len, have - r.head_len) == 0;
+                sent += have - r.head_len;
+        }
+        if (ok)
+                (void) sbx_splice_both(c->fd, up, &a, &b);
+        report(c, true, r.host, r.port, via, &v, a + sent, b, t0, false);
+}
+
+static void *conn_main(void *arg) {
+        conn *c = arg;
+        int64_t t0 = now_ms();
+        char *buf = malloc(SBX_PROXY_HEAD_MAX + 1);
+        ssize_t k = buf ? read_until(c->fd, buf, SBX_PROXY_HEAD_MAX, 0, t0 + REQUEST_MS) : -ENOMEM;
+        if (k > 0) {
+                if ((unsigned char) buf[0] == 5)
+                        serve_socks5(c, buf, (size_t) k, t0);
+                else
+                        serve_http(c, buf, SBX_PROXY_HEAD_MAX, (size_t) k, t0);
+        }
+        free(buf);
+        sbx_egress_proxy *p = c->p;
+        pthread_mutex_lock(&p->lock);
+        for (conn **pp = &p->conns; *pp; pp = &(*pp)->next)
+                if (*pp == c) {
+                        *pp = c->next;
+                        break;
+                }
+        safe_close(c->fd);
+        safe_close(c->up);
+        p->n--;
+        pthread_cond_broadcast(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        free(c);
+        return NULL;
+}
+
+static void *accept_main(void *arg) {
+        sbx_egress_proxy *p = arg;
+        for (;;) {
+                int fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
+                                continue;
+                        break; /* shut down: the proxy stops */
+                }
+                pthread_mutex_lock(&p->lock);
+                bool full = p->n >= CONNS_MAX || p->stopping;
+                conn *c = full ? NULL : calloc(1, sizeof *c);
+                if (c) {
+                        *c = (conn){.next = p->conns, .p = p, .fd = fd, .up = -1};
+                        p->conns = c;
+                        p->n++;
+                }
+                pthread_mutex_unlock(&p->lock);
+                pthread_t t;
+                pthread_attr_t at;
+                pthread_attr_init(&at);
+                pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+                pthread_attr_setstacksize(&at, 256 * 1024);
+                if (!c)
+                        close(fd); /* too many at once */
+                else if (pthread_create(&t, &at, conn_main, c) != 0) {
+                        pthread_mutex_lock(&p->lock);
+                        p->conns = c->next;
+                        p->n--;
+                        pthread_mutex_unlock(&p->lock);
+                        close(fd);
+                        free(c);
+                }
+                pthread_attr_destroy(&at);
+        }
+        return NULL;
+}
+
+int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn, void *userdata,
+        sbx_egress_proxy **ret) {
+        sbx_egress_proxy *p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        *p = (sbx_egress_proxy){.lfd = listen_fd, .rules = rules, .fn = fn, .ud = userdata};
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->cond, NULL);
+        (void) fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) & ~O_NONBLOCK);
+        int r = -pthread_create(&p->acceptor, NULL, accept_main, p);
+        if (r < 0) {
+                pthread_mutex_destroy(&p->lock);
+                pthread_cond_destroy(&p->cond);
+                free(p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+sbx_egress_proxy *sbx_egress_proxy_stop(sbx_egress_proxy *p) {
+        if (!p)
+                return NULL;
+        (void) shutdown(p->lfd, SHUT_RDWR); /* wakes accept() */
+        pthread_join(p->acceptor, NULL);
+        pthread_mutex_lock(&p->lock);
+        p->stopping = true;
+        for (conn *c = p->conns; c; c = c->next) {
+                (void) shutdown(c->fd, SHUT_RDWR);
+                if (c->up >= 0)
+                        (void) shutdown(c->up, SHUT_RDWR);
+        }
+        while (p->n > 0)
+                pthread_cond_wait(&p->cond, &p->lock);
+        pthread_mutex_unlock(&p->lock);
+        safe_close(p->lfd);
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->cond);
+        free(p);
+        return NULL;
+}

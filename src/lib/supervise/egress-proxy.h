@@ -1,0 +1,42 @@
+/* egress-proxy.h — a sandbox's egress proxy (DESIGN.md, "Network: egress allowlist and host
+ * services"): run by its supervisor, outside the sandbox, on a listening socket the sandbox
+ * reaches (its 127.0.0.1:3128). Each connection speaks HTTP (CONNECT, or a request with an
+ * absolute http:// URI) or SOCKS5 — the first byte tells which; each target is judged by the
+ * sandbox's egress rules (policy/egress.h) before anything is connected, and every connection
+ * is reported: an allowed one when it ends (bytes each way, duration), a refused one at once
+ * (its reason and rule). A refusal is told apart from a network failure: HTTP 403 with a header
+ * X-Sandboxer-Refused: REASON, SOCKS5 reply 2 ("not allowed by ruleset"); an allowed target that
+ * cannot be reached is 502 / SOCKS5 reply 4 or 5. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/egress.h"
+
+typedef struct sbx_egress_event {
+        bool allowed;
+        const char *host;
+        unsigned port;
+        const char *via; /* "connect", "http", "socks5" */
+        sbx_egress_reason reason;
+        const char *rule; /* the rule that decided, "" none */
+        const char *why; /* refused: the sentence the client got */
+        /* allowed, at the end: bytes out of and into the sandbox, and how long it lasted */
+        uint64_t bytes_up, bytes_down;
+        double ms;
+        bool unreachable; /* allowed, but nothing answered there (502 / SOCKS5 4, 5) */
+} sbx_egress_event;
+
+/* Called from the proxy's threads (one per connection): serialize inside when it writes shared
+ * state. */
+typedef void (*sbx_egress_event_fn)(void *userdata, const sbx_egress_event *ev);
+
+typedef struct sbx_egress_proxy sbx_egress_proxy;
+
+/* Serve on listen_fd (taken: closed at stop) with rules (borrowed: must outlive the proxy). 0, or
+ * -errno when its thread cannot start. */
+int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn, void *userdata,
+        sbx_egress_proxy **ret);
+/* Stop accepting, end the connections in flight (their events come), wait for their threads. */
+sbx_egress_proxy *sbx_egress_proxy_stop(sbx_egress_proxy *p);
