@@ -373,7 +373,7 @@ static bool profile_bytes_same(const sbx_profile *a, const sbx_profile *b) {
 
 static bool policy_strings_same(const sbx_policy *a, const sbx_policy *b) {
         return str_same(a->source_file, b->source_file) && strv_same(a->write_allowed, b->write_allowed) &&
-               strv_same(a->egress_allowed, b->egress_allowed);
+               strv_same(a->egress_allowed, b->egress_allowed) && strv_same(a->net_hosts, b->net_hosts);
 }
 
 static bool policy_bytes_same(const sbx_policy *a, const sbx_policy *b) {
@@ -382,6 +382,7 @@ static bool policy_bytes_same(const sbx_policy *a, const sbx_policy *b) {
         memcpy(&y, b, sizeof y);
         x.source_file = y.source_file = NULL;
         x.write_allowed = y.write_allowed = x.egress_allowed = y.egress_allowed = NULL;
+        x.net_hosts = y.net_hosts = NULL;
         return memcmp(&x, &y, sizeof x) == 0;
 }
 
@@ -757,8 +758,31 @@ static void test_policy_file(void) {
                 "network.egress_allowed[0]");
         policy_bad("version: 1\nnetwork: {allow_host: 1}\n", 2, 23, "allow_host not bool",
                 "network.allow_host");
+        policy_bad("version: 1\nnetwork: {hosts: {\"a b\": 127.0.0.1}}\n", 2, 19,
+                "hosts: a name with a space", "is not a host name");
+        policy_bad("version: 1\nnetwork: {hosts: {svc.test: 10.0.0.0/8}}\n", 2, 29, "hosts: a CIDR",
+                "is not an IPv4 or IPv6 address");
+        policy_bad("version: 1\nnetwork: {hosts: {svc.test: \"127.0.0.1:80\"}}\n", 2, 29,
+                "hosts: an address with a port", "is not an IPv4 or IPv6 address");
+        policy_bad("version: 1\nnetwork: {hosts: {svc.test: example.com}}\n", 2, 29,
+                "hosts: a name as the address", "is not an IPv4 or IPv6 address");
+        policy_bad(
+                "version: 1\nnetwork: {hosts: [svc.test]}\n", 2, 18, "hosts: a list", "expected a mapping");
+        policy_bad("version: 1\nnetwork: {hosts: {a.test: 1.2.3.4, a.test: 1.2.3.5}}\n", 2, 36,
+                "hosts: a name twice", "duplicate key 'a.test'");
         policy_bad("version: 1\nversion: 1\n", 2, 1, "duplicate key", "duplicate key 'version'");
         policy_bad("[1]\n", 1, 1, "not a mapping", "must be a mapping");
+
+        {
+                _cleanup_(sbx_policy_freep) sbx_policy *hp = NULL;
+                sbx_error he = {};
+                const char *ht = "version: 1\nnetwork: {hosts: {Svc.Test: 127.0.0.1, v6.test: \"::1\"}}\n";
+                ok(sbx_policy_parse(ht, strlen(ht), "pol.yaml", &hp, &he) == 0 &&
+                                strv_length(hp->net_hosts) == 2 &&
+                                strcmp(hp->net_hosts[0], "svc.test=127.0.0.1") == 0 &&
+                                strcmp(hp->net_hosts[1], "v6.test=::1") == 0,
+                        "network.hosts: names (lower-cased) to addresses, IPv6 too");
+        }
 
         /* omissions are inherited from the built-in default, with source builtin */
         _cleanup_(sbx_policy_freep) sbx_policy *p = NULL;

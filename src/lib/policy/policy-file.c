@@ -14,6 +14,7 @@ sbx_policy *sbx_policy_free(sbx_policy *p) {
         free(p->source_file);
         strv_free(p->write_allowed);
         strv_free(p->egress_allowed);
+        strv_free(p->net_hosts);
         free(p);
         return NULL;
 }
@@ -202,8 +203,28 @@ static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_policy *p) {
                 ycheck_abs_path, &p->write_allowed);
 }
 
+/* network.hosts: {name: address}, as "name=address" strings. */
+static int host_one(
+        yctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, const char *path, void *ud) {
+        char ***list = ud;
+        egress_rule name, addr;
+        if (egress_parse(key, &name) < 0 || name.kind != EGRESS_HOST || name.port)
+                return yerr(c, k, "%s: \"%s\" is not a host name", path, key);
+        _cleanup_free_ char *a = NULL;
+        int r = yget_string(c, v, path, "an IPv4 or IPv6 address", &a);
+        if (r < 0)
+                return r;
+        if (egress_parse(a, &addr) < 0 || addr.kind != EGRESS_ADDR || addr.port ||
+                addr.prefix != (addr.family == AF_INET ? 32u : 128u) || strchr(a, '['))
+                return yerr(c, v, "%s: \"%s\" is not an IPv4 or IPv6 address", path, a);
+        _cleanup_free_ char *entry = NULL;
+        if (asprintf(&entry, "%s=%s", name.host, a) < 0 || strv_extend(list, entry) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static int parse_network(yctx *c, yaml_node_t *n, sbx_policy *p) {
-        static const char *const keys[] = {"egress_allowed", "allow_host"};
+        static const char *const keys[] = {"egress_allowed", "allow_host", "hosts"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -220,6 +241,14 @@ static int parse_network(yctx *c, yaml_node_t *n, sbx_policy *p) {
         }
         if (v[1] && (r = yget_bool(c, v[1], "network.allow_host", &p->allow_host_network)) < 0)
                 return r;
+        if (v[2]) {
+                strv_free(p->net_hosts);
+                p->net_hosts = calloc(1, sizeof(char *));
+                if (!p->net_hosts)
+                        return -ENOMEM;
+                if ((r = ymap_each(c, v[2], "network.hosts", LIST_MAX, host_one, &p->net_hosts)) < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -322,7 +351,8 @@ static int policy_parse(const char *text, size_t len, const char *name, const sb
         p->source_file = strdup(name);
         p->write_allowed = calloc(1, sizeof(char *));
         p->egress_allowed = calloc(1, sizeof(char *));
-        if (!p->source_file || !p->write_allowed || !p->egress_allowed)
+        p->net_hosts = calloc(1, sizeof(char *));
+        if (!p->source_file || !p->write_allowed || !p->egress_allowed || !p->net_hosts)
                 return sbx_error_set(e, ENOMEM, "policy: parse", "out of memory");
         p->run_as = 65534;
         if (base) {

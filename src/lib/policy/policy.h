@@ -280,6 +280,9 @@ typedef struct sbx_policy {
         bool strict_when_high_risk, strict_when_network_egress, strict_when_workspace_rw;
         char **write_allowed; /* filesystem.write_allowed */
         char **egress_allowed; /* network.egress_allowed */
+        /* network.hosts: the egress proxy's own name map, "name=address" (the site's choice: a
+         * name here passes whatever its address; tests give loopback servers real names) */
+        char **net_hosts;
         bool allow_host_network; /* network.allow_host */
         bool long_lived_allowed; /* process.long_lived_allowed: execs of profiles with
                                   * process.long_lived may be long-lived (default false) */

@@ -189,6 +189,7 @@ static void put_policy(FILE *f, const sbx_policy *p) {
         SCALAR(f, p, strict_when_workspace_rw, "%d", int);
         field_strv(f, "write_allowed", p->write_allowed);
         field_strv(f, "egress_allowed", p->egress_allowed);
+        field_strv(f, "net_hosts", p->net_hosts);
         SCALAR(f, p, allow_host_network, "%d", int);
         SCALAR(f, p, long_lived_allowed, "%d", int);
         fputs("        return 0;\n}\n\n", f);
