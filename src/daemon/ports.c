@@ -597,13 +597,21 @@ static unsigned forward(struct MHD_Connection *c, int fd, const char *method, co
         return status == 101 ? 502 : (unsigned) status;
 }
 
+/* /v1/sandboxes/ID + sub + REST: REST, or NULL when path is not one (ids are 20 characters). */
+static const char *sandbox_sub(const char *path, const char *sub) {
+        size_t n = strlen(path), l = strlen(sub);
+        if (n < 34 + l || strncmp(path, "/v1/sandboxes/", 14) != 0 || strncmp(path + 34, sub, l) != 0)
+                return NULL;
+        return path + 34 + l;
+}
+
 bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, const char *path,
         const char *raw_uri, const char *body, size_t len, const sbx_caller *who, unsigned *ret_code,
         struct MHD_Response **ret_resp) {
         char id[32] = "", why[512];
         unsigned port = 0;
         bool signed_ok = false, by_host = false, tunnel = false;
-        const char *query = raw_uri ? strchr(raw_uri, '?') : NULL;
+        const char *query = raw_uri ? strchr(raw_uri, '?') : NULL, *p = NULL;
         char target[8192], prefix[160] = "";
         const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
         *ret_resp = NULL;
@@ -612,9 +620,7 @@ bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, 
                         return false; /* E2B's envd: the compat surface's */
                 by_host = true;
                 snprintf(target, sizeof target, "%s", raw_uri && raw_uri[0] == '/' ? raw_uri : "/");
-        } else if (strncmp(path, "/v1/sandboxes/", 14) == 0 &&
-                   strstr(path + 14, "/ports/") == path + 14 + 20) {
-                const char *p = path + 14 + 20 + 7;
+        } else if ((p = sandbox_sub(path, "/ports/"))) {
                 snprintf(id, sizeof id, "%.20s", path + 14);
                 char *end;
                 long v = strtol(p, &end, 10);
@@ -625,9 +631,7 @@ bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, 
                 port = v < 1 || v > 65535 ? 0 : (unsigned) v;
                 snprintf(prefix, sizeof prefix, "/v1/sandboxes/%s/ports/%ld", id, v);
                 snprintf(target, sizeof target, "%s%s", *end ? end : "/", query ? query : "");
-        } else if (strncmp(path, "/v1/sandboxes/", 14) == 0 &&
-                   strstr(path + 14, "/tunnel/") == path + 14 + 20) {
-                const char *p = path + 14 + 20 + 8;
+        } else if ((p = sandbox_sub(path, "/tunnel/"))) {
                 snprintf(id, sizeof id, "%.20s", path + 14);
                 char *end;
                 long v = strtol(p, &end, 10);
