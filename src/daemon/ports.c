@@ -820,8 +820,9 @@ unsigned mgr_op_previews(
                 return rp->code;
         }
         if (!json_is_integer(jp) || (je && !json_is_number(je))) {
+                const char *field = json_is_integer(jp) ? "expires_s" : "port"; /* before body goes */
                 json_decref(body);
-                return mgr_reply_err(rp, 400, "invalid_argument", json_is_integer(jp) ? "expires_s" : "port",
+                return mgr_reply_err(rp, 400, "invalid_argument", field,
                         "port: an integer from 1 to 65535 is required; expires_s a number of seconds");
         }
         unsigned code;

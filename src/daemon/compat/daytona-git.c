@@ -98,6 +98,14 @@ static bool then_git(gctx *g, cx_run *r, const char *path, ...) {
         return ok;
 }
 
+/* "--" and the paths of a list (strings_ok checked it). */
+static void add_paths(args *a, const json_t *files) {
+        size_t i;
+        json_t *v;
+        add(a, "--");
+        json_array_foreach(files, i, v) add(a, json_string_value(v));
+}
+
 static bool strings_ok(const json_t *l) {
         size_t i;
         json_t *v;
@@ -315,10 +323,7 @@ bool cx_daytona_git(cx_req *rq, const char *sandbox_id, const char *op, char *co
                                 rq, 400, "files: a list of paths (at most %d) is required", ARGS_MAX - 8);
                 else if (git_at(&g, &a, path)) {
                         add(&a, "add");
-                        add(&a, "--");
-                        size_t i;
-                        json_t *v;
-                        json_array_foreach(files, i, v) add(&a, json_string_value(v));
+                        add_paths(&a, files);
                         if (run(&g, &a, &r))
                                 ok_empty(&g);
                 }
@@ -469,12 +474,8 @@ bool cx_daytona_git(cx_req *rq, const char *sandbox_id, const char *op, char *co
                         }
                         if (target && *target)
                                 add(&a, target);
-                        if (json_array_size(files)) {
-                                add(&a, "--");
-                                size_t i;
-                                json_t *v;
-                                json_array_foreach(files, i, v) add(&a, json_string_value(v));
-                        }
+                        if (json_array_size(files))
+                                add_paths(&a, files);
                         if (run(&g, &a, &r))
                                 ok_empty(&g);
                 }
@@ -494,10 +495,7 @@ bool cx_daytona_git(cx_req *rq, const char *sandbox_id, const char *op, char *co
                                 snprintf(s, sizeof s, "--source=%s", source);
                                 add(&a, s);
                         }
-                        add(&a, "--");
-                        size_t i;
-                        json_t *v;
-                        json_array_foreach(files, i, v) add(&a, json_string_value(v));
+                        add_paths(&a, files);
                         if (run(&g, &a, &r))
                                 ok_empty(&g);
                 }
