@@ -204,8 +204,7 @@ static int parse_filesystem(yctx *c, yaml_node_t *n, sbx_policy *p) {
 }
 
 /* network.hosts: {name: address}, as "name=address" strings. */
-static int host_one(
-        yctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, const char *path, void *ud) {
+static int host_one(yctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, const char *path, void *ud) {
         char ***list = ud;
         egress_rule name, addr;
         if (egress_parse(key, &name) < 0 || name.kind != EGRESS_HOST || name.port)
