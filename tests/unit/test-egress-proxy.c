@@ -137,7 +137,7 @@ int main(void) {
         sbx_error e = {0};
         sbx_egress_proxy *p = NULL;
         ok(sbx_egress_new(allow, NULL, hosts, fake_resolve, NULL, &g, &e) == 0 &&
-                        sbx_egress_proxy_start(pls, g, on_event, NULL, &p) == 0,
+                        sbx_egress_proxy_start(pls, g, on_event, NULL, NULL, &p) == 0,
                 "the proxy starts");
 
         char req[512];

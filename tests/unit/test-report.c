@@ -829,6 +829,17 @@ static void fill_full_report(sbx_report *r, sbx_profile *p, sbx_policy *pol, sbx
         r->isolation = "container";
         r->observation = "active";
         sbx_report_set_backend_reason(r, "auto: first of [native, landlock] available");
+        r->egress_proxy = "127.0.0.1:3128";
+        is_int(sbx_report_add_conn(r, &(sbx_report_conn){.host = (char *) "pypi.org",
+                                              .port = 443,
+                                              .via = "connect",
+                                              .rule = (char *) "pypi.org",
+                                              .bytes_up = 517,
+                                              .bytes_down = 6000,
+                                              .at_ms = 40,
+                                              .ms = 12}),
+                0, "a connection kept");
+        r->egress_refused = 2;
         sbx_report_add_mount(r, "/usr", "/usr", "bind-ro");
         sbx_report_add_mount(r, "tmpfs", "/tmp", "tmpfs");
         sbx_detail d[] = {{.key = "path", .str = (char *) "/etc/pa\x01sswd\xff"},
@@ -885,6 +896,9 @@ static void test_full_report(const char *dir) {
                 is_int(jnum(root, "usage.stdout_bytes"), (double) (1ULL << 40), "large usage counter");
                 is_str(jstr(root, "backend_reason"), "auto: first of [native, landlock] available",
                         "backend_reason");
+                is_str(jstr(root, "egress.connections.0.host"), "pypi.org", "egress connection host");
+                is_int(jnum(root, "egress.bytes_down"), 6000, "egress bytes counted");
+                is_int(jnum(root, "egress.allowed"), 1, "egress allowed counted");
                 jfree(root);
         }
 

@@ -36,6 +36,7 @@ static const char *const cap_names[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = "net.deny",
         [SBX_CAP_NET_LOOPBACK] = "net.loopback",
         [SBX_CAP_NET_HOST] = "net.host",
+        [SBX_CAP_NET_EGRESS] = "net.egress_proxy",
         [SBX_CAP_PID_ISOLATION] = "pid_isolation",
         [SBX_CAP_IPC_ISOLATION] = "ipc_isolation",
         [SBX_CAP_HOSTNAME] = "hostname",
@@ -141,6 +142,8 @@ sbx_cap sbx_backend_caps_missing(const sbx_backend *b, const sbx_config *cfg) {
          * (the landlock backend has no network namespace, and lets no socket through then). */
         else if (pr->loopback)
                 need |= CAP(SBX_CAP_NET_LOOPBACK);
+        if (sbx_profile_egress_proxied(pr))
+                need |= CAP(SBX_CAP_NET_EGRESS);
         if (pr->fs_write && pr->fs_write[0])
                 need |= CAP(SBX_CAP_FS_WRITE_PATHS);
         if (pr->fs_home)

@@ -42,6 +42,7 @@ typedef enum sbx_cap {
         SBX_CAP_NET_DENY, /* no route out of the sandbox */
         SBX_CAP_NET_LOOPBACK, /* a loopback of the sandbox's own */
         SBX_CAP_NET_HOST, /* network.default: allow (the host network shared) */
+        SBX_CAP_NET_EGRESS, /* network.egress: outbound only through the supervisor's proxy */
         SBX_CAP_PID_ISOLATION, /* host processes invisible and unsignalable */
         SBX_CAP_IPC_ISOLATION,
         SBX_CAP_HOSTNAME, /* a hostname of its own */

@@ -332,6 +332,8 @@ static const sbx_cap_decl bwrap_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "--unshare-net: an empty network namespace"},
         [SBX_CAP_NET_LOOPBACK] = {true, "bubblewrap brings up lo in the new network namespace"},
         [SBX_CAP_NET_HOST] = {true, "--share-net when the policy allows host network"},
+        [SBX_CAP_NET_EGRESS] = {false, "not yet: the proxy's socket is not handed into bubblewrap's network "
+                                       "namespace (planned); use --backend native"},
         [SBX_CAP_PID_ISOLATION] = {true, "--unshare-pid, the init as PID 1 (--as-pid-1)"},
         [SBX_CAP_IPC_ISOLATION] = {true, "--unshare-ipc"},
         [SBX_CAP_HOSTNAME] = {true, "--unshare-uts --hostname sandbox"},

@@ -401,6 +401,8 @@ static const sbx_cap_decl firejail_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "--net=none"},
         [SBX_CAP_NET_LOOPBACK] = {true, "lo in firejail's network namespace"},
         [SBX_CAP_NET_HOST] = {true, "no --net option when the policy allows host network"},
+        [SBX_CAP_NET_EGRESS] = {false, "not yet: the proxy's socket is not handed into firejail's network "
+                                       "namespace (planned); use --backend native"},
         [SBX_CAP_PID_ISOLATION] = {true, "firejail's pid namespace"},
         [SBX_CAP_IPC_ISOLATION] = {true, "--ipc-namespace"},
         [SBX_CAP_HOSTNAME] = {true, "--hostname=sandbox"},

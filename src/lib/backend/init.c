@@ -65,9 +65,28 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
                 return -ENOMEM;
         if (asprintf(&s, "LANG=%s", lang) < 0 || strv_consume(&env, s) < 0)
                 return -ENOMEM;
+        /* The egress proxy, by the names programs read (DESIGN.md: network); the profile's own
+         * values for them would point nowhere: the proxy is the only way out. */
+        static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
+                "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"};
+        bool proxied = sbx_profile_egress_proxied(cfg->profile);
+        for (size_t i = 0; proxied && i < ELEMENTSOF(proxy_vars); i++) {
+                bool no = i >= 6;
+                if (asprintf(&s, "%s=%s", proxy_vars[i],
+                            no                 ? "localhost,127.0.0.1"
+                            : i == 2 || i == 5 ? "socks5h://127.0.0.1:3128"
+                                               : "http://127.0.0.1:3128") < 0 ||
+                        strv_consume(&env, s) < 0)
+                        return -ENOMEM;
+        }
         for (size_t i = 0; i < cfg->n_env; i++) {
                 const char *n = cfg->env[i].name;
                 if (streq(n, "HOME") || streq(n, "PATH") || streq(n, "LANG"))
+                        continue;
+                bool shadowed = false;
+                for (size_t k = 0; proxied && k < ELEMENTSOF(proxy_vars); k++)
+                        shadowed = shadowed || streq(n, proxy_vars[k]);
+                if (shadowed)
                         continue;
                 if (asprintf(&s, "%s=%s", n, cfg->env[i].value) < 0 || strv_consume(&env, s) < 0)
                         return -ENOMEM;

@@ -295,6 +295,8 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
                 "no network namespace of its own, so no loopback to offer: a profile with "
                 "network.loopback: true is refused (set it false)"},
         [SBX_CAP_NET_HOST] = {false, "no network namespace to share or filter; use --backend bwrap"},
+        [SBX_CAP_NET_EGRESS] = {false, "not yet: no network namespace of its own, so the proxy needs a port "
+                                       "and a credential per sandbox (planned); use --backend native"},
         [SBX_CAP_PID_ISOLATION] = {false,
                 "no pid namespace: /proc is unreadable unless the profile lists it, and then shows "
                 "the host's processes and their command lines (signals to them are scoped away by "

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include "basic/debug.h"
 #include "isolate/audit.h"
+#include "supervise/egress-run.h"
 
 static int attach_cgroup(pid_t pid, void *userdata, sbx_error *e) {
         int r = sbx_cgroup_attach(userdata, pid);
@@ -118,7 +119,20 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         const sbx_profile *pr = cfg->profile;
         _cleanup_close_ int oom_fd = -EBADF;
         int outp[2] = {-1, -1}, errp[2] = {-1, -1}, spair[2] = {-1, -1}, master = -1, slave = -1;
+        _cleanup_(sbx_egress_run_freep) sbx_egress_run *egress = NULL;
         int r;
+
+        /* network.egress: the supervisor's proxy, on the socket the spawn makes inside */
+        if (sp->egress_port) {
+                r = sbx_egress_run_new(pr->egress, NULL, cfg->policy->net_hosts, &egress, e);
+                if (r < 0)
+                        return r;
+                rep->egress_proxy = "127.0.0.1:3128";
+                (void) sbx_report_set_fence(rep, "egress",
+                        "only through the supervisor's proxy at 127.0.0.1:%u (HTTP CONNECT, absolute URIs, "
+                        "SOCKS5), by network.egress",
+                        (unsigned) sp->egress_port);
+        }
 
         if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
                 socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, spair) < 0) {
@@ -228,6 +242,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
                 .reap_orphans = no_pidns,
                 .audit_fd = sp->audit_fd > 0 ? sp->audit_fd : -1,
+                .egress = egress,
         };
         if (cg) {
                 svp.kill_all = kill_cgroup;
@@ -261,6 +276,8 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         }
         sbx_supervise_result res;
         int r2 = sbx_supervise(&svp, &res, r < 0 ? NULL : e);
+        if (egress)
+                (void) sbx_egress_run_to_report(egress, rep, sv.ready_ns);
         if (svp.audit_fd >= 0 && res.audit_off) {
                 rep->fs_write_evidence = "none";
                 snprintf(rep->fs_write_note, sizeof rep->fs_write_note,

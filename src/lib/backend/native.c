@@ -26,6 +26,7 @@
 #include "isolate/mount.h"
 #include "isolate/seccomp.h"
 #include "isolate/ns.h"
+#include "supervise/egress-run.h"
 #include "supervise/spawn.h"
 #include "supervise/supervise.h"
 
@@ -236,7 +237,9 @@ static const sbx_spawn_path_rule inside_rules[] = {
 static int build_landlock(
         const sbx_config *cfg, const sbx_run_plan *rp, int *ret_fd, int *ret_abi, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
-        sbx_landlock_request req = {.deny_tcp = !pr->net_allow && !pr->loopback, .min_abi = 1};
+        sbx_landlock_request req = {
+                .deny_tcp = !pr->net_allow && !pr->loopback && !sbx_profile_egress_proxied(pr),
+                .min_abi = 1};
         if (sbx_landlock_abi() >= 6)
                 req.scope_abstract_unix = req.scope_signal = true;
         sbx_landlock_info info;
@@ -370,6 +373,7 @@ static int native_run(
                 .mounts = plan,
                 .hostname = SANDBOX_HOSTNAME,
                 .loopback = pr->loopback,
+                .egress_port = sbx_profile_egress_proxied(pr) ? SBX_EGRESS_PROXY_PORT : 0,
                 .init_fd = init_fd,
                 .init_argv = init_argv,
                 .envp = env,
@@ -432,6 +436,9 @@ static const sbx_cap_decl native_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_HOST] = {false,
                 "not implemented: the sandbox always gets its own empty network namespace; use "
                 "--backend bwrap"},
+        [SBX_CAP_NET_EGRESS] = {true,
+                "the supervisor's proxy (HTTP CONNECT, absolute URIs, SOCKS5) on 127.0.0.1:3128 in the "
+                "sandbox's own network namespace; the allowlist judged outside"},
         [SBX_CAP_PID_ISOLATION] = {true, "pid namespace, the init as PID 1"},
         [SBX_CAP_IPC_ISOLATION] = {true, "ipc namespace"},
         [SBX_CAP_HOSTNAME] = {true, "uts namespace, hostname sandbox"},

@@ -14,6 +14,7 @@
 #include "basic/debug.h"
 #include "basic/strv.h"
 #include "init/protocol.h"
+#include "supervise/egress-run.h"
 
 typedef struct exec_slot {
         char id[72];
@@ -23,6 +24,7 @@ typedef struct exec_slot {
         bool exec_seen;
         uint64_t start_ns;
         sbx_report *rep;
+        uint64_t serial; /* the egress proxy's owner key for its connections */
         struct exec_slot *next;
 } exec_slot;
 
@@ -45,6 +47,8 @@ struct sbx_sandbox {
         const char *backend; /* static string */
         bool served; /* the init said it was serving: its end is the sandbox's end, not a failure */
         exec_slot *execs;
+        uint64_t next_serial;
+        struct sbx_egress_run *egress; /* the sandbox's egress proxy, or NULL */
         sbx_notify_route rt;
 };
 
@@ -133,8 +137,48 @@ static void route_record(void *ud, pid_t pid, sbx_violation_kind kind, const cha
         pthread_mutex_unlock(&sb->lock);
 }
 
+/* The egress proxy: a connection is its exec's from its start (by the process that made it) to
+ * its end, which the exec's end waits for (sbx_egress_run_settle). */
+static uint64_t route_conn_owner(void *ud, int pid) {
+        sbx_sandbox *sb = ud;
+        pthread_mutex_lock(&sb->lock);
+        exec_slot *x = pid > 0 ? slot_of(sb, (pid_t) pid, false) : NULL;
+        uint64_t key = x ? x->serial : 0;
+        pthread_mutex_unlock(&sb->lock);
+        return key;
+}
+
+static void route_conn_end(
+        void *ud, uint64_t owner, const sbx_report_conn *allowed, const sbx_egress_refusal *refused) {
+        sbx_sandbox *sb = ud;
+        pthread_mutex_lock(&sb->lock);
+        exec_slot *x = NULL;
+        for (exec_slot *i = sb->execs; owner && i && !x; i = i->next)
+                if (i->serial == owner)
+                        x = i;
+        sbx_report *rep = x ? x->rep : sb->rep;
+        int64_t at = x ? (int64_t) ((sbx_now_ns() - x->start_ns) / 1000000) : 0;
+        if (rep && allowed) {
+                sbx_report_conn k = *allowed;
+                k.at_ms = at;
+                (void) sbx_report_add_conn(rep, &k);
+        } else if (rep && refused) {
+                sbx_detail d[SBX_EGRESS_DETAILS];
+                size_t nd = sbx_egress_refusal_details(refused, d);
+                bool kill = sb->cfg && sb->cfg->profile->on_violation == SBX_ON_VIOLATION_KILL;
+                (void) sbx_report_add_violation(
+                        rep, SBX_VIOLATION_NETWORK_ACCESS, kill ? "killed" : "denied", at, NULL, d, nd);
+                rep->egress_refused++;
+        }
+        pthread_mutex_unlock(&sb->lock);
+}
+
 static const sbx_notify_route *route_for(sbx_sandbox *sb) {
-        sb->rt = (sbx_notify_route){.exec_first = route_exec_first, .record = route_record, .userdata = sb};
+        sb->rt = (sbx_notify_route){.exec_first = route_exec_first,
+                .record = route_record,
+                .conn_owner = route_conn_owner,
+                .conn_end = route_conn_end,
+                .userdata = sb};
         return &sb->rt;
 }
 
@@ -173,6 +217,7 @@ int sbx_persist_attach(sbx_sandbox *sb, const sbx_config *cfg, sbx_report *rep, 
         sb->ctl_fd = ctl_fd;
         sb->init_pid = init_pid;
         sb->init_pidfd = init_pidfd;
+        sb->egress = svp->egress;
         sb->envp = strv_copy(envp);
         sb->backend = rep->backend;
         sb->cwd = cwd ? strdup(cwd) : NULL;
@@ -629,6 +674,7 @@ _public_ int sbx_sandbox_exec(
         slot.rep = rep;
         slot.pidfd = -1;
         pthread_mutex_lock(&sb->lock);
+        slot.serial = ++sb->next_serial;
         slot.next = sb->execs;
         sb->execs = &slot;
         registered = true;
@@ -703,6 +749,10 @@ _public_ int sbx_sandbox_exec(
                 res.signal = SIGKILL;
                 res.ended_ns = sbx_now_ns();
         }
+        /* its connections through the egress proxy end with its processes: wait for their
+         * records, which go into its report */
+        if (sb->egress)
+                sbx_egress_run_settle(sb->egress, slot.serial, 2000);
         pthread_mutex_lock(&sb->lock);
         for (exec_slot **pp = &sb->execs; *pp; pp = &(*pp)->next)
                 if (*pp == &slot) {

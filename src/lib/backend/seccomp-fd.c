@@ -119,8 +119,9 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
         sbx_seccomp_opts *ret_opts, int *ret_fd, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_seccomp_opts o = {
-                .deny_all_sockets_but_unix_pair = (!pr->net_allow && !pr->loopback) ||
-                                                  (extra && extra->deny_all_sockets_but_unix_pair),
+                .deny_all_sockets_but_unix_pair =
+                        (!pr->net_allow && !pr->loopback && !sbx_profile_egress_proxied(pr)) ||
+                        (extra && extra->deny_all_sockets_but_unix_pair),
                 .deny_inet = extra && extra->deny_inet,
                 .deny_metadata = extra && extra->deny_metadata,
                 .deny_spawn = !pr->allow_spawn,

@@ -244,6 +244,12 @@ static inline bool sbx_profile_exec_once(const sbx_profile *p) {
         return !p->allow_spawn || !p->allow_exec;
 }
 
+/* Outbound connections go through the egress proxy: network.egress names some and the network is
+ * otherwise denied (with network.default: allow there is nothing to proxy). */
+static inline bool sbx_profile_egress_proxied(const sbx_profile *p) {
+        return !p->net_allow && p->egress && p->egress[0];
+}
+
 /* Parse a profile from YAML text. `name` is used in error positions (a file path or
  * "builtin:ID"). Does not resolve `extends`. On error: -EINVAL and e->file/line/column. */
 int sbx_profile_parse(const char *text, size_t len, const char *name, sbx_profile **ret, sbx_error *e);

@@ -734,8 +734,9 @@ static int parse_doc(yctx *c, sbx_profile *p) {
                 return r;
         if (v[K_DATA]) {
                 /* Data mounts (a database, a bucket, a cache) would need the network to reach
-                 * them, and sandboxer has no egress filtering yet: refuse them by name rather
-                 * than run with a hole or silently without the data. */
+                 * them through an endpoint-scoped proxy (network.services), which sandboxer does
+                 * not have yet: refuse them by name rather than run with a hole or silently
+                 * without the data. */
                 yaml_node_t *d = v[K_DATA];
                 if (d->type == YAML_SEQUENCE_NODE &&
                         d->data.sequence.items.start < d->data.sequence.items.top) {
@@ -753,10 +754,9 @@ static int parse_doc(yctx *c, sbx_profile *p) {
                                 }
                         return yerr(c, item ? item : d,
                                 "data: a %s data mount needs network egress to reach its service, and "
-                                "sandboxer has no "
-                                "egress filtering yet: refusing it (fail closed); remove the data entry and "
-                                "pass the "
-                                "data in the workspace instead",
+                                "sandboxer has no endpoint-scoped proxy for data services yet: refusing "
+                                "it (fail closed); remove the data entry and pass the data in the "
+                                "workspace instead",
                                 type ? type : "(untyped)");
                 }
                 if (d->type != YAML_SEQUENCE_NODE)

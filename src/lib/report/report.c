@@ -99,6 +99,11 @@ sbx_report *sbx_report_free(sbx_report *r) {
         free(r->mounts);
         for (size_t i = 0; i < r->n_fences; i++)
                 free(r->fences[i].str);
+        for (size_t i = 0; i < r->n_egress_conns; i++) {
+                free(r->egress_conns[i].host);
+                free(r->egress_conns[i].rule);
+        }
+        free(r->egress_conns);
         free(r->backend_reason);
         free(r->error);
         free(r);
@@ -397,6 +402,39 @@ static void write_config(jsonw *w, const sbx_report *r) {
         jsonw_end_object(w);
 }
 
+static void write_egress(jsonw *w, const sbx_report *r) {
+        if (!r->egress_proxy) {
+                jsonw_null(w);
+                return;
+        }
+        jsonw_begin_object(w);
+        jsonw_kv_string(w, "proxy", r->egress_proxy);
+        jsonw_kv_uint(w, "allowed", r->egress_allowed);
+        jsonw_kv_uint(w, "refused", r->egress_refused);
+        jsonw_kv_uint(w, "bytes_up", r->egress_bytes_up);
+        jsonw_kv_uint(w, "bytes_down", r->egress_bytes_down);
+        jsonw_key(w, "connections");
+        jsonw_begin_array(w);
+        for (size_t i = 0; i < r->n_egress_conns; i++) {
+                const sbx_report_conn *c = &r->egress_conns[i];
+                jsonw_begin_object(w);
+                jsonw_kv_string(w, "type", "network.egress");
+                jsonw_kv_string(w, "host", c->host);
+                jsonw_kv_uint(w, "port", c->port);
+                jsonw_kv_string(w, "via", c->via);
+                jsonw_kv_string(w, "rule", c->rule);
+                jsonw_kv_uint(w, "bytes_up", c->bytes_up);
+                jsonw_kv_uint(w, "bytes_down", c->bytes_down);
+                jsonw_kv_int(w, "at_ms", c->at_ms);
+                jsonw_kv_int(w, "ms", c->ms);
+                jsonw_kv_bool(w, "unreachable", c->unreachable);
+                jsonw_end_object(w);
+        }
+        jsonw_end_array(w);
+        jsonw_kv_uint(w, "connections_dropped", r->egress_conns_dropped);
+        jsonw_end_object(w);
+}
+
 int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret) {
         if (!r || !ret)
                 return -EINVAL;
@@ -480,10 +518,39 @@ int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret) {
         jsonw_kv_bool(&w, "unprivileged", r->unprivileged);
         jsonw_end_object(&w);
 
+        jsonw_key(&w, "egress");
+        write_egress(&w, r);
+
         jsonw_kv_string(&w, "error", r->error);
         jsonw_end_object(&w);
 
         return jsonw_finish(&w, true, ret, NULL);
+}
+
+int sbx_report_add_conn(sbx_report *r, const sbx_report_conn *c) {
+        r->egress_allowed++;
+        r->egress_bytes_up += c->bytes_up;
+        r->egress_bytes_down += c->bytes_down;
+        if (r->n_egress_conns >= SBX_REPORT_MAX_CONNS) {
+                r->egress_conns_dropped++;
+                return 0;
+        }
+        if (r->n_egress_conns % 64 == 0) {
+                sbx_report_conn *n = reallocarray(r->egress_conns, r->n_egress_conns + 64, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                r->egress_conns = n;
+        }
+        sbx_report_conn k = *c;
+        k.host = strdup(c->host ? c->host : "");
+        k.rule = strdup(c->rule ? c->rule : "");
+        if (!k.host || !k.rule) {
+                free(k.host);
+                free(k.rule);
+                return -ENOMEM;
+        }
+        r->egress_conns[r->n_egress_conns++] = k;
+        return 0;
 }
 
 int sbx_report_write_fd(const sbx_report *r, int fd) {
@@ -565,6 +632,7 @@ int sbx_report_copy_setup(sbx_report *dst, const sbx_report *src) {
         dst->observation = src->observation;
         dst->fs_write_evidence = src->fs_write_evidence;
         memcpy(dst->fs_write_note, src->fs_write_note, sizeof dst->fs_write_note);
+        dst->egress_proxy = src->egress_proxy;
         memcpy(dst->limit_mechanism, src->limit_mechanism, sizeof dst->limit_mechanism);
         if (src->backend_reason && sbx_report_set_backend_reason(dst, "%s", src->backend_reason) < 0)
                 return -ENOMEM;

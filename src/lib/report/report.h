@@ -86,6 +86,19 @@ typedef struct sbx_mount_info {
         char *kind; /* "bind-ro" | "bind-rw" | "tmpfs" | "proc" | "dev" */
 } sbx_mount_info;
 
+/* One connection the egress proxy let through (the report's egress.connections). */
+typedef struct sbx_report_conn {
+        char *host; /* owned */
+        unsigned port;
+        const char *via; /* "connect" | "http" | "socks5" (static) */
+        char *rule; /* owned: the allow rule that let it through */
+        uint64_t bytes_up, bytes_down; /* out of the sandbox, into it */
+        int64_t at_ms; /* when it ended, from the start */
+        int64_t ms; /* how long it lasted */
+        bool unreachable; /* allowed, but nothing answered there (or the name has no address) */
+} sbx_report_conn;
+#define SBX_REPORT_MAX_CONNS 1000 /* kept; more are counted in egress.connections_dropped */
+
 typedef struct sbx_report {
         char id[48]; /* "run_" + 24 hex */
         sbx_status status;
@@ -137,6 +150,12 @@ typedef struct sbx_report {
         bool unprivileged;
 
         char *error; /* owned; NULL = null */
+        /* The egress proxy (network.egress): egress_proxy NULL when none ran ("egress": null). */
+        const char *egress_proxy; /* "127.0.0.1:3128" (static) */
+        uint64_t egress_allowed, egress_refused, egress_bytes_up, egress_bytes_down;
+        sbx_report_conn *egress_conns; /* owned */
+        size_t n_egress_conns;
+        uint64_t egress_conns_dropped;
 } sbx_report;
 
 /* Fresh report with a new random id, status exited, host facts filled. */
@@ -153,6 +172,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_report *, sbx_report_free);
  * than SBX_VIOLATION_MAX_DETAILS details) / -ENOMEM. */
 int sbx_report_add_violation(sbx_report *r, sbx_violation_kind kind, const char *action, int64_t at_ms,
         const char *syscall, const sbx_detail *details, size_t n_details);
+/* Keep one allowed connection (strings copied): beyond SBX_REPORT_MAX_CONNS only counted.
+ * Counts it in egress_allowed and its bytes in the totals. 0 or -ENOMEM. */
+int sbx_report_add_conn(sbx_report *r, const sbx_report_conn *c);
 /* Replace the error message (copied). fmt NULL clears it. */
 int sbx_report_set_error(sbx_report *r, const char *fmt, ...) _printf_(2, 3);
 /* Replace backend_reason (copied). fmt NULL clears it. */

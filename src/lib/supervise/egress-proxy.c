@@ -29,12 +29,14 @@ typedef struct conn {
         struct conn *next;
         sbx_egress_proxy *p;
         int fd, up; /* the sandbox's side, the target's */
+        uint64_t owner; /* whose (identify), 0 unknown */
 } conn;
 
 struct sbx_egress_proxy {
         int lfd;
         const sbx_egress *rules;
         sbx_egress_event_fn fn;
+        sbx_egress_identify_fn identify;
         void *ud;
         pthread_t acceptor;
         pthread_mutex_t lock;
@@ -140,7 +142,8 @@ static void report(conn *c, bool allowed, const char *host, unsigned port, const
                 .bytes_up = up,
                 .bytes_down = down,
                 .ms = (double) (now_ms() - t0),
-                .unreachable = unreachable};
+                .unreachable = unreachable,
+                .owner = c->owner};
         c->p->fn(c->p->ud, &ev);
 }
 
@@ -275,6 +278,12 @@ static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0)
 static void *conn_main(void *arg) {
         conn *c = arg;
         int64_t t0 = now_ms();
+        if (c->p->identify) {
+                uint64_t o = c->p->identify(c->p->ud, c->fd);
+                pthread_mutex_lock(&c->p->lock);
+                c->owner = o;
+                pthread_mutex_unlock(&c->p->lock);
+        }
         char *buf = malloc(SBX_PROXY_HEAD_MAX + 1);
         ssize_t k = buf ? read_until(c->fd, buf, SBX_PROXY_HEAD_MAX, 0, t0 + REQUEST_MS) : -ENOMEM;
         if (k > 0) {
@@ -338,12 +347,13 @@ static void *accept_main(void *arg) {
         return NULL;
 }
 
-int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn, void *userdata,
-        sbx_egress_proxy **ret) {
+int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
+        sbx_egress_identify_fn identify, void *userdata, sbx_egress_proxy **ret) {
         sbx_egress_proxy *p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
-        *p = (sbx_egress_proxy){.lfd = listen_fd, .rules = rules, .fn = fn, .ud = userdata};
+        *p = (sbx_egress_proxy){
+                .lfd = listen_fd, .rules = rules, .fn = fn, .identify = identify, .ud = userdata};
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->cond, NULL);
         (void) fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) & ~O_NONBLOCK);
@@ -356,6 +366,30 @@ int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_ev
         }
         *ret = p;
         return 0;
+}
+
+bool sbx_egress_proxy_settle(sbx_egress_proxy *p, uint64_t owner, int timeout_ms) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L)
+                until.tv_sec++, until.tv_nsec -= 1000000000L;
+        bool settled = false;
+        pthread_mutex_lock(&p->lock);
+        for (;;) {
+                bool busy = false;
+                for (conn *c = p->conns; c && !busy; c = c->next)
+                        busy = c->owner == owner;
+                if (!busy) {
+                        settled = true;
+                        break;
+                }
+                if (pthread_cond_timedwait(&p->cond, &p->lock, &until) == ETIMEDOUT)
+                        break;
+        }
+        pthread_mutex_unlock(&p->lock);
+        return settled;
 }
 
 sbx_egress_proxy *sbx_egress_proxy_stop(sbx_egress_proxy *p) {

@@ -26,7 +26,13 @@ typedef struct sbx_egress_event {
         uint64_t bytes_up, bytes_down;
         double ms;
         bool unreachable; /* allowed, but nothing answered there (502 / SOCKS5 4, 5) */
+        uint64_t owner; /* whose connection it is (the identify hook's answer), 0 unknown */
 } sbx_egress_event;
+
+/* Optional: whose connection fd (the proxy's accepted socket) is — e.g. the exec of a persistent
+ * sandbox the connecting process belongs to — asked in the connection's thread before its
+ * request is read, while the client still holds its end. 0 when unknown. */
+typedef uint64_t (*sbx_egress_identify_fn)(void *userdata, int fd);
 
 /* Called from the proxy's threads (one per connection): serialize inside when it writes shared
  * state. */
@@ -36,7 +42,10 @@ typedef struct sbx_egress_proxy sbx_egress_proxy;
 
 /* Serve on listen_fd (taken: closed at stop) with rules (borrowed: must outlive the proxy). 0, or
  * -errno when its thread cannot start. */
-int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn, void *userdata,
-        sbx_egress_proxy **ret);
+int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
+        sbx_egress_identify_fn identify, void *userdata, sbx_egress_proxy **ret);
+/* Wait up to timeout_ms until no connection of owner is in flight (their events have come).
+ * false on the timeout. */
+bool sbx_egress_proxy_settle(sbx_egress_proxy *p, uint64_t owner, int timeout_ms);
 /* Stop accepting, end the connections in flight (their events come), wait for their threads. */
 sbx_egress_proxy *sbx_egress_proxy_stop(sbx_egress_proxy *p);

@@ -5,15 +5,18 @@
 #include <grp.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "init/protocol.h"
 #include "isolate/caps.h"
 #include "isolate/cgroup.h"
 #include "isolate/childerr.h"
@@ -23,6 +26,45 @@
 static _noreturn_ void child_die(int errfd, const sbx_child_error *ce) {
         ssize_t n = write(errfd, ce, sizeof *ce);
         _exit(n == (ssize_t) sizeof *ce ? 125 : 126);
+}
+
+/* The egress proxy's socket, listening in the sandbox's network namespace, out to the supervisor:
+ * the sandbox keeps an empty namespace and the proxy runs outside it. */
+static int send_egress_listener(int status_fd, uint16_t port) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        struct sockaddr_in a = {
+                .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int one = 1, r = 0;
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || listen(fd, 128) < 0)
+                r = -errno;
+        else {
+                struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_EGRESS};
+                union {
+                        struct cmsghdr h;
+                        char buf[CMSG_SPACE(sizeof(int))];
+                } cbuf;
+                memset(&cbuf, 0, sizeof cbuf);
+                struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+                struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = &cbuf,
+                        .msg_controllen = sizeof cbuf};
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &fd, sizeof(int));
+                ssize_t k = sendmsg(status_fd, &mh, MSG_NOSIGNAL);
+                if (k < 0)
+                        r = -errno;
+                else if (k != (ssize_t) sizeof m)
+                        r = -EIO;
+        }
+        close(fd);
+        return r;
 }
 
 /* Runs in the child: syscalls only. syncfd < 0: nothing to wait for (the vfork-style spawn,
@@ -87,10 +129,17 @@ static _noreturn_ void child_main(
                 sbx_child_fail(&ce, errno, "sethostname", p->hostname);
                 child_die(errfd, &ce);
         }
-        if (p->loopback) {
+        if (p->loopback || p->egress_port) {
                 int r = sbx_ns_loopback_up();
                 if (r < 0) {
                         sbx_child_fail(&ce, r, "bring up loopback", "lo");
+                        child_die(errfd, &ce);
+                }
+        }
+        if (p->egress_port) {
+                int r = send_egress_listener(p->status_fd, p->egress_port);
+                if (r < 0) {
+                        sbx_child_fail(&ce, r, "egress proxy: listen on 127.0.0.1 in the sandbox", NULL);
                         child_die(errfd, &ce);
                 }
         }

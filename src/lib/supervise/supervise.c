@@ -22,6 +22,7 @@
 
 #include "init/protocol.h"
 #include "isolate/audit.h"
+#include "supervise/egress-run.h"
 #include "supervise/spawn.h"
 
 enum {
@@ -35,7 +36,8 @@ enum {
         EV_NOTIFY,
         EV_TTYIN,
         EV_EXTRA,
-        EV_AUDIT
+        EV_AUDIT,
+        EV_EGRESS
 };
 
 /* The Landlock access records of one audit event, held until the event says whose domain they
@@ -407,6 +409,10 @@ static bool observe_net(
                 uint32_t a = ntohl(in->sin_addr.s_addr);
                 if ((s->p->loopback && (a >> 24) == 127) || (is_bind && a == INADDR_ANY))
                         return false;
+                /* the egress proxy: connecting to it is the way out */
+                if (s->p->egress && !is_bind && a == INADDR_LOOPBACK &&
+                        ntohs(in->sin_port) == SBX_EGRESS_PROXY_PORT)
+                        return false;
                 inet_ntop(AF_INET, &in->sin_addr, abuf, (socklen_t) asz);
                 d[(*nd)++] = (sbx_detail){.key = "family", .str = (char *) "inet"};
                 d[(*nd)++] = (sbx_detail){.key = "address", .str = abuf};
@@ -582,6 +588,24 @@ static void handle_notify(loop_state *s) {
         if (ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
                 return;
         if (deny && s->p->kill_on_violation) {
+                s->res->violation_killed = true;
+                kill_sandbox(s);
+        }
+}
+
+/* ---- the egress proxy's refusals ---------------------------------------------------------- */
+
+static void handle_egress(loop_state *s) {
+        sbx_egress_refusal f[16];
+        size_t n = sbx_egress_run_take(s->p->egress, f, ELEMENTSOF(f));
+        for (size_t i = 0; i < n; i++) {
+                if (f[i].recorded)
+                        continue; /* the route's sink has it, in the report of the exec it is of */
+                sbx_detail d[SBX_EGRESS_DETAILS];
+                size_t nd = sbx_egress_refusal_details(&f[i], d);
+                record(s, SBX_VIOLATION_NETWORK_ACCESS, s->p->kill_on_violation, NULL, d, nd);
+        }
+        if (n > 0 && s->p->kill_on_violation) {
                 s->res->violation_killed = true;
                 kill_sandbox(s);
         }
@@ -794,6 +818,16 @@ static void handle_status(loop_state *s) {
                                          c->cmsg_len == CMSG_LEN(sizeof(struct ucred)))
                                         memcpy(&cred, CMSG_DATA(c), sizeof cred);
                         }
+                if (passed >= 0 && n == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC &&
+                        m.type == SBX_INIT_MSG_EGRESS && s->p->egress &&
+                        !sbx_egress_run_started(s->p->egress)) {
+                        if (s->p->route && s->p->route->conn_owner && s->p->route->conn_end)
+                                /* a persistent sandbox: each connection to the exec it is of */
+                                sbx_egress_run_route(s->p->egress, s->p->pid, s->p->route->conn_owner,
+                                        s->p->route->conn_end, s->p->route->userdata);
+                        (void) sbx_egress_run_start(s->p->egress, passed);
+                        continue;
+                }
                 if (passed >= 0 &&
                         !(n == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC &&
                                 m.type == SBX_INIT_MSG_LISTENER && s->p->seccomp && s->listener_fd < 0)) {
@@ -941,7 +975,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 (r = add_fd(s.ep, p->oom_fd > 0 ? p->oom_fd : -1, EV_OOM)) < 0 ||
                 (r = add_fd(s.ep, tty ? p->tty_in : -1, EV_TTYIN)) < 0 ||
                 (r = add_fd(s.ep, p->on_extra ? p->extra_fd : -1, EV_EXTRA)) < 0 ||
-                (r = add_fd(s.ep, s.audit_fd, EV_AUDIT)) < 0) {
+                (r = add_fd(s.ep, s.audit_fd, EV_AUDIT)) < 0 ||
+                (r = add_fd(s.ep, p->egress ? sbx_egress_run_event_fd(p->egress) : -1, EV_EGRESS)) < 0) {
                 r = sbx_error_set(e, r, "supervise: epoll_ctl", "epoll_ctl: %s", strerror(-r));
                 goto finish;
         }
@@ -1058,6 +1093,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 break;
                         case EV_EXTRA:
                                 p->on_extra(p->extra_userdata);
+                                break;
+                        case EV_EGRESS:
+                                handle_egress(&s);
                                 break;
                         case EV_AUDIT:
                                 audit_read(&s);

@@ -12,6 +12,9 @@
 #include "isolate/seccomp.h"
 #include "report/report.h"
 
+struct sbx_egress_run;
+struct sbx_egress_refusal;
+
 /* A persistent sandbox: the sandbox-wide loop (its init) routes each notification to the exec
  * the calling process belongs to. Called from the loop's thread; the callee locks. */
 typedef struct sbx_notify_route {
@@ -21,6 +24,12 @@ typedef struct sbx_notify_route {
         /* record a violation in the report of the exec pid belongs to (or the sandbox's) */
         void (*record)(void *userdata, pid_t pid, sbx_violation_kind kind, const char *action,
                 const char *syscall, const sbx_detail *d, size_t n);
+        /* the egress proxy's connections (egress-run.h: sbx_egress_owner_fn, sbx_egress_sink_fn):
+         * the exec a connecting process belongs to, and each connection's end — from the proxy's
+         * threads */
+        uint64_t (*conn_owner)(void *userdata, int pid);
+        void (*conn_end)(void *userdata, uint64_t owner, const sbx_report_conn *allowed,
+                const struct sbx_egress_refusal *refused);
         void *userdata;
 } sbx_notify_route;
 
@@ -83,6 +92,11 @@ typedef struct sbx_supervise_params {
          * NetworkAccessViolation — with the path (or address) the kernel resolved. After the
          * init is gone the kernel's backlog is drained. 0 or -1: none. */
         int audit_fd;
+        /* The egress proxy (network.egress), or NULL: the listening socket arrives on the status
+         * socket (SBX_INIT_MSG_EGRESS) and is served from then on; each refusal is recorded as a
+         * NetworkAccessViolation when it happens (and ends the sandbox under kill_on_violation).
+         * Stopped and reported by the caller. */
+        struct sbx_egress_run *egress;
         /* Another descriptor to watch: on_extra(extra_userdata) when it is readable. */
         int extra_fd;
         void (*on_extra)(void *userdata);

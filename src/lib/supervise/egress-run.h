@@ -1,0 +1,75 @@
+/* egress-run.h — one sandbox's egress proxy as its supervisor runs it (DESIGN.md, "Network:
+ * egress allowlist and host services"): the rules compiled from the profile's network.egress and
+ * the policy's network.hosts, the proxy serving the listening socket made in the sandbox's own
+ * network namespace (its 127.0.0.1:3128, handed out by the spawn before the init runs), and what
+ * it saw, kept for the supervisor's loop:
+ *
+ * - each refusal is queued and the event fd becomes readable: the loop records it as a
+ *   NetworkAccessViolation at once (and ends the sandbox under on_violation: kill);
+ * - each allowed connection, when it ends, is kept with its bytes and duration (the first
+ *   SBX_REPORT_MAX_CONNS; the rest counted) and goes into the report's `egress` at the end.
+ *
+ * The proxy's threads call in under the run's lock; the loop takes from it the same way. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+#include "policy/egress.h"
+#include "report/report.h"
+
+#define SBX_EGRESS_PROXY_PORT 3128
+
+typedef struct sbx_egress_refusal {
+        char host[256];
+        unsigned port;
+        const char *via; /* the protocol: "connect", "http", "socks5" */
+        sbx_egress_reason reason;
+        char rule[300];
+        uint64_t at_ns; /* CLOCK_MONOTONIC */
+        bool recorded; /* handed to the sink already: the loop only acts on it (kill) */
+} sbx_egress_refusal;
+
+/* A refusal's evidence, as a NetworkAccessViolation's detail: host, port, via ("proxy"),
+ * protocol, reason, rule (pointing into f). Returns the count. */
+#define SBX_EGRESS_DETAILS 6
+size_t sbx_egress_refusal_details(const sbx_egress_refusal *f, sbx_detail d[SBX_EGRESS_DETAILS]);
+
+/* A persistent sandbox's routing: owner(pid) names the exec the connecting process belongs to
+ * (0: the sandbox's own), asked at each connection's start; sink(owner, …) gets each
+ * connection's end — let through (allowed) or refused — from the proxy's threads. */
+typedef uint64_t (*sbx_egress_owner_fn)(void *userdata, int pid);
+typedef void (*sbx_egress_sink_fn)(
+        void *userdata, uint64_t owner, const sbx_report_conn *allowed, const sbx_egress_refusal *refused);
+
+typedef struct sbx_egress_run sbx_egress_run;
+
+/* allow: network.egress; deny: deny rules (E2B's denyOut), may be NULL; hosts: the policy's
+ * network.hosts ("name=address"), may be NULL. -EINVAL naming a rule that does not parse. */
+int sbx_egress_run_new(
+        char *const *allow, char *const *deny, char *const *hosts, sbx_egress_run **ret, sbx_error *e);
+sbx_egress_run *sbx_egress_run_free(sbx_egress_run *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_egress_run *, sbx_egress_run_free);
+
+/* Before the start: route each connection by the process that made it (a descendant of
+ * init_pid, the sandbox's init as the host sees it, found by the client's socket) through owner
+ * and sink instead of keeping it. */
+void sbx_egress_run_route(
+        sbx_egress_run *r, int init_pid, sbx_egress_owner_fn owner, sbx_egress_sink_fn sink, void *userdata);
+/* Wait (up to timeout_ms) until the connections of owner have ended and reached the sink: an
+ * exec's report is complete only then. */
+void sbx_egress_run_settle(sbx_egress_run *r, uint64_t owner, int timeout_ms);
+
+/* An eventfd, readable while refusals wait to be taken. */
+int sbx_egress_run_event_fd(const sbx_egress_run *r);
+/* Serve listen_fd (taken, also on failure). -EALREADY when one is served already. */
+int sbx_egress_run_start(sbx_egress_run *r, int listen_fd);
+bool sbx_egress_run_started(const sbx_egress_run *r);
+/* The refusals queued since the last call, up to max (the rest stay queued). */
+size_t sbx_egress_run_take(sbx_egress_run *r, sbx_egress_refusal *out, size_t max);
+/* Stop the proxy: the connections in flight end (and are kept). Idempotent. */
+void sbx_egress_run_stop(sbx_egress_run *r);
+/* Into the report: the proxy's address, the counts, the bytes, the connections (times relative to
+ * start_ns). Stops the proxy first. */
+int sbx_egress_run_to_report(sbx_egress_run *r, sbx_report *rep, uint64_t start_ns);

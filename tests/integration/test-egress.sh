@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# test-egress.sh — network.egress through the supervisor's proxy (DESIGN.md, "Network: egress
+# allowlist and host services"): real clients inside (curl by HTTP_PROXY, by CONNECT, by SOCKS5,
+# python's urllib) reach allowed names and are refused the rest at once, each refusal a
+# NetworkAccessViolation with its reason, each connection in the report with its bytes; a direct
+# connect() is refused and recorded; on_violation: kill ends the run; a persistent sandbox's
+# execs get their own connections and refusals. Only loopback is reached: the policy's
+# network.hosts gives the local servers real-looking names.
+# shellcheck disable=SC2016 # python expressions in single quotes are meant literally
+. "$(dirname "$0")/lib.sh"
+require_backend native
+
+SERVE_PID= WEB_PID=
+cleanup() {
+        [ -n "$SERVE_PID" ] && kill -KILL "$SERVE_PID" 2>/dev/null
+        [ -n "$WEB_PID" ] && kill "$WEB_PID" 2>/dev/null
+        sbx_cleanup
+}
+trap cleanup EXIT
+
+command -v curl >/dev/null || skip_all "curl is not installed (scripts/setup.sh installs it)"
+
+# a web server on the host's loopback, outside every sandbox
+mkdir -p "$SBX_TMP/www" && echo "hello from the allowed host" >"$SBX_TMP/www/index.html"
+WEB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -m http.server "$WEB_PORT" --bind 127.0.0.1 --directory "$SBX_TMP/www" >/dev/null 2>&1 &
+WEB_PID=$!
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$WEB_PORT/" && break; sleep 0.1; done
+
+POL=$SBX_TMP/policy.yaml
+cat >"$POL" <<YAML
+version: 1
+overrides: { per_request: true, allowed: [timeout_s, memory_mb, cpus, scratch_mb, pids] }
+enforce: { best_effort: [memory_mb, cpus, scratch_mb] }
+run_as: 65534
+network:
+  egress_allowed: ["pkgs.example.test", "*.example.test", "localhost", "blocked.example.org"]
+  hosts: { "pkgs.example.test": "127.0.0.1", "api.example.test": "127.0.0.1" }
+YAML
+chmod 644 "$POL"
+prof() { # NAME EGRESS-LIST [EXTRA-YAML]
+        cat >"$SBX_TMP/$1.yaml" <<YAML
+id: $1
+version: "1.0.0"
+network: { egress: $2 }
+${3:-}
+YAML
+        chmod 644 "$SBX_TMP/$1.yaml"
+}
+prof eg '["pkgs.example.test", "*.example.test", "localhost"]'
+prof egkill '["pkgs.example.test"]' 'on_violation: kill'
+S=(--policy "$POL" --backend native --profile "$SBX_TMP/eg.yaml")
+U=http://pkgs.example.test:$WEB_PORT/
+
+# --- the proxy variables, and the allowed name through them ---
+run_sbx "${S[@]}" -- /bin/sh -c 'echo "$HTTP_PROXY $HTTPS_PROXY $ALL_PROXY $NO_PROXY"; curl -sS --max-time 10 '"$U"
+like "$SBX_OUT" '^http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:3128 localhost,127.0.0.1' \
+        "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY name the proxy"
+like "$SBX_OUT" 'hello from the allowed host' "curl reaches an allowed name through HTTP_PROXY (plain HTTP, absolute URI)"
+is "$(json_get "$SBX_REPORT" '[d["egress"]["proxy"], d["egress"]["allowed"], d["egress"]["refused"]]')" \
+        '["127.0.0.1:3128", 1, 0]' "the report's egress: the proxy, one connection allowed, none refused"
+is "$(json_get "$SBX_REPORT" '[(c["type"], c["host"], c["port"] > 0, c["via"], c["rule"], c["bytes_down"] > 27, c["bytes_up"] > 0) for c in d["egress"]["connections"]]')" \
+        '[["network.egress", "pkgs.example.test", true, "http", "pkgs.example.test", true, true]]' \
+        "the connection is in the report with its rule and its bytes each way"
+like "$(json_get "$SBX_REPORT" 'd["config"]["fences"]["egress"]')" "proxy at 127.0.0.1:3128" "the egress fence is stated"
+
+# --- CONNECT, SOCKS5, python's urllib, a wildcard rule ---
+run_sbx "${S[@]}" -- /bin/sh -c 'curl -sS --max-time 10 --proxytunnel '"$U"'; curl -sS --max-time 10 -x socks5h://127.0.0.1:3128 http://api.example.test:'"$WEB_PORT"'/; python3 -c "import urllib.request; print(urllib.request.urlopen(\"'"$U"'\", timeout=10).read().decode().strip(), \"(urllib)\")"'
+is "$(grep -c 'hello from the allowed host' "$SBX_OUT_FILE")" 3 "CONNECT, SOCKS5 (a *.domain rule) and urllib all reach the server"
+is "$(json_get "$SBX_REPORT" 'sorted(c["via"] for c in d["egress"]["connections"])')" '["connect", "http", "socks5"]' \
+        "each connection says how it came (CONNECT, an absolute URI, SOCKS5)"
+is "$(json_get "$SBX_REPORT" '[c["rule"] for c in d["egress"]["connections"] if c["via"] == "socks5"]')" '["*.example.test"]' \
+        "the wildcard rule is named as the one that allowed it"
+
+# --- refusals: at once, told apart from a network failure, recorded with the reason ---
+t0=$SECONDS
+run_sbx "${S[@]}" -- /bin/sh -c 'curl -sS --max-time 10 -D - -o /dev/null http://blocked.example.org:'"$WEB_PORT"'/ | tr -d "\r"; curl -sS --max-time 10 --noproxy "" -o /dev/null -w "%{http_code}\n" http://localhost:'"$WEB_PORT"'/; curl -sS --max-time 10 -x socks5h://127.0.0.1:3128 http://other.example.org/ 2>&1 | head -1; echo done'
+[ $((SECONDS - t0)) -lt 8 ]
+ok $? "refusals answer at once"
+like "$SBX_OUT" 'HTTP/1.1 403' "a name outside network.egress: HTTP 403"
+like "$SBX_OUT" 'X-Sandboxer-Refused: no_matching_allow' "with the reason in X-Sandboxer-Refused"
+like "$SBX_OUT" $'\n403\n' "localhost, allowed by a rule, resolves into loopback: refused too"
+like "$SBX_OUT" 'SOCKS5 connection to other.example.org. \(2\)' "SOCKS5: reply 2, not allowed by the ruleset"
+is "$(json_get "$SBX_REPORT" 'sorted((v["kind"], v["detail"]["host"], v["detail"]["via"], v["detail"]["reason"]) for v in d["violations"])')" \
+        '[["NetworkAccessViolation", "blocked.example.org", "proxy", "no_matching_allow"], ["NetworkAccessViolation", "localhost", "proxy", "resolves_to_denied"], ["NetworkAccessViolation", "other.example.org", "proxy", "no_matching_allow"]]' \
+        "each refusal is a NetworkAccessViolation with host, via proxy and the reason"
+is "$(json_get "$SBX_REPORT" '[d["egress"]["refused"], d["status"], d["exit"]["code"]]')" '[3, "exited", 0]' \
+        "refusals are counted; with on_violation: deny the command goes on"
+
+# --- a malformed target ---
+run_sbx "${S[@]}" -- python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT bad_host!:80 HTTP/1.1\r\nHost: bad_host!:80\r\n\r\n")
+print(s.recv(200).split(b"\r\n")[0].decode())'
+like "$SBX_OUT" '403' "a malformed CONNECT target: 403"
+is "$(json_get "$SBX_REPORT" '[v["detail"]["reason"] for v in d["violations"]]')" '["malformed_host"]' "recorded as malformed_host"
+
+# --- around the proxy: a direct connect() is refused and recorded ---
+run_sbx "${S[@]}" -- python3 -c '
+import socket
+try:
+    socket.create_connection(("198.51.100.7", 80), timeout=5)
+except OSError as e:
+    print("refused", e.errno)'
+like "$SBX_OUT" '^refused' "a direct connect() to an address fails"
+is "$(json_get "$SBX_REPORT" '[(v["kind"], v.get("syscall"), v["detail"].get("address")) for v in d["violations"]]')" \
+        '[["NetworkAccessViolation", "connect", "198.51.100.7"]]' "and is recorded with the address"
+run_sbx "${S[@]}" -- /bin/sh -c 'curl -sS --max-time 5 --noproxy "*" '"$U"' >/dev/null 2>&1; echo rc=$?'
+like "$SBX_OUT" 'rc=(6|7)' "curl --noproxy '*' cannot go around it (no resolver, no route)"
+
+# --- on_violation: kill ---
+run_sbx --policy "$POL" --backend native --profile "$SBX_TMP/egkill.yaml" -- /bin/sh -c 'curl -sS --max-time 10 -o /dev/null http://blocked.example.org:'"$WEB_PORT"'/; sleep 5; echo survived'
+is "$SBX_RC:$(json_get "$SBX_REPORT" '[d["status"], d["violations"][0]["action"], d["violations"][0]["detail"]["reason"]]')" \
+        '137:["violation", "killed", "no_matching_allow"]' "on_violation: kill ends the sandbox at the refusal"
+unlike() { if [[ $1 =~ $2 ]]; then ok 1 "$3"; else ok 0 "$3"; fi; }
+unlike "$SBX_OUT" survived "the command did not go on"
+
+# --- where the proxy does not exist yet, egress rules are refused, not ignored ---
+prof eglevel '["pkgs.example.test"], loopback: false' 'isolation: { level: policy }'
+run_sbx --policy "$POL" --backend landlock --profile "$SBX_TMP/eglevel.yaml" -- /bin/true
+is "$SBX_RC" 125 "the landlock backend refuses network.egress"
+like "$SBX_ERR" 'net.egress_proxy' "naming the capability it lacks"
+# without egress rules, nothing changes: no proxy, no variables, sockets refused as before
+run_sbx --policy "$POL" --backend native -- /bin/sh -c 'echo "[${HTTP_PROXY:-}]"'
+is "$SBX_OUT:$(json_get "$SBX_REPORT" 'd["egress"]')" "[]:null" "no egress rules: no proxy and no variables"
+
+# --- a persistent sandbox: each exec's connections and refusals in its own report ---
+export SANDBOXER_RUNTIME_DIR=$SBX_TMP/rt SANDBOXER_PROFILE_PATH=$SBX_TMP/profiles
+mkdir -p "$SANDBOXER_PROFILE_PATH" && sed 's/^id: eg$/id: profile.eg/' "$SBX_TMP/eg.yaml" >"$SANDBOXER_PROFILE_PATH/profile.eg.yaml"
+SOCK=$SBX_TMP/s.sock
+"$SANDBOXER" serve --listen "unix:$SOCK" --state-dir "$SBX_TMP/st" --policy "$POL" --stop-sandboxes 2>"$SBX_TMP/serve.log" &
+SERVE_PID=$!
+for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
+api() { curl -sS --max-time 60 --unix-socket "$SOCK" -X "$1" "http://sbx$2" ${3:+-d "$3"}; }
+api POST /v1/sandboxes '{"profile":"profile.eg"}' >"$SBX_TMP/create.json" 2>&1
+ID=$(json_get "$SBX_TMP/create.json" 'd["id"]')
+like "$ID" "^sbx_" "a sandbox of a profile with egress rules is created"
+[[ $ID == sbx_* ]] || diag "$(cat "$SBX_TMP/create.json" "$SBX_TMP/serve.log")"
+api POST "/v1/sandboxes/$ID/exec" '{"argv":["sh","-c","curl -sS --max-time 10 '"$U"'; curl -sS --max-time 10 -o /dev/null -w %{http_code} http://blocked.example.org/"]}' >"$SBX_TMP/x1.json"
+is "$(json_get "$SBX_TMP/x1.json" '[d["stdout"].split()[-1], d["report"]["egress"]["allowed"], [c["host"] for c in d["report"]["egress"]["connections"]], [v["detail"]["host"] for v in d["report"]["violations"]]]')" \
+        '["403", 1, ["pkgs.example.test"], ["blocked.example.org"]]' \
+        "an exec's report has its own connection and its own refusal"
+api POST "/v1/sandboxes/$ID/exec" '{"argv":["true"]}' >"$SBX_TMP/x2.json"
+is "$(json_get "$SBX_TMP/x2.json" '[d["report"]["egress"]["allowed"], d["report"]["violations"]]')" '[0, []]' \
+        "the next exec's report starts empty"
+api DELETE "/v1/sandboxes/$ID" >/dev/null
+kill -TERM "$SERVE_PID" && wait "$SERVE_PID" 2>/dev/null
+SERVE_PID=
+
+done_testing
