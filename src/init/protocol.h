@@ -23,9 +23,10 @@ enum {
                                   * inside; the supervisor reads its pid outside from the
                                   * credentials) and waits for SBX_INIT_MSG_GO before it starts */
         SBX_INIT_MSG_GO = 10, /* supervisor → the exec's process: it is known, go on */
-        SBX_INIT_MSG_EGRESS = 11, /* SCM_RIGHTS, from the spawn before the init runs: the egress
+        SBX_INIT_MSG_EGRESS = 11, /* SCM_RIGHTS, from the spawn before the init runs: b 0, the egress
                                    * proxy's listening socket, 127.0.0.1:3128 in the sandbox's own
-                                   * network namespace (the supervisor serves it from outside) */
+                                   * network namespace; b 1, its resolver's UDP 127.0.0.1:53 (the
+                                   * supervisor serves both from outside) */
 };
 
 struct sbx_init_msg {

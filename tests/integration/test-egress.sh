@@ -96,18 +96,40 @@ print(s.recv(200).split(b"\r\n")[0].decode())'
 like "$SBX_OUT" '403' "a malformed CONNECT target: 403"
 is "$(json_get "$SBX_REPORT" '[v["detail"]["reason"] for v in d["violations"]]')" '["malformed_host"]' "recorded as malformed_host"
 
-# --- around the proxy: a direct connect() is refused and recorded ---
+# --- the transparent path: programs that ignore the proxy variables reach the proxy anyway ---
+run_sbx "${S[@]}" -- /bin/sh -c 'cat /etc/resolv.conf; getent hosts pkgs.example.test; curl -sS --max-time 10 --noproxy "*" '"$U"'; curl -sS --max-time 10 --noproxy "*" -o /dev/null http://blocked.example.org:'"$WEB_PORT"'/ 2>&1; echo "curl rc=$?"'
+like "$SBX_OUT" 'nameserver 127.0.0.1' "the sandbox's resolver is the supervisor's, at 127.0.0.1"
+like "$SBX_OUT" '198\.1[89]\.[0-9]+\.[0-9]+ +pkgs\.example\.test' "a name resolves to a synthetic address of 198.18.0.0/15"
+like "$SBX_OUT" 'hello from the allowed host' "curl --noproxy '*' reaches an allowed name through the proxy all the same"
+like "$SBX_OUT" 'curl rc=7' "and a denied one is refused at connect()"
+is "$(json_get "$SBX_REPORT" '[(c["host"], c["via"]) for c in d["egress"]["connections"]] + [(v["detail"]["host"], v["detail"]["protocol"], v["detail"]["reason"], v["syscall"]) for v in d["violations"]]')" \
+        '[["pkgs.example.test", "transparent"], ["blocked.example.org", "transparent", "no_matching_allow", "connect"]]' \
+        "both are in the report by name: the connection, and the refusal at connect()"
+if command -v node >/dev/null; then
+        run_sbx "${S[@]}" -- node -e 'fetch(process.argv[1]).then(r => r.text()).then(t => console.log("node:", t.trim()), e => console.log("node failed:", e.cause && e.cause.code))' "$U"
+        is "$SBX_OUT" "node: hello from the allowed host" "node's fetch, which ignores the proxy variables, reaches an allowed name"
+else
+        skip "node is not installed" 1
+fi
+
+# --- around the proxy: a connect() to an address is judged as one, refused and recorded ---
 run_sbx "${S[@]}" -- python3 -c '
 import socket
 try:
     socket.create_connection(("198.51.100.7", 80), timeout=5)
 except OSError as e:
     print("refused", e.errno)'
-like "$SBX_OUT" '^refused' "a direct connect() to an address fails"
-is "$(json_get "$SBX_REPORT" '[(v["kind"], v.get("syscall"), v["detail"].get("address")) for v in d["violations"]]')" \
-        '[["NetworkAccessViolation", "connect", "198.51.100.7"]]' "and is recorded with the address"
-run_sbx "${S[@]}" -- /bin/sh -c 'curl -sS --max-time 5 --noproxy "*" '"$U"' >/dev/null 2>&1; echo rc=$?'
-like "$SBX_OUT" 'rc=(6|7)' "curl --noproxy '*' cannot go around it (no resolver, no route)"
+like "$SBX_OUT" '^refused 111' "a direct connect() to an address no rule names: ECONNREFUSED at once"
+is "$(json_get "$SBX_REPORT" '[(v["kind"], v.get("syscall"), v["detail"]["host"], v["detail"]["reason"]) for v in d["violations"]]')" \
+        '[["NetworkAccessViolation", "connect", "198.51.100.7", "no_matching_allow"]]' "and is recorded with the address"
+run_sbx "${S[@]}" -- python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"x", ("198.51.100.7", 53)); print("sent?")
+except OSError as e:
+    print("udp refused", e.errno)'
+like "$SBX_OUT" 'udp refused' "UDP out of the sandbox has no way at all"
 
 # --- on_violation: kill ---
 run_sbx --policy "$POL" --backend native --profile "$SBX_TMP/egkill.yaml" -- /bin/sh -c 'curl -sS --max-time 10 -o /dev/null http://blocked.example.org:'"$WEB_PORT"'/; sleep 5; echo survived'
@@ -144,6 +166,10 @@ is "$(json_get "$SBX_TMP/x1.json" '[d["stdout"].split()[-1], d["report"]["egress
 api POST "/v1/sandboxes/$ID/exec" '{"argv":["true"]}' >"$SBX_TMP/x2.json"
 is "$(json_get "$SBX_TMP/x2.json" '[d["report"]["egress"]["allowed"], d["report"]["violations"]]')" '[0, []]' \
         "the next exec's report starts empty"
+api POST "/v1/sandboxes/$ID/exec" '{"argv":["sh","-c","curl -sS --max-time 10 --noproxy * -o /dev/null '"$U"'; curl -sS --max-time 10 --noproxy * -o /dev/null http://blocked.example.org/; echo rc=$?"]}' >"$SBX_TMP/x3.json"
+is "$(json_get "$SBX_TMP/x3.json" '[d["stdout"].split()[-1], [(c["host"], c["via"]) for c in d["report"]["egress"]["connections"]], [(v["detail"]["host"], v["syscall"]) for v in d["report"]["violations"]]]')" \
+        '["rc=7", [["pkgs.example.test", "transparent"]], [["blocked.example.org", "connect"]]]' \
+        "the transparent path in a persistent sandbox: the exec's own connection and refusal"
 api DELETE "/v1/sandboxes/$ID" >/dev/null
 kill -TERM "$SERVE_PID" && wait "$SERVE_PID" 2>/dev/null
 SERVE_PID=

@@ -130,6 +130,20 @@ int main(void) {
                         strstr(e.message, "x=not-an-address"),
                 "a host map entry that is not NAME=ADDRESS: %s", e.message);
         is_str(sbx_egress_reason_to_string(_SBX_EGRESS_REASON_MAX), NULL, "no name past the last reason");
+
+        /* the rules alone (the transparent path's check at connect()): no resolution */
+        sbx_egress_verdict mv;
+        sbx_egress_match(g, "evil.example.com", 443, &mv);
+        ok(mv.reason == SBX_EGRESS_ALLOWED && mv.n_addrs == 0,
+                "match: an allowed name whose address is denied passes the rules (the proxy refuses it)");
+        sbx_egress_match(g, "other.example.org", 443, &mv);
+        ok(mv.reason == SBX_EGRESS_NO_MATCHING_ALLOW, "match: a name no rule allows");
+        sbx_egress_match(g, "api.github.com", 443, &mv);
+        ok(mv.reason == SBX_EGRESS_ALLOWED, "match: allow beats deny, as the judge has it");
+        sbx_egress_match(g, "203.0.113.5", 80, &mv);
+        ok(mv.reason == SBX_EGRESS_DENIED_BY_RULE, "match: an address a deny rule covers");
+        sbx_egress_match(g, "bad host", 80, &mv);
+        ok(mv.reason == SBX_EGRESS_MALFORMED_HOST, "match: a malformed host");
         sbx_egress_free(g);
         return done_testing();
 }

@@ -212,6 +212,15 @@ static int build_mounts(const sbx_config *cfg, const sbx_run_plan *rp, const sbx
                 (r = add_generated(plan, "/etc/group", group, etc_bound)) < 0 ||
                 (r = add_generated(plan, "/etc/hostname", SANDBOX_HOSTNAME "\n", etc_bound)) < 0)
                 return sbx_error_set(e, r, "mount plan", "out of memory");
+        /* the egress proxy's resolver: names only it answers, with addresses the proxy takes
+         * back to them (egress-dns.h) */
+        if (sbx_profile_egress_proxied(cfg->profile) &&
+                ((r = add_generated(plan, "/etc/resolv.conf",
+                          "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n",
+                          sbx_path_covered(rp->reads, "/etc/resolv.conf"))) < 0 ||
+                        (r = add_generated(plan, "/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n",
+                                 sbx_path_covered(rp->reads, "/etc/hosts"))) < 0))
+                return sbx_error_set(e, r, "mount plan", "out of memory");
 
         *ret = TAKE_PTR(plan);
         return 0;
@@ -227,6 +236,8 @@ static const sbx_spawn_path_rule inside_rules[] = {
         {"/etc/passwd", SBX_LL_READ, false},
         {"/etc/group", SBX_LL_READ, false},
         {"/etc/hostname", SBX_LL_READ, false},
+        {"/etc/resolv.conf", SBX_LL_READ, true},
+        {"/etc/hosts", SBX_LL_READ, true},
 };
 
 /* The Landlock ruleset: the same filesystem rules as the mount view, a second, independent

@@ -166,8 +166,10 @@ static void route_conn_end(
                 sbx_detail d[SBX_EGRESS_DETAILS];
                 size_t nd = sbx_egress_refusal_details(refused, d);
                 bool kill = sb->cfg && sb->cfg->profile->on_violation == SBX_ON_VIOLATION_KILL;
+                /* the transparent path refuses at the connect() itself */
+                const char *call = refused->via && streq(refused->via, "transparent") ? "connect" : NULL;
                 (void) sbx_report_add_violation(
-                        rep, SBX_VIOLATION_NETWORK_ACCESS, kill ? "killed" : "denied", at, NULL, d, nd);
+                        rep, SBX_VIOLATION_NETWORK_ACCESS, kill ? "killed" : "denied", at, call, d, nd);
                 rep->egress_refused++;
         }
         pthread_mutex_unlock(&sb->lock);

@@ -223,7 +223,7 @@ static void verdict(sbx_egress_verdict *v, sbx_egress_reason r, const char *rule
         va_end(ap);
 }
 
-void sbx_egress_judge(const sbx_egress *g, const char *host, unsigned port, sbx_egress_verdict *v) {
+static void judge(const sbx_egress *g, const char *host, unsigned port, bool resolve, sbx_egress_verdict *v) {
         *v = (sbx_egress_verdict){0};
         egress_rule want = {.port = port};
         if (!host || port == 0 || port > 65535) {
@@ -262,6 +262,10 @@ void sbx_egress_judge(const sbx_egress *g, const char *host, unsigned port, sbx_
                         port, d ? d : "");
                 return;
         }
+        if (!resolve) {
+                verdict(v, SBX_EGRESS_ALLOWED, a, "allowed by \"%s\" (before resolution)", a);
+                return;
+        }
         for (size_t i = 0; i < g->n_hosts; i++)
                 if (streq(g->hosts[i].name, want.host)) { /* the site's own map: it passes */
                         v->n_addrs = 1;
@@ -290,4 +294,12 @@ void sbx_egress_judge(const sbx_egress *g, const char *host, unsigned port, sbx_
                         return;
                 }
         verdict(v, SBX_EGRESS_ALLOWED, a, "allowed by \"%s\"", a);
+}
+
+void sbx_egress_judge(const sbx_egress *g, const char *host, unsigned port, sbx_egress_verdict *v) {
+        judge(g, host, port, true, v);
+}
+
+void sbx_egress_match(const sbx_egress *g, const char *host, unsigned port, sbx_egress_verdict *v) {
+        judge(g, host, port, false, v);
 }

@@ -62,5 +62,9 @@ sbx_egress *sbx_egress_free(sbx_egress *g);
 /* The verdict on host:port (host a name, an IPv4 address or an IPv6 one, bracketed or not). */
 void sbx_egress_judge(const sbx_egress *g, const char *host, unsigned port, sbx_egress_verdict *ret);
 
+/* The rules alone, no resolution: what can be said at once, without blocking (the transparent
+ * path's check at connect()); an allowed name has no addresses yet (the proxy resolves it). */
+void sbx_egress_match(const sbx_egress *g, const char *host, unsigned port, sbx_egress_verdict *ret);
+
 /* Whether an address is in one of the always-denied ranges (family AF_INET or AF_INET6). */
 bool sbx_egress_addr_denied(int family, const unsigned char *addr);

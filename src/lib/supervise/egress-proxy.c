@@ -36,7 +36,7 @@ struct sbx_egress_proxy {
         int lfd;
         const sbx_egress *rules;
         sbx_egress_event_fn fn;
-        sbx_egress_identify_fn identify;
+        sbx_egress_proxy_hooks hooks;
         void *ud;
         pthread_t acceptor;
         pthread_mutex_t lock;
@@ -147,6 +147,38 @@ static void report(conn *c, bool allowed, const char *host, unsigned port, const
         c->p->fn(c->p->ud, &ev);
 }
 
+/* The judge, with an address the sandbox's own resolver handed out taken back to its name (host
+ * is rewritten in place: it is what the report names). */
+static void judge(conn *c, char *host, size_t size, unsigned port, sbx_egress_verdict *v) {
+        char name[256];
+        if (c->p->hooks.unmap && c->p->hooks.unmap(c->p->ud, host, name, sizeof name))
+                snprintf(host, size, "%s", name);
+        sbx_egress_judge(c->p->rules, host, port, v);
+}
+
+/* A connect() redirected here: judged by where it was going, then piped; a refusal or a failure
+ * closes the connection (the connect() itself was judged by the rules already). */
+static void serve_transparent(conn *c, char *host, size_t size, unsigned port, int64_t t0) {
+        sbx_egress_verdict v;
+        judge(c, host, size, port, &v);
+        if (v.reason != SBX_EGRESS_ALLOWED) {
+                report(c, v.reason == SBX_EGRESS_UNRESOLVED, host, port, "transparent", &v, 0, 0, t0,
+                        v.reason == SBX_EGRESS_UNRESOLVED);
+                return;
+        }
+        int up = dial(&v, port);
+        if (up < 0) {
+                report(c, true, host, port, "transparent", &v, 0, 0, t0, true);
+                return;
+        }
+        pthread_mutex_lock(&c->p->lock);
+        c->up = up;
+        pthread_mutex_unlock(&c->p->lock);
+        uint64_t a = 0, b = 0;
+        (void) sbx_splice_both(c->fd, up, &a, &b);
+        report(c, true, host, port, "transparent", &v, a, b, t0, false);
+}
+
 static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
         int64_t deadline = t0 + REQUEST_MS;
         size_t used = 0;
@@ -182,7 +214,7 @@ static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
                 return;
         }
         sbx_egress_verdict v;
-        sbx_egress_judge(c->p->rules, host, port, &v);
+        judge(c, host, sizeof host, port, &v);
         if (v.reason != SBX_EGRESS_ALLOWED) {
                 sbx_socks5_reply(v.reason == SBX_EGRESS_UNRESOLVED ? 4 : 2, rep);
                 (void) sbx_write_all(c->fd, rep, sizeof rep);
@@ -232,7 +264,7 @@ static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0)
         }
         const char *via = r.connect ? "connect" : "http";
         sbx_egress_verdict v;
-        sbx_egress_judge(c->p->rules, r.host, r.port, &v);
+        judge(c, r.host, sizeof r.host, r.port, &v);
         if (v.reason == SBX_EGRESS_UNRESOLVED) {
                 http_answer(c->fd, "502 Bad Gateway", NULL, v.why);
                 report(c, true, r.host, r.port, via, &v, 0, 0, t0, true);
@@ -278,11 +310,18 @@ static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0)
 static void *conn_main(void *arg) {
         conn *c = arg;
         int64_t t0 = now_ms();
-        if (c->p->identify) {
-                uint64_t o = c->p->identify(c->p->ud, c->fd);
+        if (c->p->hooks.identify) {
+                uint64_t o = c->p->hooks.identify(c->p->ud, c->fd);
                 pthread_mutex_lock(&c->p->lock);
                 c->owner = o;
                 pthread_mutex_unlock(&c->p->lock);
+        }
+        char thost[256];
+        unsigned tport = 0;
+        if (c->p->hooks.transparent &&
+                c->p->hooks.transparent(c->p->ud, c->fd, thost, sizeof thost, &tport)) {
+                serve_transparent(c, thost, sizeof thost, tport, t0);
+                goto done;
         }
         char *buf = malloc(SBX_PROXY_HEAD_MAX + 1);
         ssize_t k = buf ? read_until(c->fd, buf, SBX_PROXY_HEAD_MAX, 0, t0 + REQUEST_MS) : -ENOMEM;
@@ -293,6 +332,7 @@ static void *conn_main(void *arg) {
                         serve_http(c, buf, SBX_PROXY_HEAD_MAX, (size_t) k, t0);
         }
         free(buf);
+done:;
         sbx_egress_proxy *p = c->p;
         pthread_mutex_lock(&p->lock);
         for (conn **pp = &p->conns; *pp; pp = &(*pp)->next)
@@ -348,12 +388,13 @@ static void *accept_main(void *arg) {
 }
 
 int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
-        sbx_egress_identify_fn identify, void *userdata, sbx_egress_proxy **ret) {
+        const sbx_egress_proxy_hooks *hooks, void *userdata, sbx_egress_proxy **ret) {
         sbx_egress_proxy *p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
-        *p = (sbx_egress_proxy){
-                .lfd = listen_fd, .rules = rules, .fn = fn, .identify = identify, .ud = userdata};
+        *p = (sbx_egress_proxy){.lfd = listen_fd, .rules = rules, .fn = fn, .ud = userdata};
+        if (hooks)
+                p->hooks = *hooks;
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->cond, NULL);
         (void) fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) & ~O_NONBLOCK);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "policy/egress.h"
@@ -18,7 +19,7 @@ typedef struct sbx_egress_event {
         bool allowed;
         const char *host;
         unsigned port;
-        const char *via; /* "connect", "http", "socks5" */
+        const char *via; /* "connect", "http", "socks5", "transparent" */
         sbx_egress_reason reason;
         const char *rule; /* the rule that decided, "" none */
         const char *why; /* refused: the sentence the client got */
@@ -29,21 +30,30 @@ typedef struct sbx_egress_event {
         uint64_t owner; /* whose connection it is (the identify hook's answer), 0 unknown */
 } sbx_egress_event;
 
-/* Optional: whose connection fd (the proxy's accepted socket) is — e.g. the exec of a persistent
- * sandbox the connecting process belongs to — asked in the connection's thread before its
- * request is read, while the client still holds its end. 0 when unknown. */
-typedef uint64_t (*sbx_egress_identify_fn)(void *userdata, int fd);
-
 /* Called from the proxy's threads (one per connection): serialize inside when it writes shared
  * state. */
 typedef void (*sbx_egress_event_fn)(void *userdata, const sbx_egress_event *ev);
+
+/* Optional hooks, called from a connection's thread. */
+typedef struct sbx_egress_proxy_hooks {
+        /* whose connection fd (the accepted socket) is — e.g. the exec of a persistent sandbox the
+         * connecting process belongs to — asked before its request is read, while the client
+         * still holds its end; 0 when unknown */
+        uint64_t (*identify)(void *userdata, int fd);
+        /* a transparent connection (a connect() the supervisor redirected here): where it was
+         * going, by the client's port — true with host (a name or an address) and port filled,
+         * and the connection is piped there once judged, with no request read */
+        bool (*transparent)(void *userdata, int fd, char *host, size_t size, unsigned *port);
+        /* an address the sandbox's resolver handed out for a name: the name (true) */
+        bool (*unmap)(void *userdata, const char *addr, char *name, size_t size);
+} sbx_egress_proxy_hooks;
 
 typedef struct sbx_egress_proxy sbx_egress_proxy;
 
 /* Serve on listen_fd (taken: closed at stop) with rules (borrowed: must outlive the proxy). 0, or
  * -errno when its thread cannot start. */
 int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
-        sbx_egress_identify_fn identify, void *userdata, sbx_egress_proxy **ret);
+        const sbx_egress_proxy_hooks *hooks, void *userdata, sbx_egress_proxy **ret);
 /* Wait up to timeout_ms until no connection of owner is in flight (their events have come).
  * false on the timeout. */
 bool sbx_egress_proxy_settle(sbx_egress_proxy *p, uint64_t owner, int timeout_ms);

@@ -2,19 +2,25 @@
 #include "supervise/egress-run.h"
 
 #include <dirent.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <linux/seccomp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "supervise/egress-dns.h"
 #include "supervise/egress-proxy.h"
 
 #define PENDING_MAX 64 /* refusals waiting for the loop; beyond, they are only counted */
@@ -24,9 +30,20 @@ typedef struct kept_conn {
         uint64_t end_ns;
 } kept_conn;
 
+#define REDIRECTS_MAX 256 /* connect()s redirected and not yet accepted */
+
+typedef struct redirect {
+        unsigned client_port; /* 0: free */
+        unsigned port;
+        char host[256];
+} redirect;
+
 struct sbx_egress_run {
         sbx_egress *rules;
         sbx_egress_proxy *proxy;
+        sbx_egress_dns *dns;
+        redirect redirects[REDIRECTS_MAX];
+        size_t redirect_next;
         int efd;
         pthread_mutex_t lock;
         sbx_egress_refusal pending[PENDING_MAX];
@@ -223,7 +240,12 @@ int sbx_egress_run_new(
                 return sbx_error_set(e, k, "egress", "eventfd: %s", strerror(k));
         }
         pthread_mutex_init(&r->lock, NULL);
-        int k = sbx_egress_new(allow, deny, hosts, NULL, NULL, &r->rules, e);
+        int k = sbx_egress_dns_new(&r->dns);
+        if (k < 0) {
+                sbx_egress_run_free(r);
+                return sbx_error_set(e, -k, "egress", "out of memory");
+        }
+        k = sbx_egress_new(allow, deny, hosts, NULL, NULL, &r->rules, e);
         if (k < 0) {
                 sbx_egress_run_free(r);
                 return k;
@@ -235,12 +257,15 @@ int sbx_egress_run_new(
 void sbx_egress_run_stop(sbx_egress_run *r) {
         if (r && r->proxy)
                 r->proxy = sbx_egress_proxy_stop(r->proxy);
+        if (r)
+                sbx_egress_dns_stop(r->dns);
 }
 
 sbx_egress_run *sbx_egress_run_free(sbx_egress_run *r) {
         if (!r)
                 return NULL;
         sbx_egress_run_stop(r);
+        sbx_egress_dns_free(r->dns);
         for (size_t i = 0; i < r->n_conns; i++) {
                 free(r->conns[i].c.host);
                 free(r->conns[i].c.rule);
@@ -275,13 +300,121 @@ bool sbx_egress_run_started(const sbx_egress_run *r) {
         return r && r->proxy;
 }
 
+static bool transparent(void *userdata, int fd, char *host, size_t size, unsigned *port) {
+        sbx_egress_run *r = userdata;
+        struct sockaddr_in peer;
+        socklen_t len = sizeof peer;
+        if (getpeername(fd, (struct sockaddr *) &peer, &len) < 0 || peer.sin_family != AF_INET)
+                return false;
+        unsigned cp = ntohs(peer.sin_port);
+        bool found = false;
+        pthread_mutex_lock(&r->lock);
+        for (size_t i = 0; i < REDIRECTS_MAX && !found; i++)
+                if (r->redirects[i].client_port == cp) {
+                        found = true;
+                        snprintf(host, size, "%s", r->redirects[i].host);
+                        *port = r->redirects[i].port;
+                        r->redirects[i].client_port = 0;
+                }
+        pthread_mutex_unlock(&r->lock);
+        return found;
+}
+
+static bool unmap(void *userdata, const char *addr, char *name, size_t size) {
+        sbx_egress_run *r = userdata;
+        struct in_addr a;
+        return inet_pton(AF_INET, addr, &a) == 1 &&
+               sbx_egress_dns_unmap(r->dns, ntohl(a.s_addr), name, size);
+}
+
 int sbx_egress_run_start(sbx_egress_run *r, int listen_fd) {
         if (r->proxy) {
                 close(listen_fd);
                 return -EALREADY;
         }
-        return sbx_egress_proxy_start(
-                listen_fd, r->rules, on_event, r->init_pid > 0 ? identify : NULL, r, &r->proxy);
+        sbx_egress_proxy_hooks hooks = {
+                .identify = r->init_pid > 0 ? identify : NULL, .transparent = transparent, .unmap = unmap};
+        return sbx_egress_proxy_start(listen_fd, r->rules, on_event, &hooks, r, &r->proxy);
+}
+
+void sbx_egress_run_count_refused(sbx_egress_run *r) {
+        pthread_mutex_lock(&r->lock);
+        r->refused++;
+        pthread_mutex_unlock(&r->lock);
+}
+
+int sbx_egress_run_serve(sbx_egress_run *r, int which, int fd) {
+        if (which == 1)
+                return sbx_egress_dns_start(r->dns, fd);
+        if (which == 0)
+                return sbx_egress_run_start(r, fd);
+        close(fd);
+        return -EINVAL;
+}
+
+void sbx_egress_run_check(
+        sbx_egress_run *r, const char *addr, unsigned port, char *host, size_t size, sbx_egress_verdict *v) {
+        snprintf(host, size, "%s", addr);
+        (void) unmap(r, addr, host, size);
+        sbx_egress_match(r->rules, host, port, v);
+}
+
+int sbx_egress_run_redirect(sbx_egress_run *r, int fd, const char *host, unsigned port) {
+        struct sockaddr_storage ss = {0};
+        socklen_t sl;
+        int domain = 0;
+        socklen_t dl = sizeof domain;
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) < 0)
+                return -errno;
+        /* bound first, so that the proxy knows where it goes before it can accept it */
+        if (domain == AF_INET) {
+                struct sockaddr_in *a = (struct sockaddr_in *) &ss;
+                a->sin_family = AF_INET;
+                a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                sl = sizeof *a;
+        } else if (domain == AF_INET6) {
+                struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
+                a->sin6_family = AF_INET6;
+                inet_pton(AF_INET6, "::ffff:127.0.0.1", &a->sin6_addr);
+                sl = sizeof *a;
+        } else
+                return -EAFNOSUPPORT;
+        if (bind(fd, (struct sockaddr *) &ss, sl) < 0)
+                return -errno;
+        struct sockaddr_storage me;
+        socklen_t ml = sizeof me;
+        if (getsockname(fd, (struct sockaddr *) &me, &ml) < 0)
+                return -errno;
+        unsigned cp = ntohs(domain == AF_INET ? ((struct sockaddr_in *) &me)->sin_port
+                                              : ((struct sockaddr_in6 *) &me)->sin6_port);
+        pthread_mutex_lock(&r->lock);
+        redirect *slot = NULL;
+        for (size_t i = 0; i < REDIRECTS_MAX && !slot; i++)
+                if (r->redirects[i].client_port == 0)
+                        slot = &r->redirects[i];
+        if (!slot) /* all taken by connects never accepted: the oldest goes */
+                slot = &r->redirects[r->redirect_next++ % REDIRECTS_MAX];
+        slot->client_port = cp;
+        slot->port = port;
+        snprintf(slot->host, sizeof slot->host, "%s", host);
+        pthread_mutex_unlock(&r->lock);
+        if (domain == AF_INET)
+                ((struct sockaddr_in *) &ss)->sin_port = htons(SBX_EGRESS_PROXY_PORT);
+        else
+                ((struct sockaddr_in6 *) &ss)->sin6_port = htons(SBX_EGRESS_PROXY_PORT);
+        if (connect(fd, (struct sockaddr *) &ss, sl) < 0) {
+                if (errno != EINPROGRESS)
+                        return -errno;
+                /* a non-blocking socket: loopback completes at once, or not at all */
+                struct pollfd pf = {.fd = fd, .events = POLLOUT};
+                int err = 0;
+                socklen_t el = sizeof err;
+                if (poll(&pf, 1, 1000) <= 0)
+                        return -ETIMEDOUT;
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err)
+                        return err ? -err : -errno;
+        }
+        return 0;
 }
 
 size_t sbx_egress_run_take(sbx_egress_run *r, sbx_egress_refusal *out, size_t max) {
@@ -320,4 +453,57 @@ int sbx_egress_run_to_report(sbx_egress_run *r, sbx_report *rep, uint64_t start_
         rep->egress_refused = r->refused;
         pthread_mutex_unlock(&r->lock);
         return k;
+}
+
+int sbx_egress_run_transparent(sbx_egress_run *r, const struct sockaddr *sa, size_t len, int pid, int fd_num,
+        int listener_fd, uint64_t notif_id, sbx_egress_refusal *refused, int *err) {
+        char addr[INET6_ADDRSTRLEN], host[256];
+        unsigned port;
+        if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
+                if ((ntohl(in->sin_addr.s_addr) >> 24) == 127 || in->sin_addr.s_addr == INADDR_ANY)
+                        return 0;
+                inet_ntop(AF_INET, &in->sin_addr, addr, sizeof addr);
+                port = ntohs(in->sin_port);
+        } else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
+                if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) || IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+                        return 0;
+                if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+                        if (in6->sin6_addr.s6_addr[12] == 127)
+                                return 0;
+                        inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], addr, sizeof addr);
+                } else
+                        inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof addr);
+                port = ntohs(in6->sin6_port);
+        } else
+                return 0;
+        /* the socket itself: a TCP one only (a datagram's "connect" leads nowhere: refused as
+         * before), and still the caller's (the notification still pending) */
+        int pidfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
+        int fd = pidfd >= 0 ? (int) syscall(SYS_pidfd_getfd, pidfd, fd_num, 0) : -1;
+        if (pidfd >= 0)
+                close(pidfd);
+        uint64_t id = notif_id;
+        int type = 0;
+        socklen_t tl = sizeof type;
+        if (fd < 0 || ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0 ||
+                getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM) {
+                if (fd >= 0)
+                        close(fd);
+                return 0;
+        }
+        sbx_egress_verdict v;
+        sbx_egress_run_check(r, addr, port, host, sizeof host, &v);
+        if (v.reason != SBX_EGRESS_ALLOWED) {
+                close(fd);
+                *refused = (sbx_egress_refusal){
+                        .port = port, .via = "transparent", .reason = v.reason, .at_ns = sbx_now_ns()};
+                snprintf(refused->host, sizeof refused->host, "%s", host);
+                snprintf(refused->rule, sizeof refused->rule, "%s", v.rule);
+                return -1;
+        }
+        *err = sbx_egress_run_redirect(r, fd, host, port);
+        close(fd);
+        return 1;
 }

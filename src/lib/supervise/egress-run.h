@@ -17,9 +17,11 @@
 
 #include "basic/error.h"
 #include "policy/egress.h"
+#include <sys/socket.h>
 #include "report/report.h"
 
 #define SBX_EGRESS_PROXY_PORT 3128
+#define SBX_EGRESS_DNS_PORT 53
 
 typedef struct sbx_egress_refusal {
         char host[256];
@@ -66,6 +68,31 @@ int sbx_egress_run_event_fd(const sbx_egress_run *r);
 /* Serve listen_fd (taken, also on failure). -EALREADY when one is served already. */
 int sbx_egress_run_start(sbx_egress_run *r, int listen_fd);
 bool sbx_egress_run_started(const sbx_egress_run *r);
+/* Serve a socket the spawn made (SBX_INIT_MSG_EGRESS, taken): which 0 the proxy's listening one
+ * (sbx_egress_run_start), 1 the resolver's UDP 127.0.0.1:53 (egress-dns.h). -EALREADY when
+ * served already. */
+int sbx_egress_run_serve(sbx_egress_run *r, int which, int fd);
+
+/* The transparent path (a connect() the seccomp listener caught): the rules' verdict on where it
+ * goes, without resolution — addr (text) taken back to its name when the sandbox's resolver
+ * handed it out, the name or address into host. */
+void sbx_egress_run_check(
+        sbx_egress_run *r, const char *addr, unsigned port, char *host, size_t size, sbx_egress_verdict *v);
+/* ...and when allowed: connect fd (the process's own socket, a copy of it) to the proxy, which
+ * then takes it to host:port. 0 or -errno. */
+int sbx_egress_run_redirect(sbx_egress_run *r, int fd, const char *host, unsigned port);
+
+/* All of the transparent path for one connect() the seccomp listener caught (the target sa as
+ * read once from the caller's memory; the caller pid; its socket fd_num; the notification id,
+ * checked with the listener after the socket is taken): 1 done — connected to the proxy, *err 0
+ * or the -errno of the attempt; -1 refused by the rules, *refused filled (the caller records it
+ * and answers ECONNREFUSED); 0 not ours (loopback, not TCP, the socket out of reach). */
+int sbx_egress_run_transparent(sbx_egress_run *r, const struct sockaddr *sa, size_t len, int pid, int fd_num,
+        int listener_fd, uint64_t notif_id, sbx_egress_refusal *refused, int *err);
+
+/* One refusal more in the counts (one the caller recorded itself). */
+void sbx_egress_run_count_refused(sbx_egress_run *r);
+
 /* The refusals queued since the last call, up to max (the rest stay queued). */
 size_t sbx_egress_run_take(sbx_egress_run *r, sbx_egress_refusal *out, size_t max);
 /* Stop the proxy: the connections in flight end (and are kept). Idempotent. */

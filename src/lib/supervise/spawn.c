@@ -30,18 +30,19 @@ static _noreturn_ void child_die(int errfd, const sbx_child_error *ce) {
 
 /* The egress proxy's socket, listening in the sandbox's network namespace, out to the supervisor:
  * the sandbox keeps an empty namespace and the proxy runs outside it. */
-static int send_egress_listener(int status_fd, uint16_t port) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+static int send_egress_listener(int status_fd, int type, uint16_t port) {
+        int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
         struct sockaddr_in a = {
                 .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         int one = 1, r = 0;
         (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || listen(fd, 128) < 0)
+        if (bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || (type == SOCK_STREAM && listen(fd, 128) < 0))
                 r = -errno;
         else {
-                struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_EGRESS};
+                struct sbx_init_msg m = {
+                        .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_EGRESS, .b = type == SOCK_DGRAM};
                 union {
                         struct cmsghdr h;
                         char buf[CMSG_SPACE(sizeof(int))];
@@ -137,9 +138,15 @@ static _noreturn_ void child_main(
                 }
         }
         if (p->egress_port) {
-                int r = send_egress_listener(p->status_fd, p->egress_port);
+                int r = send_egress_listener(p->status_fd, SOCK_STREAM, p->egress_port);
                 if (r < 0) {
                         sbx_child_fail(&ce, r, "egress proxy: listen on 127.0.0.1 in the sandbox", NULL);
+                        child_die(errfd, &ce);
+                }
+                r = send_egress_listener(p->status_fd, SOCK_DGRAM, 53);
+                if (r < 0) {
+                        sbx_child_fail(
+                                &ce, r, "egress proxy: the resolver's 127.0.0.1:53 in the sandbox", NULL);
                         child_die(errfd, &ce);
                 }
         }

@@ -32,9 +32,9 @@ typedef struct sbx_spawn_params {
         const sbx_mount_plan *mounts; /* NULL = leave the mount view alone */
         const char *hostname; /* NULL = leave */
         bool loopback;
-        /* The egress proxy's listening socket: made in the new network namespace at
-         * 127.0.0.1:egress_port (loopback is brought up for it) and sent over status_fd
-         * (SBX_INIT_MSG_EGRESS) before the init runs; 0 = none. */
+        /* The egress proxy's listening socket and its resolver's (UDP 53): made in the new network
+         * namespace at 127.0.0.1 (loopback is brought up for them) and sent over status_fd
+         * (SBX_INIT_MSG_EGRESS, b 0 and 1) before the init runs; 0 = none. */
         uint16_t egress_port;
         int init_fd; /* sandboxer-init, opened O_RDONLY|O_CLOEXEC */
         char *const *init_argv;

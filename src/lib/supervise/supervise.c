@@ -433,6 +433,25 @@ static bool observe_net(
         return false; /* unix and the rest: the namespaces and Landlock decide */
 }
 
+static sbx_egress_refusal transparent_refusal; /* the last one's evidence (d points into it) */
+
+/* The transparent path (egress-run.h: sbx_egress_run_transparent): 1 done (resp set), -1 refused
+ * (evidence in d, resp.error set), 0 not ours (the usual observation decides). */
+static int egress_connect(loop_state *s, const struct seccomp_notif *req, struct seccomp_notif_resp *resp,
+        sbx_detail *d, size_t *nd) {
+        struct sockaddr_storage ss = {0};
+        size_t len = MIN((size_t) req->data.args[2], sizeof ss);
+        int err = 0;
+        if (len < sizeof(sa_family_t) || read_mem(s, req, req->data.args[1], &ss, len) < (ssize_t) len)
+                return 0;
+        int r = sbx_egress_run_transparent(s->p->egress, (struct sockaddr *) &ss, len, (int) req->pid,
+                (int) req->data.args[0], s->listener_fd, req->id, &transparent_refusal, &err);
+        if (r < 0)
+                *nd = sbx_egress_refusal_details(&transparent_refusal, d);
+        resp->error = r < 0 ? -ECONNREFUSED : r > 0 ? err : 0;
+        return r;
+}
+
 static bool cmd_listed(char *const *list, const char *path) {
         const char *base = strrchr(path, '/');
         base = base ? base + 1 : path;
@@ -551,6 +570,22 @@ static void handle_notify(loop_state *s) {
                 static char bufs[4][512];
                 static char abuf[INET6_ADDRSTRLEN];
                 bool warned = false;
+                if (req.data.nr == __NR_connect && s->p->egress) {
+                        int t = egress_connect(s, &req, &resp, d, &nd);
+                        if (t > 0)
+                                break; /* connected to the proxy for it */
+                        deny = t < 0;
+                        if (deny && rt && rt->conn_owner && rt->conn_end) /* the exec's report */
+                                rt->conn_end(rt->userdata, rt->conn_owner(rt->userdata, (int) req.pid), NULL,
+                                        &transparent_refusal);
+                        else if (deny) {
+                                record(s, SBX_VIOLATION_NETWORK_ACCESS, s->p->kill_on_violation, name, d,
+                                        nd);
+                                sbx_egress_run_count_refused(s->p->egress);
+                        }
+                        if (deny)
+                                break;
+                }
                 bool refuse = m.category == SBX_SECCOMP_CAT_FS ? observe_fs(s, &req, d, &nd, bufs)
                               : m.category == SBX_SECCOMP_CAT_SPAWN
                                       ? observe_exec(s, &req, d, &nd, bufs[0], sizeof bufs[0], &warned) > 0
@@ -583,7 +618,7 @@ static void handle_notify(loop_state *s) {
                 resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
                 break;
         }
-        if (deny)
+        if (deny && !resp.error)
                 resp.error = -(m.errnum ? m.errnum : EPERM);
         if (ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
                 return;
@@ -819,13 +854,8 @@ static void handle_status(loop_state *s) {
                                         memcpy(&cred, CMSG_DATA(c), sizeof cred);
                         }
                 if (passed >= 0 && n == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC &&
-                        m.type == SBX_INIT_MSG_EGRESS && s->p->egress &&
-                        !sbx_egress_run_started(s->p->egress)) {
-                        if (s->p->route && s->p->route->conn_owner && s->p->route->conn_end)
-                                /* a persistent sandbox: each connection to the exec it is of */
-                                sbx_egress_run_route(s->p->egress, s->p->pid, s->p->route->conn_owner,
-                                        s->p->route->conn_end, s->p->route->userdata);
-                        (void) sbx_egress_run_start(s->p->egress, passed);
+                        m.type == SBX_INIT_MSG_EGRESS && s->p->egress) {
+                        (void) sbx_egress_run_serve(s->p->egress, m.b, passed);
                         continue;
                 }
                 if (passed >= 0 &&
@@ -940,6 +970,10 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 sigaddset(&mask, SIGHUP);
                 sigaddset(&mask, SIGQUIT);
         }
+        if (p->egress && p->route && p->route->conn_owner && p->route->conn_end)
+                /* a persistent sandbox: each connection to the exec it is of */
+                sbx_egress_run_route(
+                        p->egress, p->pid, p->route->conn_owner, p->route->conn_end, p->route->userdata);
         bool tty = p->tty_master >= 0;
         if (tty)
                 sigaddset(&mask, SIGWINCH); /* the caller's window size follows to the pty */
