@@ -223,7 +223,8 @@ static void verdict(sbx_egress_verdict *v, sbx_egress_reason r, const char *rule
         va_end(ap);
 }
 
-static void judge(const sbx_egress *g, const char *host, unsigned port, bool resolve, sbx_egress_verdict *v) {
+static void judge(
+        const sbx_egress *g, const char *host, unsigned port, bool resolve, sbx_egress_verdict *v) {
         *v = (sbx_egress_verdict){0};
         egress_rule want = {.port = port};
         if (!host || port == 0 || port > 65535) {
