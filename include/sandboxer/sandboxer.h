@@ -65,6 +65,11 @@ SBX_PUBLIC int sbx_run_add_secret(sbx_run *run, const char *name, const void *va
  * produces a setup_error report with this message and returns 125 without running anything. */
 SBX_PUBLIC int sbx_run_set_failure(sbx_run *run, const char *message);
 
+/* The run is a signed skill's (its report's `skill`): name, version, the manifest's digest and
+ * the signing key's id (NULL: unsigned). */
+SBX_PUBLIC int sbx_run_set_skill(
+        sbx_run *run, const char *name, const char *version, const char *digest, const char *key_id);
+
 /* Resolve the configuration and print it with the source of each value, and the backend that
  * would run it; runs nothing. Returns 0, or -errno with sbx_run_error() set. */
 SBX_PUBLIC int sbx_run_dry_run(sbx_run *run, FILE *f, bool json);

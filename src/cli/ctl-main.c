@@ -15,6 +15,7 @@ static const struct {
         {"token", verb_token},
         {"audit", verb_audit},
         {"supervise", verb_supervise},
+        {"skill", verb_skill},
         {"create", verb_client},
         {"ls", verb_client},
         {"get", verb_client},

@@ -32,6 +32,7 @@ static const struct {
         {"destroy", NULL, "destroy a sandbox"},
         {"events", NULL, "follow the lifecycle events"},
         {"port-forward", NULL, "reach a port inside a sandbox from a local port"},
+        {"skill", NULL, "signed skills: keygen, sign, verify, run"},
         {"supervise", NULL, "internal: the supervisor of one sandbox (started by serve)"},
 #endif
 };

@@ -10,6 +10,7 @@ int verb_token(int argc, char **argv);
 int verb_audit(int argc, char **argv);
 int verb_serve(int argc, char **argv);
 int verb_supervise(int argc, char **argv);
+int verb_skill(int argc, char **argv);
 /* create, ls, get, exec, cp, extend, recreate, destroy, events: argv[0] names which */
 int verb_client(int argc, char **argv);
 

@@ -42,6 +42,7 @@ struct sbx_run {
         size_t n_secrets;
         char *resolved; /* sbx_run_set_resolved_config() */
         size_t resolved_len;
+        char skill_name[65], skill_version[65], skill_digest[65], skill_key_id[17];
 };
 
 _public_ bool sbx_platform_sandboxes(void) {
@@ -244,6 +245,17 @@ _public_ int sbx_run_set_failure(sbx_run *r, const char *message) {
         return set_str(&r->failure, message ? message : "failed");
 }
 
+_public_ int sbx_run_set_skill(
+        sbx_run *r, const char *name, const char *version, const char *digest, const char *key_id) {
+        if (!name || !*name || !version || !digest)
+                return -EINVAL;
+        snprintf(r->skill_name, sizeof r->skill_name, "%s", name);
+        snprintf(r->skill_version, sizeof r->skill_version, "%s", version);
+        snprintf(r->skill_digest, sizeof r->skill_digest, "%s", digest);
+        snprintf(r->skill_key_id, sizeof r->skill_key_id, "%s", key_id ? key_id : "");
+        return 0;
+}
+
 static int resolve(sbx_run *r, sbx_config **ret, sbx_error *e) {
         if (r->failure)
                 return sbx_error_set(e, EINVAL, "arguments", "%s", r->failure);
@@ -362,6 +374,10 @@ _public_ int sbx_run_execute(sbx_run *r) {
                 r->error = strdup("out of memory");
                 return 125;
         }
+        memcpy(rep->skill_name, r->skill_name, sizeof rep->skill_name);
+        memcpy(rep->skill_version, r->skill_version, sizeof rep->skill_version);
+        memcpy(rep->skill_digest, r->skill_digest, sizeof rep->skill_digest);
+        memcpy(rep->skill_key_id, r->skill_key_id, sizeof rep->skill_key_id);
         int ret = resolve(r, &cfg, &e);
         sbx_debug_mark("configuration resolved");
         if (ret >= 0) {

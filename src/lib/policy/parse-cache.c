@@ -75,6 +75,7 @@ static const ptr_field policy_ptrs[] = {
         PF(sbx_policy, write_allowed, P_STRV),
         PF(sbx_policy, egress_allowed, P_STRV),
         PF(sbx_policy, net_hosts, P_STRV),
+        PF(sbx_policy, skill_keys, P_STRV),
 };
 
 static const struct kind_info {

@@ -15,6 +15,7 @@ sbx_policy *sbx_policy_free(sbx_policy *p) {
         strv_free(p->write_allowed);
         strv_free(p->egress_allowed);
         strv_free(p->net_hosts);
+        strv_free(p->skill_keys);
         free(p);
         return NULL;
 }
@@ -262,6 +263,26 @@ static int parse_process(yctx *c, yaml_node_t *n, sbx_policy *p) {
         return 0;
 }
 
+static int parse_skills(yctx *c, yaml_node_t *n, sbx_policy *p) {
+        static const char *const keys[] = {"trusted_keys", "require_signature"};
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r = ymap(c, n, "skills", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0]) {
+                strv_free(p->skill_keys);
+                p->skill_keys = NULL;
+                if ((r = yget_strv(c, v[0], "skills.trusted_keys", "absolute paths of public key files",
+                             LIST_MAX, ycheck_abs_path, &p->skill_keys)) < 0)
+                        return r;
+        }
+        bool req = true;
+        if (v[1] && (r = yget_bool(c, v[1], "skills.require_signature", &req)) < 0)
+                return r;
+        p->skill_unsigned_ok = !req;
+        return 0;
+}
+
 enum {
         P_VERSION,
         P_MODES,
@@ -272,6 +293,7 @@ enum {
         P_FILESYSTEM,
         P_NETWORK,
         P_PROCESS,
+        P_SKILLS,
         _P_MAX
 };
 static const char *const top_keys[_P_MAX] = {
@@ -284,6 +306,7 @@ static const char *const top_keys[_P_MAX] = {
         [P_FILESYSTEM] = "filesystem",
         [P_NETWORK] = "network",
         [P_PROCESS] = "process",
+        [P_SKILLS] = "skills",
 };
 
 static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
@@ -327,6 +350,8 @@ static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
         if (v[P_NETWORK] && (r = parse_network(c, v[P_NETWORK], p)) < 0)
                 return r;
         if (v[P_PROCESS] && (r = parse_process(c, v[P_PROCESS], p)) < 0)
+                return r;
+        if (v[P_SKILLS] && (r = parse_skills(c, v[P_SKILLS], p)) < 0)
                 return r;
 
         for (int m = 0; m < _SBX_MODE_MAX; m++)

@@ -292,6 +292,10 @@ typedef struct sbx_policy {
         bool allow_host_network; /* network.allow_host */
         bool long_lived_allowed; /* process.long_lived_allowed: execs of profiles with
                                   * process.long_lived may be long-lived (default false) */
+        /* skills: the public key files a skill's signature must be by (trusted_keys), and whether
+         * an unsigned skill is refused (require_signature, default true) */
+        char **skill_keys;
+        bool skill_unsigned_ok; /* require_signature: false */
 } sbx_policy;
 
 sbx_policy *sbx_policy_free(sbx_policy *p);

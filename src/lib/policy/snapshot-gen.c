@@ -192,6 +192,8 @@ static void put_policy(FILE *f, const sbx_policy *p) {
         field_strv(f, "net_hosts", p->net_hosts);
         SCALAR(f, p, allow_host_network, "%d", int);
         SCALAR(f, p, long_lived_allowed, "%d", int);
+        field_strv(f, "skill_keys", p->skill_keys);
+        SCALAR(f, p, skill_unsigned_ok, "%d", int);
         fputs("        return 0;\n}\n\n", f);
 }
 

@@ -520,6 +520,16 @@ int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret) {
 
         jsonw_key(&w, "egress");
         write_egress(&w, r);
+        jsonw_key(&w, "skill");
+        if (r->skill_name[0]) {
+                jsonw_begin_object(&w);
+                jsonw_kv_string(&w, "name", r->skill_name);
+                jsonw_kv_string(&w, "version", r->skill_version);
+                jsonw_kv_string(&w, "digest", r->skill_digest);
+                jsonw_kv_string(&w, "key_id", r->skill_key_id[0] ? r->skill_key_id : NULL);
+                jsonw_end_object(&w);
+        } else
+                jsonw_null(&w);
 
         jsonw_kv_string(&w, "error", r->error);
         jsonw_end_object(&w);

@@ -156,6 +156,8 @@ typedef struct sbx_report {
         sbx_report_conn *egress_conns; /* owned */
         size_t n_egress_conns;
         uint64_t egress_conns_dropped;
+        /* A signed skill's run (`sandboxer skill run`): skill_name[0] 0 when none ("skill": null). */
+        char skill_name[65], skill_version[65], skill_digest[65], skill_key_id[17];
 } sbx_report;
 
 /* Fresh report with a new random id, status exited, host facts filled. */
