@@ -87,6 +87,31 @@ is "$(json_get "$SBX_REPORT" 'sorted((v["kind"], v["detail"]["host"], v["detail"
 is "$(json_get "$SBX_REPORT" '[d["egress"]["refused"], d["status"], d["exit"]["code"]]')" '[3, "exited", 0]' \
         "refusals are counted; with on_violation: deny the command goes on"
 
+# --- TLS: the server name inside the tunnel is judged too (no fronting an allowed name) ---
+run_sbx "${S[@]}" -- python3 -c '
+import socket, ssl, sys
+def attempt(sni):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(b"CONNECT pkgs.example.test:%s HTTP/1.1\r\n\r\n" % sys.argv[1].encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    inb, outb = ssl.MemoryBIO(), ssl.MemoryBIO()
+    o = ssl.create_default_context().wrap_bio(inb, outb, server_hostname=sni)
+    try:
+        o.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    s.sendall(outb.read())
+    got = s.recv(100)
+    print(sni, head.split(b"\r\n")[0].decode(), "answered" if got else "closed")
+attempt("pkgs.example.test")
+attempt("evil.example.org")' "$WEB_PORT"
+like "$SBX_OUT" 'pkgs.example.test HTTP/1.1 200 Connection Established answered' "a TLS ClientHello naming the allowed host goes through"
+like "$SBX_OUT" 'evil.example.org HTTP/1.1 200 Connection Established closed' "one naming another host is stopped before the server sees it"
+is "$(json_get "$SBX_REPORT" '[(v["detail"]["host"], v["detail"]["protocol"], v["detail"]["reason"]) for v in d["violations"]]')" \
+        '[["evil.example.org", "tls", "no_matching_allow"]]' "and recorded with the server name it gave"
+
 # --- a malformed target ---
 run_sbx "${S[@]}" -- python3 -c '
 import socket

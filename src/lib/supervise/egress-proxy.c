@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -156,6 +157,62 @@ static void judge(conn *c, char *host, size_t size, unsigned port, sbx_egress_ve
         sbx_egress_judge(c->p->rules, host, port, v);
 }
 
+static bool is_address(const char *host) {
+        struct in_addr a;
+        return strchr(host, ':') || inet_pton(AF_INET, host, &a) == 1;
+}
+
+#define FIRST_MS 10000 /* for a client's first flight (its TLS ClientHello) */
+
+/* A tunnel, once its target is allowed and dialled: the client's first bytes, when they are a TLS
+ * ClientHello, name the server (SNI), and a name that is not the one allowed must be allowed on
+ * its own — no fronting an allowed name for another — else the tunnel is refused (recorded as
+ * protocol "tls") before a byte reaches the server. A server that speaks first, or bytes that are
+ * not TLS, go through as they are. pre: client bytes read already (past a CONNECT's head). */
+static void tunnel(conn *c, int up, const char *host, unsigned port, const char *via,
+        const sbx_egress_verdict *v, const char *pre, size_t npre, int64_t t0) {
+        unsigned char first[16384 + 5];
+        size_t n = 0;
+        bool check = !is_address(host) && npre <= sizeof first;
+        if (check) {
+                memcpy(first, pre, npre);
+                n = npre;
+        }
+        for (int64_t deadline = now_ms() + FIRST_MS; check;) {
+                char sni[256];
+                int k = n ? sbx_tls_sni(first, n, sni) : 0;
+                if (k == 1 && strcasecmp(sni, host) != 0) {
+                        sbx_egress_verdict sv;
+                        sbx_egress_match(c->p->rules, sni, port, &sv);
+                        if (sv.reason != SBX_EGRESS_ALLOWED) {
+                                snprintf(sv.why, sizeof sv.why,
+                                        "the TLS server name %s is not allowed (%s:%u was)", sni, host,
+                                        port);
+                                report(c, false, sni, port, "tls", &sv, 0, 0, t0, false);
+                                return;
+                        }
+                }
+                if (k != 0 || n == sizeof first)
+                        break;
+                struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = up, .events = POLLIN}};
+                int left = (int) (deadline - now_ms());
+                if (left <= 0 || poll(pf, 2, left) <= 0)
+                        break;
+                if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+                        break; /* the server speaks first: not a TLS client */
+                ssize_t k2 = read(c->fd, first + n, sizeof first - n);
+                if (k2 <= 0)
+                        break;
+                n += (size_t) k2;
+        }
+        const void *fwd = check ? (const void *) first : (const void *) pre;
+        size_t nf = check ? n : npre;
+        uint64_t a = 0, b = 0;
+        if (nf == 0 || sbx_write_all(up, fwd, nf) == 0)
+                (void) sbx_splice_both(c->fd, up, &a, &b);
+        report(c, true, host, port, via, v, a + nf, b, t0, false);
+}
+
 /* A connect() redirected here: judged by where it was going, then piped; a refusal or a failure
  * closes the connection (the connect() itself was judged by the rules already). */
 static void serve_transparent(conn *c, char *host, size_t size, unsigned port, int64_t t0) {
@@ -174,9 +231,7 @@ static void serve_transparent(conn *c, char *host, size_t size, unsigned port, i
         pthread_mutex_lock(&c->p->lock);
         c->up = up;
         pthread_mutex_unlock(&c->p->lock);
-        uint64_t a = 0, b = 0;
-        (void) sbx_splice_both(c->fd, up, &a, &b);
-        report(c, true, host, port, "transparent", &v, a, b, t0, false);
+        tunnel(c, up, host, port, "transparent", &v, NULL, 0, t0);
 }
 
 static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
@@ -233,11 +288,10 @@ static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
         c->up = up;
         pthread_mutex_unlock(&c->p->lock);
         sbx_socks5_reply(0, rep);
-        uint64_t a = 0, b = 0;
-        if (sbx_write_all(c->fd, rep, sizeof rep) == 0 &&
-                (have <= used || sbx_write_all(up, buf + used, have - used) == 0))
-                (void) sbx_splice_both(c->fd, up, &a, &b);
-        report(c, true, host, port, "socks5", &v, a + (have > used ? have - used : 0), b, t0, false);
+        if (sbx_write_all(c->fd, rep, sizeof rep) == 0)
+                tunnel(c, up, host, port, "socks5", &v, buf + used, have > used ? have - used : 0, t0);
+        else
+                report(c, true, host, port, "socks5", &v, 0, 0, t0, false);
 }
 
 static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0) {
@@ -290,7 +344,11 @@ static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0)
         bool ok;
         if (r.connect) {
                 static const char est[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
-                ok = sbx_write_all(c->fd, est, sizeof est - 1) == 0;
+                if (sbx_write_all(c->fd, est, sizeof est - 1) == 0)
+                        tunnel(c, up, r.host, r.port, via, &v, buf + r.head_len, have - r.head_len, t0);
+                else
+                        report(c, true, r.host, r.port, via, &v, 0, 0, t0, false);
+                return;
         } else {
                 size_t wl = 0;
                 _cleanup_free_ char *w = sbx_proxy_rewrite(buf, &r, &wl);

@@ -242,3 +242,76 @@ void sbx_socks5_reply(unsigned char rep, unsigned char out[static 10]) {
         out[1] = rep;
         memcpy(out + 2, tail, sizeof tail);
 }
+
+static unsigned be16(const unsigned char *p) {
+        return (unsigned) p[0] << 8 | p[1];
+}
+
+int sbx_tls_sni(const unsigned char *b, size_t n, char name[static 256]) {
+        /* record: ContentType handshake (22), version 3.x, length */
+        if (n >= 1 && b[0] != 22)
+                return -EINVAL;
+        if (n >= 2 && b[1] != 3)
+                return -EINVAL;
+        if (n < 5)
+                return 0;
+        size_t rec = be16(b + 3);
+        if (rec < 4 || rec > 16384)
+                return -EINVAL;
+        /* the whole ClientHello in this first record (clients send it so: it fits) */
+        if (n < 5 + rec)
+                return 0;
+        const unsigned char *h = b + 5, *end = b + 5 + rec;
+        if (h[0] != 1) /* ClientHello */
+                return -EINVAL;
+        size_t hlen = (size_t) h[1] << 16 | (size_t) h[2] << 8 | h[3];
+        if (hlen + 4 > rec)
+                return -EINVAL; /* a hello split over records: not judged */
+        end = h + 4 + hlen;
+        const unsigned char *p = h + 4 + 2 + 32; /* version, random */
+        if (p + 1 > end || p + 1 + p[0] > end)
+                return -EINVAL;
+        p += 1 + p[0]; /* session id */
+        if (p + 2 > end || p + 2 + be16(p) > end)
+                return -EINVAL;
+        p += 2 + be16(p); /* cipher suites */
+        if (p + 1 > end || p + 1 + p[0] > end)
+                return -EINVAL;
+        p += 1 + p[0]; /* compression methods */
+        if (p == end)
+                return -ENOENT; /* no extensions */
+        if (p + 2 > end || p + 2 + be16(p) > end)
+                return -EINVAL;
+        const unsigned char *x = p + 2, *xend = p + 2 + be16(p);
+        while (x + 4 <= xend) {
+                unsigned type = be16(x), len = be16(x + 2);
+                if (x + 4 + len > xend)
+                        return -EINVAL;
+                if (type == 0) { /* server_name: a list of (type, name); host_name is type 0 */
+                        const unsigned char *l = x + 4, *lend = x + 4 + len;
+                        if (l + 2 > lend || l + 2 + be16(l) > lend)
+                                return -EINVAL;
+                        for (l += 2; l + 3 <= lend;) {
+                                unsigned nl = be16(l + 1);
+                                if (l + 3 + nl > lend)
+                                        return -EINVAL;
+                                if (l[0] == 0) {
+                                        if (nl == 0 || nl > 255)
+                                                return -EINVAL;
+                                        for (unsigned i = 0; i < nl; i++) {
+                                                unsigned char ch = l[3 + i];
+                                                if (ch < 0x21 || ch > 0x7e)
+                                                        return -EINVAL;
+                                                name[i] = (char) (ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+                                        }
+                                        name[nl] = 0;
+                                        return 1;
+                                }
+                                l += 3 + nl;
+                        }
+                        return -ENOENT;
+                }
+                x += 4 + len;
+        }
+        return -ENOENT;
+}

@@ -42,3 +42,8 @@ int sbx_socks5_request(
  * unreachable, 5 refused, 7 command not supported, 8 address type not supported), bound address
  * 0.0.0.0:0. Writes 10 bytes into out. */
 void sbx_socks5_reply(unsigned char rep, unsigned char out[static 10]);
+
+/* The server name (SNI) of a TLS ClientHello at the start of buf[0, n) (the first handshake
+ * record): 1 with name (lowercased) when found, 0 when more bytes are needed, -ENOENT when it is a
+ * ClientHello without one, -EINVAL when it is not a TLS ClientHello (or a malformed one). */
+int sbx_tls_sni(const unsigned char *b, size_t n, char name[static 256]);
