@@ -199,12 +199,12 @@ if [ -x "$WRAP" ]; then
 else
         skip "sbx-syscall-wrap not built" 6
 fi
-# --- data mounts that would need the network fail closed until egress filtering exists ---
+# --- data mounts are refused, pointing at network.services (the endpoint-scoped proxy) ---
 for t in postgres s3 redis; do
         printf 'id: test.data\nversion: "1.0.0"\nextends: profile.python\ndata:\n  - type: %s\n    name: db\n' $t >"$SBX_TMP/data-$t.yaml"
         run_sbx "${L[@]}" --profile "$SBX_TMP/data-$t.yaml" -- $PY -c 'print("RAN")'
         ok $([ "$SBX_RC" = 125 ] && [[ $SBX_OUT != *RAN* ]] && echo 0 || echo 1) "a $t data mount is refused (exit 125, nothing runs)"
-        like "$SBX_ERR" "data-$t.yaml:5:[0-9]+: data: a $t data mount needs network egress" "with file:line:column and the reason"
+        like "$SBX_ERR" "data-$t.yaml:5:[0-9]+: data: a $t data mount is not something sandboxer mounts; name its endpoint in network.services" "with file:line:column and the way to reach it"
 done
 
 # --- as an ordinary user, what nothing can enforce here fails closed with the default policy ---

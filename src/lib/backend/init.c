@@ -91,6 +91,16 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
                 if (asprintf(&s, "%s=%s", n, cfg->env[i].value) < 0 || strv_consume(&env, s) < 0)
                         return -ENOMEM;
         }
+        /* network.services: each at 127.0.0.1:PORT inside, its URL in the variable it names */
+        STRV_FOREACH(sv, cfg->profile->net_services) {
+                char name[64], target[1100], port[8], var[300], proto[8];
+                if (sscanf(*sv, "%63[^\t]\t%1099[^\t]\t%7[^\t]\t%299[^\t]\t%7s", name, target, port, var,
+                            proto) != 5)
+                        continue; /* no variable */
+                if (asprintf(&s, "%s=%s127.0.0.1:%s", var, streq(proto, "tcp") ? "" : "http://", port) < 0 ||
+                        strv_consume(&env, s) < 0)
+                        return -ENOMEM;
+        }
         if (ws_visible) {
                 if (asprintf(&s, "SANDBOXER_WORKSPACE=%s", ws_visible) < 0 || strv_consume(&env, s) < 0)
                         return -ENOMEM;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "basic/debug.h"
+#include "basic/strv.h"
 #include "isolate/audit.h"
 #include "supervise/egress-run.h"
 
@@ -125,8 +126,17 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         /* network.egress: the supervisor's proxy, on the socket the spawn makes inside */
         if (sp->egress_port) {
                 r = sbx_egress_run_new(pr->egress, NULL, cfg->policy->net_hosts, &egress, e);
-                if (r < 0)
+                if (r < 0 || (r = sbx_egress_run_services(egress, pr->net_services, e)) < 0)
                         return r;
+                /* named now: a persistent sandbox's execs take them from here */
+                STRV_FOREACH(sv, pr->net_services) {
+                        const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+                        _cleanup_free_ char *name = t1 ? strndup(*sv, (size_t) (t1 - *sv)) : NULL,
+                                            *target = t2 ? strndup(t1 + 1, (size_t) (t2 - t1 - 1)) : NULL;
+                        if (!name || !target ||
+                                sbx_report_add_service(rep, name, target, strstr(*sv, "\ttcp") != NULL) < 0)
+                                return sbx_error_set(e, ENOMEM, "services", "out of memory");
+                }
                 rep->egress_proxy = "127.0.0.1:3128";
                 (void) sbx_report_set_fence(rep, "egress",
                         "only through the supervisor's proxy at 127.0.0.1:%u (HTTP CONNECT, absolute URIs, "

@@ -374,6 +374,13 @@ static int native_run(
                 rules[n_rules++] = (sbx_spawn_path_rule){rp.ws_target,
                         SBX_LL_READ | (sbx_backend_exec_allowed(pr, rp.ws_target) ? SBX_LL_EXEC : 0), false};
 
+        uint16_t service_ports[16];
+        size_t n_service_ports = 0;
+        STRV_FOREACH(sv, pr->net_services) {
+                const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+                if (t2 && n_service_ports < ELEMENTSOF(service_ports))
+                        service_ports[n_service_ports++] = (uint16_t) strtoul(t2 + 1, NULL, 10);
+        }
         sbx_spawn_params sp = {
                 .clone_flags = SBX_NS_ALL,
                 .uid_inside = SANDBOX_UID,
@@ -385,6 +392,8 @@ static int native_run(
                 .hostname = SANDBOX_HOSTNAME,
                 .loopback = pr->loopback,
                 .egress_port = sbx_profile_egress_proxied(pr) ? SBX_EGRESS_PROXY_PORT : 0,
+                .service_ports = service_ports,
+                .n_service_ports = n_service_ports,
                 .init_fd = init_fd,
                 .init_argv = init_argv,
                 .envp = env,

@@ -148,8 +148,8 @@ static uint64_t route_conn_owner(void *ud, int pid) {
         return key;
 }
 
-static void route_conn_end(
-        void *ud, uint64_t owner, const sbx_report_conn *allowed, const sbx_egress_refusal *refused) {
+static void route_conn_end(void *ud, uint64_t owner, const sbx_report_conn *allowed,
+        const sbx_egress_refusal *refused, const sbx_report_request *request) {
         sbx_sandbox *sb = ud;
         pthread_mutex_lock(&sb->lock);
         exec_slot *x = NULL;
@@ -158,7 +158,11 @@ static void route_conn_end(
                         x = i;
         sbx_report *rep = x ? x->rep : sb->rep;
         int64_t at = x ? (int64_t) ((sbx_now_ns() - x->start_ns) / 1000000) : 0;
-        if (rep && allowed) {
+        if (rep && request) { /* a host service's */
+                sbx_report_request k = *request;
+                k.at_ms = at;
+                (void) sbx_report_add_request(rep, &k);
+        } else if (rep && allowed) {
                 sbx_report_conn k = *allowed;
                 k.at_ms = at;
                 (void) sbx_report_add_conn(rep, &k);

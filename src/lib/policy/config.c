@@ -101,6 +101,27 @@ int sbx_policy_check_profile(const sbx_policy *pol, const sbx_profile *p, sbx_mo
                                 "add it to "
                                 "network.egress_allowed or remove it from the profile",
                                 pn, *g, pf);
+        STRV_FOREACH(sv, p->net_services) {
+                const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+                _cleanup_free_ char *name = t1 ? strndup(*sv, (size_t) (t1 - *sv)) : NULL,
+                                    *target = t2 ? strndup(t1 + 1, (size_t) (t2 - t1 - 1)) : NULL;
+                if (!name || !target)
+                        return sbx_error_set(e, ENOMEM, "policy: network.services", "out of memory");
+                bool ok = false;
+                STRV_FOREACH(al, pol->services_allowed)
+                        ok = ok || streq(*al, name) || streq(*al, target);
+                if (!ok)
+                        return sbx_error_set(e, EPERM, "policy: network.services",
+                                "%s: network.services %s (%s) is not allowed by %s "
+                                "(network.services_allowed); "
+                                "add its name or target there or remove it from the profile",
+                                pn, name, target, pf);
+                if (p->net_allow)
+                        return sbx_error_set(e, EINVAL, "policy: network.services",
+                                "%s: network.services needs network.default: deny (with the host network "
+                                "shared there is nothing to scope a service to)",
+                                pn);
+        }
         if (p->net_allow && !pol->allow_host_network)
                 return sbx_error_set(e, EPERM, "policy: network.default",
                         "%s: network.default: allow shares the host network, which %s does not permit (set "

@@ -21,6 +21,38 @@ static void put_strv(FILE *f, char *const *l) {
         fputc(']', f);
 }
 
+/* network.services as flow mappings {name, target, port, env, protocol} (valid YAML and JSON). */
+static void put_services(FILE *f, bool json, char *const *l) {
+        (void) json;
+        fputc('[', f);
+        STRV_FOREACH(s, l) {
+                char name[64] = "", target[1100] = "", env[300] = "", proto[16] = "";
+                unsigned port = 0;
+                const char *p = *s, *t;
+                char *fields[] = {name, target, NULL, env, proto};
+                size_t sizes[] = {sizeof name, sizeof target, 0, sizeof env, sizeof proto};
+                for (int i = 0; i < 5; i++) {
+                        t = strchr(p, '\t');
+                        size_t n = t ? (size_t) (t - p) : strlen(p);
+                        if (i == 2)
+                                port = (unsigned) strtoul(p, NULL, 10);
+                        else
+                                snprintf(fields[i], sizes[i], "%.*s", (int) n, p);
+                        p = t ? t + 1 : p + n;
+                }
+                fputs(s != l ? ", {\"name\": " : "{\"name\": ", f);
+                put_str(f, name);
+                fputs(", \"target\": ", f);
+                put_str(f, target);
+                fprintf(f, ", \"port\": %u, \"env\": ", port);
+                put_str(f, env[0] ? env : NULL);
+                fputs(", \"protocol\": ", f);
+                put_str(f, proto);
+                fputc('}', f);
+        }
+        fputc(']', f);
+}
+
 static void put_num(FILE *f, double v) {
         fprintf(f, "%.15g", v);
 }
@@ -43,7 +75,9 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
                 sbx_mode_to_string(p->mode), sbx_backend_to_string(p->backend));
         fprintf(f, "network:\n  default: %s\n  egress: ", p->net_allow ? "allow" : "deny");
         put_strv(f, p->egress);
-        fprintf(f, "\n  loopback: %s\nworkspace:\n  path: ", bool_str(p->loopback));
+        fprintf(f, "\n  loopback: %s\n  services: ", bool_str(p->loopback));
+        put_services(f, false, p->net_services);
+        fputs("\nworkspace:\n  path: ", f);
         put_str(f, p->ws_path);
         fputs("\n  mount: ", f);
         put_str(f, p->ws_mount);
@@ -135,7 +169,9 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
                 sbx_backend_to_string(p->backend));
         fprintf(f, ", \"network\": {\"default\": \"%s\", \"egress\": ", p->net_allow ? "allow" : "deny");
         put_strv(f, p->egress);
-        fprintf(f, ", \"loopback\": %s}, \"workspace\": {\"path\": ", bool_str(p->loopback));
+        fprintf(f, ", \"loopback\": %s, \"services\": ", bool_str(p->loopback));
+        put_services(f, true, p->net_services);
+        fputs("}, \"workspace\": {\"path\": ", f);
         put_str(f, p->ws_path);
         fputs(", \"mount\": ", f);
         put_str(f, p->ws_mount);
@@ -387,6 +423,7 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
                       : (void) fputs(p->net_allow ? "allow" : "deny", f)));
         O_VALUE(&o, "egress", fsrc(c, SBX_F_NET_EGRESS), put_strv(f, p->egress));
         O_VALUE(&o, "loopback", fsrc(c, SBX_F_NET_LOOPBACK), fputs(bool_str(p->loopback), f));
+        O_VALUE(&o, "services", fsrc(c, SBX_F_NET_SERVICES), put_services(f, json, p->net_services));
         o_close(&o);
 
         o_open(&o, "workspace");

@@ -86,17 +86,17 @@ DEFINE_STRING_TABLE(sbx_observe, sbx_observe, _SBX_OBSERVE_MAX, [SBX_OBSERVE_AUT
         [SBX_OBSERVE_REQUIRED] = "required", [SBX_OBSERVE_OFF] = "off");
 DEFINE_STRING_TABLE_FROM(sbx_observe, sbx_observe, _SBX_OBSERVE_MAX)
 
-DEFINE_STRING_TABLE(sbx_field, sbx_field,
-        _SBX_F_MAX, [SBX_F_LEVEL] = "isolation.level", [SBX_F_MODE] = "isolation.mode",
-        [SBX_F_BACKEND] = "isolation.backend", [SBX_F_NET_DEFAULT] = "network.default",
-        [SBX_F_NET_EGRESS] = "network.egress", [SBX_F_NET_LOOPBACK] = "network.loopback",
-        [SBX_F_WS_PATH] = "workspace.path", [SBX_F_WS_MOUNT] = "workspace.mount",
-        [SBX_F_WS_ACCESS] = "workspace.access", [SBX_F_FS_READ] = "filesystem.read",
-        [SBX_F_FS_WRITE] = "filesystem.write", [SBX_F_FS_EXEC] = "filesystem.exec",
-        [SBX_F_ALLOW_SPAWN] = "process.allow_spawn", [SBX_F_ALLOW_EXEC] = "process.allow_exec",
-        [SBX_F_COMMANDS] = "process.commands", [SBX_F_ON_VIOLATION] = "on_violation", [SBX_F_ENV] = "env",
-        [SBX_F_SECRETS] = "secrets", [SBX_F_TTL] = "ttl", [SBX_F_OBSERVE] = "observe",
-        [SBX_F_HIGH_RISK] = "high_risk", [SBX_F_CWD] = "cwd", [SBX_F_PLACEMENT] = "placement",
-        [SBX_F_ROUTE] = "route", [SBX_F_METADATA] = "metadata", [SBX_F_FS_HOME] = "filesystem.home",
-        [SBX_F_USER] = "user", [SBX_F_LONG_LIVED] = "process.long_lived");
+DEFINE_STRING_TABLE(sbx_field, sbx_field, _SBX_F_MAX, [SBX_F_LEVEL] = "isolation.level",
+        [SBX_F_MODE] = "isolation.mode", [SBX_F_BACKEND] = "isolation.backend",
+        [SBX_F_NET_DEFAULT] = "network.default", [SBX_F_NET_EGRESS] = "network.egress",
+        [SBX_F_NET_LOOPBACK] = "network.loopback", [SBX_F_WS_PATH] = "workspace.path",
+        [SBX_F_WS_MOUNT] = "workspace.mount", [SBX_F_WS_ACCESS] = "workspace.access",
+        [SBX_F_FS_READ] = "filesystem.read", [SBX_F_FS_WRITE] = "filesystem.write",
+        [SBX_F_FS_EXEC] = "filesystem.exec", [SBX_F_ALLOW_SPAWN] = "process.allow_spawn",
+        [SBX_F_ALLOW_EXEC] = "process.allow_exec", [SBX_F_COMMANDS] = "process.commands",
+        [SBX_F_ON_VIOLATION] = "on_violation", [SBX_F_ENV] = "env", [SBX_F_SECRETS] = "secrets",
+        [SBX_F_TTL] = "ttl", [SBX_F_OBSERVE] = "observe", [SBX_F_HIGH_RISK] = "high_risk",
+        [SBX_F_CWD] = "cwd", [SBX_F_PLACEMENT] = "placement", [SBX_F_ROUTE] = "route",
+        [SBX_F_METADATA] = "metadata", [SBX_F_FS_HOME] = "filesystem.home", [SBX_F_USER] = "user",
+        [SBX_F_LONG_LIVED] = "process.long_lived", [SBX_F_NET_SERVICES] = "network.services");
 DEFINE_STRING_TABLE_FROM(sbx_field, sbx_field, _SBX_F_MAX)

@@ -50,6 +50,7 @@ static const ptr_field profile_ptrs[] = {
         PF(sbx_profile, extends, P_STR),
         PF(sbx_profile, source_file, P_STR),
         PF(sbx_profile, egress, P_STRV),
+        PF(sbx_profile, net_services, P_STRV),
         PF(sbx_profile, ws_path, P_STR),
         PF(sbx_profile, ws_mount, P_STR),
         PF(sbx_profile, fs_home, P_STR),
@@ -75,6 +76,7 @@ static const ptr_field policy_ptrs[] = {
         PF(sbx_policy, write_allowed, P_STRV),
         PF(sbx_policy, egress_allowed, P_STRV),
         PF(sbx_policy, net_hosts, P_STRV),
+        PF(sbx_policy, services_allowed, P_STRV),
         PF(sbx_policy, skill_keys, P_STRV),
 };
 

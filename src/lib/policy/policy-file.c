@@ -16,6 +16,7 @@ sbx_policy *sbx_policy_free(sbx_policy *p) {
         strv_free(p->egress_allowed);
         strv_free(p->net_hosts);
         strv_free(p->skill_keys);
+        strv_free(p->services_allowed);
         free(p);
         return NULL;
 }
@@ -224,7 +225,7 @@ static int host_one(yctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, co
 }
 
 static int parse_network(yctx *c, yaml_node_t *n, sbx_policy *p) {
-        static const char *const keys[] = {"egress_allowed", "allow_host", "hosts"};
+        static const char *const keys[] = {"egress_allowed", "allow_host", "hosts", "services_allowed"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -247,6 +248,13 @@ static int parse_network(yctx *c, yaml_node_t *n, sbx_policy *p) {
                 if (!p->net_hosts)
                         return -ENOMEM;
                 if ((r = ymap_each(c, v[2], "network.hosts", LIST_MAX, host_one, &p->net_hosts)) < 0)
+                        return r;
+        }
+        if (v[3]) {
+                strv_free(p->services_allowed);
+                p->services_allowed = NULL;
+                if ((r = yget_strv(c, v[3], "network.services_allowed", "service names or targets", LIST_MAX,
+                             NULL, &p->services_allowed)) < 0)
                         return r;
         }
         return 0;

@@ -163,6 +163,7 @@ typedef enum sbx_field {
         SBX_F_FS_HOME,
         SBX_F_USER,
         SBX_F_LONG_LIVED,
+        SBX_F_NET_SERVICES,
         _SBX_F_MAX,
         _SBX_F_INVALID = -EINVAL,
 } sbx_field;
@@ -188,6 +189,9 @@ typedef struct sbx_profile {
 
         bool net_allow; /* network.default: allow */
         char **egress; /* strv */
+        /* network.services: host services reached at 127.0.0.1:port inside, each
+         * "name\ttarget\tport\tenv\tprotocol" (env "" none; protocol http or tcp) */
+        char **net_services;
         bool loopback;
 
         char *ws_path; /* NULL = no workspace */
@@ -247,7 +251,7 @@ static inline bool sbx_profile_exec_once(const sbx_profile *p) {
 /* Outbound connections go through the egress proxy: network.egress names some and the network is
  * otherwise denied (with network.default: allow there is nothing to proxy). */
 static inline bool sbx_profile_egress_proxied(const sbx_profile *p) {
-        return !p->net_allow && p->egress && p->egress[0];
+        return !p->net_allow && ((p->egress && p->egress[0]) || (p->net_services && p->net_services[0]));
 }
 
 /* Parse a profile from YAML text. `name` is used in error positions (a file path or
@@ -289,6 +293,7 @@ typedef struct sbx_policy {
         /* network.hosts: the egress proxy's own name map, "name=address" (the site's choice: a
          * name here passes whatever its address; tests give loopback servers real names) */
         char **net_hosts;
+        char **services_allowed; /* network.services_allowed: service names or targets */
         bool allow_host_network; /* network.allow_host */
         bool long_lived_allowed; /* process.long_lived_allowed: execs of profiles with
                                   * process.long_lived may be long-lived (default false) */

@@ -47,6 +47,7 @@ typedef enum profile_leaf {
         L_CWD,
         L_FS_HOME,
         L_USER,
+        L_SERVICES,
         _L_MAX,
 } profile_leaf;
 

@@ -115,8 +115,89 @@ static int get_list(yctx *c, yaml_node_t *n, const char *where, const char *key,
         return 0;
 }
 
+/* A service's target: "unix:/absolute/path" or "HOST:PORT" (a name, an address, [v6]:port). */
+static bool service_target(const char *t) {
+        if (strncmp(t, "unix:", 5) == 0)
+                return t[5] == '/' && strlen(t) < 5 + 108 && !strchr(t, '\t');
+        egress_rule r;
+        return egress_parse(t, &r) >= 0 && r.port > 0 && !strchr(t, '*') && !strchr(t, '/');
+}
+
+/* network.services: [{name, target, port, env, protocol}], as "name\ttarget\tport\tenv\tprotocol". */
+static int parse_services(yctx *c, yaml_node_t *n, sbx_profile *p) {
+        static const char *const keys[] = {"name", "target", "port", "env", "protocol"};
+        char path[64], got[96];
+        if (n->type != YAML_SEQUENCE_NODE)
+                return yerr(c, n,
+                        "network.services: expected a list of {name, target, port, env, protocol}, got %s",
+                        ynode_describe(n, got, sizeof got));
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        size_t i = 0;
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+                it++, i++) {
+                yaml_node_t *s = yaml_document_get_node(&c->doc, *it), *v[ELEMENTSOF(keys)];
+                ypath_index(path, sizeof path, "network.services", i);
+                if (i >= 16)
+                        return yerr(c, s, "network.services: at most 16 services");
+                int r = ymap(c, s, path, keys, ELEMENTSOF(keys), v);
+                if (r < 0)
+                        return r;
+                if (!v[0] || !v[1] || !v[2])
+                        return yerr(c, s, "%s: needs name, target and port (env and protocol are optional)",
+                                path);
+                _cleanup_free_ char *name = NULL, *target = NULL, *env = NULL, *proto = NULL, *entry = NULL;
+                double port;
+                if ((r = yget_string(c, v[0], path, "a service name", &name)) < 0 ||
+                        (r = ycheck_name(c, v[0], path, &name)) < 0 ||
+                        (r = yget_string(c, v[1], path, "unix:/path or host:port", &target)) < 0 ||
+                        (r = yget_number(
+                                 c, v[2], path, "a port from 1 to 65535", true, false, 65535, &port)) < 0)
+                        return r;
+                if (!service_target(target))
+                        return yerr(c, v[1], "%s.target: \"%s\" is not unix:/absolute/path or host:port",
+                                path, target);
+                if (port == 3128 || port == 53)
+                        return yerr(c, v[2], "%s.port: %g is the egress proxy's or the resolver's own", path,
+                                port);
+                if (v[3]) {
+                        const char *why;
+                        if ((r = yget_string(c, v[3], path, "an environment variable name", &env)) < 0)
+                                return r;
+                        if (env_name_check(env, &why) < 0)
+                                return yerr(c, v[3], "%s.env: \"%s\" cannot be set (%s)", path, env, why);
+                }
+                if (v[4]) {
+                        if ((r = yget_string(c, v[4], path, "http or tcp", &proto)) < 0)
+                                return r;
+                        if (!streq(proto, "http") && !streq(proto, "tcp"))
+                                return yerr(c, v[4], "%s.protocol: expected http or tcp, got \"%s\"", path,
+                                        proto);
+                }
+                STRV_FOREACH(o, l) {
+                        unsigned oport = 0;
+                        const char *t1 = strchr(*o, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+                        if (t2)
+                                oport = (unsigned) strtoul(t2 + 1, NULL, 10);
+                        if ((t1 && (size_t) (t1 - *o) == strlen(name) &&
+                                    strncmp(*o, name, strlen(name)) == 0) ||
+                                oport == (unsigned) port)
+                                return yerr(c, s, "%s: a second service named %s or at port %g", path, name,
+                                        port);
+                }
+                if (asprintf(&entry, "%s\t%s\t%u\t%s\t%s", name, target, (unsigned) port, env ? env : "",
+                            proto ? proto : "http") < 0 ||
+                        strv_extend(&l, entry) < 0)
+                        return -ENOMEM;
+        }
+        strv_free(p->net_services);
+        p->net_services = TAKE_PTR(l);
+        return 0;
+}
+
 static int parse_network(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = {"default", "egress", "loopback"};
+        static const char *const keys[] = {"default", "egress", "loopback", "services"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r, x;
 
@@ -141,6 +222,12 @@ static int parse_network(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 if (r < 0)
                         return r;
                 profile_set_leaf(p, L_LOOPBACK);
+        }
+        if (v[3]) {
+                r = parse_services(c, v[3], p);
+                if (r < 0)
+                        return r;
+                profile_set_leaf(p, L_SERVICES);
         }
         return 0;
 }
@@ -733,10 +820,9 @@ static int parse_doc(yctx *c, sbx_profile *p) {
         if (v[K_OBSERVE] && (r = parse_observe(c, v[K_OBSERVE], p)) < 0)
                 return r;
         if (v[K_DATA]) {
-                /* Data mounts (a database, a bucket, a cache) would need the network to reach
-                 * them through an endpoint-scoped proxy (network.services), which sandboxer does
-                 * not have yet: refuse them by name rather than run with a hole or silently
-                 * without the data. */
+                /* Data mounts (a database, a bucket, a cache) are reached over the network: through
+                 * an endpoint-scoped proxy, network.services. Refused by name here, pointing there,
+                 * rather than run with a hole or silently without the data. */
                 yaml_node_t *d = v[K_DATA];
                 if (d->type == YAML_SEQUENCE_NODE &&
                         d->data.sequence.items.start < d->data.sequence.items.top) {
@@ -753,10 +839,10 @@ static int parse_doc(yctx *c, sbx_profile *p) {
                                                 type = (const char *) val->data.scalar.value;
                                 }
                         return yerr(c, item ? item : d,
-                                "data: a %s data mount needs network egress to reach its service, and "
-                                "sandboxer has no endpoint-scoped proxy for data services yet: refusing "
-                                "it (fail closed); remove the data entry and pass the data in the "
-                                "workspace instead",
+                                "data: a %s data mount is not something sandboxer mounts; name its endpoint "
+                                "in network.services instead (protocol: tcp, or http for S3): reached at "
+                                "127.0.0.1:PORT inside through an endpoint-scoped proxy, each connection "
+                                "traced, and nothing else of the network",
                                 type ? type : "(untyped)");
                 }
                 if (d->type != YAML_SEQUENCE_NODE)

@@ -43,6 +43,7 @@ static const sbx_field leaf_field[_L_MAX] = {
         [L_CWD] = SBX_F_CWD,
         [L_FS_HOME] = SBX_F_FS_HOME,
         [L_USER] = SBX_F_USER,
+        [L_SERVICES] = SBX_F_NET_SERVICES,
 };
 
 void profile_set_leaf(sbx_profile *p, profile_leaf l) {
@@ -81,6 +82,7 @@ sbx_profile *sbx_profile_free(sbx_profile *p) {
         free(p->extends);
         free(p->source_file);
         strv_free(p->egress);
+        strv_free(p->net_services);
         free(p->ws_path);
         free(p->ws_mount);
         strv_free(p->fs_read);
@@ -211,6 +213,7 @@ int profile_inherit(sbx_profile *child, sbx_profile *parent) {
                 {L_CWD, offsetof(sbx_profile, cwd)},
                 {L_FS_HOME, offsetof(sbx_profile, fs_home)},
                 {L_USER, offsetof(sbx_profile, user)},
+                {L_SERVICES, offsetof(sbx_profile, net_services)},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(ptr_leaves); i++)

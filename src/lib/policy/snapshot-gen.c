@@ -109,6 +109,7 @@ static void put_profile(FILE *f, const char *fn, const sbx_profile *p) {
         SCALAR(f, p, backend, "(sbx_backend_id) %d", int);
         SCALAR(f, p, net_allow, "%d", int);
         field_strv(f, "egress", p->egress);
+        field_strv(f, "net_services", p->net_services);
         SCALAR(f, p, loopback, "%d", int);
         field_str(f, "ws_path", p->ws_path);
         field_str(f, "ws_mount", p->ws_mount);
@@ -190,6 +191,7 @@ static void put_policy(FILE *f, const sbx_policy *p) {
         field_strv(f, "write_allowed", p->write_allowed);
         field_strv(f, "egress_allowed", p->egress_allowed);
         field_strv(f, "net_hosts", p->net_hosts);
+        field_strv(f, "services_allowed", p->services_allowed);
         SCALAR(f, p, allow_host_network, "%d", int);
         SCALAR(f, p, long_lived_allowed, "%d", int);
         field_strv(f, "skill_keys", p->skill_keys);

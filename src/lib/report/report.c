@@ -104,6 +104,15 @@ sbx_report *sbx_report_free(sbx_report *r) {
                 free(r->egress_conns[i].rule);
         }
         free(r->egress_conns);
+        for (size_t i = 0; i < r->n_services; i++) {
+                for (size_t k = 0; k < r->services[i].n_requests; k++) {
+                        free(r->services[i].requests[k].method);
+                        free(r->services[i].requests[k].path);
+                }
+                free(r->services[i].requests);
+                free(r->services[i].name);
+                free(r->services[i].target);
+        }
         free(r->backend_reason);
         free(r->error);
         free(r);
@@ -402,6 +411,42 @@ static void write_config(jsonw *w, const sbx_report *r) {
         jsonw_end_object(w);
 }
 
+static void write_services(jsonw *w, const sbx_report *r) {
+        jsonw_begin_array(w);
+        for (size_t i = 0; i < r->n_services; i++) {
+                const sbx_report_service *s = &r->services[i];
+                jsonw_begin_object(w);
+                jsonw_kv_string(w, "name", s->name);
+                jsonw_kv_string(w, "target", s->target);
+                jsonw_kv_string(w, "protocol", s->tcp ? "tcp" : "http");
+                jsonw_kv_uint(w, "count", s->count);
+                jsonw_kv_uint(w, "bytes_up", s->bytes_up);
+                jsonw_kv_uint(w, "bytes_down", s->bytes_down);
+                jsonw_key(w, "requests");
+                jsonw_begin_array(w);
+                for (size_t k = 0; k < s->n_requests; k++) {
+                        const sbx_report_request *q = &s->requests[k];
+                        jsonw_begin_object(w);
+                        jsonw_kv_string(w, "method", q->method);
+                        jsonw_kv_string(w, "path", q->path);
+                        if (q->status > 0)
+                                jsonw_kv_int(w, "status", q->status);
+                        else
+                                jsonw_kv_null(w, "status");
+                        jsonw_kv_uint(w, "bytes", q->bytes_up + q->bytes_down);
+                        jsonw_kv_uint(w, "bytes_up", q->bytes_up);
+                        jsonw_kv_uint(w, "bytes_down", q->bytes_down);
+                        jsonw_kv_int(w, "at_ms", q->at_ms);
+                        jsonw_kv_int(w, "ms", q->ms);
+                        jsonw_end_object(w);
+                }
+                jsonw_end_array(w);
+                jsonw_kv_uint(w, "requests_dropped", s->dropped);
+                jsonw_end_object(w);
+        }
+        jsonw_end_array(w);
+}
+
 static void write_egress(jsonw *w, const sbx_report *r) {
         if (!r->egress_proxy) {
                 jsonw_null(w);
@@ -520,6 +565,8 @@ int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret) {
 
         jsonw_key(&w, "egress");
         write_egress(&w, r);
+        jsonw_key(&w, "services");
+        write_services(&w, r);
         jsonw_key(&w, "skill");
         if (r->skill_name[0]) {
                 jsonw_begin_object(&w);
@@ -560,6 +607,53 @@ int sbx_report_add_conn(sbx_report *r, const sbx_report_conn *c) {
                 return -ENOMEM;
         }
         r->egress_conns[r->n_egress_conns++] = k;
+        return 0;
+}
+
+int sbx_report_add_service(sbx_report *r, const char *name, const char *target, bool tcp) {
+        if (r->n_services >= SBX_REPORT_MAX_SERVICES)
+                return -E2BIG;
+        sbx_report_service *s = &r->services[r->n_services];
+        *s = (sbx_report_service){.name = strdup(name), .target = strdup(target), .tcp = tcp};
+        if (!s->name || !s->target) {
+                free(s->name);
+                free(s->target);
+                return -ENOMEM;
+        }
+        r->n_services++;
+        return 0;
+}
+
+int sbx_report_add_request(sbx_report *r, const sbx_report_request *rq) {
+        sbx_report_service *s = NULL;
+        for (size_t i = 0; i < r->n_services && !s; i++)
+                if (streq(r->services[i].name, rq->service))
+                        s = &r->services[i];
+        if (!s)
+                return -ENOENT;
+        s->count++;
+        s->bytes_up += rq->bytes_up;
+        s->bytes_down += rq->bytes_down;
+        if (s->n_requests >= SBX_REPORT_MAX_REQUESTS) {
+                s->dropped++;
+                return 0;
+        }
+        if (s->n_requests % 64 == 0) {
+                sbx_report_request *n = reallocarray(s->requests, s->n_requests + 64, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                s->requests = n;
+        }
+        sbx_report_request k = *rq;
+        k.service = s->name;
+        k.method = rq->method ? strdup(rq->method) : NULL;
+        k.path = rq->path ? strdup(rq->path) : NULL;
+        if ((rq->method && !k.method) || (rq->path && !k.path)) {
+                free(k.method);
+                free(k.path);
+                return -ENOMEM;
+        }
+        s->requests[s->n_requests++] = k;
         return 0;
 }
 
@@ -643,6 +737,10 @@ int sbx_report_copy_setup(sbx_report *dst, const sbx_report *src) {
         dst->fs_write_evidence = src->fs_write_evidence;
         memcpy(dst->fs_write_note, src->fs_write_note, sizeof dst->fs_write_note);
         dst->egress_proxy = src->egress_proxy;
+        for (size_t i = 0; i < src->n_services && dst->n_services < src->n_services; i++)
+                if (sbx_report_add_service(dst, src->services[i].name, src->services[i].target, src->services[i].tcp) <
+                        0)
+                        return -ENOMEM;
         memcpy(dst->limit_mechanism, src->limit_mechanism, sizeof dst->limit_mechanism);
         if (src->backend_reason && sbx_report_set_backend_reason(dst, "%s", src->backend_reason) < 0)
                 return -ENOMEM;

@@ -99,6 +99,25 @@ typedef struct sbx_report_conn {
 } sbx_report_conn;
 #define SBX_REPORT_MAX_CONNS 1000 /* kept; more are counted in egress.connections_dropped */
 
+/* One exchange with a host service (the report's services[].requests): an HTTP request, or a tcp
+ * service's connection (method NULL). */
+typedef struct sbx_report_request {
+        const char *service; /* its name */
+        char *method, *path; /* owned; NULL for a tcp connection */
+        int status; /* the answer's status, 0 none */
+        uint64_t bytes_up, bytes_down; /* to the service, from it */
+        int64_t at_ms, ms;
+} sbx_report_request;
+#define SBX_REPORT_MAX_SERVICES 16
+#define SBX_REPORT_MAX_REQUESTS 1000 /* kept per service; more are counted */
+typedef struct sbx_report_service {
+        char *name, *target; /* owned */
+        bool tcp;
+        uint64_t count, bytes_up, bytes_down, dropped;
+        sbx_report_request *requests; /* owned */
+        size_t n_requests;
+} sbx_report_service;
+
 typedef struct sbx_report {
         char id[48]; /* "run_" + 24 hex */
         sbx_status status;
@@ -158,6 +177,9 @@ typedef struct sbx_report {
         uint64_t egress_conns_dropped;
         /* A signed skill's run (`sandboxer skill run`): skill_name[0] 0 when none ("skill": null). */
         char skill_name[65], skill_version[65], skill_digest[65], skill_key_id[17];
+        /* network.services: what went through each (services: [] when none) */
+        sbx_report_service services[SBX_REPORT_MAX_SERVICES];
+        size_t n_services;
 } sbx_report;
 
 /* Fresh report with a new random id, status exited, host facts filled. */
@@ -177,6 +199,11 @@ int sbx_report_add_violation(sbx_report *r, sbx_violation_kind kind, const char 
 /* Keep one allowed connection (strings copied): beyond SBX_REPORT_MAX_CONNS only counted.
  * Counts it in egress_allowed and its bytes in the totals. 0 or -ENOMEM. */
 int sbx_report_add_conn(sbx_report *r, const sbx_report_conn *c);
+/* Name a service (before its requests; copied). -E2BIG past SBX_REPORT_MAX_SERVICES. */
+int sbx_report_add_service(sbx_report *r, const char *name, const char *target, bool tcp);
+/* One exchange with the service rq->service (named before; strings copied): counted, its bytes
+ * added, kept among the first SBX_REPORT_MAX_REQUESTS. -ENOENT for an unknown service. */
+int sbx_report_add_request(sbx_report *r, const sbx_report_request *rq);
 /* Replace the error message (copied). fmt NULL clears it. */
 int sbx_report_set_error(sbx_report *r, const char *fmt, ...) _printf_(2, 3);
 /* Replace backend_reason (copied). fmt NULL clears it. */

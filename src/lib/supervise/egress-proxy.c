@@ -21,6 +21,7 @@
 #include "basic/io.h"
 #include "basic/macro.h"
 #include "supervise/proxy-proto.h"
+#include "supervise/service-http.h"
 
 #define REQUEST_MS 30000 /* the request must be whole by then */
 #define CONNECT_MS 10000 /* per address */
@@ -39,6 +40,9 @@ struct sbx_egress_proxy {
         sbx_egress_event_fn fn;
         sbx_egress_proxy_hooks hooks;
         void *ud;
+        /* a host service's proxy: svc_name NULL for the egress proxy */
+        char *svc_name, *svc_target;
+        bool svc_tcp;
         pthread_t acceptor;
         pthread_mutex_t lock;
         pthread_cond_t cond;
@@ -213,6 +217,119 @@ static void tunnel(conn *c, int up, const char *host, unsigned port, const char 
         report(c, true, host, port, via, v, a + nf, b, t0, false);
 }
 
+static void service_event(
+        conn *c, const char *method, const char *path, int status, uint64_t up, uint64_t down, int64_t t0) {
+        if (!c->p->fn)
+                return;
+        sbx_egress_event ev = {.allowed = true,
+                .host = c->p->svc_target,
+                .via = c->p->svc_tcp ? "tcp" : "http",
+                .rule = "",
+                .why = "",
+                .bytes_up = up,
+                .bytes_down = down,
+                .ms = (double) (now_ms() - t0),
+                .unreachable = status == 0 && method,
+                .owner = c->owner,
+                .service = c->p->svc_name,
+                .method = method,
+                .path = path,
+                .status = status};
+        c->p->fn(c->p->ud, &ev);
+}
+
+/* The answer's first line, awaited while the request's body goes on: its status (0: none came),
+ * with the bytes each way added to *up and *down. */
+static int await_status(conn *c, int up, uint64_t *sent, uint64_t *got) {
+        char resp[1024];
+        size_t rn = 0;
+        bool client_open = true;
+        for (int64_t deadline = now_ms() + REQUEST_MS * 10;;) {
+                struct pollfd pf[2] = {
+                        {.fd = client_open ? c->fd : -1, .events = POLLIN}, {.fd = up, .events = POLLIN}};
+                int left = (int) (deadline - now_ms());
+                if (left <= 0 || poll(pf, 2, left) <= 0)
+                        return 0;
+                if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        ssize_t k = read(up, resp + rn, sizeof resp - rn);
+                        if (k <= 0 || sbx_write_all(c->fd, resp + rn, (size_t) k) < 0)
+                                return 0;
+                        rn += (size_t) k;
+                        *got += (uint64_t) k;
+                        int st = sbx_http_status(resp, rn);
+                        if (st != 0 || rn == sizeof resp)
+                                return st > 0 ? st : -1;
+                } else if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        char tmp[16384];
+                        ssize_t k = read(c->fd, tmp, sizeof tmp);
+                        if (k <= 0) {
+                                (void) shutdown(up, SHUT_WR);
+                                client_open = false;
+                                continue;
+                        }
+                        if (sbx_write_all(up, tmp, (size_t) k) < 0)
+                                return 0;
+                        *sent += (uint64_t) k;
+                }
+        }
+}
+
+/* A host service's connection: tcp piped as it is; http one request, its head rewritten to end
+ * the connection after it, the response's status read on its way back. */
+static void serve_service(conn *c, int64_t t0) {
+        char method[24] = "", path[512] = "";
+        size_t have = 0, head_len = 0;
+        _cleanup_free_ char *buf = NULL;
+        if (!c->p->svc_tcp) {
+                buf = malloc(SBX_PROXY_HEAD_MAX + 1);
+                int k = 0;
+                while (buf && (k = sbx_http_request_head(buf, have, method, path, &head_len)) == 0) {
+                        ssize_t n = read_until(c->fd, buf, SBX_PROXY_HEAD_MAX, have, t0 + REQUEST_MS);
+                        if (n <= 0)
+                                return; /* nothing asked */
+                        have += (size_t) n;
+                }
+                if (!buf || k < 0) {
+                        http_answer(c->fd, "400 Bad Request", NULL, "not an HTTP/1.x request");
+                        service_event(c, "?", "", 400, have, 0, t0);
+                        return;
+                }
+        }
+        int up = sbx_service_dial(c->p->svc_target);
+        if (up < 0) {
+                if (!c->p->svc_tcp) {
+                        char msg[300];
+                        snprintf(msg, sizeof msg, "the service %s did not answer: %s", c->p->svc_name,
+                                strerror(-up));
+                        http_answer(c->fd, "502 Bad Gateway", NULL, msg);
+                }
+                service_event(c, c->p->svc_tcp ? NULL : method, path, c->p->svc_tcp ? 0 : 502, 0, 0, t0);
+                return;
+        }
+        pthread_mutex_lock(&c->p->lock);
+        c->up = up;
+        pthread_mutex_unlock(&c->p->lock);
+        uint64_t a = 0, b = 0;
+        if (c->p->svc_tcp) {
+                (void) sbx_splice_both(c->fd, up, &a, &b);
+                service_event(c, NULL, NULL, 0, a, b, t0);
+                return;
+        }
+        size_t wl = 0;
+        _cleanup_free_ char *w = sbx_http_close_head(buf, head_len, &wl);
+        if (!w || sbx_write_all(up, w, wl) < 0 ||
+                (have > head_len && sbx_write_all(up, buf + head_len, have - head_len) < 0)) {
+                service_event(c, method, path, 0, 0, 0, t0);
+                return;
+        }
+        a = wl + (have - head_len);
+        int status = await_status(c, up, &a, &b);
+        uint64_t a2 = 0, b2 = 0;
+        if (status != 0)
+                (void) sbx_splice_both(c->fd, up, &a2, &b2);
+        service_event(c, method, path, status > 0 ? status : 0, a + a2, b + b2, t0);
+}
+
 /* A connect() redirected here: judged by where it was going, then piped; a refusal or a failure
  * closes the connection (the connect() itself was judged by the rules already). */
 static void serve_transparent(conn *c, char *host, size_t size, unsigned port, int64_t t0) {
@@ -374,6 +491,10 @@ static void *conn_main(void *arg) {
                 c->owner = o;
                 pthread_mutex_unlock(&c->p->lock);
         }
+        if (c->p->svc_name) {
+                serve_service(c, t0);
+                goto done;
+        }
         char thost[256];
         unsigned tport = 0;
         if (c->p->hooks.transparent &&
@@ -445,12 +566,23 @@ static void *accept_main(void *arg) {
         return NULL;
 }
 
-int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
-        const sbx_egress_proxy_hooks *hooks, void *userdata, sbx_egress_proxy **ret) {
+static int start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
+        const sbx_egress_proxy_hooks *hooks, void *userdata, char *svc_name, char *svc_target, bool svc_tcp,
+        sbx_egress_proxy **ret) {
         sbx_egress_proxy *p = calloc(1, sizeof *p);
-        if (!p)
+        if (!p) {
+                free(svc_name);
+                free(svc_target);
+                close(listen_fd);
                 return -ENOMEM;
-        *p = (sbx_egress_proxy){.lfd = listen_fd, .rules = rules, .fn = fn, .ud = userdata};
+        }
+        *p = (sbx_egress_proxy){.lfd = listen_fd,
+                .rules = rules,
+                .fn = fn,
+                .ud = userdata,
+                .svc_name = svc_name,
+                .svc_target = svc_target,
+                .svc_tcp = svc_tcp};
         if (hooks)
                 p->hooks = *hooks;
         pthread_mutex_init(&p->lock, NULL);
@@ -460,11 +592,33 @@ int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_ev
         if (r < 0) {
                 pthread_mutex_destroy(&p->lock);
                 pthread_cond_destroy(&p->cond);
+                free(p->svc_name);
+                free(p->svc_target);
                 free(p);
                 return r;
         }
         *ret = p;
         return 0;
+}
+
+int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
+        const sbx_egress_proxy_hooks *hooks, void *userdata, sbx_egress_proxy **ret) {
+        return start(listen_fd, rules, fn, hooks, userdata, NULL, NULL, false, ret);
+}
+
+int sbx_egress_service_start(int listen_fd, const sbx_service_target *t, sbx_egress_event_fn fn,
+        const sbx_egress_proxy_hooks *hooks, void *userdata, sbx_egress_proxy **ret) {
+        char *name = strdup(t->name), *target = strdup(t->target);
+        if (!name || !target) {
+                free(name);
+                free(target);
+                close(listen_fd);
+                return -ENOMEM;
+        }
+        sbx_egress_proxy_hooks h = hooks ? *hooks : (sbx_egress_proxy_hooks){0};
+        h.transparent = NULL;
+        h.unmap = NULL;
+        return start(listen_fd, NULL, fn, &h, userdata, name, target, t->tcp, ret);
 }
 
 bool sbx_egress_proxy_settle(sbx_egress_proxy *p, uint64_t owner, int timeout_ms) {
@@ -509,6 +663,8 @@ sbx_egress_proxy *sbx_egress_proxy_stop(sbx_egress_proxy *p) {
         safe_close(p->lfd);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->cond);
+        free(p->svc_name);
+        free(p->svc_target);
         free(p);
         return NULL;
 }

@@ -28,7 +28,20 @@ typedef struct sbx_egress_event {
         double ms;
         bool unreachable; /* allowed, but nothing answered there (502 / SOCKS5 4, 5) */
         uint64_t owner; /* whose connection it is (the identify hook's answer), 0 unknown */
+        /* a host service's proxy (sbx_egress_service_start): its name, and for http one request:
+         * its method, target and the response's status (0 none: the service did not answer); a
+         * tcp service's connection has method NULL */
+        const char *service;
+        const char *method, *path;
+        int status;
 } sbx_egress_event;
+
+/* A host service (network.services): where its proxy connects each connection. */
+typedef struct sbx_service_target {
+        const char *name;
+        const char *target; /* "unix:/path" or "host:port" */
+        bool tcp; /* protocol tcp: connections and bytes traced; else http: each request */
+} sbx_service_target;
 
 /* Called from the proxy's threads (one per connection): serialize inside when it writes shared
  * state. */
@@ -53,6 +66,11 @@ typedef struct sbx_egress_proxy sbx_egress_proxy;
 /* Serve on listen_fd (taken: closed at stop) with rules (borrowed: must outlive the proxy). 0, or
  * -errno when its thread cannot start. */
 int sbx_egress_proxy_start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
+        const sbx_egress_proxy_hooks *hooks, void *userdata, sbx_egress_proxy **ret);
+/* A host service's proxy on listen_fd (taken): every connection goes to t's target (copied),
+ * nothing is judged; each HTTP request (one per connection: "Connection: close" is added) or
+ * each tcp connection is an event with service set. */
+int sbx_egress_service_start(int listen_fd, const sbx_service_target *t, sbx_egress_event_fn fn,
         const sbx_egress_proxy_hooks *hooks, void *userdata, sbx_egress_proxy **ret);
 /* Wait up to timeout_ms until no connection of owner is in flight (their events have come).
  * false on the timeout. */

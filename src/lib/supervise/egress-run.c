@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/strv.h"
 #include "basic/time-util.h"
 #include "supervise/egress-dns.h"
 #include "supervise/egress-proxy.h"
@@ -53,18 +54,28 @@ struct sbx_egress_run {
         size_t n_conns;
         uint64_t allowed, dropped, up, down;
         int init_pid;
+        /* network.services: their proxies, and what went through them (a report used as the
+         * store: its services only, at_ms absolute until to_report) */
+        struct {
+                sbx_service_target t;
+                unsigned port;
+                sbx_egress_proxy *proxy;
+        } svc[SBX_REPORT_MAX_SERVICES];
+        size_t n_svc;
+        char **svc_strv; /* the strings t points into */
+        sbx_report *svc_store;
         sbx_egress_owner_fn owner;
         sbx_egress_sink_fn sink;
         void *sink_ud;
 };
 
-/* The inode of the sandbox's socket connected from 127.0.0.1:port to the proxy, from the
- * sandbox's own TCP table. 0 when not found. */
-static unsigned long client_inode(int init_pid, unsigned port) {
+/* The inode of the sandbox's socket connected from 127.0.0.1:port to 127.0.0.1:server_port (the
+ * proxy's, or a service's), from the sandbox's own TCP table. 0 when not found. */
+static unsigned long client_inode(int init_pid, unsigned port, unsigned server_port) {
         char path[64], want[32], proxy[32];
         snprintf(path, sizeof path, "/proc/%d/net/tcp", init_pid);
         snprintf(want, sizeof want, "0100007F:%04X", port);
-        snprintf(proxy, sizeof proxy, "0100007F:%04X", SBX_EGRESS_PROXY_PORT);
+        snprintf(proxy, sizeof proxy, "0100007F:%04X", server_port);
         FILE *f = fopen(path, "re");
         if (!f)
                 return 0;
@@ -109,7 +120,11 @@ static uint64_t identify(void *userdata, int fd) {
         if (r->init_pid <= 0 || getpeername(fd, (struct sockaddr *) &peer, &len) < 0 ||
                 peer.sin_family != AF_INET)
                 return 0;
-        unsigned long ino = client_inode(r->init_pid, ntohs(peer.sin_port));
+        struct sockaddr_in me;
+        socklen_t ml = sizeof me;
+        if (getsockname(fd, (struct sockaddr *) &me, &ml) < 0 || me.sin_family != AF_INET)
+                return 0;
+        unsigned long ino = client_inode(r->init_pid, ntohs(peer.sin_port), ntohs(me.sin_port));
         if (!ino)
                 return 0;
         char link[48];
@@ -188,9 +203,27 @@ static void on_event(void *userdata, const sbx_egress_event *ev) {
         snprintf(f.host, sizeof f.host, "%s", c.host);
         snprintf(f.rule, sizeof f.rule, "%s", c.rule);
 
+        if (ev->service) {
+                sbx_report_request rq = {.service = ev->service,
+                        .method = (char *) ev->method,
+                        .path = (char *) ev->path,
+                        .status = ev->status,
+                        .bytes_up = ev->bytes_up,
+                        .bytes_down = ev->bytes_down,
+                        .at_ms = (int64_t) (now / 1000000),
+                        .ms = (int64_t) ev->ms};
+                if (r->sink)
+                        r->sink(r->sink_ud, ev->owner, NULL, NULL, &rq);
+                else {
+                        pthread_mutex_lock(&r->lock);
+                        (void) sbx_report_add_request(r->svc_store, &rq);
+                        pthread_mutex_unlock(&r->lock);
+                }
+                return;
+        }
         /* the sink first: the connection is still in flight for settle() until we return */
         if (r->sink)
-                r->sink(r->sink_ud, ev->owner, refusal ? NULL : &c, refusal ? &f : NULL);
+                r->sink(r->sink_ud, ev->owner, refusal ? NULL : &c, refusal ? &f : NULL, NULL);
 
         pthread_mutex_lock(&r->lock);
         if (refusal) {
@@ -245,6 +278,10 @@ int sbx_egress_run_new(
                 sbx_egress_run_free(r);
                 return sbx_error_set(e, -k, "egress", "out of memory");
         }
+        if (!(r->svc_store = calloc(1, sizeof *r->svc_store))) {
+                sbx_egress_run_free(r);
+                return sbx_error_set(e, ENOMEM, "egress", "out of memory");
+        }
         k = sbx_egress_new(allow, deny, hosts, NULL, NULL, &r->rules, e);
         if (k < 0) {
                 sbx_egress_run_free(r);
@@ -255,6 +292,8 @@ int sbx_egress_run_new(
 }
 
 void sbx_egress_run_stop(sbx_egress_run *r) {
+        for (size_t i = 0; r && i < r->n_svc; i++)
+                r->svc[i].proxy = sbx_egress_proxy_stop(r->svc[i].proxy);
         if (r && r->proxy)
                 r->proxy = sbx_egress_proxy_stop(r->proxy);
         if (r)
@@ -266,6 +305,8 @@ sbx_egress_run *sbx_egress_run_free(sbx_egress_run *r) {
                 return NULL;
         sbx_egress_run_stop(r);
         sbx_egress_dns_free(r->dns);
+        sbx_report_free(r->svc_store);
+        strv_free(r->svc_strv);
         for (size_t i = 0; i < r->n_conns; i++) {
                 free(r->conns[i].c.host);
                 free(r->conns[i].c.rule);
@@ -288,8 +329,13 @@ void sbx_egress_run_route(sbx_egress_run *r, int init_pid, sbx_egress_owner_fn o
 }
 
 void sbx_egress_run_settle(sbx_egress_run *r, uint64_t owner, int timeout_ms) {
-        if (r && r->proxy && owner)
+        if (!r || !owner)
+                return;
+        if (r->proxy)
                 (void) sbx_egress_proxy_settle(r->proxy, owner, timeout_ms);
+        for (size_t i = 0; i < r->n_svc; i++)
+                if (r->svc[i].proxy)
+                        (void) sbx_egress_proxy_settle(r->svc[i].proxy, owner, timeout_ms);
 }
 
 int sbx_egress_run_event_fd(const sbx_egress_run *r) {
@@ -343,13 +389,52 @@ void sbx_egress_run_count_refused(sbx_egress_run *r) {
         pthread_mutex_unlock(&r->lock);
 }
 
+int sbx_egress_run_services(sbx_egress_run *r, char *const *services, sbx_error *e) {
+        STRV_FOREACH(sv, services) {
+                if (r->n_svc >= SBX_REPORT_MAX_SERVICES)
+                        return sbx_error_set(
+                                e, E2BIG, "services", "more than %d services", SBX_REPORT_MAX_SERVICES);
+                char *copy = strdup(*sv);
+                if (!copy || strv_consume(&r->svc_strv, copy) < 0)
+                        return sbx_error_set(e, ENOMEM, "services", "out of memory");
+                char *f[5] = {copy};
+                for (int i = 1; i < 5; i++) {
+                        char *t = f[i - 1] ? strchr(f[i - 1], '\t') : NULL;
+                        if (t)
+                                *t = 0;
+                        f[i] = t ? t + 1 : NULL;
+                }
+                if (!f[4])
+                        return sbx_error_set(e, EINVAL, "services", "a malformed service entry");
+                r->svc[r->n_svc].t =
+                        (sbx_service_target){.name = f[0], .target = f[1], .tcp = streq(f[4], "tcp")};
+                r->svc[r->n_svc].port = (unsigned) strtoul(f[2], NULL, 10);
+                if (sbx_report_add_service(r->svc_store, f[0], f[1], streq(f[4], "tcp")) < 0)
+                        return sbx_error_set(e, ENOMEM, "services", "out of memory");
+                r->n_svc++;
+        }
+        return 0;
+}
+
+bool sbx_egress_run_service_port(const sbx_egress_run *r, unsigned port) {
+        for (size_t i = 0; r && i < r->n_svc; i++)
+                if (r->svc[i].port == port)
+                        return true;
+        return false;
+}
+
 int sbx_egress_run_serve(sbx_egress_run *r, int which, int fd) {
         if (which == 1)
                 return sbx_egress_dns_start(r->dns, fd);
         if (which == 0)
                 return sbx_egress_run_start(r, fd);
-        close(fd);
-        return -EINVAL;
+        size_t i = (size_t) which - 2;
+        if (which < 2 || i >= r->n_svc || r->svc[i].proxy) {
+                close(fd);
+                return which < 2 || i >= r->n_svc ? -EINVAL : -EALREADY;
+        }
+        sbx_egress_proxy_hooks hooks = {.identify = r->init_pid > 0 ? identify : NULL};
+        return sbx_egress_service_start(fd, &r->svc[i].t, on_event, &hooks, r, &r->svc[i].proxy);
 }
 
 void sbx_egress_run_check(
@@ -451,6 +536,28 @@ int sbx_egress_run_to_report(sbx_egress_run *r, sbx_report *rep, uint64_t start_
         rep->egress_bytes_down = r->down;
         rep->egress_conns_dropped += r->dropped;
         rep->egress_refused = r->refused;
+        /* the services: what went through them (a persistent sandbox's went to its execs) */
+        for (size_t i = 0; i < r->svc_store->n_services && k >= 0; i++) {
+                const sbx_report_service *sv = &r->svc_store->services[i];
+                sbx_report_service *dst = NULL;
+                for (size_t j = 0; j < rep->n_services && !dst; j++)
+                        if (streq(rep->services[j].name, sv->name))
+                                dst = &rep->services[j];
+                if (!dst) {
+                        k = sbx_report_add_service(rep, sv->name, sv->target, sv->tcp);
+                        dst = k >= 0 ? &rep->services[rep->n_services - 1] : NULL;
+                }
+                for (size_t q = 0; q < sv->n_requests && k >= 0; q++) {
+                        sbx_report_request rq = sv->requests[q];
+                        int64_t t0 = (int64_t) (start_ns / 1000000);
+                        rq.at_ms = rq.at_ms > t0 ? rq.at_ms - t0 : 0;
+                        k = sbx_report_add_request(rep, &rq);
+                }
+                if (dst) {
+                        dst->dropped += sv->dropped;
+                        dst->count += sv->count - sv->n_requests;
+                }
+        }
         pthread_mutex_unlock(&r->lock);
         return k;
 }

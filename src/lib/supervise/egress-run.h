@@ -42,8 +42,8 @@ size_t sbx_egress_refusal_details(const sbx_egress_refusal *f, sbx_detail d[SBX_
  * (0: the sandbox's own), asked at each connection's start; sink(owner, …) gets each
  * connection's end — let through (allowed) or refused — from the proxy's threads. */
 typedef uint64_t (*sbx_egress_owner_fn)(void *userdata, int pid);
-typedef void (*sbx_egress_sink_fn)(
-        void *userdata, uint64_t owner, const sbx_report_conn *allowed, const sbx_egress_refusal *refused);
+typedef void (*sbx_egress_sink_fn)(void *userdata, uint64_t owner, const sbx_report_conn *allowed,
+        const sbx_egress_refusal *refused, const sbx_report_request *request);
 
 typedef struct sbx_egress_run sbx_egress_run;
 
@@ -51,6 +51,11 @@ typedef struct sbx_egress_run sbx_egress_run;
  * network.hosts ("name=address"), may be NULL. -EINVAL naming a rule that does not parse. */
 int sbx_egress_run_new(
         char *const *allow, char *const *deny, char *const *hosts, sbx_egress_run **ret, sbx_error *e);
+/* The profile's network.services ("name\ttarget\tport\tenv\tprotocol"): each served on the
+ * socket the spawn makes at its port (which 2 + its index). */
+int sbx_egress_run_services(sbx_egress_run *r, char *const *services, sbx_error *e);
+/* Whether port is one of the services' (a connect to 127.0.0.1:port inside is the way to it). */
+bool sbx_egress_run_service_port(const sbx_egress_run *r, unsigned port);
 sbx_egress_run *sbx_egress_run_free(sbx_egress_run *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_egress_run *, sbx_egress_run_free);
 
@@ -69,8 +74,8 @@ int sbx_egress_run_event_fd(const sbx_egress_run *r);
 int sbx_egress_run_start(sbx_egress_run *r, int listen_fd);
 bool sbx_egress_run_started(const sbx_egress_run *r);
 /* Serve a socket the spawn made (SBX_INIT_MSG_EGRESS, taken): which 0 the proxy's listening one
- * (sbx_egress_run_start), 1 the resolver's UDP 127.0.0.1:53 (egress-dns.h). -EALREADY when
- * served already. */
+ * (sbx_egress_run_start), 1 the resolver's UDP 127.0.0.1:53 (egress-dns.h), 2 + i service i's.
+ * -EALREADY when served already. */
 int sbx_egress_run_serve(sbx_egress_run *r, int which, int fd);
 
 /* The transparent path (a connect() the seccomp listener caught): the rules' verdict on where it

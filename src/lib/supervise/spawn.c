@@ -30,7 +30,7 @@ static _noreturn_ void child_die(int errfd, const sbx_child_error *ce) {
 
 /* The egress proxy's socket, listening in the sandbox's network namespace, out to the supervisor:
  * the sandbox keeps an empty namespace and the proxy runs outside it. */
-static int send_egress_listener(int status_fd, int type, uint16_t port) {
+static int send_egress_listener(int status_fd, int type, uint16_t port, int which) {
         int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
@@ -41,8 +41,7 @@ static int send_egress_listener(int status_fd, int type, uint16_t port) {
         if (bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || (type == SOCK_STREAM && listen(fd, 128) < 0))
                 r = -errno;
         else {
-                struct sbx_init_msg m = {
-                        .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_EGRESS, .b = type == SOCK_DGRAM};
+                struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_EGRESS, .b = which};
                 union {
                         struct cmsghdr h;
                         char buf[CMSG_SPACE(sizeof(int))];
@@ -138,17 +137,24 @@ static _noreturn_ void child_main(
                 }
         }
         if (p->egress_port) {
-                int r = send_egress_listener(p->status_fd, SOCK_STREAM, p->egress_port);
+                int r = send_egress_listener(p->status_fd, SOCK_STREAM, p->egress_port, 0);
                 if (r < 0) {
                         sbx_child_fail(&ce, r, "egress proxy: listen on 127.0.0.1 in the sandbox", NULL);
                         child_die(errfd, &ce);
                 }
-                r = send_egress_listener(p->status_fd, SOCK_DGRAM, 53);
+                r = send_egress_listener(p->status_fd, SOCK_DGRAM, 53, 1);
                 if (r < 0) {
                         sbx_child_fail(
                                 &ce, r, "egress proxy: the resolver's 127.0.0.1:53 in the sandbox", NULL);
                         child_die(errfd, &ce);
                 }
+                for (size_t i = 0; i < p->n_service_ports; i++)
+                        if ((r = send_egress_listener(
+                                     p->status_fd, SOCK_STREAM, p->service_ports[i], 2 + (int) i)) < 0) {
+                                sbx_child_fail(&ce, r,
+                                        "network.services: listen on 127.0.0.1 in the sandbox", NULL);
+                                child_die(errfd, &ce);
+                        }
         }
         if (p->mounts && sbx_mount_plan_execute(p->mounts, &ce) < 0)
                 child_die(errfd, &ce);

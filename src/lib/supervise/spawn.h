@@ -36,6 +36,9 @@ typedef struct sbx_spawn_params {
          * namespace at 127.0.0.1 (loopback is brought up for them) and sent over status_fd
          * (SBX_INIT_MSG_EGRESS, b 0 and 1) before the init runs; 0 = none. */
         uint16_t egress_port;
+        /* network.services: a listening socket each, at 127.0.0.1:port (b 2 + its index) */
+        const uint16_t *service_ports;
+        size_t n_service_ports;
         int init_fd; /* sandboxer-init, opened O_RDONLY|O_CLOEXEC */
         char *const *init_argv;
         char *const *envp;

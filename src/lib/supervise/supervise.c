@@ -409,9 +409,10 @@ static bool observe_net(
                 uint32_t a = ntohl(in->sin_addr.s_addr);
                 if ((s->p->loopback && (a >> 24) == 127) || (is_bind && a == INADDR_ANY))
                         return false;
-                /* the egress proxy: connecting to it is the way out */
+                /* the egress proxy and the services: connecting to them is the way out */
                 if (s->p->egress && !is_bind && a == INADDR_LOOPBACK &&
-                        ntohs(in->sin_port) == SBX_EGRESS_PROXY_PORT)
+                        (ntohs(in->sin_port) == SBX_EGRESS_PROXY_PORT ||
+                                sbx_egress_run_service_port(s->p->egress, ntohs(in->sin_port))))
                         return false;
                 inet_ntop(AF_INET, &in->sin_addr, abuf, (socklen_t) asz);
                 d[(*nd)++] = (sbx_detail){.key = "family", .str = (char *) "inet"};
@@ -577,7 +578,7 @@ static void handle_notify(loop_state *s) {
                         deny = t < 0;
                         if (deny && rt && rt->conn_owner && rt->conn_end) /* the exec's report */
                                 rt->conn_end(rt->userdata, rt->conn_owner(rt->userdata, (int) req.pid), NULL,
-                                        &transparent_refusal);
+                                        &transparent_refusal, NULL);
                         else if (deny) {
                                 record(s, SBX_VIOLATION_NETWORK_ACCESS, s->p->kill_on_violation, name, d,
                                         nd);

@@ -29,7 +29,7 @@ typedef struct sbx_notify_route {
          * threads */
         uint64_t (*conn_owner)(void *userdata, int pid);
         void (*conn_end)(void *userdata, uint64_t owner, const sbx_report_conn *allowed,
-                const struct sbx_egress_refusal *refused);
+                const struct sbx_egress_refusal *refused, const sbx_report_request *request);
         void *userdata;
 } sbx_notify_route;
 
