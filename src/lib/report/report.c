@@ -738,8 +738,8 @@ int sbx_report_copy_setup(sbx_report *dst, const sbx_report *src) {
         memcpy(dst->fs_write_note, src->fs_write_note, sizeof dst->fs_write_note);
         dst->egress_proxy = src->egress_proxy;
         for (size_t i = 0; i < src->n_services && dst->n_services < src->n_services; i++)
-                if (sbx_report_add_service(dst, src->services[i].name, src->services[i].target, src->services[i].tcp) <
-                        0)
+                if (sbx_report_add_service(
+                            dst, src->services[i].name, src->services[i].target, src->services[i].tcp) < 0)
                         return -ENOMEM;
         memcpy(dst->limit_mechanism, src->limit_mechanism, sizeof dst->limit_mechanism);
         if (src->backend_reason && sbx_report_set_backend_reason(dst, "%s", src->backend_reason) < 0)
