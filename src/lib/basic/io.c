@@ -2,6 +2,7 @@
 #include "io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,8 +23,63 @@ int sbx_write_all(int fd, const void *p, size_t n) {
         return 0;
 }
 
+/* One direction's move: through a pipe with splice() (no copy through user space; the pipe grown
+ * to 1 MiB where the system lets it), else read/write. 1 moved, 0 the end, < 0 an error. */
+typedef struct lane {
+        int from, to;
+        int pipe[2]; /* -1: read/write */
+        size_t in_pipe;
+} lane;
+
+static int lane_move(lane *l, char *buf, size_t size, uint64_t *moved) {
+        if (l->pipe[0] >= 0) {
+                ssize_t n =
+                        splice(l->from, NULL, l->pipe[1], NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                        return 1;
+                if (n < 0 && (errno == EINVAL || errno == ENOSYS) && l->in_pipe == 0) {
+                        /* not splice-able (this kind of socket): read/write from now on */
+                        close(l->pipe[0]);
+                        close(l->pipe[1]);
+                        l->pipe[0] = l->pipe[1] = -1;
+                        return lane_move(l, buf, size, moved);
+                }
+                if (n <= 0)
+                        return n < 0 ? -errno : 0;
+                l->in_pipe += (size_t) n;
+                while (l->in_pipe > 0) {
+                        ssize_t w = splice(l->pipe[0], NULL, l->to, NULL, l->in_pipe, SPLICE_F_MOVE);
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w <= 0)
+                                return w < 0 ? -errno : -EPIPE;
+                        l->in_pipe -= (size_t) w;
+                }
+                *moved += (uint64_t) n;
+                return 1;
+        }
+        ssize_t n = read(l->from, buf, size);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return 1;
+        if (n <= 0)
+                return n < 0 ? -errno : 0;
+        int r = sbx_write_all(l->to, buf, (size_t) n);
+        if (r < 0)
+                return r;
+        *moved += (uint64_t) n;
+        return 1;
+}
+
 int sbx_splice_both(int a, int b, uint64_t *ret_ab, uint64_t *ret_ba) {
         uint64_t moved[2] = {0, 0};
+        lane lanes[2] = {{.from = a, .to = b, .pipe = {-1, -1}}, {.from = b, .to = a, .pipe = {-1, -1}}};
+        for (int i = 0; i < 2; i++)
+                if (pipe2(lanes[i].pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+                        (void) fcntl(lanes[i].pipe[1], F_SETPIPE_SZ, 1 << 20);
+                        /* the write end blocks on a full pipe only through SPLICE_F_NONBLOCK */
+                        (void) fcntl(lanes[i].pipe[0], F_SETFL, 0);
+                        (void) fcntl(lanes[i].pipe[1], F_SETFL, 0);
+                }
         struct pollfd pf[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
         char buf[65536];
         int open_n = 2, r = 0;
@@ -31,25 +87,28 @@ int sbx_splice_both(int a, int b, uint64_t *ret_ab, uint64_t *ret_ba) {
                 int k = poll(pf, 2, -1);
                 if (k < 0 && errno == EINTR)
                         continue;
-                if (k < 0)
-                        return -errno;
+                if (k < 0) {
+                        r = -errno;
+                        break;
+                }
                 for (int i = 0; i < 2 && r == 0; i++) {
                         if (pf[i].fd < 0 || !pf[i].revents)
                                 continue;
-                        ssize_t n = read(pf[i].fd, buf, sizeof buf);
-                        if (n < 0 && errno == EINTR)
-                                continue;
-                        int to = i == 0 ? b : a;
-                        if (n <= 0) { /* its end: the other side hears it */
-                                (void) shutdown(to, SHUT_WR);
+                        int m = lane_move(&lanes[i], buf, sizeof buf, &moved[i]);
+                        if (m <= 0) { /* its end (or an error): the other side hears it */
+                                (void) shutdown(lanes[i].to, SHUT_WR);
                                 pf[i].fd = -1;
                                 open_n--;
-                                continue;
+                                if (m < 0 && m != -ECONNRESET && m != -EPIPE)
+                                        r = m;
                         }
-                        r = sbx_write_all(to, buf, (size_t) n);
-                        moved[i] += (uint64_t) n;
                 }
         }
+        for (int i = 0; i < 2; i++)
+                if (lanes[i].pipe[0] >= 0) {
+                        close(lanes[i].pipe[0]);
+                        close(lanes[i].pipe[1]);
+                }
         if (ret_ab)
                 *ret_ab = moved[0];
         if (ret_ba)

@@ -87,6 +87,7 @@ char *sbx_http_close_head(const char *buf, size_t head_len, size_t *ret_len) {
                 first = false;
                 p += len;
         }
+        out[o] = 0;
         *ret_len = o;
         return out;
 }
