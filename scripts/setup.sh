@@ -40,6 +40,7 @@ PACKAGES=(
         man-db groff-base # man page rendering checks
         nodejs # the E2B and Daytona SDK tests (tests/compat; npm below: a nodejs from elsewhere bundles it)
         git # the Daytona SDK's git.* run git inside the sandbox (tests/compat)
+        openssl python3-pip # the egress tests: a local TLS server's certificate, pip through the proxy
 )
 
 # ---- 1. packages --------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ enforce: { best_effort: [memory_mb, cpus, scratch_mb] }
 run_as: 65534
 network:
   egress_allowed: ["pkgs.example.test", "*.example.test", "localhost", "blocked.example.org"]
-  hosts: { "pkgs.example.test": "127.0.0.1", "api.example.test": "127.0.0.1" }
+  hosts: { "pkgs.example.test": "127.0.0.1", "api.example.test": "127.0.0.1", "git.example.test": "127.0.0.1" }
 YAML
 chmod 644 "$POL"
 prof() { # NAME EGRESS-LIST [EXTRA-YAML]
@@ -155,6 +155,71 @@ try:
 except OSError as e:
     print("udp refused", e.errno)'
 like "$SBX_OUT" 'udp refused' "UDP out of the sandbox has no way at all"
+
+# --- real tools: git over https (a local TLS server, a CA the test makes), pip from a local index ---
+if command -v git >/dev/null && command -v openssl >/dev/null; then
+        G=$SBX_TMP/git && mkdir -p "$G"
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout "$G/key.pem" -out "$G/ca.pem" -days 2 -subj "/CN=git.example.test" \
+                -addext "subjectAltName=DNS:git.example.test" -addext "basicConstraints=critical,CA:TRUE" >/dev/null 2>&1
+        git init -q --bare "$G/repo.git"
+        git clone -q "$G/repo.git" "$G/w" 2>/dev/null
+        echo "cloned through the proxy" >"$G/w/README"
+        git -C "$G/w" add README && git -C "$G/w" -c user.email=t@t -c user.name=t commit -qm init && git -C "$G/w" push -q origin HEAD:master 2>/dev/null
+        git -C "$G/repo.git" update-server-info
+        cat >"$G/tls.py" <<'PY'
+import functools, http.server, ssl, sys
+root, cert, key, portfile = sys.argv[1:5]
+class H(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(H, directory=root))
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+open(portfile, "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+        python3 "$G/tls.py" "$G" "$G/ca.pem" "$G/key.pem" "$G/port" &
+        GIT_PID=$!
+        for _ in $(seq 50); do [ -s "$G/port" ] && break; sleep 0.1; done
+        chmod -R a+rX "$G"
+        run_sbx "${S[@]}" --workspace "$G" --env GIT_SSL_CAINFO=/workspace/ca.pem -- /bin/sh -c 'cd /tmp && git clone -q https://git.example.test:'"$(cat "$G/port")"'/repo.git c && cat c/README'
+        is "$SBX_RC:$SBX_OUT" "0:cloned through the proxy" "git clone over https through the proxy (its CA from GIT_SSL_CAINFO)"
+        [ "$SBX_RC" = 0 ] || diag "$SBX_ERR"
+        is "$(json_get "$SBX_REPORT" 'sorted(set((c["host"], c["via"]) for c in d["egress"]["connections"]))')" '[["git.example.test", "connect"]]' \
+                "each of git's connections is in the report: CONNECT to the allowed name"
+        kill "$GIT_PID" 2>/dev/null
+else
+        skip "git or openssl is not installed (scripts/setup.sh installs them)" 2
+fi
+if /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
+        mkdir -p "$SBX_TMP/www/simple/sbxdemo"
+        /usr/bin/python3 - "$SBX_TMP/www/simple" <<'PY'
+import base64, hashlib, sys, zipfile
+root = sys.argv[1]
+files = {"sbxdemo/__init__.py": b"VALUE = 'installed through the proxy'\n",
+         "sbxdemo-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: sbxdemo\nVersion: 1.0\n",
+         "sbxdemo-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+rec = ["%s,sha256=%s,%d" % (n, base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode(), len(d)) for n, d in files.items()]
+files["sbxdemo-1.0.dist-info/RECORD"] = ("\n".join(rec + ["sbxdemo-1.0.dist-info/RECORD,,"]) + "\n").encode()
+with zipfile.ZipFile(root + "/sbxdemo/sbxdemo-1.0-py3-none-any.whl", "w") as z:
+    for n, d in files.items():
+        z.writestr(n, d)
+open(root + "/sbxdemo/index.html", "w").write('<a href="sbxdemo-1.0-py3-none-any.whl">sbxdemo-1.0-py3-none-any.whl</a>\n')
+open(root + "/index.html", "w").write('<a href="sbxdemo/">sbxdemo</a>\n')
+PY
+        chmod -R a+rX "$SBX_TMP/www"
+        PIP=(/usr/bin/python3 -m pip install -q --no-cache-dir --disable-pip-version-check --break-system-packages --target /tmp/site)
+        run_sbx "${S[@]}" -- /bin/sh -c "${PIP[*]} --trusted-host pkgs.example.test --index-url http://pkgs.example.test:$WEB_PORT/simple/ sbxdemo && PYTHONPATH=/tmp/site /usr/bin/python3 -c 'import sbxdemo; print(sbxdemo.VALUE)'"
+        is "$SBX_RC:$SBX_OUT" "0:installed through the proxy" "pip install from a local package index, through the proxy"
+        t0=$SECONDS
+        run_sbx "${S[@]}" -- /bin/sh -c "${PIP[*]} --retries 0 --timeout 5 --trusted-host blocked.example.org --index-url http://blocked.example.org:$WEB_PORT/simple/ sbxdemo"
+        [ "$SBX_RC" != 0 ] && [ $((SECONDS - t0)) -lt 30 ]
+        ok $? "pip from an index outside network.egress fails, at once"
+        is "$(json_get "$SBX_REPORT" 'sorted(set((v["detail"]["host"], v["detail"]["reason"]) for v in d["violations"]))')" \
+                '[["blocked.example.org", "no_matching_allow"]]' "with the violation in the report"
+else
+        skip "pip is not installed (scripts/setup.sh installs python3-pip)" 3
+fi
 
 # --- on_violation: kill ---
 run_sbx --policy "$POL" --backend native --profile "$SBX_TMP/egkill.yaml" -- /bin/sh -c 'curl -sS --max-time 10 -o /dev/null http://blocked.example.org:'"$WEB_PORT"'/; sleep 5; echo survived'
