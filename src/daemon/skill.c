@@ -658,13 +658,17 @@ int sbx_skill_verify(const char *dir, char *const *trusted_keys, bool require_si
         }
         /* then every file, as listed, and nothing else */
         _cleanup_strv_free_ char **list = calloc(1, sizeof(char *));
-        if (!list || (r = walk(dir, "", &list, e)) < 0)
+        if (!list)
+                return sbx_error_set(e, ENOMEM, "skill", "out of memory");
+        if ((r = walk(dir, "", &list, e)) < 0)
                 return r;
         for (char **i = list; *i; i++) {
                 bool listed = false;
                 size_t l = strlen(*i);
+                /* "path=sha256": the hash follows the last '=' (a path may hold one) */
                 STRV_FOREACH(f, s->files)
-                        listed = listed || (strncmp(*f, *i, l) == 0 && (*f)[l] == '=');
+                        listed =
+                                listed || ((size_t) (strrchr(*f, '=') - *f) == l && strncmp(*f, *i, l) == 0);
                 if (!listed)
                         return sbx_error_set(
                                 e, EBADMSG, "skill", "%s: not listed in the manifest (an extra file)", *i);
@@ -711,9 +715,9 @@ int sbx_skill_profile(
         if (s->has_memory || s->has_timeout) {
                 fputs("limits:\n", f);
                 if (s->has_memory)
-                        fprintf(f, "  memory_mb: %g\n", s->memory_mb);
+                        fprintf(f, "  memory_mb: %.17g\n", s->memory_mb);
                 if (s->has_timeout)
-                        fprintf(f, "  timeout_s: %g\n", s->timeout_s);
+                        fprintf(f, "  timeout_s: %.17g\n", s->timeout_s);
         }
         fputs("network:\n  egress: [", f);
         for (char **h = s->network_allowlist ? s->allowed_hosts : NULL; h && *h; h++) {

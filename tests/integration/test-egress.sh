@@ -130,6 +130,24 @@ like "$SBX_OUT" 'curl rc=7' "and a denied one is refused at connect()"
 is "$(json_get "$SBX_REPORT" '[(c["host"], c["via"]) for c in d["egress"]["connections"]] + [(v["detail"]["host"], v["detail"]["protocol"], v["detail"]["reason"], v["syscall"]) for v in d["violations"]]')" \
         '[["pkgs.example.test", "transparent"], ["blocked.example.org", "transparent", "no_matching_allow", "connect"]]' \
         "both are in the report by name: the connection, and the refusal at connect()"
+python3 "$SBX_SRC/tests/tools/validate-report.py" "$SBX_REPORT" >/dev/null 2>&1
+is "$?" 0 "a report with transparent connections validates against the schema"
+run_sbx "${S[@]}" -- python3 -c '
+import socket, sys, threading
+out = []
+def go():
+    s = socket.create_connection(("pkgs.example.test", int(sys.argv[1])), timeout=10)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: pkgs.example.test\r\n\r\n")
+    out.append(s.recv(100).split(b"\r\n")[0].decode())
+t = threading.Thread(target=go)
+t.start()
+t.join()
+print("thread:", out)' "$WEB_PORT"
+like "$SBX_OUT" "thread: \['HTTP/1.0 200 OK'\]" "a connect() from a thread (not the process's main one) takes the transparent path too"
+prof egnolo '["pkgs.example.test"], loopback: false'
+run_sbx --policy "$POL" --backend native --profile "$SBX_TMP/egnolo.yaml" -- /bin/sh -c 'getent hosts pkgs.example.test && curl -sS --max-time 10 --noproxy "*" '"$U"
+is "$(json_get "$SBX_REPORT" '[d["status"], d["violations"]]'):$(grep -c 'hello from the allowed host' "$SBX_OUT_FILE")" '["exited", []]:1' \
+        "with network.loopback: false the resolver and the proxy are still reached, and nothing is recorded against them"
 if command -v node >/dev/null; then
         run_sbx "${S[@]}" -- node -e 'fetch(process.argv[1]).then(r => r.text()).then(t => console.log("node:", t.trim()), e => console.log("node failed:", e.cause && e.cause.code))' "$U"
         is "$SBX_OUT" "node: hello from the allowed host" "node's fetch, which ignores the proxy variables, reaches an allowed name"

@@ -561,6 +561,25 @@ static void test_sni(void) {
                         names += strlen(name) < 256;
         }
         ok(names <= sizeof client_hello, "one byte flipped anywhere: handled (%zu still named)", names);
+        /* the same hello split over two handshake records: still read (a filter reading only the
+         * first record could be walked around) */
+        {
+                size_t body = sizeof client_hello - 5, cut = 100;
+                unsigned char split[sizeof client_hello + 5];
+                memcpy(split, client_hello, 5);
+                split[3] = (unsigned char) (cut >> 8), split[4] = (unsigned char) cut;
+                memcpy(split + 5, client_hello + 5, cut);
+                memcpy(split + 5 + cut, client_hello, 3);
+                split[5 + cut + 3] = (unsigned char) ((body - cut) >> 8);
+                split[5 + cut + 4] = (unsigned char) (body - cut);
+                memcpy(split + 10 + cut, client_hello + 5 + cut, body - cut);
+                ok(sbx_tls_sni(split, sizeof split, name) == 1 && strcmp(name, "files.example.test") == 0,
+                        "a ClientHello split over two records: its name read all the same");
+                ok(sbx_tls_sni(split, 5 + cut + 7, name) == 0, "the second record partly there: more asked");
+                split[5 + cut] = 23; /* the second record not a handshake */
+                ok(sbx_tls_sni(split, sizeof split, name) == -EINVAL,
+                        "a hello cut by another record type: refused");
+        }
         /* a hello with no extensions: no name */
         static const unsigned char bare[] = {
                 22, 3, 1, 0, 45, 1, 0, 0, 41, 3, 3, [11 ... 42] = 7, 0, 0, 2, 0, 0x2f, 1, 0};

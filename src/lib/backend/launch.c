@@ -286,6 +286,10 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         }
         sbx_supervise_result res;
         int r2 = sbx_supervise(&svp, &res, r < 0 ? NULL : e);
+        /* the execs' threads first (they settle their connections with the proxy), then the
+         * proxy stops and says what it saw */
+        if (io->persist)
+                sbx_persist_detach(io->persist);
         if (egress)
                 (void) sbx_egress_run_to_report(egress, rep, sv.ready_ns);
         if (svp.audit_fd >= 0 && res.audit_off) {
@@ -297,8 +301,6 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                 snprintf(rep->fs_write_note, sizeof rep->fs_write_note,
                         "the kernel's Landlock denial records; some were lost (a burst beyond the "
                         "socket's buffer): the counts are low");
-        if (io->persist)
-                sbx_persist_detach(io->persist);
         if (r >= 0)
                 r = r2;
         sbx_debug_mark("sandbox gone (supervised)");

@@ -250,6 +250,7 @@ void sbx_persist_detach(sbx_sandbox *sb) {
         sb->init_pidfd = -1;
         sb->cg = NULL;
         sb->rep = NULL;
+        sb->egress = NULL; /* stopped and freed by the launch after this */
         pthread_mutex_unlock(&sb->lock);
 }
 
@@ -757,8 +758,11 @@ _public_ int sbx_sandbox_exec(
         }
         /* its connections through the egress proxy end with its processes: wait for their
          * records, which go into its report */
-        if (sb->egress)
-                sbx_egress_run_settle(sb->egress, slot.serial, 2000);
+        pthread_mutex_lock(&sb->lock);
+        struct sbx_egress_run *egress = sb->egress; /* kept until this exec is no more active */
+        pthread_mutex_unlock(&sb->lock);
+        if (egress)
+                sbx_egress_run_settle(egress, slot.serial, 2000);
         pthread_mutex_lock(&sb->lock);
         for (exec_slot **pp = &sb->execs; *pp; pp = &(*pp)->next)
                 if (*pp == &slot) {

@@ -35,8 +35,22 @@ static int lane_move(lane *l, char *buf, size_t size, uint64_t *moved) {
         if (l->pipe[0] >= 0) {
                 ssize_t n =
                         splice(l->from, NULL, l->pipe[1], NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                if (n < 0 && errno == EINTR)
                         return 1;
+                if (n < 0 && errno == EAGAIN && l->in_pipe == 0) {
+                        /* readable, yet nothing to splice: TCP stops splicing at urgent data
+                         * (MSG_OOB), which a read steps over; else the loop would spin */
+                        ssize_t k = read(l->from, buf, size);
+                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                return 1;
+                        if (k <= 0)
+                                return k < 0 ? -errno : 0;
+                        int r = sbx_write_all(l->to, buf, (size_t) k);
+                        if (r < 0)
+                                return r;
+                        *moved += (uint64_t) k;
+                        return 1;
+                }
                 if (n < 0 && (errno == EINVAL || errno == ENOSYS) && l->in_pipe == 0) {
                         /* not splice-able (this kind of socket): read/write from now on */
                         close(l->pipe[0]);

@@ -161,12 +161,23 @@ static void judge(conn *c, char *host, size_t size, unsigned port, sbx_egress_ve
         sbx_egress_judge(c->p->rules, host, port, v);
 }
 
+/* The target's socket, known to stop() from now on; false (and closed) when the proxy is already
+ * stopping: stop() shut down the connections it knew, and this one came too late for that. */
+static bool keep_up(conn *c, int up) {
+        pthread_mutex_lock(&c->p->lock);
+        bool stopping = c->p->stopping;
+        if (!stopping)
+                c->up = up;
+        pthread_mutex_unlock(&c->p->lock);
+        if (stopping)
+                close(up);
+        return !stopping;
+}
+
 static bool is_address(const char *host) {
         struct in_addr a;
         return strchr(host, ':') || inet_pton(AF_INET, host, &a) == 1;
 }
-
-#define FIRST_MS 10000 /* for a client's first flight (its TLS ClientHello) */
 
 /* A tunnel, once its target is allowed and dialled: the client's first bytes, when they are a TLS
  * ClientHello, name the server (SNI), and a name that is not the one allowed must be allowed on
@@ -177,13 +188,24 @@ static void tunnel(conn *c, int up, const char *host, unsigned port, const char 
         const sbx_egress_verdict *v, const char *pre, size_t npre, int64_t t0) {
         unsigned char first[16384 + 5];
         size_t n = 0;
-        bool check = !is_address(host) && npre <= sizeof first;
+        bool check = !is_address(host);
+        char sni[256];
+        if (check && npre > sizeof first) {
+                check = false;
+                if ((unsigned char) pre[0] == 22) { /* a first flight too large to judge */
+                        sbx_egress_verdict sv = {.reason = SBX_EGRESS_MALFORMED_HOST};
+                        snprintf(sv.why, sizeof sv.why, "a TLS ClientHello too large to judge");
+                        report(c, false, host, port, "tls", &sv, 0, 0, t0, false);
+                        return;
+                }
+        }
         if (check) {
                 memcpy(first, pre, npre);
                 n = npre;
         }
-        for (int64_t deadline = now_ms() + FIRST_MS; check;) {
-                char sni[256];
+        /* until the client's first bytes are judged — or the server speaks first: then it is no
+         * TLS client — nothing goes on; no deadline (stop() ends a connection that idles) */
+        while (check) {
                 int k = n ? sbx_tls_sni(first, n, sni) : 0;
                 if (k == 1 && strcasecmp(sni, host) != 0) {
                         sbx_egress_verdict sv;
@@ -196,14 +218,32 @@ static void tunnel(conn *c, int up, const char *host, unsigned port, const char 
                                 return;
                         }
                 }
-                if (k != 0 || n == sizeof first)
-                        break;
+                if (k == -EINVAL && n > 0 && first[0] == 22) {
+                        /* it speaks TLS, in a way that cannot be judged: refused, not let through */
+                        sbx_egress_verdict sv = {.reason = SBX_EGRESS_MALFORMED_HOST};
+                        snprintf(sv.why, sizeof sv.why, "a TLS handshake whose server name cannot be read");
+                        report(c, false, host, port, "tls", &sv, 0, 0, t0, false);
+                        return;
+                }
+                if (k != 0)
+                        break; /* named and allowed, no name at all, or not TLS */
+                if (n == sizeof first) {
+                        sbx_egress_verdict sv = {.reason = SBX_EGRESS_MALFORMED_HOST};
+                        snprintf(sv.why, sizeof sv.why, "a TLS ClientHello too large to judge");
+                        report(c, false, host, port, "tls", &sv, 0, 0, t0, false);
+                        return;
+                }
                 struct pollfd pf[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = up, .events = POLLIN}};
-                int left = (int) (deadline - now_ms());
-                if (left <= 0 || poll(pf, 2, left) <= 0)
+                if (poll(pf, 2, -1) <= 0) {
+                        if (errno == EINTR)
+                                continue;
                         break;
-                if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
-                        break; /* the server speaks first: not a TLS client */
+                }
+                if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+                        if (n == 0)
+                                break; /* the server speaks first: not a TLS client */
+                        continue;
+                }
                 ssize_t k2 = read(c->fd, first + n, sizeof first - n);
                 if (k2 <= 0)
                         break;
@@ -306,9 +346,8 @@ static void serve_service(conn *c, int64_t t0) {
                 service_event(c, c->p->svc_tcp ? NULL : method, path, c->p->svc_tcp ? 0 : 502, 0, 0, t0);
                 return;
         }
-        pthread_mutex_lock(&c->p->lock);
-        c->up = up;
-        pthread_mutex_unlock(&c->p->lock);
+        if (!keep_up(c, up)) /* the proxy stops: not connected on */
+                return;
         uint64_t a = 0, b = 0;
         if (c->p->svc_tcp) {
                 (void) sbx_splice_both(c->fd, up, &a, &b);
@@ -345,9 +384,8 @@ static void serve_transparent(conn *c, char *host, size_t size, unsigned port, i
                 report(c, true, host, port, "transparent", &v, 0, 0, t0, true);
                 return;
         }
-        pthread_mutex_lock(&c->p->lock);
-        c->up = up;
-        pthread_mutex_unlock(&c->p->lock);
+        if (!keep_up(c, up)) /* the proxy stops: not connected on */
+                return;
         tunnel(c, up, host, port, "transparent", &v, NULL, 0, t0);
 }
 
@@ -388,10 +426,11 @@ static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
         sbx_egress_verdict v;
         judge(c, host, sizeof host, port, &v);
         if (v.reason != SBX_EGRESS_ALLOWED) {
-                sbx_socks5_reply(v.reason == SBX_EGRESS_UNRESOLVED ? 4 : 2, rep);
-                (void) sbx_write_all(c->fd, rep, sizeof rep);
+                /* recorded before the client hears it: it may end the sandbox at once */
                 report(c, v.reason == SBX_EGRESS_UNRESOLVED, host, port, "socks5", &v, 0, 0, t0,
                         v.reason == SBX_EGRESS_UNRESOLVED);
+                sbx_socks5_reply(v.reason == SBX_EGRESS_UNRESOLVED ? 4 : 2, rep);
+                (void) sbx_write_all(c->fd, rep, sizeof rep);
                 return;
         }
         int up = dial(&v, port);
@@ -401,9 +440,8 @@ static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
                 report(c, true, host, port, "socks5", &v, 0, 0, t0, true);
                 return;
         }
-        pthread_mutex_lock(&c->p->lock);
-        c->up = up;
-        pthread_mutex_unlock(&c->p->lock);
+        if (!keep_up(c, up)) /* the proxy stops: not connected on */
+                return;
         sbx_socks5_reply(0, rep);
         if (sbx_write_all(c->fd, rep, sizeof rep) == 0)
                 tunnel(c, up, host, port, "socks5", &v, buf + used, have > used ? have - used : 0, t0);
@@ -442,8 +480,8 @@ static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0)
                 return;
         }
         if (v.reason != SBX_EGRESS_ALLOWED) {
+                report(c, false, r.host, r.port, via, &v, 0, 0, t0, false); /* before the client hears it */
                 http_answer(c->fd, "403 Forbidden", &v, v.why);
-                report(c, false, r.host, r.port, via, &v, 0, 0, t0, false);
                 return;
         }
         int up = dial(&v, r.port);
@@ -454,9 +492,8 @@ static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0)
                 report(c, true, r.host, r.port, via, &v, 0, 0, t0, true);
                 return;
         }
-        pthread_mutex_lock(&c->p->lock);
-        c->up = up;
-        pthread_mutex_unlock(&c->p->lock);
+        if (!keep_up(c, up)) /* the proxy stops: not connected on */
+                return;
         uint64_t a = 0, b = 0, sent = 0;
         bool ok;
         if (r.connect) {
@@ -590,6 +627,7 @@ static int start(int listen_fd, const sbx_egress *rules, sbx_egress_event_fn fn,
         (void) fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) & ~O_NONBLOCK);
         int r = -pthread_create(&p->acceptor, NULL, accept_main, p);
         if (r < 0) {
+                close(listen_fd);
                 pthread_mutex_destroy(&p->lock);
                 pthread_cond_destroy(&p->cond);
                 free(p->svc_name);

@@ -37,7 +37,9 @@ typedef struct redirect {
         unsigned client_port; /* 0: free */
         unsigned port;
         char host[256];
+        uint64_t at_ns; /* registered; a slot not taken within REDIRECT_NS is void */
 } redirect;
+#define REDIRECT_NS (10ULL * 1000000000ULL)
 
 struct sbx_egress_run {
         sbx_egress *rules;
@@ -72,20 +74,26 @@ struct sbx_egress_run {
 /* The inode of the sandbox's socket connected from 127.0.0.1:port to 127.0.0.1:server_port (the
  * proxy's, or a service's), from the sandbox's own TCP table. 0 when not found. */
 static unsigned long client_inode(int init_pid, unsigned port, unsigned server_port) {
-        char path[64], want[32], proxy[32];
-        snprintf(path, sizeof path, "/proc/%d/net/tcp", init_pid);
-        snprintf(want, sizeof want, "0100007F:%04X", port);
-        snprintf(proxy, sizeof proxy, "0100007F:%04X", server_port);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return 0;
-        char line[512], local[64], rem[64];
-        unsigned long ino = 0, found = 0;
-        while (!found && fgets(line, sizeof line, f))
-                if (sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %*s %*s %lu", local, rem, &ino) == 3 &&
-                        streq(local, want) && streq(rem, proxy))
-                        found = ino;
-        fclose(f);
+        unsigned long found = 0;
+        /* an IPv4 socket, or an IPv6 one connected by its v4-mapped address (::ffff:127.0.0.1) */
+        for (int v6 = 0; v6 < 2 && !found; v6++) {
+                char path[64], want[64], proxy[64];
+                const char *pre = v6 ? "0000000000000000FFFF0000" : "";
+                snprintf(path, sizeof path, "/proc/%d/net/tcp%s", init_pid, v6 ? "6" : "");
+                snprintf(want, sizeof want, "%s0100007F:%04X", pre, port);
+                snprintf(proxy, sizeof proxy, "%s0100007F:%04X", pre, server_port);
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        continue;
+                char line[512], local[64], rem[64];
+                unsigned long ino = 0;
+                while (!found && fgets(line, sizeof line, f))
+                        if (sscanf(line, "%*s %63s %63s %*s %*s %*s %*s %*s %*s %lu", local, rem, &ino) ==
+                                        3 &&
+                                streq(local, want) && streq(rem, proxy))
+                                found = ino;
+                fclose(f);
+        }
         return found;
 }
 
@@ -355,8 +363,9 @@ static bool transparent(void *userdata, int fd, char *host, size_t size, unsigne
         unsigned cp = ntohs(peer.sin_port);
         bool found = false;
         pthread_mutex_lock(&r->lock);
+        uint64_t now = sbx_now_ns();
         for (size_t i = 0; i < REDIRECTS_MAX && !found; i++)
-                if (r->redirects[i].client_port == cp) {
+                if (r->redirects[i].client_port == cp && now - r->redirects[i].at_ns < REDIRECT_NS) {
                         found = true;
                         snprintf(host, size, "%s", r->redirects[i].host);
                         *port = r->redirects[i].port;
@@ -474,12 +483,14 @@ int sbx_egress_run_redirect(sbx_egress_run *r, int fd, const char *host, unsigne
                                               : ((struct sockaddr_in6 *) &me)->sin6_port);
         pthread_mutex_lock(&r->lock);
         redirect *slot = NULL;
+        uint64_t now = sbx_now_ns();
         for (size_t i = 0; i < REDIRECTS_MAX && !slot; i++)
-                if (r->redirects[i].client_port == 0)
+                if (r->redirects[i].client_port == 0 || now - r->redirects[i].at_ns >= REDIRECT_NS)
                         slot = &r->redirects[i];
         if (!slot) /* all taken by connects never accepted: the oldest goes */
                 slot = &r->redirects[r->redirect_next++ % REDIRECTS_MAX];
         slot->client_port = cp;
+        slot->at_ns = now;
         slot->port = port;
         snprintf(slot->host, sizeof slot->host, "%s", host);
         pthread_mutex_unlock(&r->lock);
@@ -487,17 +498,25 @@ int sbx_egress_run_redirect(sbx_egress_run *r, int fd, const char *host, unsigne
                 ((struct sockaddr_in *) &ss)->sin_port = htons(SBX_EGRESS_PROXY_PORT);
         else
                 ((struct sockaddr_in6 *) &ss)->sin6_port = htons(SBX_EGRESS_PROXY_PORT);
+        int err = 0;
         if (connect(fd, (struct sockaddr *) &ss, sl) < 0) {
-                if (errno != EINPROGRESS)
-                        return -errno;
-                /* a non-blocking socket: loopback completes at once, or not at all */
-                struct pollfd pf = {.fd = fd, .events = POLLOUT};
-                int err = 0;
-                socklen_t el = sizeof err;
-                if (poll(&pf, 1, 1000) <= 0)
-                        return -ETIMEDOUT;
-                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err)
-                        return err ? -err : -errno;
+                err = errno;
+                if (err == EINPROGRESS) {
+                        /* a non-blocking socket: loopback completes at once, or not at all */
+                        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+                        socklen_t el = sizeof err;
+                        if (poll(&pf, 1, 1000) <= 0)
+                                err = ETIMEDOUT;
+                        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+                                err = errno;
+                }
+        }
+        if (err) { /* its slot goes: no later connection from that port is taken for it */
+                pthread_mutex_lock(&r->lock);
+                if (slot->client_port == cp)
+                        slot->client_port = 0;
+                pthread_mutex_unlock(&r->lock);
+                return -err;
         }
         return 0;
 }
@@ -521,6 +540,19 @@ size_t sbx_egress_run_take(sbx_egress_run *r, sbx_egress_refusal *out, size_t ma
 
 int sbx_egress_run_to_report(sbx_egress_run *r, sbx_report *rep, uint64_t start_ns) {
         sbx_egress_run_stop(r);
+        /* refusals the loop did not take before the sandbox ended: recorded here */
+        sbx_egress_refusal f[16];
+        for (size_t n; (n = sbx_egress_run_take(r, f, ELEMENTSOF(f))) > 0;)
+                for (size_t i = 0; i < n; i++) {
+                        if (f[i].recorded)
+                                continue;
+                        sbx_detail d[SBX_EGRESS_DETAILS];
+                        size_t nd = sbx_egress_refusal_details(&f[i], d);
+                        int64_t at =
+                                f[i].at_ns > start_ns ? (int64_t) ((f[i].at_ns - start_ns) / 1000000) : 0;
+                        (void) sbx_report_add_violation(
+                                rep, SBX_VIOLATION_NETWORK_ACCESS, "denied", at, NULL, d, nd);
+                }
         rep->egress_proxy = "127.0.0.1:3128";
         int k = 0;
         pthread_mutex_lock(&r->lock);
@@ -553,9 +585,14 @@ int sbx_egress_run_to_report(sbx_egress_run *r, sbx_report *rep, uint64_t start_
                         rq.at_ms = rq.at_ms > t0 ? rq.at_ms - t0 : 0;
                         k = sbx_report_add_request(rep, &rq);
                 }
-                if (dst) {
+                if (dst) { /* what was only counted, past the kept ones */
+                        uint64_t up = 0, down = 0;
+                        for (size_t q = 0; q < sv->n_requests; q++)
+                                up += sv->requests[q].bytes_up, down += sv->requests[q].bytes_down;
                         dst->dropped += sv->dropped;
                         dst->count += sv->count - sv->n_requests;
+                        dst->bytes_up += sv->bytes_up - up;
+                        dst->bytes_down += sv->bytes_down - down;
                 }
         }
         pthread_mutex_unlock(&r->lock);
@@ -587,7 +624,17 @@ int sbx_egress_run_transparent(sbx_egress_run *r, const struct sockaddr *sa, siz
                 return 0;
         /* the socket itself: a TCP one only (a datagram's "connect" leads nowhere: refused as
          * before), and still the caller's (the notification still pending) */
-        int pidfd = (int) syscall(SYS_pidfd_open, (pid_t) pid, 0);
+        /* the notification names the calling thread: its process (the fd table is shared) */
+        int tgid = pid;
+        char sp[64], line[128];
+        snprintf(sp, sizeof sp, "/proc/%d/status", pid);
+        FILE *st = fopen(sp, "re");
+        while (st && fgets(line, sizeof line, st))
+                if (sscanf(line, "Tgid: %d", &tgid) == 1)
+                        break;
+        if (st)
+                fclose(st);
+        int pidfd = (int) syscall(SYS_pidfd_open, (pid_t) tgid, 0);
         int fd = pidfd >= 0 ? (int) syscall(SYS_pidfd_getfd, pidfd, fd_num, 0) : -1;
         if (pidfd >= 0)
                 close(pidfd);

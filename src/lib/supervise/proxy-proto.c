@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "basic/macro.h"
+
 static void say(char *why, size_t size, const char *s) {
         if (why && size)
                 snprintf(why, size, "%s", s);
@@ -247,27 +249,45 @@ static unsigned be16(const unsigned char *p) {
         return (unsigned) p[0] << 8 | p[1];
 }
 
+#define HELLO_MAX 16384 /* a ClientHello larger than this is not judged: refused */
+
 int sbx_tls_sni(const unsigned char *b, size_t n, char name[static 256]) {
-        /* record: ContentType handshake (22), version 3.x, length */
-        if (n >= 1 && b[0] != 22)
-                return -EINVAL;
-        if (n >= 2 && b[1] != 3)
-                return -EINVAL;
-        if (n < 5)
-                return 0;
-        size_t rec = be16(b + 3);
-        if (rec < 4 || rec > 16384)
-                return -EINVAL;
-        /* the whole ClientHello in this first record (clients send it so: it fits) */
-        if (n < 5 + rec)
-                return 0;
-        const unsigned char *h = b + 5, *end = b + 5 + rec;
-        if (h[0] != 1) /* ClientHello */
-                return -EINVAL;
-        size_t hlen = (size_t) h[1] << 16 | (size_t) h[2] << 8 | h[3];
-        if (hlen + 4 > rec)
-                return -EINVAL; /* a hello split over records: not judged */
-        end = h + 4 + hlen;
+        /* The handshake message, gathered from as many handshake records as it spans (a client may
+         * split it: a filter that read only the first record could be walked around). */
+        unsigned char hs[HELLO_MAX + 4];
+        size_t have = 0, hlen = 0;
+        bool known = false;
+        for (size_t off = 0;;) {
+                /* record: ContentType handshake (22), version 3.x, length */
+                if (n > off && b[off] != 22)
+                        return -EINVAL;
+                if (n > off + 1 && b[off + 1] != 3)
+                        return -EINVAL;
+                if (n < off + 5)
+                        return 0;
+                size_t rec = be16(b + off + 3);
+                if (rec == 0 || rec > 16384)
+                        return -EINVAL;
+                size_t take = MIN(rec, n - off - 5);
+                if (have + take > sizeof hs)
+                        return -EINVAL;
+                memcpy(hs + have, b + off + 5, take);
+                have += take;
+                if (!known && have >= 4) {
+                        if (hs[0] != 1) /* ClientHello */
+                                return -EINVAL;
+                        hlen = (size_t) hs[1] << 16 | (size_t) hs[2] << 8 | hs[3];
+                        if (hlen > HELLO_MAX)
+                                return -EINVAL;
+                        known = true;
+                }
+                if (known && have >= hlen + 4)
+                        break;
+                if (take < rec)
+                        return 0; /* this record is not all here yet */
+                off += 5 + rec;
+        }
+        const unsigned char *h = hs, *end = hs + 4 + hlen;
         const unsigned char *p = h + 4 + 2 + 32; /* version, random */
         if (p + 1 > end || p + 1 + p[0] > end)
                 return -EINVAL;

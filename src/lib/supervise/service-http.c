@@ -2,7 +2,9 @@
 #include "supervise/service-http.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,16 +139,26 @@ int sbx_service_dial(const char *target) {
                 return -EHOSTUNREACH;
         int last = -ECONNREFUSED;
         for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-                int s = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                /* not blocking while it connects: at most 10 s an address */
+                int s = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
                 if (s < 0) {
                         last = -errno;
                         continue;
                 }
-                if (connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {
+                int err = 0;
+                socklen_t el = sizeof err;
+                struct pollfd pf = {.fd = s, .events = POLLOUT};
+                if (connect(s, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS)
+                        err = errno;
+                else if (poll(&pf, 1, 10000) <= 0)
+                        err = ETIMEDOUT;
+                else if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+                        err = errno;
+                if (err == 0 && fcntl(s, F_SETFL, 0) == 0) {
                         freeaddrinfo(res);
                         return s;
                 }
-                last = -errno;
+                last = -(err ? err : errno);
                 close(s);
         }
         freeaddrinfo(res);

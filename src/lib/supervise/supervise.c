@@ -412,6 +412,7 @@ static bool observe_net(
                 /* the egress proxy and the services: connecting to them is the way out */
                 if (s->p->egress && !is_bind && a == INADDR_LOOPBACK &&
                         (ntohs(in->sin_port) == SBX_EGRESS_PROXY_PORT ||
+                                ntohs(in->sin_port) == SBX_EGRESS_DNS_PORT ||
                                 sbx_egress_run_service_port(s->p->egress, ntohs(in->sin_port))))
                         return false;
                 inet_ntop(AF_INET, &in->sin_addr, abuf, (socklen_t) asz);
