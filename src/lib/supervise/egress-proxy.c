@@ -200,7 +200,8 @@ static void tunnel(conn *c, int up, const char *host, unsigned port, const char 
                 }
         }
         if (check) {
-                memcpy(first, pre, npre);
+                if (npre)
+                        memcpy(first, pre, npre);
                 n = npre;
         }
         /* until the client's first bytes are judged — or the server speaks first: then it is no
