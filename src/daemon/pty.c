@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <termios.h>
 
+#include "basic/time-util.h"
 #include "basic/ws.h"
 #include "daemon/http.h"
 
@@ -255,11 +256,7 @@ mgr_pty *mgr_pty_ref(mgr_pty *p) {
 
 json_t *mgr_pty_wait_end(mgr_pty *p, int timeout_ms) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L)
-                until.tv_sec++, until.tv_nsec -= 1000000000L;
+        sbx_deadline_realtime(timeout_ms, &until);
         pthread_mutex_lock(&p->lock);
         while (!p->ended && pthread_cond_timedwait(&p->cond, &p->lock, &until) == 0)
                 ;

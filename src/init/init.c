@@ -256,22 +256,7 @@ static int load_seccomp(const char **step);
 static int send_listener(int fd) {
         struct sbx_init_msg m = {
                 .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_LISTENER, .a = fd, .monotonic_ns = now_ns()};
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } cbuf;
-        memset(&cbuf, 0, sizeof cbuf);
-        struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
-        struct msghdr mh = {.msg_iov = &iov,
-                .msg_iovlen = 1,
-                .msg_control = cbuf.buf,
-                .msg_controllen = sizeof cbuf.buf};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
-        return sendmsg(SBX_INIT_STATUS_FD, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+        return sbx_send_with_fd(SBX_INIT_STATUS_FD, &m, sizeof m, fd) < 0 ? -1 : 0;
 }
 
 static int load_seccomp(const char **step) {
@@ -527,24 +512,7 @@ static int file_op(uint32_t op, const char *path) {
 
 /* Send fd over the unix socket sock (SCM_RIGHTS, one byte of tag with it). 0, or an errno. */
 static int send_fd(int sock, int fd, char tag) {
-        union {
-                struct cmsghdr h;
-                char b[CMSG_SPACE(sizeof(int))];
-        } cbuf;
-        memset(&cbuf, 0, sizeof cbuf);
-        struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-        struct msghdr mh = {
-                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b, .msg_controllen = sizeof cbuf.b};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-        ssize_t n;
-        do
-                n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? errno : 0;
+        return -sbx_send_with_fd(sock, &tag, 1, fd);
 }
 
 /* CONNECT: the socket is made here, inside, so it lives in the sandbox's network namespace and

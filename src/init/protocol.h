@@ -4,7 +4,10 @@
  * init's own exit: messages only fill in what the exit status cannot say. */
 #pragma once
 
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #define SBX_INIT_MAGIC 0x53425831u /* "SBX1" */
 #define SBX_INIT_STATUS_FD 3
@@ -28,6 +31,29 @@ enum {
                                    * network namespace; b 1, its resolver's UDP 127.0.0.1:53 (the
                                    * supervisor serves both from outside) */
 };
+
+/* Send data[0, n) on sock with fd attached (SCM_RIGHTS): 0, or -errno (-EIO when cut short).
+ * Syscalls only: the init and the spawn's child use it. */
+static inline int sbx_send_with_fd(int sock, const void *data, size_t n, int fd) {
+        union {
+                struct cmsghdr h;
+                char b[CMSG_SPACE(sizeof(int))];
+        } cbuf;
+        memset(&cbuf, 0, sizeof cbuf);
+        struct iovec iov = {.iov_base = (void *) data, .iov_len = n};
+        struct msghdr mh = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b, .msg_controllen = sizeof cbuf.b};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        ssize_t k;
+        do
+                k = sendmsg(sock, &mh, MSG_NOSIGNAL);
+        while (k < 0 && errno == EINTR);
+        return k < 0 ? -errno : (size_t) k != n ? -EIO : 0;
+}
 
 struct sbx_init_msg {
         uint32_t magic;

@@ -20,6 +20,7 @@
 
 #include "basic/io.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "supervise/proxy-proto.h"
 #include "supervise/service-http.h"
 
@@ -662,11 +663,7 @@ int sbx_egress_service_start(int listen_fd, const sbx_service_target *t, sbx_egr
 
 bool sbx_egress_proxy_settle(sbx_egress_proxy *p, uint64_t owner, int timeout_ms) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L)
-                until.tv_sec++, until.tv_nsec -= 1000000000L;
+        sbx_deadline_realtime(timeout_ms, &until);
         bool settled = false;
         pthread_mutex_lock(&p->lock);
         for (;;) {

@@ -42,26 +42,7 @@ static int send_egress_listener(int status_fd, int type, uint16_t port, int whic
                 r = -errno;
         else {
                 struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_EGRESS, .b = which};
-                union {
-                        struct cmsghdr h;
-                        char buf[CMSG_SPACE(sizeof(int))];
-                } cbuf;
-                memset(&cbuf, 0, sizeof cbuf);
-                struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
-                struct msghdr mh = {.msg_iov = &iov,
-                        .msg_iovlen = 1,
-                        .msg_control = &cbuf,
-                        .msg_controllen = sizeof cbuf};
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &fd, sizeof(int));
-                ssize_t k = sendmsg(status_fd, &mh, MSG_NOSIGNAL);
-                if (k < 0)
-                        r = -errno;
-                else if (k != (ssize_t) sizeof m)
-                        r = -EIO;
+                r = sbx_send_with_fd(status_fd, &m, sizeof m, fd);
         }
         close(fd);
         return r;
