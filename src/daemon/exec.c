@@ -504,7 +504,8 @@ static void *tty_thread(void *arg) {
                 pthread_mutex_unlock(&t->m->lock);
                 end = json_pack("{s:s, s:s, s:n, s:n, s:I, s:s}", "exec_id", t->exec_id, "status",
                         !ans && mgr_stopping(t->m) ? "detached" : "setup_error", "exit_code", "signal",
-                        (json_int_t) (ans ? json_integer_value(json_object_get(ans, "errno")) : 0), "error",
+                        "errno", (json_int_t) (ans ? json_integer_value(json_object_get(ans, "errno")) : 0),
+                        "error",
                         ans ? json_string_value(json_object_get(ans, "error")) ?: "the exec failed"
                             : mgr_no_answer(t->m, "the sandbox's supervisor is gone"));
         }
