@@ -121,6 +121,9 @@ print(s.recv(200).split(b"\r\n")[0].decode())'
 like "$SBX_OUT" '403' "a malformed CONNECT target: 403"
 is "$(json_get "$SBX_REPORT" '[v["detail"]["reason"] for v in d["violations"]]')" '["malformed_host"]' "recorded as malformed_host"
 
+# the transparent path needs the seccomp listener: where sandboxer runs under a seccomp filter
+# itself (nested), there is none, and such connects fail closed unrecorded (docs/network.md)
+if host_has notif; then
 # --- the transparent path: programs that ignore the proxy variables reach the proxy anyway ---
 run_sbx "${S[@]}" -- /bin/sh -c 'cat /etc/resolv.conf; getent hosts pkgs.example.test; curl -sS --max-time 10 --noproxy "*" '"$U"'; curl -sS --max-time 10 --noproxy "*" -o /dev/null http://blocked.example.org:'"$WEB_PORT"'/ 2>&1; echo "curl rc=$?"'
 like "$SBX_OUT" 'nameserver 127.0.0.1' "the sandbox's resolver is the supervisor's, at 127.0.0.1"
@@ -165,6 +168,9 @@ except OSError as e:
 like "$SBX_OUT" '^refused 111' "a direct connect() to an address no rule names: ECONNREFUSED at once"
 is "$(json_get "$SBX_REPORT" '[(v["kind"], v.get("syscall"), v["detail"]["host"], v["detail"]["reason"]) for v in d["violations"]]')" \
         '[["NetworkAccessViolation", "connect", "198.51.100.7", "no_matching_allow"]]' "and is recorded with the address"
+else
+        skip "$HOST_WHY" 11
+fi
 run_sbx "${S[@]}" -- python3 -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -274,10 +280,14 @@ is "$(json_get "$SBX_TMP/x1.json" '[d["stdout"].split()[-1], d["report"]["egress
 api POST "/v1/sandboxes/$ID/exec" '{"argv":["true"]}' >"$SBX_TMP/x2.json"
 is "$(json_get "$SBX_TMP/x2.json" '[d["report"]["egress"]["allowed"], d["report"]["violations"]]')" '[0, []]' \
         "the next exec's report starts empty"
+if host_has notif; then
 api POST "/v1/sandboxes/$ID/exec" '{"argv":["sh","-c","curl -sS --max-time 10 --noproxy * -o /dev/null '"$U"'; curl -sS --max-time 10 --noproxy * -o /dev/null http://blocked.example.org/; echo rc=$?"]}' >"$SBX_TMP/x3.json"
 is "$(json_get "$SBX_TMP/x3.json" '[d["stdout"].split()[-1], [(c["host"], c["via"]) for c in d["report"]["egress"]["connections"]], [(v["detail"]["host"], v["syscall"]) for v in d["report"]["violations"]]]')" \
         '["rc=7", [["pkgs.example.test", "transparent"]], [["blocked.example.org", "connect"]]]' \
         "the transparent path in a persistent sandbox: the exec's own connection and refusal"
+else
+        skip "$HOST_WHY" 1
+fi
 api DELETE "/v1/sandboxes/$ID" >/dev/null
 kill -TERM "$SERVE_PID" && wait "$SERVE_PID" 2>/dev/null
 SERVE_PID=
