@@ -18,7 +18,8 @@ def errs(*codes):
              "410": "The sandbox was destroyed", "413": "Body too large", "422": "Unknown profile, or a secret not in the store",
              "429": "A tenant quota or the sandbox's budget_s", "503": "The sandbox could not be started, or its supervisor is gone",
              "403": "Not allowed by the profile or the policy file (e.g. a long-lived exec: process.long_lived)",
-             "426": "Not a WebSocket upgrade (attach is one)"}
+             "426": "Not a WebSocket upgrade (attach is one)",
+             "415": "Not a tar (Content-Type other than application/x-tar)"}
     return {c: resp(names[c], err) for c in codes}
 consumer = {"type": "object", "additionalProperties": False, "properties": {k: {"type": "string", "maxLength": 256} for k in ["harness", "session_id", "run_id", "job_id"]}}
 strmap = {"type": "object", "additionalProperties": {"type": "string"}}
@@ -48,7 +49,21 @@ record = {"type": "object", "required": ["id", "state", "reason", "profile", "ba
               "user": {"type": "string", "nullable": True,
                        "description": "the name of the sandbox's one user (uid 1000) inside: the profile's user "
                                       "(sandbox by default; user for E2B's templates, daytona for Daytona's)"},
-              "workspace": {"type": "string", "nullable": True}}}
+              "workspace": {"type": "string", "nullable": True,
+                            "description": "where the workspace is inside (/workspace for a skill's sandbox), null without one"},
+              "skill": {"type": "object", "required": ["id", "name", "version", "digest", "key_id"],
+                        "description": "a create {skill}: the skill its sandbox runs (absent otherwise)",
+                        "properties": {"id": {"type": "string", "pattern": "^skl_[0-9a-f]{16}$"}, "name": {"type": "string"},
+                                       "version": {"type": "string"}, "digest": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                                       "key_id": {"type": "string", "nullable": True}}}}}
+skill = {"type": "object", "required": ["id", "name", "version", "digest", "key_id", "entrypoint", "files", "tenant", "created_at"],
+         "properties": {"id": {"type": "string", "pattern": "^skl_[0-9a-f]{16}$"}, "name": {"type": "string"},
+                        "version": {"type": "string"},
+                        "digest": {"type": "string", "pattern": "^[0-9a-f]{64}$",
+                                   "description": "sha256 of the manifest's canonical JSON (docs/skills.md)"},
+                        "key_id": {"type": "string", "nullable": True, "description": "the signer's key id; null: unsigned (the policy allows it)"},
+                        "entrypoint": {"type": "array", "items": {"type": "string"}},
+                        "files": {"type": "integer", "minimum": 0}, "tenant": {"type": "string"}, "created_at": ts}}
 report = {"type": "object", "description": "The run report, schema sandboxer.report/v1 (docs/report.schema.json)",
           "required": ["schema", "id", "status", "exit", "violations", "usage"],
           "properties": {"schema": {"type": "string", "enum": ["sandboxer.report/v1"]},
@@ -85,7 +100,9 @@ schemas = {
     "CreateRequest": {"type": "object", "additionalProperties": False,
                       "properties": {"profile": {"type": "string", "pattern": "^[a-z0-9._-]{1,200}$"},
                                      "ttl_s": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
-                                     "consumer": consumer, "metadata": strmap}},
+                                     "consumer": consumer, "metadata": strmap,
+                                     "skill": {"type": "string", "pattern": "^skl_[0-9a-f]{16}$",
+                                               "description": "a skill (POST /v1/skills): its sandbox has the skill's profile and its verified files at /workspace; not with profile (400)"}}},
     "ExecRequest": {"type": "object", "additionalProperties": False, "required": ["argv"],
                     "properties": {"argv": {"type": "array", "minItems": 1, "maxItems": 1024, "items": {"type": "string"}},
                                    "env": strmap, "cwd": {"type": "string"},
@@ -115,6 +132,8 @@ schemas = {
                 "properties": {"sandbox_id": {"type": "string"}, "port": {"type": "integer"}, "url": {"type": "string"},
                                "token": {"type": "string"}, "signed_url": {"type": "string"}, "signed_token": {"type": "string"},
                                "expires_at": ts}},
+    "Skill": skill,
+    "SkillList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Skill"}}}},
     "ExecResult": exec_result, "ExecEvent": exec_event, "Report": report,
     "ExecRecord": exec_rec,
     "ExecList": {"type": "object", "required": ["items", "running"],
@@ -141,6 +160,7 @@ paths = {
                  "requestBody": {"content": {"application/json": {"schema": ref("CreateRequest")}}},
                  "responses": {"201": resp("Created, ready", ref("SandboxRecord")),
                                "200": resp("An Idempotency-Key replay: the same sandbox", ref("SandboxRecord")),
+                               "404": resp("create {skill}: no such skill (or another tenant's)", err),
                                **errs("400", "401", "409", "413", "422", "429", "503")}},
         "get": {"operationId": "listSandboxes",
                 "parameters": [{"name": k, "in": "query", "schema": {"type": "string"}} for k in
@@ -223,6 +243,24 @@ paths = {
         "description": "With Upgrade: sandboxer-tcp: after the 101 the connection is a raw TCP pipe to 127.0.0.1:PORT inside the sandbox (sandboxer port-forward).",
         "responses": {"101": resp("Switching Protocols: the pipe"), "502": resp("Nothing listens on the port inside", err),
                       **errs("400", "401", "404", "426")}}},
+    "/v1/skills": {
+        "post": {"operationId": "uploadSkill",
+                 "description": "A skill directory as a tar (tar -C DIR -cf - .), at most 64 MiB: regular files and directories only. Verified against the policy's skills.trusted_keys (and require_signature) as `sandboxer skill verify` does, then kept for the caller's tenant.",
+                 "requestBody": {"required": True, "content": {"application/x-tar": {"schema": {"type": "string", "format": "binary"}}}},
+                 "responses": {"201": resp("Verified and kept", ref("Skill")),
+                               "400": resp("Not a tar, or an entry that is not a regular file or directory (a symlink, a hard link, a device) or not under the skill's directory (absolute, '..'): the message names it", err),
+                               "413": resp("Over 64 MiB", err),
+                               "422": resp("Refused by the verification: a changed, missing or extra file, a bad or untrusted signature, unsigned where a signature is required, or a sandbox section asking for more than profile.skill or the policy allows; the message names the file or key", err),
+                               **errs("401", "415", "503")}},
+        "get": {"operationId": "listSkills", "responses": {"200": resp("The caller's tenant's skills, oldest first", ref("SkillList")), **errs("401")}}},
+    "/v1/skills/{id}": {
+        "parameters": [idp],
+        "get": {"operationId": "getSkill", "responses": {"200": resp("The skill", ref("Skill")),
+                                                         "404": resp("No such skill (or another tenant's)", err), **errs("401")}},
+        "delete": {"operationId": "deleteSkill",
+                   "description": "The skill is removed; sandboxes made from it keep their own copy.",
+                   "responses": {"200": resp("Deleted: the record it had", ref("Skill")),
+                                 "404": resp("No such skill (or another tenant's)", err), **errs("401")}}},
     "/v1/events": {"get": {"operationId": "events",
         "parameters": [{"name": "sandbox", "in": "query", "schema": {"type": "string"}},
                        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}}],

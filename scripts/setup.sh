@@ -30,7 +30,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 PACKAGES=(
         build-essential gcc libc6-dev meson ninja-build pkg-config # toolchain
         musl-tools gperf curl # the sandbox init and the CLI against musl (glibc's start-up is slow on VMs; scripts/musl-deps.sh)
-        libseccomp-dev libyaml-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev # libraries
+        libseccomp-dev libyaml-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libcurl4-openssl-dev libsodium-dev libarchive-dev # libraries
         clang llvm libclang-rt-14-dev clang-format # fuzzing (libFuzzer), symbolizer, format check
         python3 python3-jsonschema # report schema checks, test helpers
         libpython3.11-testsuite python3-seccomp # CPython's own tests inside profile.python (test-python-regrtest.sh)

@@ -27,7 +27,9 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "scratch", b->scratch[0] ? json_string(b->scratch) : json_null());
         json_object_set_new(r, "home", b->home[0] ? json_string(b->home) : json_null());
         json_object_set_new(r, "user", b->user[0] ? json_string(b->user) : json_null());
-        json_object_set_new(r, "workspace", json_null());
+        json_object_set_new(r, "workspace", b->skill ? json_string("/workspace") : json_null());
+        if (b->skill)
+                json_object_set_new(r, "skill", json_deep_copy(b->skill));
         return r;
 }
 
@@ -98,6 +100,7 @@ void mgr_box_free(box *b) {
         json_decref(b->limits);
         json_decref(b->running);
         json_decref(b->secret_names);
+        json_decref(b->skill);
         free(b->config);
         json_decref(b->surface_env);
         explicit_bzero(b->surface_token, sizeof b->surface_token);

@@ -2,6 +2,7 @@
  * taken; the warm pool. */
 #include "daemon/mgr-internal.h"
 
+#include "basic/rm-rf.h"
 #include "basic/sha256.h"
 
 /* ---- quotas -------------------------------------------------------------------------------- */
@@ -300,11 +301,15 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         json_t *body = mgr_parse_body(rq, rp, true);
         if (!body)
                 return rp->code;
-        static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", NULL};
+        static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", "skill", NULL};
         json_t *jp = json_object_get(body, "profile"), *jt = json_object_get(body, "ttl_s"),
-               *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata");
+               *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata"),
+               *js = json_object_get(body, "skill");
         if (!mgr_only_keys(body, keys, "", rp))
                 ;
+        else if (js && !json_is_string(js))
+                mgr_reply_err(rp, 400, "invalid_argument", "skill",
+                        "skill: must be a string (a skill id from POST /v1/skills)");
         else if (jp && !json_is_string(jp))
                 mgr_reply_err(
                         rp, 400, "invalid_argument", "profile", "profile: must be a string (a profile id)");
@@ -322,6 +327,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .consumer = jc,
                         .metadata = jm,
                         .idempotency_key = rq->header ? rq->header(rq->ctx, "Idempotency-Key") : NULL,
+                        .skill = json_string_value(js),
                 };
                 sbx_ops_create(m, rq->who, &req, rp);
         }
@@ -341,6 +347,8 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
                 json_object_set(j, "consumer", req->consumer);
         if (req->metadata)
                 json_object_set(j, "metadata", req->metadata);
+        if (req->skill)
+                json_object_set_new(j, "skill", json_string(req->skill));
         char *canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, out);
         free(canon);
@@ -360,10 +368,24 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         const char *key = req->idempotency_key;
         json_t *jc = req->consumer, *jm = req->metadata;
         char body_sha[65] = "";
+        /* a create {skill}: its sandbox's id and directory made first (the skill's files are
+         * verified into it), its profile the one derived there */
+        char skill_sid[32] = "", skill_dir[PATH_MAX] = "", skill_profile[PATH_MAX + 16] = "";
+        json_t *skill = NULL;
         *rp = (sbx_mgr_reply){.stream_fd = -1};
 
         const char *profile = req->profile ? req->profile : "profile.default";
-        if (!profile_id_ok(profile)) {
+        if (req->skill && req->profile) {
+                mgr_reply_err(rp, 400, "invalid_argument", "profile",
+                        "profile and skill: give one; a skill's sandbox has the skill's own profile "
+                        "(skill.NAME, extending profile.skill)");
+                goto out;
+        }
+        if (req->skill && !mgr_valid_skill_id(req->skill)) {
+                mgr_reply_err(rp, 404, "not_found", "skill", "no skill '%.64s'", req->skill);
+                goto out;
+        }
+        if (!req->skill && !profile_id_ok(profile)) {
                 mgr_reply_err(rp, 400, "invalid_argument", "profile",
                         "profile: '%.200s' is not a profile id ([a-z0-9._-], at most 200, not ending in "
                         ".yaml "
@@ -428,6 +450,22 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 }
         }
 
+        if (req->skill) {
+                mgr_random_id("sbx_", skill_sid, sizeof skill_sid);
+                snprintf(skill_dir, sizeof skill_dir, "%.4000s/sandboxes/%s", m->state_dir, skill_sid);
+                snprintf(skill_profile, sizeof skill_profile, "%s/profile.yaml", skill_dir);
+                if (strlen(skill_profile) >= sizeof b->profile) {
+                        mgr_reply_err(rp, 503, "unavailable", NULL,
+                                "the state directory's path is too long for a skill's profile (%s)",
+                                skill_profile);
+                        skill_dir[0] = 0;
+                        goto out;
+                }
+                if (mgr_skill_prepare(m, who, req->skill, skill_dir, &skill, rp))
+                        goto out;
+                profile = skill_profile;
+        }
+
         /* The profile and the policy: what it may be, before anything starts. */
         sbx_request rreq = {.profile = profile, .policy_file = m->policy_file};
         sbx_error e = {0};
@@ -474,7 +512,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                         strerror(-cr));
                 goto out;
         }
-        box *warm = !(pr->secrets && pr->secrets[0]) ? pool_take(m, profile, config_sha) : NULL;
+        box *warm = !(pr->secrets && pr->secrets[0]) && !skill ? pool_take(m, profile, config_sha) : NULL;
         b = warm ? warm : calloc(1, sizeof *b);
         if (!b) {
                 mgr_reply_err(rp, 503, "unavailable", NULL, "out of memory");
@@ -483,7 +521,10 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->refs = 2; /* the list's and ours */
         if (!warm) {
                 b->sv_pidfd = -1;
-                mgr_random_id("sbx_", b->id, sizeof b->id);
+                if (skill_sid[0])
+                        snprintf(b->id, sizeof b->id, "%s", skill_sid);
+                else
+                        mgr_random_id("sbx_", b->id, sizeof b->id);
                 b->config = TAKE_PTR(config);
                 b->config_len = config_len;
                 snprintf(b->config_sha, sizeof b->config_sha, "%s", config_sha);
@@ -500,6 +541,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->secret_names = json_array();
         for (char **sn = pr->secrets; sn && *sn; sn++)
                 json_array_append_new(b->secret_names, json_string(*sn));
+        b->skill = TAKE_PTR(skill);
+        skill_dir[0] = 0; /* b's directory now: removed with it */
         b->created_ms = b->updated_ms = mgr_now_ms();
         b->ttl_s = ttl;
         b->expires_ms = b->created_ms + (int64_t) (ttl * 1000);
@@ -533,7 +576,19 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 goto out;
         }
         atomic_fetch_add(&m->n_created, 1);
-        mgr_audit(m, who, "sandbox.create", b->id, "ok", profile);
+        if (b->skill) {
+                /* the skill's runs are attributable from here: the sandbox id is on every exec's
+                 * audit line and report */
+                char detail[400];
+                snprintf(detail, sizeof detail, "skill %s %s@%s digest %s key %s",
+                        json_string_value(json_object_get(b->skill, "id")),
+                        json_string_value(json_object_get(b->skill, "name")),
+                        json_string_value(json_object_get(b->skill, "version")),
+                        json_string_value(json_object_get(b->skill, "digest")),
+                        json_string_value(json_object_get(b->skill, "key_id")) ?: "none");
+                mgr_audit(m, who, "sandbox.create", b->id, "ok", detail);
+        } else
+                mgr_audit(m, who, "sandbox.create", b->id, "ok", profile);
         rp->code = 201;
         pthread_mutex_lock(&m->lock);
         rp->json = mgr_box_record(b);
@@ -541,6 +596,9 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
 out:
         if (b)
                 mgr_box_put(m, b);
+        if (skill_dir[0]) /* prepared for a sandbox that was not made */
+                (void) sbx_rm_rf(skill_dir);
+        json_decref(skill);
         free(idem.sandbox_id);
         free(idem.body_sha);
         return rp->code;

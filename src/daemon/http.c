@@ -499,6 +499,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         req_ctx *rc = *req_cls;
         if (!rc->seen) {
                 rc->seen = true;
+                /* a body its length says is over the limit: refused before it is read (a client
+                 * that sent Expect: 100-continue sends none of it) */
+                const char *cl =
+                        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (cl && strtoull(cl, NULL, 10) > BODY_MAX) {
+                        actor none = {0};
+                        log_request(l, method, url, 413, &none);
+                        snprintf(buf, sizeof buf, "the body is %.30s bytes, over the %u a request may carry",
+                                cl, BODY_MAX);
+                        return respond_error(l, c, 413, "payload_too_large", buf, NULL, NULL);
+                }
                 return MHD_YES;
         }
         if (*upload_data_size) {

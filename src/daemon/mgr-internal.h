@@ -44,6 +44,9 @@ typedef struct box {
         json_t *consumer, *metadata, *limits;
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */
+        /* made from a skill (create {skill}): {id, name, version, digest, key_id}, else NULL; its
+         * workspace is dir/workspace (the verified files), its profile dir/profile.yaml */
+        json_t *skill;
         /* The profile and policy as resolved for it (sbx_config_encode()), handed to its supervisor
          * at every start; NULL for one re-adopted by a restarted server until it is provisioned
          * again (then resolved again). config_sha: their SHA-256, "" with none. */
@@ -190,6 +193,14 @@ void mgr_policy_seen(sbx_mgr *m, const sbx_policy *p);
 unsigned mgr_provision(sbx_mgr *m, box *b, double budget_used, const char *reason, sbx_mgr_reply *rp);
 void *mgr_filler_main(void *arg);
 unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+
+/* skills.c */
+bool mgr_valid_skill_id(const char *s);
+/* For a create {skill: id}: the tenant's skill verified again (with the policy of now) into
+ * sandbox_dir/workspace and its profile derived into sandbox_dir/profile.yaml; *ret_skill gets
+ * {id, name, version, digest, key_id}. 0, or an HTTP status with rp filled (404, 422, 503). */
+unsigned mgr_skill_prepare(sbx_mgr *m, const sbx_caller *who, const char *id, const char *sandbox_dir,
+        json_t **ret_skill, sbx_mgr_reply *rp);
 
 /* exec.c */
 const char *mgr_no_answer(sbx_mgr *m, const char *gone);

@@ -22,11 +22,25 @@ typedef struct sbx_create_req {
         json_t *consumer; /* {harness, session_id, run_id, job_id} strings, or NULL; borrowed */
         json_t *metadata; /* an object of strings, or NULL; borrowed */
         const char *idempotency_key; /* NULL: none */
+        const char *skill; /* a skill id (POST /v1/skills): its profile and files; NULL: none */
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same
  * request); 400, 409, 422 (unknown profile, a secret unavailable), 429 (quota), 503. */
 unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req *req, sbx_mgr_reply *rp);
+
+/* Signed skills (DESIGN.md, "Signed skills"): a skill directory as a tar (ctype NULL or
+ * application/x-tar), verified against the policy's trusted keys and kept for the caller's
+ * tenant: 201 with its record {id, name, version, digest, key_id, entrypoint, files, tenant,
+ * created_at}; 400 (not a tar, an entry that is no regular file or directory, or outside it),
+ * 413 (over 64 MiB), 415, 422 (verification: the message names the file or key). */
+unsigned sbx_ops_skill_upload(sbx_mgr *m, const sbx_caller *who, const char *ctype, const void *data,
+        size_t len, sbx_mgr_reply *rp);
+/* 200 {items: [record]}, the tenant's, oldest first. */
+unsigned sbx_ops_skill_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
+/* 200 with the record; 404 (also another tenant's). Delete: 200 with the record it was. */
+unsigned sbx_ops_skill_get(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+unsigned sbx_ops_skill_delete(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 
 /* 200 with the record (also a destroyed one's); 404. */
 unsigned sbx_ops_get(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);

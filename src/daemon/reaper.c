@@ -122,6 +122,8 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->consumer = json_incref(json_object_get(rec, "consumer"));
         b->metadata = json_incref(json_object_get(rec, "metadata"));
         b->limits = json_incref(json_object_get(rec, "limits"));
+        if (json_is_object(json_object_get(rec, "skill"))) /* its workspace and profile in b->dir */
+                b->skill = json_incref(json_object_get(rec, "skill"));
         b->created_ms = created_at ? created_at : mgr_now_ms();
         b->expires_ms = expires_at ? expires_at : mgr_now_ms();
         b->updated_ms = mgr_now_ms();

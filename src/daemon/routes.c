@@ -1,4 +1,4 @@
-/* routes.c — the native API's routes under /v1/sandboxes and /v1/events. */
+/* routes.c — the native API's routes under /v1/sandboxes, /v1/skills and /v1/events. */
 #include "daemon/mgr-internal.h"
 
 /* ---- routing ------------------------------------------------------------------------------- */
@@ -58,6 +58,27 @@ bool sbx_mgr_route(
                         method_not_allowed(rp, "GET");
                 else
                         mgr_op_events(m, rq, rp);
+                return true;
+        }
+        if (streq(path, "/v1/skills") || streq(path, "/v1/skills/")) {
+                if (post)
+                        sbx_ops_skill_upload(m, rq->who,
+                                rq->header ? rq->header(rq->ctx, "Content-Type") : NULL, rq->body, rq->len,
+                                rp);
+                else if (get)
+                        sbx_ops_skill_list(m, rq->who, rp);
+                else
+                        method_not_allowed(rp, "GET, POST");
+                return true;
+        }
+        if (strncmp(path, "/v1/skills/", 11) == 0) {
+                const char *sid = path + 11;
+                if (get)
+                        sbx_ops_skill_get(m, rq->who, sid, rp);
+                else if (del)
+                        sbx_ops_skill_delete(m, rq->who, sid, rp);
+                else
+                        method_not_allowed(rp, "GET, DELETE");
                 return true;
         }
         if (streq(path, "/v1/sandboxes") || streq(path, "/v1/sandboxes/")) {

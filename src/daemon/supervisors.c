@@ -229,7 +229,7 @@ int mgr_sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz
 
 static int sv_spawn_inner(
         sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook *meanwhile, void *ud) {
-        char budget[32], logpath[PATH_MAX + 32];
+        char budget[32], logpath[PATH_MAX + 32], ws[PATH_MAX + 16];
         snprintf(budget, sizeof budget, "%.3f", budget_used);
         snprintf(logpath, sizeof logpath, "%s/supervisor.log", b->dir);
         char *argv[24];
@@ -252,6 +252,11 @@ static int sv_spawn_inner(
         if (m->policy_file) {
                 argv[n++] = (char *) "--policy";
                 argv[n++] = m->policy_file;
+        }
+        if (b->skill) { /* the skill's verified files (skills.c) */
+                snprintf(ws, sizeof ws, "%s/workspace", b->dir);
+                argv[n++] = (char *) "--workspace";
+                argv[n++] = ws;
         }
         int sfd = secrets_fd(m, b, msg, msgsz);
         if (sfd < -1)

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# test-skills-serve.sh — signed skills in the control plane (DESIGN.md, "Signed skills";
+# docs/skills.md, "In the control plane"): POST /v1/skills takes a signed skill as a tar and keeps
+# it for the caller's tenant once verified; a changed file, an untrusted key, a symlink, a path
+# outside, an oversize body are refused naming what is wrong, nothing kept; another tenant sees
+# none of it; POST /v1/sandboxes {skill} makes the skill's sandbox, where its entrypoint runs;
+# uploads, deletes and creates from a skill are in the audit log.
+# shellcheck disable=SC2016 # python expressions in single quotes are meant literally
+. "$(dirname "$0")/lib.sh"
+require_backend native
+command -v curl >/dev/null || skip_all "curl is needed"
+
+ST=$SBX_TMP/state
+export SANDBOXER_RUNTIME_DIR=$SBX_TMP/rt
+SERVE_PID=
+cleanup() {
+        [ -n "$SERVE_PID" ] && kill -TERM "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
+        sbx_cleanup
+}
+trap cleanup EXIT
+
+K=$SBX_TMP/keys && mkdir -p "$K"
+D=$SBX_TMP/hello
+mkdir -p "$D/lib"
+cat >"$D/skill.yaml" <<'YAML'
+name: hello
+version: "1.0.0"
+entrypoint: [python3, main.py]
+sandbox: { memory_mb: 128, timeout_s: 20, network: none }
+YAML
+printf 'import sys, lib.util\nprint("hello from the skill", sys.argv[1:], lib.util.X)\n' >"$D/main.py"
+echo 'X = 42' >"$D/lib/util.py"
+: >"$D/lib/__init__.py"
+chmod -R a+rX "$SBX_TMP"
+
+POL=$SBX_TMP/policy.yaml
+cat >"$POL" <<YAML
+version: 1
+run_as: 65534
+enforce: { best_effort: [memory_mb, cpus, scratch_mb, pids] }
+skills: { trusted_keys: [$K/alice.pub] }
+YAML
+
+"$SANDBOXER" skill keygen --out "$K/alice" >/dev/null &&
+        "$SANDBOXER" skill keygen --out "$K/mallory" >/dev/null &&
+        "$SANDBOXER" skill sign "$D" --key "$K/alice" --json >"$SBX_TMP/sign.json" ||
+        { echo "Bail out! cannot make keys or sign the test skill"; exit 1; }
+DIGEST=$(json_get "$SBX_TMP/sign.json" 'd["digest"]')
+KEYID=$(json_get "$SBX_TMP/sign.json" 'd["key_id"]')
+
+TOK1=$("$SANDBOXER" token create --actor agt --name one --tenant t1 --state-dir "$ST" 2>/dev/null)
+TOK2=$("$SANDBOXER" token create --actor agt --name two --tenant t2 --state-dir "$ST" 2>/dev/null)
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+"$SANDBOXER" serve --listen "127.0.0.1:$PORT" --state-dir "$ST" --policy "$POL" --stop-sandboxes \
+        >"$SBX_TMP/serve.log" 2>&1 &
+SERVE_PID=$!
+sbx_started "$SERVE_PID"
+
+# api TOKEN METHOD PATH [CURL-ARG]... — sets CODE; the body in $SBX_TMP/body (and BODY).
+api() {
+        local tok=$1 method=$2 path=$3
+        shift 3
+        CODE=$(curl -s -o "$SBX_TMP/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $tok" \
+                "$@" "http://127.0.0.1:$PORT$path")
+        BODY=$(cat "$SBX_TMP/body")
+}
+upload() { # TOKEN TARFILE
+        api "$1" POST /v1/skills -H 'Content-Type: application/x-tar' --data-binary "@$2"
+}
+errmsg() { json_get "$SBX_TMP/body" 'd["error"]["message"]' 2>/dev/null; }
+# valid METHOD PATH — the last answer matches docs/openapi.json (skipped without jsonschema)
+BAD_SHAPES=
+valid() {
+        python3 -c 'import jsonschema' 2>/dev/null || return 0
+        python3 "$SBX_SRC/tests/tools/validate-api.py" "$SBX_SRC/docs/openapi.json" "$1" "$2" "$CODE" "$SBX_TMP/body" >"$SBX_TMP/valid" 2>&1 ||
+                BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
+}
+
+plan 36
+
+for ((i = 0; i < 100; i++)); do
+        curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
+        sleep 0.1
+done
+ok $? "serve starts" || { diag "$(cat "$SBX_TMP/serve.log")"; exit 1; }
+
+# ---- upload, list, get ----
+tar -C "$D" -cf "$SBX_TMP/hello.tar" .
+upload "$TOK1" "$SBX_TMP/hello.tar"
+valid POST /v1/skills
+is "$CODE" 201 "POST /v1/skills: a signed skill's tar is taken (201)" || diag "$BODY"
+SKL=$(json_get "$SBX_TMP/body" 'd["id"]')
+like "$SKL" '^skl_[0-9a-f]{16}$' "its id is skl_ and 16 hex digits"
+is "$(json_get "$SBX_TMP/body" '[d["name"], d["version"], d["digest"], d["key_id"], d["tenant"], d["files"]]')" \
+        "[\"hello\", \"1.0.0\", \"$DIGEST\", \"$KEYID\", \"t1\", 3]" \
+        "the record names the skill, its digest (as skill sign said), its signer and tenant"
+tar -C "$SBX_TMP" -cf "$SBX_TMP/hello-dir.tar" hello
+upload "$TOK1" "$SBX_TMP/hello-dir.tar"
+is "$CODE:$(json_get "$SBX_TMP/body" 'd["digest"]')" "201:$DIGEST" "a tar of the directory itself (tar -cf - hello) is taken too"
+SKL2=$(json_get "$SBX_TMP/body" 'd["id"]')
+api "$TOK1" GET /v1/skills
+valid GET /v1/skills
+is "$CODE:$(json_get "$SBX_TMP/body" '[i["id"] for i in d["items"]]')" "200:[\"$SKL\", \"$SKL2\"]" "GET /v1/skills lists the tenant's skills, oldest first"
+api "$TOK1" GET "/v1/skills/$SKL"
+valid GET '/v1/skills/{id}'
+is "$CODE:$(json_get "$SBX_TMP/body" 'd["digest"]')" "200:$DIGEST" "GET /v1/skills/ID"
+
+# ---- another tenant ----
+api "$TOK2" GET "/v1/skills/$SKL"
+valid GET '/v1/skills/{id}'
+is "$CODE" 404 "another tenant's GET of the id: 404"
+api "$TOK2" DELETE "/v1/skills/$SKL"
+is "$CODE" 404 "another tenant's DELETE: 404"
+api "$TOK2" GET /v1/skills
+is "$CODE:$BODY" '200:{"items":[]}' "another tenant lists none"
+api "$TOK2" POST /v1/sandboxes -H 'Content-Type: application/json' -d "{\"skill\": \"$SKL\"}"
+is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "404:skill" "another tenant's create {skill: ID}: 404"
+
+# ---- refused uploads: nothing kept ----
+n_skills() { find "$ST/skills" -mindepth 1 -maxdepth 1 | wc -l; }
+N0=$(n_skills)
+cp -a "$D" "$SBX_TMP/flipped"
+python3 -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[0] ^= 1; open(p, "wb").write(b)' "$SBX_TMP/flipped/lib/util.py"
+tar -C "$SBX_TMP/flipped" -cf "$SBX_TMP/flipped.tar" .
+upload "$TOK1" "$SBX_TMP/flipped.tar"
+valid POST /v1/skills
+is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "422:skill_rejected" "one byte flipped: 422"
+like "$(errmsg)" 'lib/util.py: changed: its sha256 is [0-9a-f]{64}, the manifest says' "and the message names the file"
+cp -a "$D" "$SBX_TMP/mallory"
+"$SANDBOXER" skill sign "$SBX_TMP/mallory" --key "$K/mallory" >/dev/null
+tar -C "$SBX_TMP/mallory" -cf "$SBX_TMP/mallory.tar" .
+upload "$TOK1" "$SBX_TMP/mallory.tar"
+is "$CODE" 422 "signed by an untrusted key: 422"
+like "$(errmsg)" 'signed by key [0-9a-f]{16}, which is not a trusted key' "and the message names the key"
+# tars no `tar` would make from a directory: python's tarfile writes them
+python3 - "$SBX_TMP" "$D" <<'EOF'
+import io, os, sys, tarfile
+tmp, d = sys.argv[1:3]
+def make(name, extra):
+    with tarfile.open(os.path.join(tmp, name), "w") as t:
+        t.add(d, arcname=".")
+        extra(t)
+def sym(t):
+    i = tarfile.TarInfo("lib/passwd"); i.type = tarfile.SYMTYPE; i.linkname = "/etc/passwd"; t.addfile(i)
+def dotdot(t):
+    i = tarfile.TarInfo("../x"); i.size = 2; t.addfile(i, io.BytesIO(b"x\n"))
+def absolute(t):
+    i = tarfile.TarInfo("/tmp/x"); i.size = 2; t.addfile(i, io.BytesIO(b"x\n"))
+def hard(t):
+    i = tarfile.TarInfo("lib/h"); i.type = tarfile.LNKTYPE; i.linkname = "main.py"; t.addfile(i)
+make("sym.tar", sym); make("dotdot.tar", dotdot); make("abs.tar", absolute); make("hard.tar", hard)
+EOF
+upload "$TOK1" "$SBX_TMP/sym.tar"
+valid POST /v1/skills
+is "$CODE:$(errmsg)" "400:tar entry 'lib/passwd': a symbolic link; a skill holds regular files and directories only, under its own directory" \
+        "a tar with a symlink: 400 naming the entry"
+upload "$TOK1" "$SBX_TMP/dotdot.tar"
+like "$CODE:$(errmsg)" "^400:tar entry '../x': a '..' component" "a tar with ../x: 400 naming the entry"
+upload "$TOK1" "$SBX_TMP/abs.tar"
+like "$CODE:$(errmsg)" "^400:tar entry '/tmp/x': an absolute path" "a tar with an absolute path: 400"
+upload "$TOK1" "$SBX_TMP/hard.tar"
+like "$CODE:$(errmsg)" "^400:tar entry 'lib/h': a hard link" "a tar with a hard link: 400"
+printf 'not a tar at all\n' >"$SBX_TMP/junk"
+upload "$TOK1" "$SBX_TMP/junk"
+like "$CODE:$(errmsg)" "^400:the body is not a tar archive" "a body that is no tar: 400"
+truncate -s 65M "$SBX_TMP/big.tar"
+upload "$TOK1" "$SBX_TMP/big.tar"
+valid POST /v1/skills
+is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "413:payload_too_large" "a body over 64 MiB: 413"
+is "$(n_skills):$([ -e /tmp/x ] && echo leaked)" "$N0:" "nothing refused was kept, nothing written outside"
+
+# ---- create {skill}, exec the entrypoint ----
+api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d "{\"skill\": \"$SKL\", \"profile\": \"profile.default\"}"
+is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "400:profile" "create {skill, profile}: 400"
+like "$(errmsg)" 'profile and skill' "naming both"
+api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"skill": "skl_0000000000000000"}'
+is "$CODE" 404 "create {skill: an unknown id}: 404"
+api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d "{\"skill\": \"$SKL\"}"
+valid POST /v1/sandboxes
+is "$CODE" 201 "create {skill: ID}: 201" || diag "$BODY"
+SID=$(json_get "$SBX_TMP/body" 'd["id"]')
+is "$(json_get "$SBX_TMP/body" 'd["skill"]')" \
+        "{\"id\": \"$SKL\", \"name\": \"hello\", \"version\": \"1.0.0\", \"digest\": \"$DIGEST\", \"key_id\": \"$KEYID\"}" \
+        "the sandbox's record carries the skill"
+# the skill goes once its sandbox has its own copy: the sandbox is not touched
+api "$TOK1" DELETE "/v1/skills/$SKL"
+valid DELETE '/v1/skills/{id}'
+is "$CODE:$(json_get "$SBX_TMP/body" 'd["id"]')" "200:$SKL" "DELETE /v1/skills/ID: 200 with the record"
+api "$TOK1" GET "/v1/skills/$SKL"
+is "$CODE" 404 "then it is gone"
+api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
+        -d '{"argv": ["python3", "main.py", "a", "-b"]}'
+is "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" \
+        "200:[0, \"hello from the skill ['a', '-b'] 42\\n\"]" \
+        "an exec of the entrypoint in the skill's sandbox runs it (in the skill's directory: no cwd given)" ||
+        diag "$BODY"
+api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
+        -d '{"argv": ["sh", "-c", "echo x >/workspace/main.py"]}'
+[ "$CODE" = 200 ] && [ "$(json_get "$SBX_TMP/body" 'd["exit_code"]')" != 0 ]
+ok $? "the skill's files are read-only in its sandbox" || diag "$BODY"
+api "$TOK1" DELETE "/v1/sandboxes/$SID"
+is "$CODE" 200 "its sandbox is destroyed"
+
+# ---- audit ----
+A=$ST/audit.log
+is "$(python3 - "$A" "$SKL" "$SID" <<'EOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+got = []
+for l in lines:
+    if l["action"].startswith("skill.") or (l["action"] == "sandbox.create" and l["target"] == sys.argv[3]):
+        got.append("%s %s %s" % (l["action"], l["target"] if l["target"] in (sys.argv[2], sys.argv[3], "-") else "OTHER", l["outcome"]))
+print("; ".join(got))
+EOF
+)" "skill.upload $SKL ok; skill.upload OTHER ok; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; sandbox.create $SID ok; skill.delete $SKL ok" \
+        "the audit log has each upload (refusals too), the create from the skill and the delete"
+like "$(grep "\"sandbox.create\"" "$A" | grep "$SID")" "skill $SKL hello@1.0.0 digest $DIGEST key $KEYID" \
+        "the create's audit line names the skill, its digest and signer"
+printf 'x' >"$SBX_TMP/one"
+api "$TOK1" POST /v1/skills -H 'Content-Type: text/plain' --data-binary "@$SBX_TMP/one"
+valid POST /v1/skills
+is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "415:Content-Type" "an upload that says it is no tar: 415"
+is "$BAD_SHAPES" "" "every answer above matches docs/openapi.json"
+done_testing
