@@ -1,6 +1,8 @@
 /* lifecycle-ops.c — what moves a sandbox between states: the checked transition, TTL, recreate, destroy. */
 #include "daemon/mgr-internal.h"
 
+#include <dirent.h>
+
 #include "basic/rm-rf.h"
 
 /* A lifecycle transition: checked against the table (lifecycle.c), stored and streamed. The box
@@ -44,6 +46,26 @@ bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
 
 void mgr_remove_dir(box *b) {
         (void) sbx_rm_rf(b->dir);
+}
+
+/* A recreate starts the sandbox afresh from the same inputs: a skill's verified copy and its
+ * derived profile (skills.c) stay, everything else of its directory goes. */
+static void remove_dir_for_recreate(box *b) {
+        if (!b->skill) {
+                mgr_remove_dir(b);
+                return;
+        }
+        DIR *d = opendir(b->dir);
+        for (struct dirent *de; d && (de = readdir(d));) {
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || streq(de->d_name, "workspace") ||
+                        streq(de->d_name, "profile.yaml"))
+                        continue;
+                char p[PATH_MAX + 260];
+                snprintf(p, sizeof p, "%s/%s", b->dir, de->d_name);
+                (void) sbx_rm_rf(p);
+        }
+        if (d)
+                closedir(d);
 }
 
 /* The whole destroy: destroying → (supervisor ends, leftovers removed) → destroyed. */
@@ -175,7 +197,7 @@ unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx
         }
         mgr_set_state(m, b, SBX_STATE_DESTROYING, "recreate");
         mgr_sv_stop(m, b);
-        mgr_remove_dir(b);
+        remove_dir_for_recreate(b);
         pthread_mutex_lock(&m->lock);
         b->init_pid = b->sv_pid = 0;
         double used = b->budget_used_s;

@@ -76,7 +76,7 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 36
+plan 38
 
 for ((i = 0; i < 100; i++)); do
         curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
@@ -198,8 +198,14 @@ api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
         -d '{"argv": ["sh", "-c", "echo x >/workspace/main.py"]}'
 [ "$CODE" = 200 ] && [ "$(json_get "$SBX_TMP/body" 'd["exit_code"]')" != 0 ]
 ok $? "the skill's files are read-only in its sandbox" || diag "$BODY"
+api "$TOK1" POST "/v1/sandboxes/$SID/recreate"
+api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' -d '{"argv": ["python3", "main.py"]}'
+is "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" "200:[0, \"hello from the skill [] 42\\n\"]" \
+        "recreated, the sandbox still has the skill's files and profile" || diag "$BODY"
 api "$TOK1" DELETE "/v1/sandboxes/$SID"
 is "$CODE" 200 "its sandbox is destroyed"
+[ ! -e "$ST/sandboxes/$SID" ]
+ok $? "and its copy of the skill with it"
 
 # ---- audit ----
 A=$ST/audit.log
