@@ -360,6 +360,7 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         if (!(last && still && mgr_set_state_from(m, b, SBX_STATE_ACTIVE, SBX_STATE_READY, "exec_done")))
                 (void) mgr_box_save(m, b);
         mgr_tx_end(m);
+        mgr_skill_audit_exec(m, b, exec_id, rep); /* out of the transaction: it fsyncs */
 }
 
 static json_t *exec_result(const char *exec_id, json_t *ans, const exec_io *io) {

@@ -201,6 +201,10 @@ bool mgr_valid_skill_id(const char *s);
  * {id, name, version, digest, key_id}. 0, or an HTTP status with rp filled (404, 422, 503). */
 unsigned mgr_skill_prepare(sbx_mgr *m, const sbx_caller *who, const char *id, const char *sandbox_dir,
         json_t **ret_skill, sbx_mgr_reply *rp);
+/* An exec of a skill's sandbox ended (rep: its report): an audit line naming the skill, the exit
+ * and what the fences stopped (violations: kills, network attempts), the egress and service
+ * counts. Nothing for another sandbox. */
+void mgr_skill_audit_exec(sbx_mgr *m, const box *b, const char *exec_id, json_t *rep);
 
 /* exec.c */
 const char *mgr_no_answer(sbx_mgr *m, const char *gone);

@@ -512,3 +512,66 @@ unsigned mgr_skill_prepare(sbx_mgr *m, const sbx_caller *who, const char *id, co
         *ret_skill = sk;
         return 0;
 }
+
+/* ---- a skill's runs in the audit log ------------------------------------------------------ */
+
+void mgr_skill_audit_exec(sbx_mgr *m, const box *b, const char *exec_id, json_t *rep) {
+        if (!b->skill)
+                return;
+        char *t = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&t, &n);
+        if (!f)
+                return;
+        json_t *code = json_object_get(json_object_get(rep, "exit"), "code"),
+               *sig = json_object_get(json_object_get(rep, "exit"), "signal");
+        fprintf(f, "exec %s skill %s %s@%s digest %s: ", exec_id,
+                json_string_value(json_object_get(b->skill, "id")) ?: "?",
+                json_string_value(json_object_get(b->skill, "name")) ?: "?",
+                json_string_value(json_object_get(b->skill, "version")) ?: "?",
+                json_string_value(json_object_get(b->skill, "digest")) ?: "?");
+        if (json_is_integer(code))
+                fprintf(f, "exit %" JSON_INTEGER_FORMAT, json_integer_value(code));
+        else if (json_is_integer(sig))
+                fprintf(f, "signal %" JSON_INTEGER_FORMAT, json_integer_value(sig));
+        else
+                fputs("no exit", f);
+        /* what it tried that the fences stopped (kills, network attempts, ...): kind, action,
+         * count and what it was at (the host, the path, the syscall) */
+        size_t i;
+        json_t *v;
+        json_array_foreach(json_object_get(rep, "violations"), i, v) {
+                if (i >= 16) {
+                        fprintf(f, "; %zu more violations",
+                                json_array_size(json_object_get(rep, "violations")) - i);
+                        break;
+                }
+                fprintf(f, "; %s %s x%" JSON_INTEGER_FORMAT,
+                        json_string_value(json_object_get(v, "kind")) ?: "?",
+                        json_string_value(json_object_get(v, "action")) ?: "?",
+                        json_integer_value(json_object_get(v, "count")));
+                const char *k;
+                json_t *d;
+                json_object_foreach(json_object_get(v, "detail"), k, d) {
+                        if (json_is_string(d))
+                                fprintf(f, " %s=%.200s", k, json_string_value(d));
+                        else if (json_is_integer(d))
+                                fprintf(f, " %s=%" JSON_INTEGER_FORMAT, k, json_integer_value(d));
+                }
+        }
+        json_t *eg = json_object_get(rep, "egress");
+        if (json_is_object(eg))
+                fprintf(f, "; egress allowed %" JSON_INTEGER_FORMAT " refused %" JSON_INTEGER_FORMAT,
+                        json_integer_value(json_object_get(eg, "allowed")),
+                        json_integer_value(json_object_get(eg, "refused")));
+        json_array_foreach(json_object_get(rep, "services"), i, v) fprintf(f,
+                "; service %s x%" JSON_INTEGER_FORMAT, json_string_value(json_object_get(v, "name")) ?: "?",
+                json_integer_value(json_object_get(v, "count")));
+        if (fclose(f) != 0) {
+                free(t);
+                return;
+        }
+        const char *status = json_string_value(json_object_get(rep, "status"));
+        mgr_audit(m, NULL, "skill.exec.end", b->id, status ? status : "unknown", t);
+        free(t);
+}

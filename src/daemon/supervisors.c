@@ -428,6 +428,7 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
                 };
                 (void) sbx_store_exec_put(m->store, &x, true);
                 free(text);
+                mgr_skill_audit_exec(m, b, id, rep);
                 json_decref(rep);
                 pthread_mutex_lock(&m->lock);
                 b->execs++;

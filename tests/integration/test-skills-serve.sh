@@ -76,7 +76,7 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 38
+plan 42
 
 for ((i = 0; i < 100; i++)); do
         curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
@@ -202,6 +202,17 @@ api "$TOK1" POST "/v1/sandboxes/$SID/recreate"
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' -d '{"argv": ["python3", "main.py"]}'
 is "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" "200:[0, \"hello from the skill [] 42\\n\"]" \
         "recreated, the sandbox still has the skill's files and profile" || diag "$BODY"
+# on_violation: kill (profile.skill, as `skill run`): a network attempt ends the sandbox
+api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
+        -d '{"argv": ["python3", "-c", "import socket; socket.create_connection((\"192.0.2.1\", 80), timeout=3)"]}'
+NETRUN=$BODY
+for ((i = 0; i < 100; i++)); do # the sandbox is ended as the exec's answer goes out
+        api "$TOK1" GET "/v1/sandboxes/$SID"
+        [[ $BODY =~ \"state\":\"(destroying|destroyed)\" ]] && break
+        sleep 0.1
+done
+like "$CODE:$(json_get "$SBX_TMP/body" 'd["state"]')" '^200:(destroying|destroyed)$' \
+        "a network attempt from the skill ends its sandbox (on_violation: kill)" || diag "the exec: $NETRUN" "$BODY"
 api "$TOK1" DELETE "/v1/sandboxes/$SID"
 is "$CODE" 200 "its sandbox is destroyed"
 [ ! -e "$ST/sandboxes/$SID" ]
@@ -214,7 +225,7 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 got = []
 for l in lines:
-    if l["action"].startswith("skill.") or (l["action"] == "sandbox.create" and l["target"] == sys.argv[3]):
+    if l["action"] in ("skill.upload", "skill.delete") or (l["action"] == "sandbox.create" and l["target"] == sys.argv[3]):
         got.append("%s %s %s" % (l["action"], l["target"] if l["target"] in (sys.argv[2], sys.argv[3], "-") else "OTHER", l["outcome"]))
 print("; ".join(got))
 EOF
@@ -222,6 +233,12 @@ EOF
         "the audit log has each upload (refusals too), the create from the skill and the delete"
 like "$(grep "\"sandbox.create\"" "$A" | grep "$SID")" "skill $SKL hello@1.0.0 digest $DIGEST key $KEYID" \
         "the create's audit line names the skill, its digest and signer"
+grep '"skill.exec.end"' "$A" | grep "\"$SID\"" >"$SBX_TMP/runs"
+is "$(wc -l <"$SBX_TMP/runs")" 4 "each exec's end in the skill's sandbox is an audit line"
+like "$(head -1 "$SBX_TMP/runs")" "\"outcome\":\"exited\".*exec exe_[0-9a-f]{16} skill $SKL hello@1.0.0 digest $DIGEST: exit 0" \
+        "naming the exec, the skill and its digest, and how it ended"
+like "$(sed -n 4p "$SBX_TMP/runs")" 'NetworkAccessViolation (denied|killed)' "a network attempt is in it, with what the fences did" ||
+        diag "the exec: $NETRUN"
 printf 'x' >"$SBX_TMP/one"
 api "$TOK1" POST /v1/skills -H 'Content-Type: text/plain' --data-binary "@$SBX_TMP/one"
 valid POST /v1/skills
