@@ -251,6 +251,7 @@ paths = {
                                "400": resp("Not a tar, or an entry that is not a regular file or directory (a symlink, a hard link, a device) or not under the skill's directory (absolute, '..'): the message names it", err),
                                "413": resp("Over 64 MiB", err),
                                "422": resp("Refused by the verification: a changed, missing or extra file, a bad or untrusted signature, unsigned where a signature is required, or a sandbox section asking for more than profile.skill or the policy allows; the message names the file or key", err),
+                               "429": resp("The tenant keeps 256 skills already (field quota.skills): delete one first", err),
                                **errs("401", "415", "503")}},
         "get": {"operationId": "listSkills", "responses": {"200": resp("The caller's tenant's skills, oldest first", ref("SkillList")), **errs("401")}}},
     "/v1/skills/{id}": {

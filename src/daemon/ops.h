@@ -33,7 +33,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
  * application/x-tar), verified against the policy's trusted keys and kept for the caller's
  * tenant: 201 with its record {id, name, version, digest, key_id, entrypoint, files, tenant,
  * created_at}; 400 (not a tar, an entry that is no regular file or directory, or outside it),
- * 413 (over 64 MiB), 415, 422 (verification: the message names the file or key). */
+ * 413 (over 64 MiB), 415, 422 (verification: the message names the file or key), 429 (256 skills
+ * kept by the tenant: quota.skills). */
 unsigned sbx_ops_skill_upload(sbx_mgr *m, const sbx_caller *who, const char *ctype, const void *data,
         size_t len, sbx_mgr_reply *rp);
 /* 200 {items: [record]}, the tenant's, oldest first. */

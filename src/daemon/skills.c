@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 
 #define SKILL_TAR_MAX (64ull * 1024 * 1024)
 #define SKILL_ENTRIES_MAX 4096
+#define SKILLS_PER_TENANT_MAX 256
 
 bool mgr_valid_skill_id(const char *s) {
         if (!s || strncmp(s, "skl_", 4) != 0 || strlen(s) != 20)
@@ -322,6 +324,21 @@ static unsigned verify_into(sbx_mgr *m, const char *src, const char *staging, co
 
 /* ---- upload, list, get, delete -------------------------------------------------------------- */
 
+static unsigned tenant_skills(sbx_mgr *m, const char *tenant) {
+        char root[PATH_MAX];
+        skills_dir(m, root, sizeof root);
+        unsigned n = 0;
+        DIR *d = opendir(root);
+        for (struct dirent *de; d && (de = readdir(d));) {
+                json_t *rec = load_record(m, de->d_name, tenant);
+                n += rec != NULL;
+                json_decref(rec);
+        }
+        if (d)
+                closedir(d);
+        return n;
+}
+
 unsigned sbx_ops_skill_upload(sbx_mgr *m, const sbx_caller *who, const char *ctype, const void *data,
         size_t len, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
@@ -336,6 +353,11 @@ unsigned sbx_ops_skill_upload(sbx_mgr *m, const sbx_caller *who, const char *cty
         if (len == 0)
                 return mgr_reply_err(rp, 400, "invalid_argument", "body",
                         "an empty body; send the skill directory as a tar: tar -C DIR -cf - .");
+        /* each is up to 64 MiB on the server's disk */
+        if (tenant_skills(m, who->tenant) >= SKILLS_PER_TENANT_MAX)
+                return mgr_reply_err(rp, 429, "quota_exceeded", "quota.skills",
+                        "tenant '%s' has %d skills (the most a tenant may keep); delete one first",
+                        who->tenant, SKILLS_PER_TENANT_MAX);
         char root[PATH_MAX], tmp[PATH_MAX], in[PATH_MAX + 8], files[PATH_MAX + 8], prof[PATH_MAX + 16],
                 top[PATH_MAX + 260];
         skills_dir(m, root, sizeof root);
@@ -479,6 +501,16 @@ unsigned sbx_ops_skill_delete(sbx_mgr *m, const sbx_caller *who, const char *id,
 
 /* ---- create {skill: ID} ------------------------------------------------------------------- */
 
+/* The sandbox's user (another uid than the server's) reads every file and enters every
+ * directory of the copy, whatever the server's umask made of the modes. */
+static int readable(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        if (type == FTW_D || type == FTW_DP)
+                (void) chmod(path, 0755);
+        else if (type == FTW_F)
+                (void) chmod(path, (st->st_mode & 0111) ? 0755 : 0644);
+        return 0;
+}
+
 unsigned mgr_skill_prepare(sbx_mgr *m, const sbx_caller *who, const char *id, const char *sandbox_dir,
         json_t **ret_skill, sbx_mgr_reply *rp) {
         json_t *rec = load_record(m, id, who->tenant);
@@ -504,6 +536,7 @@ unsigned mgr_skill_prepare(sbx_mgr *m, const sbx_caller *who, const char *id, co
                 json_decref(rec);
                 return code;
         }
+        (void) nftw(ws, readable, 16, FTW_PHYS);
         json_t *sk = json_object();
         static const char *const keep[] = {"id", "name", "version", "digest", "key_id"};
         for (size_t i = 0; i < ELEMENTSOF(keep); i++)

@@ -67,6 +67,9 @@ api() {
 upload() { # TOKEN TARFILE
         api "$1" POST /v1/skills -H 'Content-Type: application/x-tar' --data-binary "@$2"
 }
+# isd GOT WANT NAME DIAG... / liked GOT REGEX NAME DIAG... — is / like, with DIAG printed on failure
+isd() { local g=$1 w=$2 n=$3; shift 3; [ "$g" = "$w" ]; ok $? "$n" || diag "     got: '$g'" "expected: '$w'" "$@"; }
+liked() { local g=$1 w=$2 n=$3; shift 3; [[ $g =~ $w ]]; ok $? "$n" || diag "     got: '$g'" "expected to match: /$w/" "$@"; }
 errmsg() { json_get "$SBX_TMP/body" 'd["error"]["message"]' 2>/dev/null; }
 # valid METHOD PATH — the last answer matches docs/openapi.json (skipped without jsonschema)
 BAD_SHAPES=
@@ -88,7 +91,7 @@ ok $? "serve starts" || { diag "$(cat "$SBX_TMP/serve.log")"; exit 1; }
 tar -C "$D" -cf "$SBX_TMP/hello.tar" .
 upload "$TOK1" "$SBX_TMP/hello.tar"
 valid POST /v1/skills
-is "$CODE" 201 "POST /v1/skills: a signed skill's tar is taken (201)" || diag "$BODY"
+isd "$CODE" 201 "POST /v1/skills: a signed skill's tar is taken (201)" "$BODY"
 SKL=$(json_get "$SBX_TMP/body" 'd["id"]')
 like "$SKL" '^skl_[0-9a-f]{16}$' "its id is skl_ and 16 hex digits"
 is "$(json_get "$SBX_TMP/body" '[d["name"], d["version"], d["digest"], d["key_id"], d["tenant"], d["files"]]')" \
@@ -177,8 +180,8 @@ api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"skill":
 is "$CODE" 404 "create {skill: an unknown id}: 404"
 api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d "{\"skill\": \"$SKL\"}"
 valid POST /v1/sandboxes
-is "$CODE" 201 "create {skill: ID}: 201" || diag "$BODY"
-SID=$(json_get "$SBX_TMP/body" 'd["id"]')
+isd "$CODE" 201 "create {skill: ID}: 201" "$BODY"
+SID=$(json_get "$SBX_TMP/body" 'd["id"]' 2>/dev/null || echo sbx_0000000000000000)
 is "$(json_get "$SBX_TMP/body" 'd["skill"]')" \
         "{\"id\": \"$SKL\", \"name\": \"hello\", \"version\": \"1.0.0\", \"digest\": \"$DIGEST\", \"key_id\": \"$KEYID\"}" \
         "the sandbox's record carries the skill"
@@ -190,18 +193,17 @@ api "$TOK1" GET "/v1/skills/$SKL"
 is "$CODE" 404 "then it is gone"
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
         -d '{"argv": ["python3", "main.py", "a", "-b"]}'
-is "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" \
+isd "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" \
         "200:[0, \"hello from the skill ['a', '-b'] 42\\n\"]" \
-        "an exec of the entrypoint in the skill's sandbox runs it (in the skill's directory: no cwd given)" ||
-        diag "$BODY"
+        "an exec of the entrypoint in the skill's sandbox runs it (in the skill's directory: no cwd given)" "$BODY"
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
         -d '{"argv": ["sh", "-c", "echo x >/workspace/main.py"]}'
 [ "$CODE" = 200 ] && [ "$(json_get "$SBX_TMP/body" 'd["exit_code"]')" != 0 ]
 ok $? "the skill's files are read-only in its sandbox" || diag "$BODY"
 api "$TOK1" POST "/v1/sandboxes/$SID/recreate"
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' -d '{"argv": ["python3", "main.py"]}'
-is "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" "200:[0, \"hello from the skill [] 42\\n\"]" \
-        "recreated, the sandbox still has the skill's files and profile" || diag "$BODY"
+isd "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" "200:[0, \"hello from the skill [] 42\\n\"]" \
+        "recreated, the sandbox still has the skill's files and profile" "$BODY"
 # on_violation: kill (profile.skill, as `skill run`): a network attempt ends the sandbox
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
         -d '{"argv": ["python3", "-c", "import socket; socket.create_connection((\"192.0.2.1\", 80), timeout=3)"]}'
@@ -211,8 +213,8 @@ for ((i = 0; i < 100; i++)); do # the sandbox is ended as the exec's answer goes
         [[ $BODY =~ \"state\":\"(destroying|destroyed)\" ]] && break
         sleep 0.1
 done
-like "$CODE:$(json_get "$SBX_TMP/body" 'd["state"]')" '^200:(destroying|destroyed)$' \
-        "a network attempt from the skill ends its sandbox (on_violation: kill)" || diag "the exec: $NETRUN" "$BODY"
+liked "$CODE:$(json_get "$SBX_TMP/body" 'd["state"]')" '^200:(destroying|destroyed)$' \
+        "a network attempt from the skill ends its sandbox (on_violation: kill)" "the exec: $NETRUN" "$BODY"
 api "$TOK1" DELETE "/v1/sandboxes/$SID"
 is "$CODE" 200 "its sandbox is destroyed"
 [ ! -e "$ST/sandboxes/$SID" ]
@@ -237,8 +239,8 @@ grep '"skill.exec.end"' "$A" | grep "\"$SID\"" >"$SBX_TMP/runs"
 is "$(wc -l <"$SBX_TMP/runs")" 4 "each exec's end in the skill's sandbox is an audit line"
 like "$(head -1 "$SBX_TMP/runs")" "\"outcome\":\"exited\".*exec exe_[0-9a-f]{16} skill $SKL hello@1.0.0 digest $DIGEST: exit 0" \
         "naming the exec, the skill and its digest, and how it ended"
-like "$(sed -n 4p "$SBX_TMP/runs")" 'NetworkAccessViolation (denied|killed)' "a network attempt is in it, with what the fences did" ||
-        diag "the exec: $NETRUN"
+liked "$(sed -n 4p "$SBX_TMP/runs")" 'NetworkAccessViolation (denied|killed)' "a network attempt is in it, with what the fences did" \
+        "the exec: $NETRUN"
 printf 'x' >"$SBX_TMP/one"
 api "$TOK1" POST /v1/skills -H 'Content-Type: text/plain' --data-binary "@$SBX_TMP/one"
 valid POST /v1/skills
