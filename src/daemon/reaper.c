@@ -163,6 +163,7 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
  * up, destroyed); supervisor sockets nobody knows are orphans, destroyed. */
 void mgr_reconcile(sbx_mgr *m) {
         load_ctx c = {.m = m};
+        mgr_skills_reconcile(m);
         (void) sbx_store_sandbox_live(m->store, load_cb, &c, NULL);
         while (c.list) {
                 box *b = c.list;

@@ -78,6 +78,13 @@ static const char *entry_rel(const char *name, char *buf, size_t n, const char *
         return o ? buf : NULL;
 }
 
+static bool printable_utf8(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                        return false;
+        return mgr_utf8_valid((const unsigned char *) s, strlen(s));
+}
+
 /* mkdir -p of rel's parents under dirfd (no symlink is ever made here, so none is met). */
 static int make_parents(int dirfd, char *rel) {
         for (char *p = strchr(rel, '/'); p; p = strchr(p + 1, '/')) {
@@ -126,7 +133,20 @@ static unsigned extract(const char *body, size_t len, const char *dir, sbx_mgr_r
                         goto out;
                 }
                 const char *name = archive_entry_pathname(en), *why = NULL;
-                char rel[4096];
+                char rel[4096], shown[301];
+                if (name && !printable_utf8(name)) {
+                        /* the messages that name it (here, and the verification's) are JSON text */
+                        size_t i = 0;
+                        for (const char *p = name; *p && i < sizeof shown - 1; p++)
+                                shown[i++] =
+                                        (unsigned char) *p >= 0x20 && (unsigned char) *p < 0x7f ? *p : '?';
+                        shown[i] = 0;
+                        code = mgr_reply_err(rp, 400, "invalid_argument", "body",
+                                "tar entry '%s': a name that is not printable UTF-8 (shown with ? for its "
+                                "other bytes); name the skill's files in UTF-8",
+                                shown);
+                        goto out;
+                }
                 const char *r = entry_rel(name, rel, sizeof rel, &why);
                 mode_t type = archive_entry_filetype(en);
                 if (!why && archive_entry_hardlink(en))
@@ -497,6 +517,21 @@ unsigned sbx_ops_skill_delete(sbx_mgr *m, const sbx_caller *who, const char *id,
         rp->code = 200;
         rp->json = rec;
         return 200;
+}
+
+void mgr_skills_reconcile(sbx_mgr *m) {
+        char root[PATH_MAX];
+        skills_dir(m, root, sizeof root);
+        DIR *d = opendir(root);
+        for (struct dirent *de; d && (de = readdir(d));) {
+                if (strncmp(de->d_name, ".upload-", 8) != 0 && strncmp(de->d_name, ".deleted-", 9) != 0)
+                        continue;
+                char p[PATH_MAX + 260];
+                snprintf(p, sizeof p, "%s/%s", root, de->d_name);
+                (void) sbx_rm_rf(p);
+        }
+        if (d)
+                closedir(d);
 }
 
 /* ---- create {skill: ID} ------------------------------------------------------------------- */

@@ -50,6 +50,7 @@ KEYID=$(json_get "$SBX_TMP/sign.json" 'd["key_id"]')
 
 TOK1=$("$SANDBOXER" token create --actor agt --name one --tenant t1 --state-dir "$ST" 2>/dev/null)
 TOK2=$("$SANDBOXER" token create --actor agt --name two --tenant t2 --state-dir "$ST" 2>/dev/null)
+mkdir -p "$ST/skills/.upload-XXstale/in" # what a server killed mid-upload leaves
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 "$SANDBOXER" serve --listen "127.0.0.1:$PORT" --state-dir "$ST" --policy "$POL" --stop-sandboxes \
         >"$SBX_TMP/serve.log" 2>&1 &
@@ -79,13 +80,15 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 42
+plan 44
 
 for ((i = 0; i < 100; i++)); do
         curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
         sleep 0.1
 done
 ok $? "serve starts" || { diag "$(cat "$SBX_TMP/serve.log")"; exit 1; }
+[ ! -e "$ST/skills/.upload-XXstale" ]
+ok $? "an upload cut short by the last server is cleaned up at start"
 
 # ---- upload, list, get ----
 tar -C "$D" -cf "$SBX_TMP/hello.tar" .
@@ -151,7 +154,12 @@ def absolute(t):
     i = tarfile.TarInfo("/tmp/x"); i.size = 2; t.addfile(i, io.BytesIO(b"x\n"))
 def hard(t):
     i = tarfile.TarInfo("lib/h"); i.type = tarfile.LNKTYPE; i.linkname = "main.py"; t.addfile(i)
+def badname(t):
+    i = tarfile.TarInfo("lib/\udcffx.py"); i.size = 2; t.addfile(i, io.BytesIO(b"x\n"))
 make("sym.tar", sym); make("dotdot.tar", dotdot); make("abs.tar", absolute); make("hard.tar", hard)
+with tarfile.open(os.path.join(tmp, "badname.tar"), "w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape") as t:
+    t.add(d, arcname=".")
+    badname(t)
 EOF
 upload "$TOK1" "$SBX_TMP/sym.tar"
 valid POST /v1/skills
@@ -163,6 +171,8 @@ upload "$TOK1" "$SBX_TMP/abs.tar"
 like "$CODE:$(errmsg)" "^400:tar entry '/tmp/x': an absolute path" "a tar with an absolute path: 400"
 upload "$TOK1" "$SBX_TMP/hard.tar"
 like "$CODE:$(errmsg)" "^400:tar entry 'lib/h': a hard link" "a tar with a hard link: 400"
+upload "$TOK1" "$SBX_TMP/badname.tar"
+like "$CODE:$(errmsg)" "^400:tar entry 'lib/\\?x.py': a name that is not printable UTF-8" "a name that is not UTF-8: 400, shown safely"
 printf 'not a tar at all\n' >"$SBX_TMP/junk"
 upload "$TOK1" "$SBX_TMP/junk"
 like "$CODE:$(errmsg)" "^400:the body is not a tar archive" "a body that is no tar: 400"
@@ -231,7 +241,7 @@ for l in lines:
         got.append("%s %s %s" % (l["action"], l["target"] if l["target"] in (sys.argv[2], sys.argv[3], "-") else "OTHER", l["outcome"]))
 print("; ".join(got))
 EOF
-)" "skill.upload $SKL ok; skill.upload OTHER ok; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; sandbox.create $SID ok; skill.delete $SKL ok" \
+)" "skill.upload $SKL ok; skill.upload OTHER ok; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; sandbox.create $SID ok; skill.delete $SKL ok" \
         "the audit log has each upload (refusals too), the create from the skill and the delete"
 like "$(grep "\"sandbox.create\"" "$A" | grep "$SID")" "skill $SKL hello@1.0.0 digest $DIGEST key $KEYID" \
         "the create's audit line names the skill, its digest and signer"
