@@ -302,9 +302,28 @@ static int skill_policy(sbx_mgr *m, sbx_policy **ret_pol, double *ret_mem, doubl
         return 0;
 }
 
-static unsigned reply_verify_error(sbx_mgr_reply *rp, const sbx_error *e) {
-        char buf[1200];
-        return mgr_reply_err(rp, 422, "skill_rejected", "body", "%s", sbx_error_format(e, buf, sizeof buf));
+/* The verification's refusal, its paths made the skill's own: "DIR/skill.yaml:4:1: ..." is
+ * "skill.yaml:4:1: ...", "DIR: unsigned ..." is "AS: unsigned ..." (DIR is the server's). */
+static unsigned reply_verify_error(sbx_mgr_reply *rp, const sbx_error *e, const char *dir, const char *as) {
+        char buf[1200], out[1200];
+        const char *s = sbx_error_format(e, buf, sizeof buf);
+        size_t dl = strlen(dir), o = 0;
+        while (*s && o < sizeof out - 8) {
+                if (strncmp(s, dir, dl) == 0 && s[dl] == '/') {
+                        s += dl + 1;
+                        continue;
+                }
+                if (strncmp(s, dir, dl) == 0) {
+                        o += (size_t) snprintf(out + o, sizeof out - o, "%s", as);
+                        if (o >= sizeof out)
+                                o = sizeof out - 1;
+                        s += dl;
+                        continue;
+                }
+                out[o++] = *s++;
+        }
+        out[o] = 0;
+        return mgr_reply_err(rp, 422, "skill_rejected", "body", "%s", out);
 }
 
 /* Verify the skill in src against the policy now, copying the verified bytes into the empty
@@ -324,7 +343,7 @@ static unsigned verify_into(sbx_mgr *m, const char *src, const char *staging, co
         }
         if (sbx_skill_verify(src, pol->skill_keys, !pol->skill_unsigned_ok, staging, &s, &e) < 0 ||
                 sbx_skill_profile(s, mem, tmo, &text, &e) < 0)
-                return reply_verify_error(rp, &e);
+                return reply_verify_error(rp, &e, src, "skill");
         if (profile_path) {
                 FILE *f = fopen(profile_path, "wxe");
                 /* an exec that names no cwd runs in the skill's directory, as `skill run` does */
@@ -336,7 +355,7 @@ static unsigned verify_into(sbx_mgr *m, const char *src, const char *staging, co
                 _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
                 sbx_request rreq = {.profile = profile_path, .policy_file = m->policy_file};
                 if (sbx_config_resolve(&rreq, &cfg, &e) < 0)
-                        return reply_verify_error(rp, &e);
+                        return reply_verify_error(rp, &e, profile_path, "the skill's profile");
         }
         *ret = TAKE_PTR(s);
         return 0;

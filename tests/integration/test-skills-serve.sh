@@ -65,8 +65,10 @@ api() {
                 "$@" "http://127.0.0.1:$PORT$path")
         BODY=$(cat "$SBX_TMP/body")
 }
+LEAKS=
 upload() { # TOKEN TARFILE
         api "$1" POST /v1/skills -H 'Content-Type: application/x-tar' --data-binary "@$2"
+        [[ $BODY != *"$ST"* ]] || LEAKS+="$BODY "
 }
 # isd GOT WANT NAME DIAG... / liked GOT REGEX NAME DIAG... — is / like, with DIAG printed on failure
 isd() { local g=$1 w=$2 n=$3; shift 3; [ "$g" = "$w" ]; ok $? "$n" || diag "     got: '$g'" "expected: '$w'" "$@"; }
@@ -80,7 +82,7 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 44
+plan 47
 
 for ((i = 0; i < 100; i++)); do
         curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
@@ -138,6 +140,17 @@ tar -C "$SBX_TMP/mallory" -cf "$SBX_TMP/mallory.tar" .
 upload "$TOK1" "$SBX_TMP/mallory.tar"
 is "$CODE" 422 "signed by an untrusted key: 422"
 like "$(errmsg)" 'signed by key [0-9a-f]{16}, which is not a trusted key' "and the message names the key"
+cp -a "$D" "$SBX_TMP/greedy"
+printf 'name: hello\nversion: "1.0.0"\nentrypoint: [python3, main.py]\nsandbox: { network: allowlist, allowed_hosts: [evil.example.org] }\n' \
+        >"$SBX_TMP/greedy/skill.yaml"
+"$SANDBOXER" skill sign "$SBX_TMP/greedy" --key "$K/alice" >/dev/null
+tar -C "$SBX_TMP/greedy" -cf "$SBX_TMP/greedy.tar" .
+upload "$TOK1" "$SBX_TMP/greedy.tar"
+liked "$CODE:$(errmsg)" "^422:.*evil.example.org.*(not allowed|egress_allowed)" "a skill asking for a host the policy does not allow: 422 naming it" "$BODY"
+unsigned=$(cp -a "$D" "$SBX_TMP/unsigned" && sed -i '/^signature:/,$d' "$SBX_TMP/unsigned/skill.yaml" && tar -C "$SBX_TMP/unsigned" -cf - . | base64 -w0)
+printf '%s' "$unsigned" | base64 -d >"$SBX_TMP/unsigned.tar"
+upload "$TOK1" "$SBX_TMP/unsigned.tar"
+liked "$CODE:$(errmsg)" "^422:skill: unsigned \(no signature: in skill.yaml\)" "an unsigned skill: 422, the message without the server's paths" "$BODY"
 # tars no `tar` would make from a directory: python's tarfile writes them
 python3 - "$SBX_TMP" "$D" <<'EOF'
 import io, os, sys, tarfile
@@ -241,7 +254,7 @@ for l in lines:
         got.append("%s %s %s" % (l["action"], l["target"] if l["target"] in (sys.argv[2], sys.argv[3], "-") else "OTHER", l["outcome"]))
 print("; ".join(got))
 EOF
-)" "skill.upload $SKL ok; skill.upload OTHER ok; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; sandbox.create $SID ok; skill.delete $SKL ok" \
+)" "skill.upload $SKL ok; skill.upload OTHER ok; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; sandbox.create $SID ok; skill.delete $SKL ok" \
         "the audit log has each upload (refusals too), the create from the skill and the delete"
 like "$(grep "\"sandbox.create\"" "$A" | grep "$SID")" "skill $SKL hello@1.0.0 digest $DIGEST key $KEYID" \
         "the create's audit line names the skill, its digest and signer"
@@ -256,4 +269,5 @@ api "$TOK1" POST /v1/skills -H 'Content-Type: text/plain' --data-binary "@$SBX_T
 valid POST /v1/skills
 is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "415:Content-Type" "an upload that says it is no tar: 415"
 is "$BAD_SHAPES" "" "every answer above matches docs/openapi.json"
+is "$LEAKS" "" "no upload's answer names the server's directories"
 done_testing
