@@ -33,6 +33,13 @@ json_t *mgr_box_record(const box *b) {
         return r;
 }
 
+const char *mgr_box_profile_ref(const box *b, char *buf, size_t n) {
+        if (!b->skill)
+                return b->profile;
+        snprintf(buf, n, "%s/profile.yaml", b->dir);
+        return buf;
+}
+
 static const char *consumer_field(const box *b, const char *k) {
         return b->consumer ? json_string_value(json_object_get(b->consumer, k)) : NULL;
 }

@@ -98,7 +98,9 @@ int mgr_box_set_config(box *b, const sbx_config *cfg) {
  * 0, or -errno with the loader's sentence in msg. */
 int mgr_box_resolve(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
         _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
-        sbx_request req = {.profile = b->profile, .policy_file = m->policy_file};
+        char pref[PATH_MAX + 16];
+        sbx_request req = {
+                .profile = mgr_box_profile_ref(b, pref, sizeof pref), .policy_file = m->policy_file};
         sbx_error e = {0};
         int r = sbx_config_resolve(&req, &cfg, &e);
         if (r < 0) {
@@ -454,13 +456,6 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 mgr_random_id("sbx_", skill_sid, sizeof skill_sid);
                 snprintf(skill_dir, sizeof skill_dir, "%.4000s/sandboxes/%s", m->state_dir, skill_sid);
                 snprintf(skill_profile, sizeof skill_profile, "%s/profile.yaml", skill_dir);
-                if (strlen(skill_profile) >= sizeof b->profile) {
-                        mgr_reply_err(rp, 503, "unavailable", NULL,
-                                "the state directory's path is too long for a skill's profile (%s)",
-                                skill_profile);
-                        skill_dir[0] = 0;
-                        goto out;
-                }
                 if (mgr_skill_prepare(m, who, req->skill, skill_dir, &skill, rp))
                         goto out;
                 profile = skill_profile;
@@ -531,7 +526,11 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         }
         snprintf(b->tenant, sizeof b->tenant, "%s", who_tenant);
         snprintf(b->actor, sizeof b->actor, "%s:%s", who->kind, who->name);
-        snprintf(b->profile, sizeof b->profile, "%s", profile);
+        if (skill) /* the derived profile's id (its file: mgr_box_profile_ref) */
+                snprintf(b->profile, sizeof b->profile, "skill.%s",
+                        json_string_value(json_object_get(skill, "name")));
+        else
+                snprintf(b->profile, sizeof b->profile, "%s", profile);
         snprintf(b->user, sizeof b->user, "%s",
                 cfg->profile && cfg->profile->user ? cfg->profile->user : "sandbox");
         b->consumer = jc ? json_deep_copy(jc) : json_object();

@@ -152,6 +152,9 @@ json_t *mgr_base64_json(const unsigned char *s, size_t n);
 
 /* boxes.c */
 json_t *mgr_box_record(const box *b);
+/* What b's profile is loaded by: its name, or for a skill's sandbox the file its create derived,
+ * b->dir/profile.yaml (b->profile is then that file's id, skill.NAME). buf: PATH_MAX + 16. */
+const char *mgr_box_profile_ref(const box *b, char *buf, size_t n);
 int mgr_box_save(sbx_mgr *m, box *b);
 box *mgr_box_find_locked(sbx_mgr *m, const char *id, const char *tenant);
 box *mgr_box_get(sbx_mgr *m, const char *id, const char *tenant);

@@ -111,7 +111,8 @@ static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
         if (!b->secret_names) {
                 sbx_profile *pr = NULL;
                 sbx_error e = {0};
-                if (sbx_profile_load(b->profile, &pr, &e) < 0) {
+                char pref[PATH_MAX + 16];
+                if (sbx_profile_load(mgr_box_profile_ref(b, pref, sizeof pref), &pr, &e) < 0) {
                         snprintf(msg, msgsz, "cannot load profile %.200s: %.600s", b->profile, e.message);
                         return -ENOENT;
                 }
@@ -229,7 +230,7 @@ int mgr_sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz
 
 static int sv_spawn_inner(
         sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook *meanwhile, void *ud) {
-        char budget[32], logpath[PATH_MAX + 32], ws[PATH_MAX + 16];
+        char budget[32], logpath[PATH_MAX + 32], ws[PATH_MAX + 16], pref[PATH_MAX + 16];
         snprintf(budget, sizeof budget, "%.3f", budget_used);
         snprintf(logpath, sizeof logpath, "%s/supervisor.log", b->dir);
         char *argv[24];
@@ -244,7 +245,7 @@ static int sv_spawn_inner(
         argv[n++] = (char *) "--state";
         argv[n++] = b->dir;
         argv[n++] = (char *) "--profile";
-        argv[n++] = b->profile;
+        argv[n++] = (char *) mgr_box_profile_ref(b, pref, sizeof pref);
         argv[n++] = (char *) "--ready-fd";
         argv[n++] = (char *) SBX_SV_STR(SBX_SV_FD_READY);
         argv[n++] = (char *) "--budget-used";

@@ -14,6 +14,9 @@ ST=$SBX_TMP/state
 export SANDBOXER_RUNTIME_DIR=$SBX_TMP/rt
 SERVE_PID=
 cleanup() {
+        # a sandbox the checks left (a failure midway): the first server does not end them itself
+        [ -n "${SID:-}" ] && [ -n "$SERVE_PID" ] && curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $TOK1" \
+                "http://127.0.0.1:$PORT/v1/sandboxes/$SID"
         [ -n "$SERVE_PID" ] && kill -TERM "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
         sbx_cleanup
 }
@@ -52,10 +55,19 @@ TOK1=$("$SANDBOXER" token create --actor agt --name one --tenant t1 --state-dir 
 TOK2=$("$SANDBOXER" token create --actor agt --name two --tenant t2 --state-dir "$ST" 2>/dev/null)
 mkdir -p "$ST/skills/.upload-XXstale/in" # what a server killed mid-upload leaves
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
-"$SANDBOXER" serve --listen "127.0.0.1:$PORT" --state-dir "$ST" --policy "$POL" --stop-sandboxes \
-        >"$SBX_TMP/serve.log" 2>&1 &
-SERVE_PID=$!
-sbx_started "$SERVE_PID"
+# start_serve [OPTION]... — serve on PORT; 0 once it answers /healthz (at most 10 s)
+start_serve() {
+        "$SANDBOXER" serve --listen "127.0.0.1:$PORT" --state-dir "$ST" --policy "$POL" "$@" \
+                >>"$SBX_TMP/serve.log" 2>&1 &
+        SERVE_PID=$!
+        sbx_started "$SERVE_PID"
+        local i
+        for ((i = 0; i < 100; i++)); do
+                curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0
+                sleep 0.1
+        done
+        return 1
+}
 
 # api TOKEN METHOD PATH [CURL-ARG]... — sets CODE; the body in $SBX_TMP/body (and BODY).
 api() {
@@ -82,12 +94,10 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 47
+plan 51
 
-for ((i = 0; i < 100; i++)); do
-        curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && break
-        sleep 0.1
-done
+# the first server leaves its sandboxes running when it stops (re-adopted by the next, below)
+start_serve
 ok $? "serve starts" || { diag "$(cat "$SBX_TMP/serve.log")"; exit 1; }
 [ ! -e "$ST/skills/.upload-XXstale" ]
 ok $? "an upload cut short by the last server is cleaned up at start"
@@ -208,6 +218,8 @@ SID=$(json_get "$SBX_TMP/body" 'd["id"]' 2>/dev/null || echo sbx_000000000000000
 is "$(json_get "$SBX_TMP/body" 'd["skill"]')" \
         "{\"id\": \"$SKL\", \"name\": \"hello\", \"version\": \"1.0.0\", \"digest\": \"$DIGEST\", \"key_id\": \"$KEYID\"}" \
         "the sandbox's record carries the skill"
+is "$(json_get "$SBX_TMP/body" '[d["profile"], d["workspace"], d["limits"]["memory_mb"], d["limits"]["timeout_s"]]')" \
+        '["skill.hello", "/workspace", 128.0, 20.0]' "its profile is the skill's (profile.skill narrowed by the manifest)"
 # the skill goes once its sandbox has its own copy: the sandbox is not touched
 api "$TOK1" DELETE "/v1/skills/$SKL"
 valid DELETE '/v1/skills/{id}'
@@ -227,6 +239,17 @@ api "$TOK1" POST "/v1/sandboxes/$SID/recreate"
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' -d '{"argv": ["python3", "main.py"]}'
 isd "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" "200:[0, \"hello from the skill [] 42\\n\"]" \
         "recreated, the sandbox still has the skill's files and profile" "$BODY"
+# a restarted server re-adopts the skill's sandbox as it was, and recreates it from the files
+kill -TERM "$SERVE_PID" && wait "$SERVE_PID"
+start_serve --stop-sandboxes
+ok $? "serve restarts (with --stop-sandboxes: this one ends them when it stops)" || diag "$(tail -5 "$SBX_TMP/serve.log")"
+api "$TOK1" GET "/v1/sandboxes/$SID"
+isd "$CODE:$(json_get "$SBX_TMP/body" '[d["state"], d["profile"], d["skill"]["id"]]')" "200:[\"ready\", \"skill.hello\", \"$SKL\"]" \
+        "re-adopted: its record still names the skill" "$BODY"
+api "$TOK1" POST "/v1/sandboxes/$SID/recreate"
+api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' -d '{"argv": ["python3", "main.py", "again"]}'
+isd "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" "200:[0, \"hello from the skill ['again'] 42\\n\"]" \
+        "recreated by the new server (its profile resolved again from the skill's): the entrypoint runs" "$BODY"
 # on_violation: kill (profile.skill, as `skill run`): a network attempt ends the sandbox
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
         -d '{"argv": ["python3", "-c", "import socket; socket.create_connection((\"192.0.2.1\", 80), timeout=3)"]}'
@@ -259,10 +282,10 @@ EOF
 like "$(grep "\"sandbox.create\"" "$A" | grep "$SID")" "skill $SKL hello@1.0.0 digest $DIGEST key $KEYID" \
         "the create's audit line names the skill, its digest and signer"
 grep '"skill.exec.end"' "$A" | grep "\"$SID\"" >"$SBX_TMP/runs"
-is "$(wc -l <"$SBX_TMP/runs")" 4 "each exec's end in the skill's sandbox is an audit line"
+is "$(wc -l <"$SBX_TMP/runs")" 5 "each exec's end in the skill's sandbox is an audit line"
 like "$(head -1 "$SBX_TMP/runs")" "\"outcome\":\"exited\".*exec exe_[0-9a-f]{16} skill $SKL hello@1.0.0 digest $DIGEST: exit 0" \
         "naming the exec, the skill and its digest, and how it ended"
-liked "$(sed -n 4p "$SBX_TMP/runs")" 'NetworkAccessViolation (denied|killed)' "a network attempt is in it, with what the fences did" \
+liked "$(sed -n 5p "$SBX_TMP/runs")" 'NetworkAccessViolation (denied|killed)' "a network attempt is in it, with what the fences did" \
         "the exec: $NETRUN"
 printf 'x' >"$SBX_TMP/one"
 api "$TOK1" POST /v1/skills -H 'Content-Type: text/plain' --data-binary "@$SBX_TMP/one"
