@@ -94,7 +94,7 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 51
+plan 53
 
 # the first server leaves its sandboxes running when it stops (re-adopted by the next, below)
 start_serve
@@ -211,6 +211,15 @@ is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "400:profile" "crea
 like "$(errmsg)" 'profile and skill' "naming both"
 api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"skill": "skl_0000000000000000"}'
 is "$CODE" 404 "create {skill: an unknown id}: 404"
+# the policy of the create decides: a key no longer trusted refuses what it signed
+cp "$POL" "$SBX_TMP/policy.saved"
+sed -i "s|$K/alice.pub|$K/mallory.pub|" "$POL"
+api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d "{\"skill\": \"$SKL2\"}"
+liked "$CODE:$(errmsg)" "^422:skill: signed by key $KEYID, which is not a trusted key" \
+        "create {skill} once its key is no longer trusted: 422 naming the key" "$BODY"
+cp "$SBX_TMP/policy.saved" "$POL"
+[ -d "$ST/sandboxes" ] && [ -z "$(find "$ST/sandboxes" -mindepth 1 -maxdepth 1 -newer "$SBX_TMP/policy.saved" 2>/dev/null)" ]
+ok $? "and nothing of it is left in the state directory"
 api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d "{\"skill\": \"$SKL\"}"
 valid POST /v1/sandboxes
 isd "$CODE" 201 "create {skill: ID}: 201" "$BODY"
