@@ -326,6 +326,7 @@ static void exec_not_started(sbx_mgr *m, box *b, const char *exec_id) {
 static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         bool long_lived = json_is_true(json_object_get(ans, "long_lived")); /* the supervisor's word */
         json_t *rep = json_object_get(ans, "report");
+        mgr_skill_stamp_report(b, rep); /* stored, and answered: exec_result reads ans after */
         const char *status = json_string_value(json_object_get(rep, "status"));
         json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
         json_t *wall = json_object_get(json_object_get(rep, "usage"), "wall_ms");

@@ -208,6 +208,9 @@ unsigned mgr_skill_prepare(sbx_mgr *m, const sbx_caller *who, const char *id, co
  * and what the fences stopped (violations: kills, network attempts), the egress and service
  * counts. Nothing for another sandbox. */
 void mgr_skill_audit_exec(sbx_mgr *m, const box *b, const char *exec_id, json_t *rep);
+/* An exec's report in a skill's sandbox names the skill, as `skill run`'s does: report.skill =
+ * {name, version, digest, key_id} (the supervisor does not know it). */
+void mgr_skill_stamp_report(const box *b, json_t *rep);
 /* At start: what an upload or a delete cut short left in the skills' directory goes. */
 void mgr_skills_reconcile(sbx_mgr *m);
 

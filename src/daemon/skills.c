@@ -602,6 +602,16 @@ unsigned mgr_skill_prepare(sbx_mgr *m, const sbx_caller *who, const char *id, co
 
 /* ---- a skill's runs in the audit log ------------------------------------------------------ */
 
+void mgr_skill_stamp_report(const box *b, json_t *rep) {
+        if (!b->skill || !json_is_object(rep) || json_is_object(json_object_get(rep, "skill")))
+                return;
+        json_t *k = json_object_get(b->skill, "key_id");
+        json_object_set_new(rep, "skill",
+                json_pack("{s:O?, s:O?, s:O?, s:O}", "name", json_object_get(b->skill, "name"), "version",
+                        json_object_get(b->skill, "version"), "digest", json_object_get(b->skill, "digest"),
+                        "key_id", k ? k : json_null()));
+}
+
 void mgr_skill_audit_exec(sbx_mgr *m, const box *b, const char *exec_id, json_t *rep) {
         if (!b->skill)
                 return;

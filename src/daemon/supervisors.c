@@ -416,6 +416,7 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
                 json_t *rep = json_load_file(path, 0, &je);
                 if (!rep)
                         continue;
+                mgr_skill_stamp_report(b, rep);
                 char *text = json_dumps(rep, JSON_COMPACT);
                 json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
                 sbx_store_exec x = {

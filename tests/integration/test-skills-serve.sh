@@ -94,7 +94,7 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 53
+plan 56
 
 # the first server leaves its sandboxes running when it stops (re-adopted by the next, below)
 start_serve
@@ -240,6 +240,14 @@ api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
 isd "$CODE:$(json_get "$SBX_TMP/body" '[d["exit_code"], d["stdout"]]')" \
         "200:[0, \"hello from the skill ['a', '-b'] 42\\n\"]" \
         "an exec of the entrypoint in the skill's sandbox runs it (in the skill's directory: no cwd given)" "$BODY"
+isd "$(json_get "$SBX_TMP/body" 'd["report"]["skill"]')" \
+        "{\"name\": \"hello\", \"version\": \"1.0.0\", \"digest\": \"$DIGEST\", \"key_id\": \"$KEYID\"}" \
+        "its report names the skill, as skill run's does" "$BODY"
+python3 "$SBX_SRC/tests/tools/validate-report.py" <(json_get "$SBX_TMP/body" 'd["report"]') >"$SBX_TMP/vr" 2>&1
+ok $? "and validates against the report schema" || diag "$(head -c 600 "$SBX_TMP/vr")"
+EXE1=$(json_get "$SBX_TMP/body" 'd["exec_id"]')
+api "$TOK1" GET "/v1/sandboxes/$SID/execs/$EXE1"
+isd "$CODE:$(json_get "$SBX_TMP/body" 'd["report"]["skill"]["digest"]')" "200:$DIGEST" "so does the stored report" "$BODY"
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
         -d '{"argv": ["sh", "-c", "echo x >/workspace/main.py"]}'
 [ "$CODE" = 200 ] && [ "$(json_get "$SBX_TMP/body" 'd["exit_code"]')" != 0 ]
