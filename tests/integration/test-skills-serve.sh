@@ -94,7 +94,7 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 56
+plan 58
 
 # the first server leaves its sandboxes running when it stops (re-adopted by the next, below)
 start_serve
@@ -203,6 +203,11 @@ truncate -s 65M "$SBX_TMP/big.tar"
 upload "$TOK1" "$SBX_TMP/big.tar"
 valid POST /v1/skills
 is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "413:payload_too_large" "a body over 64 MiB: 413"
+like "$(errmsg)" '^the body is 68157440 bytes, over the' "refused by its Content-Length, before it is read"
+truncate -s $((64 * 1024 * 1024 + 1)) "$SBX_TMP/big.tar" # within what a request may carry
+upload "$TOK1" "$SBX_TMP/big.tar"
+is "$CODE:$(errmsg)" "413:the skill's tar is 67108865 bytes, over 64 MiB" "one byte over 64 MiB: 413"
+rm -f "$SBX_TMP/big.tar"
 is "$(n_skills):$([ -e /tmp/x ] && echo leaked)" "$N0:" "nothing refused was kept, nothing written outside"
 
 # ---- create {skill}, exec the entrypoint ----
