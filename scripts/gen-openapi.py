@@ -161,7 +161,8 @@ paths = {
                  "responses": {"201": resp("Created, ready", ref("SandboxRecord")),
                                "200": resp("An Idempotency-Key replay: the same sandbox", ref("SandboxRecord")),
                                "404": resp("create {skill}: no such skill (or another tenant's)", err),
-                               **errs("400", "401", "409", "413", "422", "429", "503")}},
+                               "422": resp("Unknown profile, a secret not in the store, or (skill) refused by its verification with the policy of now (skill_rejected)", err),
+                               **errs("400", "401", "409", "413", "429", "503")}},
         "get": {"operationId": "listSandboxes",
                 "parameters": [{"name": k, "in": "query", "schema": {"type": "string"}} for k in
                                ["state", "profile", "harness", "session_id", "run_id", "job_id", "cursor"]] +
