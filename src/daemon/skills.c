@@ -115,7 +115,8 @@ static unsigned extract(const char *body, size_t len, const char *dir, sbx_mgr_r
         uint64_t total = 0;
         if (archive_read_open_memory(a, body, len) != ARCHIVE_OK) {
                 code = mgr_reply_err(rp, 400, "invalid_argument", "body",
-                        "the body is not a tar archive (%s); send the skill directory as one: tar -C DIR "
+                        "the body is not an uncompressed tar archive (%s); send the skill directory as one: "
+                        "tar -C DIR "
                         "-cf - .",
                         archive_error_string(a) ?: "unreadable");
                 goto out;
@@ -127,7 +128,8 @@ static unsigned extract(const char *body, size_t len, const char *dir, sbx_mgr_r
                         break;
                 if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
                         code = mgr_reply_err(rp, 400, "invalid_argument", "body",
-                                "the body is not a tar archive, or a damaged one (%s); send the skill "
+                                "the body is not an uncompressed tar archive, or a damaged one (%s); send "
+                                "the skill "
                                 "directory as one: tar -C DIR -cf - .",
                                 archive_error_string(a) ?: "unreadable");
                         goto out;

@@ -94,7 +94,7 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 58
+plan 59
 
 # the first server leaves its sandboxes running when it stops (re-adopted by the next, below)
 start_serve
@@ -198,7 +198,10 @@ upload "$TOK1" "$SBX_TMP/badname.tar"
 like "$CODE:$(errmsg)" "^400:tar entry 'lib/\\?x.py': a name that is not printable UTF-8" "a name that is not UTF-8: 400, shown safely"
 printf 'not a tar at all\n' >"$SBX_TMP/junk"
 upload "$TOK1" "$SBX_TMP/junk"
-like "$CODE:$(errmsg)" "^400:the body is not a tar archive" "a body that is no tar: 400"
+like "$CODE:$(errmsg)" "^400:the body is not an uncompressed tar archive" "a body that is no tar: 400"
+gzip -c "$SBX_TMP/hello.tar" >"$SBX_TMP/hello.tar.gz"
+upload "$TOK1" "$SBX_TMP/hello.tar.gz"
+like "$CODE:$(errmsg)" "^400:the body is not an uncompressed tar archive" "a compressed tar: 400 (nothing expands past the body's size)"
 truncate -s 65M "$SBX_TMP/big.tar"
 upload "$TOK1" "$SBX_TMP/big.tar"
 valid POST /v1/skills
@@ -299,7 +302,7 @@ for l in lines:
         got.append("%s %s %s" % (l["action"], l["target"] if l["target"] in (sys.argv[2], sys.argv[3], "-") else "OTHER", l["outcome"]))
 print("; ".join(got))
 EOF
-)" "skill.upload $SKL ok; skill.upload OTHER ok; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; sandbox.create $SID ok; skill.delete $SKL ok" \
+)" "skill.upload $SKL ok; skill.upload OTHER ok; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; skill.upload - refused; sandbox.create $SID ok; skill.delete $SKL ok" \
         "the audit log has each upload (refusals too), the create from the skill and the delete"
 like "$(grep "\"sandbox.create\"" "$A" | grep "$SID")" "skill $SKL hello@1.0.0 digest $DIGEST key $KEYID" \
         "the create's audit line names the skill, its digest and signer"
