@@ -133,6 +133,8 @@ static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const c
         pthread_mutex_lock(&m->lock);
         b->last_active_ms = mgr_now_ms();
         pthread_mutex_unlock(&m->lock);
+        if (!streq(reason, "provisioned")) /* provisioned again: the rules it had, not its profile's */
+                mgr_network_reapply(m, b);
         mgr_set_state(m, b, SBX_STATE_READY, reason);
         return 0;
 }

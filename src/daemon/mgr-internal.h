@@ -151,6 +151,9 @@ json_t *mgr_base64_json(const unsigned char *s, size_t n);
 /* network.c */
 json_t *mgr_network_json(char *const *egress, char *const *deny);
 int mgr_network_apply(const sbx_network_req *n, sbx_profile *pr);
+/* b provisioned again (recreate, a re-adopted one restarted): its rules (b->network) sent to its
+ * new supervisor; where that cannot be (no proxy now), the record says null and it is logged. */
+void mgr_network_reapply(sbx_mgr *m, box *b);
 
 /* boxes.c */
 json_t *mgr_box_record(const box *b);

@@ -119,13 +119,8 @@ int mgr_network_apply(const sbx_network_req *n, sbx_profile *pr) {
         return 0;
 }
 
-unsigned sbx_ops_set_network(
-        sbx_mgr *m, const sbx_caller *who, const char *id, const sbx_network_req *n, sbx_mgr_reply *rp) {
-        *rp = (sbx_mgr_reply){.stream_fd = -1};
-        box *b = mgr_usable_box(m, who, id, rp);
-        if (!b)
-                return rp->code;
-        json_t *rules = mgr_network_json(n->egress, n->deny);
+/* The op to b's supervisor: 0, or the errno it answered (EIO: no answer), with its sentence. */
+static int send_rules(const box *b, json_t *rules, char *msg, size_t msgsz) {
         json_t *req = json_pack("{s:s, s:O, s:O}", "op", SBX_SV_OP_NETWORK, "egress",
                 json_object_get(rules, "egress"), "egress_deny", json_object_get(rules, "egress_deny"));
         int fd = mgr_sv_connect(b);
@@ -135,32 +130,62 @@ unsigned sbx_ops_set_network(
         if (fd >= 0)
                 close(fd);
         json_decref(req);
-        if (!json_is_true(json_object_get(ans, "ok"))) {
-                int err = (int) json_integer_value(json_object_get(ans, "errno"));
-                const char *msg = json_string_value(json_object_get(ans, "error"));
-                if (!ans)
-                        mgr_reply_err(rp, 503, "unavailable", NULL,
-                                "the sandbox's supervisor did not answer; try again");
-                else if (err == ENOTCONN)
-                        mgr_reply_err(rp, 409, "conflict", "network", "%s", msg ? msg : "no egress proxy");
+        int err = 0;
+        if (!ans) {
+                err = EIO;
+                snprintf(msg, msgsz, "the sandbox's supervisor did not answer; try again");
+        } else if (!json_is_true(json_object_get(ans, "ok"))) {
+                err = (int) json_integer_value(json_object_get(ans, "errno"));
+                if (err <= 0)
+                        err = EPROTO;
+                snprintf(msg, msgsz, "%s",
+                        json_string_value(json_object_get(ans, "error"))
+                                ?: "the supervisor refused the rules (an older one: recreate the sandbox)");
+        }
+        json_decref(ans);
+        return err;
+}
+
+void mgr_network_reapply(sbx_mgr *m, box *b) {
+        pthread_mutex_lock(&m->lock);
+        json_t *rules = b->network ? json_incref(b->network) : NULL;
+        pthread_mutex_unlock(&m->lock);
+        if (!rules)
+                return;
+        char msg[600];
+        if (send_rules(b, rules, msg, sizeof msg) != 0) {
+                sbx_log(SBX_LOG_WARNING, "network_lost", "sandbox", b->id, "error", msg, NULL);
+                pthread_mutex_lock(&m->lock);
+                json_decref(b->network);
+                b->network = NULL;
+                pthread_mutex_unlock(&m->lock);
+        }
+        json_decref(rules);
+}
+
+unsigned sbx_ops_set_network(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const sbx_network_req *n, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        box *b = mgr_usable_box(m, who, id, rp);
+        if (!b)
+                return rp->code;
+        json_t *rules = mgr_network_json(n->egress, n->deny);
+        char msg[600];
+        int err = send_rules(b, rules, msg, sizeof msg);
+        if (err) {
+                if (err == ENOTCONN)
+                        mgr_reply_err(rp, 409, "conflict", "network", "%s", msg);
                 else if (err == EPERM)
-                        mgr_reply_err(
-                                rp, 403, "forbidden", "network.egress", "%s", msg ? msg : "not allowed");
+                        mgr_reply_err(rp, 403, "forbidden", "network.egress", "%s", msg);
                 else if (err == EINVAL)
-                        mgr_reply_err(rp, 400, "invalid_argument", "network", "%s",
-                                msg ? msg : "the supervisor refused the rules");
+                        mgr_reply_err(rp, 400, "invalid_argument", "network", "%s", msg);
                 else
-                        mgr_reply_err(rp, 503, "unavailable", NULL, "%s",
-                                msg ? msg
-                                    : "the supervisor refused the rules (an older one: recreate the "
-                                      "sandbox)");
+                        mgr_reply_err(rp, 503, "unavailable", NULL, "%s", msg);
                 mgr_audit(m, who, "sandbox.network", b->id, "failed", msg);
-                json_decref(ans);
                 json_decref(rules);
                 mgr_box_put(m, b);
                 return rp->code;
         }
-        json_decref(ans);
         pthread_mutex_lock(&m->lock);
         json_decref(b->network);
         b->network = rules;

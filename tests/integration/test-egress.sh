@@ -322,6 +322,9 @@ is "$(code PUT "/v1/sandboxes/$ID/network" '{"egress":["evil.example.org"]}'):$(
         "403:network.egress" "PUT network outside the policy is 403, and the rules stay"
 api GET "/v1/sandboxes/$ID" >"$SBX_TMP/n3.json"
 is "$(json_get "$SBX_TMP/n3.json" 'd["network"]["egress"]')" '["pkgs.example.test"]' "a refused change leaves the record's rules"
+api POST "/v1/sandboxes/$ID/recreate" >/dev/null
+api POST "/v1/sandboxes/$ID/exec" "$probe" >"$SBX_TMP/n4.json"
+is "$(json_get "$SBX_TMP/n4.json" 'd["stdout"]')" "403 200 403" "recreate keeps the rules the sandbox had, not its create's"
 is "$(code PUT "/v1/sandboxes/$ID/network" '{"egress":"x"}'):$(code PUT "/v1/sandboxes/$ID/network" '[]'):$(code POST "/v1/sandboxes/$ID/network" '{}')" \
         "400:400:405" "PUT network: a bad body is 400, another method 405"
 api DELETE "/v1/sandboxes/$ID" >/dev/null
