@@ -25,6 +25,12 @@ consumer = {"type": "object", "additionalProperties": False, "properties": {k: {
 strmap = {"type": "object", "additionalProperties": {"type": "string"}}
 limits = {"type": "object", "additionalProperties": {"type": "number"},
           "required": ["timeout_s", "budget_s", "cpus", "memory_mb", "pids", "output_mb", "scratch_mb"]}
+rules = {"type": "array", "maxItems": 256, "items": {"type": "string", "minLength": 1, "maxLength": 260},
+         "description": "egress rules: \"host\", \"*.domain\", \"host:port\", an address or a CIDR (docs/network.md)"}
+network = {"type": "object", "additionalProperties": False,
+           "properties": {"egress": rules, "egress_deny": rules},
+           "description": "a sandbox's egress rules: egress (allow, within the policy's network.egress_allowed) and "
+                          "egress_deny (refused as denied_by_rule unless an egress rule covers them: allow beats deny)"}
 states = ["requested", "provisioning", "ready", "active", "expired", "failed", "destroying", "destroyed"]
 record = {"type": "object", "required": ["id", "state", "reason", "profile", "backend", "tenant", "consumer", "metadata",
                                           "created_at", "updated_at", "expires_at", "limits", "budget_s", "budget_used_s", "execs"],
@@ -37,6 +43,8 @@ record = {"type": "object", "required": ["id", "state", "reason", "profile", "ba
               "tenant": {"type": "string"}, "actor": {"type": "string"},
               "consumer": {"type": "object", "additionalProperties": {"type": "string"}},
               "metadata": strmap,
+              "network": {**network, "nullable": True,
+                          "description": "the egress rules in force (null: a record from before they were kept)"},
               "created_at": ts, "updated_at": ts, "expires_at": tsn, "ttl_max_at": tsn,
               "idle_s": {"type": "number", "nullable": True}, "last_active_at": tsn,
               "budget_s": {"type": "number"}, "budget_used_s": {"type": "number"},
@@ -101,8 +109,11 @@ schemas = {
                       "properties": {"profile": {"type": "string", "pattern": "^[a-z0-9._-]{1,200}$"},
                                      "ttl_s": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
                                      "consumer": consumer, "metadata": strmap,
+                                     "network": {**network, "description": "each list given replaces the profile's "
+                                                 "(a sandbox with any rule has the egress proxy, so its rules can "
+                                                 "change later)"},
                                      "skill": {"type": "string", "pattern": "^skl_[0-9a-f]{16}$",
-                                               "description": "a skill (POST /v1/skills): its sandbox has the skill's profile and its verified files at /workspace; not with profile (400)"}}},
+                                               "description": "a skill (POST /v1/skills): its sandbox has the skill's profile and its verified files at /workspace; not with profile or network (400)"}}},
     "ExecRequest": {"type": "object", "additionalProperties": False, "required": ["argv"],
                     "properties": {"argv": {"type": "array", "minItems": 1, "maxItems": 1024, "items": {"type": "string"}},
                                    "env": strmap, "cwd": {"type": "string"},
@@ -212,6 +223,13 @@ paths = {
     "/v1/sandboxes/{id}/metrics": {"parameters": [idp], "get": {"operationId": "getMetrics",
         "description": "What the sandbox uses now: its cgroup's CPU and memory, its processes, its scratch; cpu_used_pct is the share of its cpus used since the last call (or since it started). -1 where the host does not tell.",
         "responses": {"200": resp("One sample", ref("Metrics")), **errs("401", "404", "409", "410", "503")}}},
+    "/v1/sandboxes/{id}/network": {"parameters": [idp], "put": {"operationId": "setNetwork",
+        "description": "Replace a running sandbox's egress rules (the whole set: a list left out is empty); "
+                       "connections made from now on are judged by them. 409 when the sandbox was made without "
+                       "rules (it has no egress proxy); 403 for an allow rule outside the policy.",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": network}}},
+        "responses": {"200": resp("The record, with the new rules", ref("SandboxRecord")),
+                      **errs("400", "401", "403", "404", "409", "410")}}},
     "/v1/sandboxes/{id}/metadata": {"parameters": [idp], "put": {"operationId": "setMetadata",
         "description": "Replace the sandbox's metadata (at most 64 strings; what list filters and the SDKs' labels read).",
         "requestBody": {"required": True, "content": {"application/json": {"schema": strmap}}},

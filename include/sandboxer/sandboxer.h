@@ -143,6 +143,13 @@ SBX_PUBLIC int sbx_sandbox_exec(
 /* Send sig to the running exec named id: its runner forwards it to the command's process group;
  * SIGKILL ends the exec's whole tree. 0, or -ESRCH when no exec of that id runs. */
 SBX_PUBLIC int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig);
+/* Replace the sandbox's egress rules while it runs (allow: network.egress, deny:
+ * network.egress_deny; NULL: none): connections made from now on are judged by them. 0, or
+ * -ENOTCONN when the sandbox has no egress proxy (it was made without egress rules), -EPERM for an
+ * allow rule outside the policy's network.egress_allowed, -EINVAL for a rule that does not parse;
+ * with a sentence in *ret_error (caller frees). */
+SBX_PUBLIC int sbx_sandbox_set_egress(
+        sbx_sandbox *sb, char *const *allow, char *const *deny, char **ret_error);
 /* End the sandbox (any thread): every process in it is killed; sbx_run_serve() then returns. */
 SBX_PUBLIC void sbx_sandbox_kill(sbx_sandbox *sb);
 /* What the sandbox uses now (its cgroup, its scratch): -1 where the host does not tell. */

@@ -118,6 +118,23 @@ static void save_report(const char *exec_id, const char *report) {
         (void) rename(tmp, path);
 }
 
+/* The sandbox's egress rules replaced (the control plane checked their shape; the policy is
+ * checked here, against the one the sandbox was made with). */
+static void handle_network(int fd, json_t *req) {
+        bool bad = false;
+        char **allow = strv_from_json(json_object_get(req, "egress"), &bad),
+             **deny = strv_from_json(json_object_get(req, "egress_deny"), &bad);
+        char *msg = NULL;
+        int r = bad ? -EINVAL : sbx_sandbox_set_egress(S.sb, allow, deny, &msg);
+        if (r < 0)
+                reply_err(fd, -r, bad ? "egress and egress_deny must be arrays of strings" : msg);
+        else
+                reply(fd, json_pack("{s:b}", "ok", 1));
+        free(msg);
+        strv_free_simple(allow);
+        strv_free_simple(deny);
+}
+
 static void handle_exec(int fd, json_t *req, int fds[3]) {
         bool bad = false;
         char **argv = strv_from_json(json_object_get(req, "argv"), &bad);
@@ -239,7 +256,9 @@ static void *conn_thread(void *arg) {
                                 reply_err(fd, -r, r == -ESRCH ? "no such exec is running" : NULL);
                         else
                                 reply(fd, json_pack("{s:b}", "ok", 1));
-                } else if (strcmp(op, SBX_SV_OP_DESTROY) == 0) {
+                } else if (strcmp(op, SBX_SV_OP_NETWORK) == 0)
+                        handle_network(fd, req);
+                else if (strcmp(op, SBX_SV_OP_DESTROY) == 0) {
                         sbx_sandbox_kill(S.sb);
                         reply(fd, json_pack("{s:b}", "ok", 1));
                 } else

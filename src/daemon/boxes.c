@@ -14,6 +14,7 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "actor", json_string(b->actor));
         json_object_set_new(r, "consumer", b->consumer ? json_deep_copy(b->consumer) : json_object());
         json_object_set_new(r, "metadata", b->metadata ? json_deep_copy(b->metadata) : json_object());
+        json_object_set_new(r, "network", b->network ? json_deep_copy(b->network) : json_null());
         json_object_set_new(r, "created_at", mgr_time_json(b->created_ms));
         json_object_set_new(r, "updated_at", mgr_time_json(b->updated_ms));
         json_object_set_new(r, "expires_at", mgr_time_json(b->expires_ms));
@@ -104,6 +105,7 @@ void mgr_box_free(box *b) {
                 return;
         json_decref(b->consumer);
         json_decref(b->metadata);
+        json_decref(b->network);
         json_decref(b->limits);
         json_decref(b->running);
         json_decref(b->secret_names);

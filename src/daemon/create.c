@@ -136,6 +136,8 @@ static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const c
         pthread_mutex_lock(&m->lock);
         b->last_active_ms = mgr_now_ms();
         pthread_mutex_unlock(&m->lock);
+        if (!streq(reason, "provisioned")) /* provisioned again: the rules it had, not its profile's */
+                mgr_network_reapply(m, b);
         mgr_set_state(m, b, SBX_STATE_READY, reason);
         return 0;
 }
@@ -303,10 +305,12 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         json_t *body = mgr_parse_body(rq, rp, true);
         if (!body)
                 return rp->code;
-        static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", "skill", NULL};
+        static const char *const keys[] = {
+                "profile", "ttl_s", "consumer", "metadata", "network", "skill", NULL};
         json_t *jp = json_object_get(body, "profile"), *jt = json_object_get(body, "ttl_s"),
                *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata"),
                *js = json_object_get(body, "skill");
+        sbx_network_req net = {0};
         if (!mgr_only_keys(body, keys, "", rp))
                 ;
         else if (js && !json_is_string(js))
@@ -321,6 +325,8 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         else if (jc && !json_is_object(jc))
                 mgr_reply_err(rp, 400, "invalid_argument", "consumer",
                         "consumer: must be an object {harness, session_id, run_id, job_id}");
+        else if (!mgr_network_decode(json_object_get(body, "network"), "network.", &net, rp))
+                ;
         else {
                 sbx_create_req req = {
                         .profile = json_string_value(jp),
@@ -329,10 +335,12 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .consumer = jc,
                         .metadata = jm,
                         .idempotency_key = rq->header ? rq->header(rq->ctx, "Idempotency-Key") : NULL,
+                        .network = json_object_get(body, "network") ? &net : NULL,
                         .skill = json_string_value(js),
                 };
                 sbx_ops_create(m, rq->who, &req, rp);
         }
+        sbx_network_req_done(&net);
         json_decref(body);
         return rp->code;
 }
@@ -349,6 +357,14 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
                 json_object_set(j, "consumer", req->consumer);
         if (req->metadata)
                 json_object_set(j, "metadata", req->metadata);
+        if (req->network) {
+                json_t *n = json_object();
+                if (req->network->has_egress)
+                        json_object_set_new(n, "egress", mgr_network_json(req->network->egress, NULL));
+                if (req->network->has_deny)
+                        json_object_set_new(n, "egress_deny", mgr_network_json(req->network->deny, NULL));
+                json_object_set_new(j, "network", n);
+        }
         if (req->skill)
                 json_object_set_new(j, "skill", json_string(req->skill));
         char *canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
@@ -381,6 +397,12 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 mgr_reply_err(rp, 400, "invalid_argument", "profile",
                         "profile and skill: give one; a skill's sandbox has the skill's own profile "
                         "(skill.NAME, extending profile.skill)");
+                goto out;
+        }
+        if (req->skill && req->network) {
+                mgr_reply_err(rp, 400, "invalid_argument", "network",
+                        "network and skill: give one; a skill's sandbox has the network its manifest "
+                        "asked for (sandbox.allowed_hosts)");
                 goto out;
         }
         if (req->skill && !mgr_valid_skill_id(req->skill)) {
@@ -472,6 +494,18 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 goto out;
         }
         mgr_policy_seen(m, cfg->policy);
+        if (req->network) { /* the request's rules over the profile's, within the same policy */
+                if (mgr_network_apply(req->network, cfg->profile) < 0) {
+                        mgr_reply_err(rp, 503, "unavailable", NULL, "out of memory");
+                        goto out;
+                }
+                if (sbx_policy_check_profile(cfg->policy, cfg->profile, cfg->mode, &e) < 0) {
+                        char buf[1200];
+                        mgr_reply_err(rp, 403, "forbidden", "network.egress", "%s",
+                                sbx_error_format(&e, buf, sizeof buf));
+                        goto out;
+                }
+        }
         const sbx_profile *pr = cfg->profile;
         double ttl_default = pr->ttl_default_s > 0 ? pr->ttl_default_s : 4 * 3600.0;
         double ttl_max = pr->ttl_max_s > 0 ? pr->ttl_max_s : 24 * 3600.0;
@@ -535,6 +569,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 cfg->profile && cfg->profile->user ? cfg->profile->user : "sandbox");
         b->consumer = jc ? json_deep_copy(jc) : json_object();
         b->metadata = jm ? json_deep_copy(jm) : json_object();
+        json_decref(b->network); /* a pooled one's: the profile's, the same */
+        b->network = mgr_network_json(pr->egress, pr->egress_deny);
         b->limits = limits_json(cfg);
         json_decref(b->secret_names); /* a pooled one has its own (empty) */
         b->secret_names = json_array();

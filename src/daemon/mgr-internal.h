@@ -42,6 +42,7 @@ typedef struct box {
         char home[256]; /* the profile's filesystem.home, "" without one */
         char user[64]; /* the name of uid 1000 inside (the profile's user), "" when not known */
         json_t *consumer, *metadata, *limits;
+        json_t *network; /* {egress, egress_deny}: the rules in force (NULL: not known) */
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */
         /* made from a skill (create {skill}): {id, name, version, digest, key_id}, else NULL; its
@@ -149,6 +150,13 @@ void mgr_tx_end(sbx_mgr *m);
 bool mgr_stopping(sbx_mgr *m);
 bool mgr_utf8_valid(const unsigned char *s, size_t n);
 json_t *mgr_base64_json(const unsigned char *s, size_t n);
+
+/* network.c */
+json_t *mgr_network_json(char *const *egress, char *const *deny);
+int mgr_network_apply(const sbx_network_req *n, sbx_profile *pr);
+/* b provisioned again (recreate, a re-adopted one restarted): its rules (b->network) sent to its
+ * new supervisor; where that cannot be (no proxy now), the record says null and it is logged. */
+void mgr_network_reapply(sbx_mgr *m, box *b);
 
 /* boxes.c */
 json_t *mgr_box_record(const box *b);

@@ -15,6 +15,18 @@
 
 #include "daemon/sandboxes.h"
 
+/* A sandbox's egress rules as an API request gives them: each list given (has_*) replaces the
+ * profile's at create; PUT /v1/sandboxes/{id}/network replaces both (a list not given: none). */
+typedef struct sbx_network_req {
+        char **egress, **deny; /* strv, or NULL */
+        bool has_egress, has_deny;
+} sbx_network_req;
+
+/* Decode {egress, egress_deny} (j NULL: nothing given); prefix names the fields in errors
+ * ("network." at create, "" for the PUT's body). false with rp filled (400) otherwise. */
+bool mgr_network_decode(json_t *j, const char *prefix, sbx_network_req *ret, sbx_mgr_reply *rp);
+void sbx_network_req_done(sbx_network_req *n);
+
 typedef struct sbx_create_req {
         const char *profile; /* NULL: profile.default */
         double ttl_s; /* with ttl_given; else the profile's ttl.default */
@@ -23,6 +35,7 @@ typedef struct sbx_create_req {
         json_t *metadata; /* an object of strings, or NULL; borrowed */
         const char *idempotency_key; /* NULL: none */
         const char *skill; /* a skill id (POST /v1/skills): its profile and files; NULL: none */
+        const sbx_network_req *network; /* NULL: the profile's rules */
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same
@@ -42,6 +55,10 @@ unsigned sbx_ops_skill_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp
 /* 200 with the record; 404 (also another tenant's). Delete: 200 with the record it was. */
 unsigned sbx_ops_skill_get(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 unsigned sbx_ops_skill_delete(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+/* Replace a running sandbox's egress rules: 200 with the record; 400, 403 (outside the policy),
+ * 404, 409 (made without egress rules: it has no proxy to change), 410. */
+unsigned sbx_ops_set_network(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const sbx_network_req *n, sbx_mgr_reply *rp);
 
 /* 200 with the record (also a destroyed one's); 404. */
 unsigned sbx_ops_get(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);

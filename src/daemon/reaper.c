@@ -121,6 +121,8 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         }
         b->consumer = json_incref(json_object_get(rec, "consumer"));
         b->metadata = json_incref(json_object_get(rec, "metadata"));
+        json_t *net = json_object_get(rec, "network");
+        b->network = json_is_object(net) ? json_incref(net) : NULL;
         b->limits = json_incref(json_object_get(rec, "limits"));
         if (json_is_object(json_object_get(rec, "skill"))) /* its workspace and profile in b->dir */
                 b->skill = json_incref(json_object_get(rec, "skill"));

@@ -167,6 +167,15 @@ bool sbx_mgr_route(
                 else if (body)
                         sbx_ops_set_metadata(m, rq->who, id, body, rp);
                 json_decref(body);
+        } else if (streq(sub, "/network")) {
+                json_t *body = put ? mgr_parse_body(rq, rp, false) : NULL;
+                sbx_network_req net = {0};
+                if (!put)
+                        method_not_allowed(rp, "PUT");
+                else if (body && mgr_network_decode(body, "", &net, rp))
+                        sbx_ops_set_network(m, rq->who, id, &net, rp);
+                sbx_network_req_done(&net);
+                json_decref(body);
         } else if (streq(sub, "/previews")) {
                 if (post)
                         mgr_op_previews(m, rq, id, NULL, rp);

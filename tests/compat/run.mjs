@@ -288,6 +288,29 @@ if (sbx) {
   });
 }
 
+// ---- E2B's network controls: allowOut/denyOut at create, updateNetwork (docs/network.md) -------
+// Nothing leaves: every name here is refused by the proxy before it is resolved.
+await step('e2b: network controls', async () => {
+  await throws('e2b: an allowOut outside the policy is refused, naming it', () => Sandbox.create({ timeoutMs: 60000, network: { allowOut: ['evil.example.org'] } }), (e) => /egress_allowed/.test(e.message));
+  await throws('e2b: header transforms are refused by name, not ignored', () => Sandbox.create({ timeoutMs: 60000, network: { rules: { 'a.example.test': [{ transform: { headers: { 'X-K': 'v' } } }] } } }), (e) => /network\.rules/.test(e.message));
+  const nb = await Sandbox.create({ timeoutMs: 60000, allowInternetAccess: false });
+  try {
+    is((await Sandbox.getInfo(nb.sandboxId)).network && (await Sandbox.getInfo(nb.sandboxId)).network.denyOut, ['0.0.0.0/0'], 'e2b: allowInternetAccess: false is denyOut 0.0.0.0/0, in getInfo');
+    const r = await nb.commands.run('curl -sS -o /dev/null -w %{http_code} http://blocked.example.test/; true');
+    is(r.stdout, '403', 'e2b: such a sandbox has the proxy, which refuses (HTTP 403)');
+    await nb.updateNetwork({ denyOut: ['10.0.0.0/8'] });
+    const info = await Sandbox.getInfo(nb.sandboxId);
+    is([info.network.allowOut, info.network.denyOut], [[], ['10.0.0.0/8']], 'e2b: updateNetwork replaces the rules (a field left out is cleared)');
+    await throws('e2b: updateNetwork outside the policy is refused', () => nb.updateNetwork({ allowOut: ['evil.example.org'] }), (e) => /egress_allowed/.test(e.message));
+    const x = await (await native('GET', `/v1/sandboxes/${nb.sandboxId}`)).json();
+    is(x.network, { egress: [], egress_deny: ['10.0.0.0/8'] }, 'e2b: the native record has the same rules');
+  } finally { await nb.kill(); }
+  const plain = await Sandbox.create({ timeoutMs: 60000 });
+  try {
+    await throws('e2b: updateNetwork on a sandbox made without network rules says why', () => plain.updateNetwork({ allowOut: [] }), (e) => /no egress proxy/.test(e.message));
+  } finally { await plain.kill(); }
+});
+
 // ---- Daytona -------------------------------------------------------------------------------
 const daytona = new Daytona({ apiKey: KEY, apiUrl: `${BASE}/api`, target: 'local' });
 const ds = await step('daytona: create', () => daytona.create({ envVars: { SBX_DAYTONA: 'dv' }, labels: { suite: 'compat-daytona' } }));
@@ -579,6 +602,22 @@ if (ds) {
     await throws('daytona: the toolbox of a deleted sandbox refuses', () => ds.process.executeCommand('true'), (e) => /not found/i.test(e.message));
   });
 }
+
+// ---- Daytona's network settings: at create and updateNetworkSettings (docs/network.md) -----------
+await step('daytona: network settings', async () => {
+  await throws('daytona: an allow list outside the policy is refused, naming it', () => daytona.create({ domainAllowList: 'evil.example.org' }), (e) => /egress_allowed/.test(e.message));
+  await throws('daytona: an upstream proxy is refused by name', () => daytona.create({ outboundProxyUrl: 'http://127.0.0.1:9/' }), (e) => /outboundProxyUrl/.test(e.message));
+  const d = await daytona.create({ networkBlockAll: true });
+  try {
+    is([d.networkBlockAll, d.networkAllowList ?? null], [true, null], 'daytona: networkBlockAll at create, on the sandbox');
+    const r = await d.process.executeCommand('curl -sS -o /dev/null -w %{http_code} http://blocked.example.test/; true');
+    is(r.result, '403', 'daytona: a blocked sandbox has the proxy, which refuses (HTTP 403)');
+    await throws('daytona: updateNetworkSettings outside the policy is refused', () => d.updateNetworkSettings({ domainAllowList: 'evil.example.org' }), (e) => /egress_allowed/.test(e.message));
+    await d.updateNetworkSettings({ networkBlockAll: false });
+    const x = await (await native('GET', `/v1/sandboxes/${d.id}`)).json();
+    is(x.network, { egress: [], egress_deny: [] }, 'daytona: networkBlockAll: false clears the rules (the profile\'s deny is what remains)');
+  } finally { await d.delete(); }
+});
 
 // ---- the two flows an agent does, end to end, each in a sandbox of its own ---------------------
 await step('flow: E2B', async () => {

@@ -289,6 +289,50 @@ else
         skip "$HOST_WHY" 1
 fi
 api DELETE "/v1/sandboxes/$ID" >/dev/null
+
+# --- the rules from the API: given at create, replaced while it runs ---
+sed 's/^id: eg$/id: profile.none/; s/^network: .*$/network: { egress: [] }/' "$SBX_TMP/eg.yaml" >"$SANDBOXER_PROFILE_PATH/profile.none.yaml"
+code() { curl -sS --max-time 60 --unix-socket "$SOCK" -o "$SBX_TMP/code.json" -w '%{http_code}' -X "$1" "http://sbx$2" ${3:+-d "$3"}; }
+is "$(code POST /v1/sandboxes '{"profile":"profile.none","network":{"egress":["evil.example.org"]}}'):$(json_get "$SBX_TMP/code.json" 'd["error"]["field"]')" \
+        "403:network.egress" "create: an egress rule outside the policy's egress_allowed is 403"
+is "$(code POST /v1/sandboxes '{"profile":"profile.none","network":{"egress":["a b"]}}'):$(json_get "$SBX_TMP/code.json" 'd["error"]["field"]')" \
+        "400:network.egress" "create: a rule that does not parse is 400 naming network.egress"
+is "$(code POST /v1/sandboxes '{"profile":"profile.none","network":{"egress":[],"allowOut":[]}}'):$(json_get "$SBX_TMP/code.json" 'd["error"]["field"]')" \
+        "400:network.allowOut" "create: an unknown key under network is 400 naming it"
+is "$(code POST /v1/sandboxes '{"profile":"profile.none","network":{"egress_deny":"x"}}'):$(json_get "$SBX_TMP/code.json" 'd["error"]["field"]')" \
+        "400:network.egress_deny" "create: egress_deny that is not a list is 400"
+code POST /v1/sandboxes '{"profile":"profile.none","network":{"egress":["api.example.test"],"egress_deny":["blocked.example.org"]}}' >/dev/null
+cp "$SBX_TMP/code.json" "$SBX_TMP/create2.json"
+ID=$(json_get "$SBX_TMP/create2.json" 'd["id"]')
+is "$(json_get "$SBX_TMP/create2.json" 'd.get("network")')" '{"egress": ["api.example.test"], "egress_deny": ["blocked.example.org"]}' \
+        "create with network: the record carries the rules in force"
+[[ $ID == sbx_* ]] || diag "$(cat "$SBX_TMP/create2.json" "$SBX_TMP/serve.log")"
+probe='{"argv":["sh","-c","for h in api pkgs; do curl -sS --max-time 10 -o /dev/null -w \"%{http_code} \" http://$h.example.test:'"$WEB_PORT"'/; done; curl -sS --max-time 10 -o /dev/null -w %{http_code} http://blocked.example.org/"]}'
+api POST "/v1/sandboxes/$ID/exec" "$probe" >"$SBX_TMP/n1.json"
+is "$(json_get "$SBX_TMP/n1.json" '[d["stdout"], [(v["detail"]["host"], v["detail"]["reason"]) for v in d["report"]["violations"]]]')" \
+        '["200 403 403", [["pkgs.example.test", "no_matching_allow"], ["blocked.example.org", "denied_by_rule"]]]' \
+        "the create's rules replace the profile's: its allowed name answers, the rest are refused with their reasons"
+is "$(code PUT "/v1/sandboxes/$ID/network" '{"egress":["pkgs.example.test"]}'):$(json_get "$SBX_TMP/code.json" 'd["network"]')" \
+        '200:{"egress": ["pkgs.example.test"], "egress_deny": []}' "PUT network replaces the rules (a list left out is empty)"
+api POST "/v1/sandboxes/$ID/exec" "$probe" >"$SBX_TMP/n2.json"
+is "$(json_get "$SBX_TMP/n2.json" '[d["stdout"], [(v["detail"]["host"], v["detail"]["reason"]) for v in d["report"]["violations"]]]')" \
+        '["403 200 403", [["api.example.test", "no_matching_allow"], ["blocked.example.org", "no_matching_allow"]]]' \
+        "the running sandbox's connections are judged by the new rules"
+is "$(code PUT "/v1/sandboxes/$ID/network" '{"egress":["evil.example.org"]}'):$(json_get "$SBX_TMP/code.json" 'd["error"]["field"]')" \
+        "403:network.egress" "PUT network outside the policy is 403, and the rules stay"
+api GET "/v1/sandboxes/$ID" >"$SBX_TMP/n3.json"
+is "$(json_get "$SBX_TMP/n3.json" 'd["network"]["egress"]')" '["pkgs.example.test"]' "a refused change leaves the record's rules"
+api POST "/v1/sandboxes/$ID/recreate" >/dev/null
+api POST "/v1/sandboxes/$ID/exec" "$probe" >"$SBX_TMP/n4.json"
+is "$(json_get "$SBX_TMP/n4.json" 'd["stdout"]')" "403 200 403" "recreate keeps the rules the sandbox had, not its create's"
+is "$(code PUT "/v1/sandboxes/$ID/network" '{"egress":"x"}'):$(code PUT "/v1/sandboxes/$ID/network" '[]'):$(code POST "/v1/sandboxes/$ID/network" '{}')" \
+        "400:400:405" "PUT network: a bad body is 400, another method 405"
+api DELETE "/v1/sandboxes/$ID" >/dev/null
+code POST /v1/sandboxes '{"profile":"profile.none"}' >/dev/null
+ID=$(json_get "$SBX_TMP/code.json" 'd["id"]')
+is "$(code PUT "/v1/sandboxes/$ID/network" '{"egress":["pkgs.example.test"]}'):$(json_get "$SBX_TMP/code.json" 'd["error"]["field"]')" \
+        "409:network" "PUT network on a sandbox made without rules (no proxy) is 409 naming the fix"
+api DELETE "/v1/sandboxes/$ID" >/dev/null
 kill -TERM "$SERVE_PID" && wait "$SERVE_PID" 2>/dev/null
 SERVE_PID=
 

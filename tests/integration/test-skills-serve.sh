@@ -94,7 +94,7 @@ valid() {
                 BAD_SHAPES+="$1 $2 $CODE: $(head -c 300 "$SBX_TMP/valid"); "
 }
 
-plan 59
+plan 61
 
 # the first server leaves its sandboxes running when it stops (re-adopted by the next, below)
 start_serve
@@ -217,6 +217,9 @@ is "$(n_skills):$([ -e /tmp/x ] && echo leaked)" "$N0:" "nothing refused was kep
 api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d "{\"skill\": \"$SKL\", \"profile\": \"profile.default\"}"
 is "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "400:profile" "create {skill, profile}: 400"
 like "$(errmsg)" 'profile and skill' "naming both"
+api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d "{\"skill\": \"$SKL\", \"network\": {\"egress\": [\"pkgs.example.test\"]}}"
+liked "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]'):$(errmsg)" "^400:network:network and skill" \
+        "create {skill, network}: 400 (the manifest says what network the skill gets)" "$BODY"
 api "$TOK1" POST /v1/sandboxes -H 'Content-Type: application/json' -d '{"skill": "skl_0000000000000000"}'
 is "$CODE" 404 "create {skill: an unknown id}: 404"
 # the policy of the create decides: a key no longer trusted refuses what it signed
@@ -254,6 +257,8 @@ isd "$(json_get "$SBX_TMP/body" 'd["report"]["skill"]')" \
 python3 "$SBX_SRC/tests/tools/validate-report.py" <(json_get "$SBX_TMP/body" 'd["report"]') >"$SBX_TMP/vr" 2>&1
 ok $? "and validates against the report schema" || diag "$(head -c 600 "$SBX_TMP/vr")"
 EXE1=$(json_get "$SBX_TMP/body" 'd["exec_id"]')
+api "$TOK1" PUT "/v1/sandboxes/$SID/network" -H 'Content-Type: application/json' -d '{"egress": ["pkgs.example.test"]}'
+isd "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "409:network" "its network rules cannot be changed afterwards (409)" "$BODY"
 api "$TOK1" GET "/v1/sandboxes/$SID/execs/$EXE1"
 isd "$CODE:$(json_get "$SBX_TMP/body" 'd["report"]["skill"]["digest"]')" "200:$DIGEST" "so does the stored report" "$BODY"
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \

@@ -100,6 +100,16 @@ int main(void) {
         sbx_egress *g2 = NULL;
         ok(sbx_egress_new(allow2, NULL, NULL, fake_resolve, NULL, &g2, &e) == 0, "a second set of rules");
         judge(g2, "nope.invalid", 443, SBX_EGRESS_UNRESOLVED, NULL, "an allowed name without an address");
+        /* the rules replaced while it runs (updateNetwork): the new set judges from now on */
+        char *allow3[] = {S("pypi.org"), NULL}, *deny3[] = {S("nope.invalid"), NULL};
+        ok(sbx_egress_set_rules(g2, allow3, deny3, &e) == 0, "the rules are replaced");
+        judge(g2, "nope.invalid", 443, SBX_EGRESS_DENIED_BY_RULE, "nope.invalid",
+                "the old allow rule is gone, the new deny rule names it");
+        judge(g2, "pypi.org", 443, SBX_EGRESS_ALLOWED, "pypi.org", "the new allow rule allows");
+        char *bad3[] = {S("not a rule"), NULL};
+        ok(sbx_egress_set_rules(g2, NULL, bad3, &e) == -EINVAL && strstr(e.message, "egress_deny"),
+                "a deny rule that does not parse is refused, naming the key: %s", e.message);
+        judge(g2, "pypi.org", 443, SBX_EGRESS_ALLOWED, "pypi.org", "and the rules before it stay");
         sbx_egress_free(g2);
         static const char *const bad[] = {
                 "", "a b", "exa_mple..com", "*.pypi.org", "a:b", "-x.com", "x.com.", "http://x.com", "x/y"};

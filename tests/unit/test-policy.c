@@ -163,6 +163,10 @@ static void test_types(void) {
                 "not an egress rule");
         PROFILE_BAD(
                 HDR "network: {egress: [\"10.0.0.0/33\"]}\n", 3, 20, "egress bad cidr", "network.egress[0]");
+        PROFILE_BAD(HDR "network: {egress_deny: [\"a b\"]}\n", 3, 25, "egress_deny garbage",
+                "network.egress_deny[0]");
+        PROFILE_BAD(HDR "network: {egress_deny: \"x\"}\n", 3, 24, "egress_deny not a list",
+                "network.egress_deny");
         PROFILE_BAD(
                 HDR "network: {egress: [\"host:99999\"]}\n", 3, 20, "egress bad port", "network.egress[0]");
         PROFILE_BAD(HDR "network: {egress: [\"10.0.0.0/8:0\"]}\n", 3, 20, "egress cidr with port 0",
@@ -341,9 +345,10 @@ static bool profile_strings_same(const sbx_profile *a, const sbx_profile *b) {
                     str_same(a->cost_class, b->cost_class) && str_same(a->latency_class, b->latency_class) &&
                     str_same(a->cwd, b->cwd) && str_same(a->fs_home, b->fs_home) &&
                     str_same(a->user, b->user) && strv_same(a->egress, b->egress) &&
-                    strv_same(a->fs_read, b->fs_read) && strv_same(a->fs_write, b->fs_write) &&
-                    strv_same(a->fs_exec, b->fs_exec) && strv_same(a->cmd_allow, b->cmd_allow) &&
-                    strv_same(a->cmd_deny, b->cmd_deny) && strv_same(a->secrets, b->secrets) &&
+                    strv_same(a->egress_deny, b->egress_deny) && strv_same(a->fs_read, b->fs_read) &&
+                    strv_same(a->fs_write, b->fs_write) && strv_same(a->fs_exec, b->fs_exec) &&
+                    strv_same(a->cmd_allow, b->cmd_allow) && strv_same(a->cmd_deny, b->cmd_deny) &&
+                    strv_same(a->secrets, b->secrets) &&
                     strv_same(a->placement_prefer, b->placement_prefer) &&
                     strv_same(a->placement_fallback, b->placement_fallback) &&
                     strv_same(a->route_fallback, b->route_fallback) &&
@@ -363,7 +368,8 @@ static bool profile_bytes_same(const sbx_profile *a, const sbx_profile *b) {
                 sbx_profile *p = pv[i];
                 p->id = p->version = p->extends = p->source_file = p->ws_path = p->ws_mount = NULL;
                 p->route_strategy = p->cost_class = p->latency_class = p->cwd = p->fs_home = p->user = NULL;
-                p->egress = p->fs_read = p->fs_write = p->fs_exec = p->cmd_allow = p->cmd_deny = NULL;
+                p->egress = p->egress_deny = p->fs_read = p->fs_write = p->fs_exec = p->cmd_allow =
+                        p->cmd_deny = NULL;
                 p->secrets = p->placement_prefer = p->placement_fallback = p->route_fallback = NULL;
                 p->route_constraints = NULL;
                 p->env = NULL;

@@ -94,11 +94,10 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
                 }
         cx_strv_free(env);
         json_t *j = json_pack(
-                "{s:s, s:s, s:s, s:s, s:s, s:o, s:O, s:b, s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
-                "id", id, "organizationId", json_string_value(json_object_get(rec, "tenant")) ?: "default",
-                "name", id, "snapshot", profile, "user",
-                streq(profile, "profile.daytona") ? "daytona" : "sandbox", "env", envj, "labels",
-                md ? md : json_object(), "public", 0, "networkBlockAll", 1, "target", "local", "state",
+                "{s:s, s:s, s:s, s:s, s:s, s:o, s:O, s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", id,
+                "organizationId", json_string_value(json_object_get(rec, "tenant")) ?: "default", "name", id,
+                "snapshot", profile, "user", streq(profile, "profile.daytona") ? "daytona" : "sandbox",
+                "env", envj, "labels", md ? md : json_object(), "public", 0, "target", "local", "state",
                 state_of(rec), "desiredState", streq(state_of(rec), "destroyed") ? "destroyed" : "started",
                 "createdAt", created, "updatedAt", updated, "autoDestroyAt", expires, "toolboxProxyUrl", tb,
                 "daemonVersion", "sandboxer");
@@ -109,6 +108,7 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
                 j, "memory", json_real(json_number_value(json_object_get(lim, "memory_mb")) / 1024.0));
         json_object_set_new(
                 j, "disk", json_real(json_number_value(json_object_get(lim, "scratch_mb")) / 1024.0));
+        dt_network_info(j, rec);
         json_object_set_new(j, "autoStopInterval", json_integer(0));
         json_object_set_new(j, "autoArchiveInterval", json_integer(0));
         json_object_set_new(j, "autoDeleteInterval", json_integer(0));
@@ -153,11 +153,19 @@ static void op_create(cx_req *rq) {
                          : json_is_integer(ja) && json_integer_value(ja) > 0
                                  ? (double) json_integer_value(ja)
                                  : 0;
+        sbx_network_req net;
+        char nerr[400];
+        if (!dt_network_decode(body, false, &net, nerr, sizeof nerr)) {
+                cx_daytona_err(rq, 400, "%s", nerr);
+                json_decref(body);
+                return;
+        }
         sbx_create_req creq = {
                 .profile = profile,
                 .ttl_s = minutes * 60,
                 .ttl_given = minutes > 0,
                 .metadata = json_is_object(jl) && json_object_size(jl) ? jl : NULL,
+                .network = net.has_egress || net.has_deny ? &net : NULL,
         };
         sbx_mgr_reply rp;
         unsigned code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
@@ -168,6 +176,7 @@ static void op_create(cx_req *rq) {
                 creq.ttl_given = false; /* more than ttl.max: the profile's default */
                 code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
         }
+        sbx_network_req_done(&net);
         if (code != 201 && code != 200) {
                 dt_native_err(rq, code, rp.json);
                 sbx_mgr_reply_done(&rp);
@@ -513,6 +522,29 @@ static void sandboxes(cx_req *rq, const char *path) {
                                 rq, 200, json_pack("{s:O}", "labels", json_object_get(rp.json, "metadata")));
                 else
                         dt_native_err(rq, rp.code, rp.json);
+                sbx_mgr_reply_done(&rp);
+                json_decref(body);
+        } else if (streq(sub, "/network-settings") && post) {
+                json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, 0, NULL);
+                sbx_network_req net;
+                char nerr[400];
+                sbx_mgr_reply rp = {.stream_fd = -1};
+                if (!json_is_object(body))
+                        cx_daytona_err(rq, 400, "the body must be a JSON object");
+                else if (!dt_network_decode(body, true, &net, nerr, sizeof nerr))
+                        cx_daytona_err(rq, 400, "%s", nerr);
+                else {
+                        if (!net.has_egress)
+                                cx_daytona_err(rq, 400,
+                                        "at least one of networkBlockAll, networkAllowList or "
+                                        "domainAllowList "
+                                        "must be set");
+                        else if (sbx_ops_set_network(rq->m, &rq->caller, id, &net, &rp) == 200)
+                                cx_respond_json(rq, 200, sandbox_json(rq, rp.json));
+                        else
+                                dt_native_err(rq, rp.code, rp.json);
+                        sbx_network_req_done(&net);
+                }
                 sbx_mgr_reply_done(&rp);
                 json_decref(body);
         } else if (streq(sub, "/last-activity") && post) {

@@ -41,6 +41,17 @@ json_t *e2b_rpc_body(cx_req *rq, bool stream);
 
 /* ---- what e2b.c dispatches to -------------------------------------------------------------- */
 
+/* E2B's network controls (e2b-network.c): a create's `network` and allow_internet_access, or an
+ * updateNetwork body (update: the whole set, a list left out is empty), as egress rules; false
+ * with a sentence in err. */
+struct sbx_network_req;
+bool e2b_network_decode(
+        json_t *net, json_t *internet, bool update, struct sbx_network_req *ret, char *err, size_t errsz);
+/* The record's rules into getInfo's `network` {allowOut, denyOut}. */
+void e2b_network_info(json_t *j, const json_t *rec);
+/* PUT /sandboxes/{id}/network (updateNetwork). */
+void e2b_op_network(cx_req *rq, const char *id);
+
 /* The control plane: /sandboxes…, /v2/sandboxes… (e2b-sandboxes.c). */
 void e2b_control(cx_req *rq, const char *path);
 /* process.Process (e2b-process.c). */

@@ -83,8 +83,10 @@ static json_t *sandbox_json(sbx_mgr *m, const json_t *rec, bool detail) {
                 json_integer((json_int_t) json_number_value(json_object_get(lim, "memory_mb"))));
         json_object_set_new(j, "diskSizeMB",
                 json_integer((json_int_t) json_number_value(json_object_get(lim, "scratch_mb"))));
-        if (detail)
+        if (detail) {
                 json_object_set_new(j, "domain", domain_json(m));
+                e2b_network_info(j, rec);
+        }
         return j;
 }
 
@@ -156,6 +158,7 @@ static void op_create(cx_req *rq) {
         json_t *jt = json_object_get(body, "templateID"), *jto = json_object_get(body, "timeout"),
                *jm = json_object_get(body, "metadata"), *je_ = json_object_get(body, "envVars");
         char pb[256];
+        sbx_network_req net = {0};
         if (jt && !json_is_string(jt)) {
                 e2b_api_err(rq, 400,
                         "templateID: must be a string (a sandboxer profile: base is profile.default)");
@@ -177,6 +180,12 @@ static void op_create(cx_req *rq) {
                 e2b_api_err(rq, 400, "autoPause: sandboxer sandboxes cannot be paused");
                 goto out;
         }
+        char nerr[400];
+        if (!e2b_network_decode(json_object_get(body, "network"),
+                    json_object_get(body, "allow_internet_access"), false, &net, nerr, sizeof nerr)) {
+                e2b_api_err(rq, 400, "%s", nerr);
+                goto out;
+        }
         const char *profile = profile_of(json_string_value(jt), pb, sizeof pb);
         double timeout = json_is_number(jto) ? json_number_value(jto) : DEFAULT_TIMEOUT_S;
         sbx_create_req creq = {
@@ -184,6 +193,7 @@ static void op_create(cx_req *rq) {
                 .ttl_s = timeout,
                 .ttl_given = true,
                 .metadata = json_is_object(jm) && json_object_size(jm) ? jm : NULL,
+                .network = net.has_egress || net.has_deny ? &net : NULL,
         };
         sbx_mgr_reply rp;
         unsigned code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
@@ -241,6 +251,7 @@ static void op_create(cx_req *rq) {
         cx_respond_json(rq, 201, ans);
         json_decref(rec);
 out:
+        sbx_network_req_done(&net);
         json_decref(body);
 }
 
@@ -432,7 +443,9 @@ void e2b_control(cx_req *rq, const char *path) {
                 if (rec)
                         cx_respond(rq, 204, NULL, "", 0);
                 json_decref(rec);
-        } else if (streq(sub, "/metrics") && get)
+        } else if (streq(sub, "/network") && streq(rq->method, "PUT"))
+                e2b_op_network(rq, id);
+        else if (streq(sub, "/metrics") && get)
                 op_metrics(rq, id);
         else if (streq(sub, "/pause"))
                 /* not 409: the SDK reads that as "already paused" */

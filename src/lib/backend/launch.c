@@ -125,7 +125,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
 
         /* network.egress: the supervisor's proxy, on the socket the spawn makes inside */
         if (sp->egress_port) {
-                r = sbx_egress_run_new(pr->egress, NULL, cfg->policy->net_hosts, &egress, e);
+                r = sbx_egress_run_new(pr->egress, pr->egress_deny, cfg->policy->net_hosts, &egress, e);
                 if (r < 0 || (r = sbx_egress_run_services(egress, pr->net_services, e)) < 0)
                         return r;
                 /* named now: a persistent sandbox's execs take them from here */

@@ -290,6 +290,40 @@ _public_ int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig) {
         return r;
 }
 
+_public_ int sbx_sandbox_set_egress(
+        sbx_sandbox *sb, char *const *allow, char *const *deny, char **ret_error) {
+        char msg[600] = "";
+        int r = 0;
+        pthread_mutex_lock(&sb->lock);
+        if (!sb->egress || sb->gone) {
+                r = -ENOTCONN;
+                snprintf(msg, sizeof msg,
+                        "the sandbox has no egress proxy: it was made without network rules (create it with "
+                        "network.egress or network.egress_deny, even an empty allow list with a deny rule, "
+                        "to change them later)");
+        }
+        for (char *const *a = allow; r == 0 && a && *a; a++)
+                if (!sbx_policy_egress_allowed(sb->cfg->policy, *a)) {
+                        r = -EPERM;
+                        snprintf(msg, sizeof msg,
+                                "network.egress \"%.200s\" is not allowed by the policy "
+                                "(network.egress_allowed); "
+                                "add it there or leave it out",
+                                *a);
+                }
+        if (r == 0) {
+                sbx_error e = {0};
+                /* under the lock: the proxy is not stopped meanwhile (detach takes it) */
+                r = sbx_egress_run_set_rules(sb->egress, allow, deny, &e);
+                if (r < 0)
+                        sbx_error_format(&e, msg, sizeof msg);
+        }
+        pthread_mutex_unlock(&sb->lock);
+        if (r < 0 && ret_error)
+                *ret_error = strdup(msg[0] ? msg : strerror(-r));
+        return r;
+}
+
 _public_ int sbx_sandbox_init_pid(sbx_sandbox *sb) {
         return (int) sb->init_pid;
 }

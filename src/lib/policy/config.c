@@ -57,7 +57,7 @@ static bool write_allowed(const sbx_policy *pol, const char *path) {
         return false;
 }
 
-static bool egress_allowed(const sbx_policy *pol, const char *rule) {
+bool sbx_policy_egress_allowed(const sbx_policy *pol, const char *rule) {
         egress_rule want;
 
         if (egress_parse(rule, &want) < 0)
@@ -95,7 +95,7 @@ int sbx_policy_check_profile(const sbx_policy *pol, const sbx_profile *p, sbx_mo
                                 "profile",
                                 pn, *w, pf);
         STRV_FOREACH(g, p->egress)
-                if (!egress_allowed(pol, *g))
+                if (!sbx_policy_egress_allowed(pol, *g))
                         return sbx_error_set(e, EPERM, "policy: network.egress",
                                 "%s: network.egress \"%s\" is not allowed by %s (network.egress_allowed); "
                                 "add it to "

@@ -75,6 +75,10 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
                 sbx_mode_to_string(p->mode), sbx_backend_to_string(p->backend));
         fprintf(f, "network:\n  default: %s\n  egress: ", p->net_allow ? "allow" : "deny");
         put_strv(f, p->egress);
+        if (p->egress_deny && p->egress_deny[0]) {
+                fputs("\n  egress_deny: ", f);
+                put_strv(f, p->egress_deny);
+        }
         fprintf(f, "\n  loopback: %s\n  services: ", bool_str(p->loopback));
         put_services(f, false, p->net_services);
         fputs("\nworkspace:\n  path: ", f);
@@ -169,6 +173,10 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
                 sbx_backend_to_string(p->backend));
         fprintf(f, ", \"network\": {\"default\": \"%s\", \"egress\": ", p->net_allow ? "allow" : "deny");
         put_strv(f, p->egress);
+        if (p->egress_deny && p->egress_deny[0]) {
+                fputs(", \"egress_deny\": ", f);
+                put_strv(f, p->egress_deny);
+        }
         fprintf(f, ", \"loopback\": %s, \"services\": ", bool_str(p->loopback));
         put_services(f, true, p->net_services);
         fputs("}, \"workspace\": {\"path\": ", f);
@@ -422,6 +430,8 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
                 (json ? put_str(f, p->net_allow ? "allow" : "deny")
                       : (void) fputs(p->net_allow ? "allow" : "deny", f)));
         O_VALUE(&o, "egress", fsrc(c, SBX_F_NET_EGRESS), put_strv(f, p->egress));
+        if (p->egress_deny && p->egress_deny[0])
+                O_VALUE(&o, "egress_deny", fsrc(c, SBX_F_NET_EGRESS), put_strv(f, p->egress_deny));
         O_VALUE(&o, "loopback", fsrc(c, SBX_F_NET_LOOPBACK), fputs(bool_str(p->loopback), f));
         O_VALUE(&o, "services", fsrc(c, SBX_F_NET_SERVICES), put_services(f, json, p->net_services));
         o_close(&o);

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +20,18 @@ typedef struct host_entry {
         unsigned char addr[16];
 } host_entry;
 
-struct sbx_egress {
+/* The rules, swapped whole by sbx_egress_set_rules() while connections are judged: a judge holds
+ * a reference to the set it started with, so a swap never frees rules under it. */
+typedef struct ruleset {
+        unsigned refs;
         egress_rule *allow, *deny;
         char **allow_text, **deny_text;
         size_t n_allow, n_deny;
+} ruleset;
+
+struct sbx_egress {
+        pthread_mutex_t lock;
+        ruleset *rules;
         host_entry *hosts;
         size_t n_hosts;
         sbx_egress_resolver resolve;
@@ -42,17 +51,41 @@ const char *sbx_egress_reason_to_string(sbx_egress_reason r) {
         return r >= 0 && r < _SBX_EGRESS_REASON_MAX ? reason_names[r] : NULL;
 }
 
+static void ruleset_unref(sbx_egress *g, ruleset *s) {
+        if (!s)
+                return;
+        if (g)
+                pthread_mutex_lock(&g->lock);
+        bool last = --s->refs == 0;
+        if (g)
+                pthread_mutex_unlock(&g->lock);
+        if (!last)
+                return;
+        free(s->allow);
+        free(s->deny);
+        for (size_t i = 0; s->allow_text && i < s->n_allow; i++)
+                free(s->allow_text[i]);
+        for (size_t i = 0; s->deny_text && i < s->n_deny; i++)
+                free(s->deny_text[i]);
+        free(s->allow_text);
+        free(s->deny_text);
+        free(s);
+}
+
+static ruleset *ruleset_ref(const sbx_egress *g) {
+        sbx_egress *m = (sbx_egress *) g; /* the lock only: the rules are not changed here */
+        pthread_mutex_lock(&m->lock);
+        ruleset *s = m->rules;
+        s->refs++;
+        pthread_mutex_unlock(&m->lock);
+        return s;
+}
+
 sbx_egress *sbx_egress_free(sbx_egress *g) {
         if (!g)
                 return NULL;
-        free(g->allow);
-        free(g->deny);
-        for (size_t i = 0; i < g->n_allow; i++)
-                free(g->allow_text[i]);
-        for (size_t i = 0; i < g->n_deny; i++)
-                free(g->deny_text[i]);
-        free(g->allow_text);
-        free(g->deny_text);
+        ruleset_unref(NULL, g->rules);
+        pthread_mutex_destroy(&g->lock);
         free(g->hosts);
         free(g);
         return NULL;
@@ -103,16 +136,44 @@ static bool parse_literal(const char *host, int *family, unsigned char addr[16])
         return false;
 }
 
+static int ruleset_new(char *const *allow, char *const *deny, ruleset **ret, sbx_error *e) {
+        ruleset *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->refs = 1;
+        int r = compile(allow, &s->allow, &s->allow_text, &s->n_allow, "network.egress", e);
+        if (r >= 0)
+                r = compile(deny, &s->deny, &s->deny_text, &s->n_deny, "network.egress_deny", e);
+        if (r < 0) {
+                ruleset_unref(NULL, s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+int sbx_egress_set_rules(sbx_egress *g, char *const *allow, char *const *deny, sbx_error *e) {
+        ruleset *s = NULL;
+        int r = ruleset_new(allow, deny, &s, e);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&g->lock);
+        ruleset *old = g->rules;
+        g->rules = s;
+        pthread_mutex_unlock(&g->lock);
+        ruleset_unref(g, old);
+        return 0;
+}
+
 int sbx_egress_new(char *const *allow, char *const *deny, char *const *hosts, sbx_egress_resolver resolve,
         void *userdata, sbx_egress **ret, sbx_error *e) {
         sbx_egress *g = calloc(1, sizeof *g);
         if (!g)
                 return -ENOMEM;
+        pthread_mutex_init(&g->lock, NULL);
         g->resolve = resolve;
         g->userdata = userdata;
-        int r = compile(allow, &g->allow, &g->allow_text, &g->n_allow, "network.egress", e);
-        if (r >= 0)
-                r = compile(deny, &g->deny, &g->deny_text, &g->n_deny, "deny", e);
+        int r = ruleset_new(allow, deny, &g->rules, e);
         size_t n = 0;
         for (char *const *s = hosts; s && *s; s++)
                 n++;
@@ -223,8 +284,8 @@ static void verdict(sbx_egress_verdict *v, sbx_egress_reason r, const char *rule
         va_end(ap);
 }
 
-static void judge(
-        const sbx_egress *g, const char *host, unsigned port, bool resolve, sbx_egress_verdict *v) {
+static void judge(const sbx_egress *g, const ruleset *s, const char *host, unsigned port, bool resolve,
+        sbx_egress_verdict *v) {
         *v = (sbx_egress_verdict){0};
         egress_rule want = {.port = port};
         if (!host || port == 0 || port > 65535) {
@@ -234,8 +295,8 @@ static void judge(
         if (parse_literal(host, &want.family, want.addr)) {
                 want.kind = EGRESS_ADDR;
                 want.prefix = want.family == AF_INET ? 32 : 128;
-                const char *a = covering(g->allow, g->allow_text, g->n_allow, &want);
-                const char *d = a ? NULL : covering(g->deny, g->deny_text, g->n_deny, &want);
+                const char *a = covering(s->allow, s->allow_text, s->n_allow, &want);
+                const char *d = a ? NULL : covering(s->deny, s->deny_text, s->n_deny, &want);
                 if (!a) {
                         verdict(v, d ? SBX_EGRESS_DENIED_BY_RULE : SBX_EGRESS_NO_MATCHING_ALLOW, d,
                                 d ? "%s:%u is denied by the rule \"%s\"" : "no egress rule allows %s:%u",
@@ -255,8 +316,8 @@ static void judge(
                 return;
         }
         want.port = port;
-        const char *a = covering(g->allow, g->allow_text, g->n_allow, &want);
-        const char *d = a ? NULL : covering(g->deny, g->deny_text, g->n_deny, &want);
+        const char *a = covering(s->allow, s->allow_text, s->n_allow, &want);
+        const char *d = a ? NULL : covering(s->deny, s->deny_text, s->n_deny, &want);
         if (!a) {
                 verdict(v, d ? SBX_EGRESS_DENIED_BY_RULE : SBX_EGRESS_NO_MATCHING_ALLOW, d,
                         d ? "%s:%u is denied by the rule \"%s\"" : "no egress rule allows %s:%u", want.host,
@@ -298,9 +359,13 @@ static void judge(
 }
 
 void sbx_egress_judge(const sbx_egress *g, const char *host, unsigned port, sbx_egress_verdict *v) {
-        judge(g, host, port, true, v);
+        ruleset *s = ruleset_ref(g);
+        judge(g, s, host, port, true, v);
+        ruleset_unref((sbx_egress *) g, s);
 }
 
 void sbx_egress_match(const sbx_egress *g, const char *host, unsigned port, sbx_egress_verdict *v) {
-        judge(g, host, port, false, v);
+        ruleset *s = ruleset_ref(g);
+        judge(g, s, host, port, false, v);
+        ruleset_unref((sbx_egress *) g, s);
 }

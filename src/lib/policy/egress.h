@@ -59,6 +59,11 @@ int sbx_egress_new(char *const *allow, char *const *deny, char *const *hosts, sb
         void *userdata, sbx_egress **ret, sbx_error *e);
 sbx_egress *sbx_egress_free(sbx_egress *g);
 
+/* Replace the allow and deny rules (a running sandbox's network changed: E2B's updateNetwork):
+ * the connections judged from now on see the new rules; those open stay open. 0, or -EINVAL
+ * naming a rule that does not parse (the old rules stay). Safe while other threads judge. */
+int sbx_egress_set_rules(sbx_egress *g, char *const *allow, char *const *deny, sbx_error *e);
+
 /* The verdict on host:port (host a name, an IPv4 address or an IPv6 one, bracketed or not). */
 void sbx_egress_judge(const sbx_egress *g, const char *host, unsigned port, sbx_egress_verdict *ret);
 

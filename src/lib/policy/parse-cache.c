@@ -50,6 +50,7 @@ static const ptr_field profile_ptrs[] = {
         PF(sbx_profile, extends, P_STR),
         PF(sbx_profile, source_file, P_STR),
         PF(sbx_profile, egress, P_STRV),
+        PF(sbx_profile, egress_deny, P_STRV),
         PF(sbx_profile, net_services, P_STRV),
         PF(sbx_profile, ws_path, P_STR),
         PF(sbx_profile, ws_mount, P_STR),

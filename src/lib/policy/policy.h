@@ -189,6 +189,9 @@ typedef struct sbx_profile {
 
         bool net_allow; /* network.default: allow */
         char **egress; /* strv */
+        /* network.egress_deny: refused as denied_by_rule unless an egress rule covers them (allow
+         * beats deny, E2B's order); they never open anything, so the policy does not bound them */
+        char **egress_deny;
         /* network.services: host services reached at 127.0.0.1:port inside, each
          * "name\ttarget\tport\tenv\tprotocol" (env "" none; protocol http or tcp) */
         char **net_services;
@@ -251,7 +254,8 @@ static inline bool sbx_profile_exec_once(const sbx_profile *p) {
 /* Outbound connections go through the egress proxy: network.egress names some and the network is
  * otherwise denied (with network.default: allow there is nothing to proxy). */
 static inline bool sbx_profile_egress_proxied(const sbx_profile *p) {
-        return !p->net_allow && ((p->egress && p->egress[0]) || (p->net_services && p->net_services[0]));
+        return !p->net_allow && ((p->egress && p->egress[0]) || (p->egress_deny && p->egress_deny[0]) ||
+                                        (p->net_services && p->net_services[0]));
 }
 
 /* Parse a profile from YAML text. `name` is used in error positions (a file path or
@@ -321,6 +325,8 @@ const char *sbx_builtin_policy_text(void);
  * network.egress_allowed, network.default: allow only with network.allow_host. -EPERM with a
  * message naming the profile key, the policy key and the fix. */
 int sbx_policy_check_profile(const sbx_policy *pol, const sbx_profile *p, sbx_mode m, sbx_error *e);
+/* Whether an egress rule is within the policy's network.egress_allowed. */
+bool sbx_policy_egress_allowed(const sbx_policy *pol, const char *rule);
 
 /* Per-request values (flags). has_* say which were given. */
 typedef struct sbx_request {

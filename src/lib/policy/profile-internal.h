@@ -15,6 +15,7 @@ typedef enum profile_leaf {
         L_BACKEND,
         L_NET_DEFAULT,
         L_EGRESS,
+        L_EGRESS_DENY,
         L_LOOPBACK,
         L_WS_PATH,
         L_WS_MOUNT,

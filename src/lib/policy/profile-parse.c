@@ -197,7 +197,7 @@ static int parse_services(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_network(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = {"default", "egress", "loopback", "services"};
+        static const char *const keys[] = {"default", "egress", "loopback", "services", "egress_deny"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r, x;
 
@@ -228,6 +228,13 @@ static int parse_network(yctx *c, yaml_node_t *n, sbx_profile *p) {
                 if (r < 0)
                         return r;
                 profile_set_leaf(p, L_SERVICES);
+        }
+        if (v[4]) {
+                r = get_list(
+                        c, v[4], "network", "egress_deny", "egress rules", ycheck_egress, &p->egress_deny);
+                if (r < 0)
+                        return r;
+                profile_set_leaf(p, L_EGRESS_DENY);
         }
         return 0;
 }

@@ -11,6 +11,7 @@ static const sbx_field leaf_field[_L_MAX] = {
         [L_BACKEND] = SBX_F_BACKEND,
         [L_NET_DEFAULT] = SBX_F_NET_DEFAULT,
         [L_EGRESS] = SBX_F_NET_EGRESS,
+        [L_EGRESS_DENY] = SBX_F_NET_EGRESS,
         [L_LOOPBACK] = SBX_F_NET_LOOPBACK,
         [L_WS_PATH] = SBX_F_WS_PATH,
         [L_WS_MOUNT] = SBX_F_WS_MOUNT,
@@ -82,6 +83,7 @@ sbx_profile *sbx_profile_free(sbx_profile *p) {
         free(p->extends);
         free(p->source_file);
         strv_free(p->egress);
+        strv_free(p->egress_deny);
         strv_free(p->net_services);
         free(p->ws_path);
         free(p->ws_mount);
@@ -163,9 +165,9 @@ int profile_new_default(sbx_profile **ret) {
                         return r;
         }
         /* empty (not NULL) lists, so consumers can iterate without checks */
-        if (!(p->egress = calloc(1, sizeof(char *))) || !(p->fs_write = calloc(1, sizeof(char *))) ||
-                !(p->cmd_allow = calloc(1, sizeof(char *))) || !(p->cmd_deny = calloc(1, sizeof(char *))) ||
-                !(p->secrets = calloc(1, sizeof(char *))) ||
+        if (!(p->egress = calloc(1, sizeof(char *))) || !(p->egress_deny = calloc(1, sizeof(char *))) ||
+                !(p->fs_write = calloc(1, sizeof(char *))) || !(p->cmd_allow = calloc(1, sizeof(char *))) ||
+                !(p->cmd_deny = calloc(1, sizeof(char *))) || !(p->secrets = calloc(1, sizeof(char *))) ||
                 !(p->placement_prefer = calloc(1, sizeof(char *))) ||
                 !(p->placement_fallback = calloc(1, sizeof(char *))) ||
                 !(p->route_fallback = calloc(1, sizeof(char *))) ||
@@ -196,6 +198,7 @@ int profile_inherit(sbx_profile *child, sbx_profile *parent) {
                 size_t offset;
         } ptr_leaves[] = {
                 {L_EGRESS, offsetof(sbx_profile, egress)},
+                {L_EGRESS_DENY, offsetof(sbx_profile, egress_deny)},
                 {L_WS_PATH, offsetof(sbx_profile, ws_path)},
                 {L_WS_MOUNT, offsetof(sbx_profile, ws_mount)},
                 {L_FS_READ, offsetof(sbx_profile, fs_read)},

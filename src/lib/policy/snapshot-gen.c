@@ -109,6 +109,7 @@ static void put_profile(FILE *f, const char *fn, const sbx_profile *p) {
         SCALAR(f, p, backend, "(sbx_backend_id) %d", int);
         SCALAR(f, p, net_allow, "%d", int);
         field_strv(f, "egress", p->egress);
+        field_strv(f, "egress_deny", p->egress_deny);
         field_strv(f, "net_services", p->net_services);
         SCALAR(f, p, loopback, "%d", int);
         field_str(f, "ws_path", p->ws_path);

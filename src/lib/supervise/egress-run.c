@@ -299,6 +299,10 @@ int sbx_egress_run_new(
         return 0;
 }
 
+int sbx_egress_run_set_rules(sbx_egress_run *r, char *const *allow, char *const *deny, sbx_error *e) {
+        return sbx_egress_set_rules(r->rules, allow, deny, e);
+}
+
 void sbx_egress_run_stop(sbx_egress_run *r) {
         for (size_t i = 0; r && i < r->n_svc; i++)
                 r->svc[i].proxy = sbx_egress_proxy_stop(r->svc[i].proxy);

@@ -54,6 +54,8 @@ int sbx_egress_run_new(
 /* The profile's network.services ("name\ttarget\tport\tenv\tprotocol"): each served on the
  * socket the spawn makes at its port (which 2 + its index). */
 int sbx_egress_run_services(sbx_egress_run *r, char *const *services, sbx_error *e);
+/* The sandbox's rules, replaced while it runs (sbx_egress_set_rules). */
+int sbx_egress_run_set_rules(sbx_egress_run *r, char *const *allow, char *const *deny, sbx_error *e);
 /* Whether port is one of the services' (a connect to 127.0.0.1:port inside is the way to it). */
 bool sbx_egress_run_service_port(const sbx_egress_run *r, unsigned port);
 sbx_egress_run *sbx_egress_run_free(sbx_egress_run *r);

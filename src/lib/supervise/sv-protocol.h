@@ -20,6 +20,8 @@
  *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N}
  *   {"op":"signal","exec_id":ID,"signal":N} → {"ok":true} | errno ESRCH (no such exec running)
  *   {"op":"destroy"} → {"ok":true}, then the sandbox ends and the supervisor exits.
+ *   {"op":"network","egress":[RULE...],"egress_deny":[RULE...]} → {"ok":true} | errno ENOTCONN
+ *      (no egress proxy), EPERM (outside the policy), EINVAL: the egress rules replaced
  * Each exec's report is also written to STATE/execs/EXEC_ID.json before the answer, so that
  * nothing is lost when the server is not there to take it. */
 #pragma once
@@ -41,6 +43,7 @@
 #define SBX_SV_OP_INFO "info"
 #define SBX_SV_OP_SIGNAL "signal"
 #define SBX_SV_OP_DESTROY "destroy"
+#define SBX_SV_OP_NETWORK "network"
 
 #define SBX_SV_LONG_LIVED_IF_ALLOWED "if_allowed" /* "long_lived": long-lived if the profile allows */
 #define SBX_SV_KIND_RUN "run"
