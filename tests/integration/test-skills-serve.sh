@@ -257,10 +257,10 @@ isd "$(json_get "$SBX_TMP/body" 'd["report"]["skill"]')" \
 python3 "$SBX_SRC/tests/tools/validate-report.py" <(json_get "$SBX_TMP/body" 'd["report"]') >"$SBX_TMP/vr" 2>&1
 ok $? "and validates against the report schema" || diag "$(head -c 600 "$SBX_TMP/vr")"
 EXE1=$(json_get "$SBX_TMP/body" 'd["exec_id"]')
-api "$TOK1" PUT "/v1/sandboxes/$SID/network" -H 'Content-Type: application/json' -d '{"egress": ["pkgs.example.test"]}'
-isd "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "409:network" "its network rules cannot be changed afterwards (409)" "$BODY"
 api "$TOK1" GET "/v1/sandboxes/$SID/execs/$EXE1"
 isd "$CODE:$(json_get "$SBX_TMP/body" 'd["report"]["skill"]["digest"]')" "200:$DIGEST" "so does the stored report" "$BODY"
+api "$TOK1" PUT "/v1/sandboxes/$SID/network" -H 'Content-Type: application/json' -d '{"egress": ["pkgs.example.test"]}'
+isd "$CODE:$(json_get "$SBX_TMP/body" 'd["error"]["field"]')" "409:network" "its network rules cannot be changed afterwards (409)" "$BODY"
 api "$TOK1" POST "/v1/sandboxes/$SID/exec" -H 'Content-Type: application/json' \
         -d '{"argv": ["sh", "-c", "echo x >/workspace/main.py"]}'
 [ "$CODE" = 200 ] && [ "$(json_get "$SBX_TMP/body" 'd["exit_code"]')" != 0 ]
