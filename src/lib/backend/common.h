@@ -33,6 +33,11 @@ bool sbx_backend_exec_allowed(const sbx_profile *pr, const char *path);
  * the profile's env and
  * SANDBOXER_WORKSPACE (ws_visible, NULL when there is none). Nothing else. */
 int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret);
+/* The same, where the egress proxy is not at 127.0.0.1:3128 inside (the landlock backend: a port
+ * of the host's loopback, and a credential in the URL): proxy the "host:port" or
+ * "user:pass@host:port" that HTTP_PROXY (http://…) and ALL_PROXY (socks5h://…) name. */
+int sbx_backend_build_env_proxy(
+        const sbx_config *cfg, const char *scratch, const char *ws_visible, const char *proxy, char ***ret);
 
 /* The init's argv: sandboxer-init --cwd DIR [--landlock-fd 5] [--seccomp-fd 4] -- ARGV */
 int sbx_backend_init_argv(

@@ -45,6 +45,11 @@ int sbx_backend_open_init(sbx_error *e) {
 }
 
 int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret) {
+        return sbx_backend_build_env_proxy(cfg, scratch, ws_visible, "127.0.0.1:3128", ret);
+}
+
+int sbx_backend_build_env_proxy(
+        const sbx_config *cfg, const char *scratch, const char *ws_visible, const char *proxy, char ***ret) {
         _cleanup_strv_free_ char **env = NULL;
         const char *home = cfg->profile->fs_home ? cfg->profile->fs_home : scratch, *path = SBX_DEFAULT_PATH,
                    *lang = "C.UTF-8";
@@ -72,10 +77,11 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
         bool proxied = sbx_profile_egress_proxied(cfg->profile);
         for (size_t i = 0; proxied && i < ELEMENTSOF(proxy_vars); i++) {
                 bool no = i >= 6;
-                if (asprintf(&s, "%s=%s", proxy_vars[i],
+                if (asprintf(&s, "%s=%s%s", proxy_vars[i],
                             no                 ? "localhost,127.0.0.1"
-                            : i == 2 || i == 5 ? "socks5h://127.0.0.1:3128"
-                                               : "http://127.0.0.1:3128") < 0 ||
+                            : i == 2 || i == 5 ? "socks5h://"
+                                               : "http://",
+                            no ? "" : proxy) < 0 ||
                         strv_consume(&env, s) < 0)
                         return -ENOMEM;
         }

@@ -123,11 +123,20 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         _cleanup_(sbx_egress_run_freep) sbx_egress_run *egress = NULL;
         int r;
 
-        /* network.egress: the supervisor's proxy, on the socket the spawn makes inside */
-        if (sp->egress_port) {
+        /* network.egress: the supervisor's proxy, on the socket the spawn makes inside (or on
+         * the host's loopback, with a credential: the backend made that socket) */
+        if (sp->egress_port || sp->egress_on_host) {
                 r = sbx_egress_run_new(pr->egress, NULL, cfg->policy->net_hosts, &egress, e);
                 if (r < 0 || (r = sbx_egress_run_services(egress, pr->net_services, e)) < 0)
                         return r;
+                if (sp->egress_on_host) {
+                        int fd = sp->egress_host_fd;
+                        sp->egress_host_fd = -EBADF;
+                        if ((r = sbx_egress_run_on_host(egress, fd, sp->egress_secret)) < 0)
+                                return sbx_error_set(e, -r, "egress",
+                                        "cannot serve the egress proxy on the host's loopback: %s",
+                                        strerror(-r));
+                }
                 /* named now: a persistent sandbox's execs take them from here */
                 STRV_FOREACH(sv, pr->net_services) {
                         const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
@@ -137,11 +146,14 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                                 sbx_report_add_service(rep, name, target, strstr(*sv, "\ttcp") != NULL) < 0)
                                 return sbx_error_set(e, ENOMEM, "services", "out of memory");
                 }
-                rep->egress_proxy = "127.0.0.1:3128";
+                sbx_report_set_egress_proxy(rep, sbx_egress_run_address(egress));
                 (void) sbx_report_set_fence(rep, "egress",
-                        "only through the supervisor's proxy at 127.0.0.1:%u (HTTP CONNECT, absolute URIs, "
-                        "SOCKS5), by network.egress",
-                        (unsigned) sp->egress_port);
+                        "only through the supervisor's proxy at %s (HTTP CONNECT, absolute URIs, "
+                        "SOCKS5), by network.egress%s",
+                        sbx_egress_run_address(egress),
+                        sp->egress_on_host ? "; on the host's loopback: a credential per sandbox, "
+                                             "Landlock allows connecting to that port only"
+                                           : "");
         }
 
         if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
