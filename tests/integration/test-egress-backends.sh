@@ -9,8 +9,10 @@
 #   the credential (or with a wrong one) is refused (407, SOCKS5 auth failure); a direct connect to
 #   another loopback port, or to the proxy's port at another address, is refused and recorded; the
 #   credential is in no report.
-# - bwrap, firejail, podman, docker: not yet (their capability says why); a profile with egress
-#   rules is refused there naming net.egress_proxy, never run without the way out it asked for.
+# - bwrap: the init makes the proxy's socket at 127.0.0.1:3128 in bubblewrap's network namespace;
+#   the clients, the refusals and the transparent path as on native (no resolver).
+# - firejail, podman, docker: not yet (their capability says why); a profile with egress rules is
+#   refused there naming net.egress_proxy, never run without the way out it asked for.
 #
 # Only loopback is reached: the policy's network.hosts gives the local server real-looking names.
 # shellcheck disable=SC2016 # python and shell snippets in single quotes are meant literally
@@ -177,15 +179,54 @@ else
         landlock_block
 fi
 
-# ---- bwrap, firejail, podman, docker: not yet, and said so -------------------------------------
-for be in bwrap firejail podman docker; do
+# ---- bwrap: the init makes the proxy's socket in bubblewrap's network namespace ----------------
+cat >"$SBX_TMP/egb.yaml" <<YAML
+id: egb
+version: "1.0.0"
+network: { egress: ["pkgs.example.test", "*.example.test"] }
+YAML
+chmod 644 "$SBX_TMP/egb.yaml"
+bwrap_block() {
+        local B=(--policy "$POL" --backend bwrap --profile "$SBX_TMP/egb.yaml")
+        run_sbx "${B[@]}" -- /bin/sh -c 'echo "$HTTP_PROXY $ALL_PROXY"; curl -sS --max-time 10 '"$U"'; curl -sS --max-time 10 --proxytunnel '"$U"'; curl -sS --max-time 10 -x "$ALL_PROXY" http://api.example.test:'"$WEB_PORT"'/; curl -sS --max-time 10 -D - -o /dev/null http://blocked.example.org:'"$WEB_PORT"'/ | tr -d "\r" | head -1'
+        [ "$SBX_RC" = 0 ] || diag "rc $SBX_RC: $SBX_ERR"
+        like "$SBX_OUT" '^http://127\.0\.0\.1:3128 socks5h://127\.0\.0\.1:3128' "bwrap: the proxy variables name 127.0.0.1:3128 (bubblewrap's own loopback)"
+        is "$(grep -c 'hello from the allowed host' "$SBX_OUT_FILE")" 3 "bwrap: curl by HTTP_PROXY, CONNECT and SOCKS5 reach the allowed names"
+        like "$SBX_OUT" 'HTTP/1.1 403' "bwrap: a name outside network.egress: HTTP 403"
+        is "$(json_get "$SBX_REPORT" '[d["egress"]["proxy"], d["egress"]["allowed"], d["egress"]["refused"], sorted(c["via"] for c in d["egress"]["connections"])]')" \
+                '["127.0.0.1:3128", 3, 1, ["connect", "http", "socks5"]]' "bwrap: the report's egress: three allowed, each with how it came, one refused"
+        is "$(json_get "$SBX_REPORT" '[(v["kind"], v["detail"]["host"], v["detail"]["reason"]) for v in d["violations"]]')" \
+                '[["NetworkAccessViolation", "blocked.example.org", "no_matching_allow"]]' "bwrap: the refusal is a NetworkAccessViolation with its reason"
+        if host_has notif; then
+                run_sbx "${B[@]}" -- python3 -c '
+import socket
+try:
+    socket.create_connection(("198.51.100.7", 80), timeout=5)
+    print("REACHED")
+except OSError as e:
+    print("refused", e.errno)'
+                like "$SBX_OUT" '^refused 111' "bwrap: a direct connect() to an address: judged by the transparent path, ECONNREFUSED"
+                is "$(json_get "$SBX_REPORT" '[(v["kind"], v["detail"]["host"], v["detail"]["protocol"], v["detail"]["reason"]) for v in d["violations"]]')" \
+                        '[["NetworkAccessViolation", "198.51.100.7", "transparent", "no_matching_allow"]]' "bwrap: and recorded with the address"
+        else
+                skip "$HOST_WHY" 2
+        fi
+}
+if backend_check bwrap; then
+        bwrap_block
+else
+        skip "$BACKEND_WHY" 7
+fi
+
+# ---- firejail, podman, docker: not yet, and said so --------------------------------------------
+for be in firejail podman docker; do
         reason=$("$SANDBOXER" doctor --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["backends"]["'"$be"'"]["capabilities"]["net.egress_proxy"]["how"])' 2>/dev/null)
         like "$reason" '^not yet: ' "$be: net.egress_proxy says why it is not there yet" || diag "$reason"
 done
-if backend_check bwrap; then
-        run_sbx --policy "$POL" --backend bwrap --profile "$SBX_TMP/eg.yaml" -- /bin/true
+if backend_check firejail; then
+        run_sbx --policy "$POL" --backend firejail --profile "$SBX_TMP/egb.yaml" -- /bin/true
         ok "$([ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *net.egress_proxy* ]] && echo 0 || echo 1)" \
-                "bwrap: a profile with egress rules is refused (125), naming net.egress_proxy" || diag "$SBX_RC: $SBX_ERR"
+                "firejail: a profile with egress rules is refused (125), naming net.egress_proxy" || diag "$SBX_RC: $SBX_ERR"
 else
         skip "$BACKEND_WHY" 1
 fi

@@ -51,6 +51,11 @@ const char *sbx_backend_spawn_fence_text(const sbx_profile *pr);
  * when it finds itself in one of them: a wrapped tool that runs the command unsandboxed (firejail
  * does, when it believes it already runs in a sandbox) fails closed instead. 0 or -errno. */
 int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv);
+/* Adds --egress-ports 3128[,SERVICE-PORT...] to an init argv when the profile's egress goes
+ * through the proxy: for a backend whose network namespace a tool makes (bwrap), the init makes
+ * the listening sockets there and hands them to the supervisor. Needs --host-ns with net (the
+ * init refuses otherwise). 0 (nothing to add), 1 (added), -errno. */
+int sbx_backend_init_argv_egress(const sbx_profile *pr, char ***init_argv);
 
 typedef struct sbx_limit_context {
         bool fresh_userns; /* the sandbox has a uid of its own in a fresh user namespace */

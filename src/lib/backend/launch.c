@@ -125,7 +125,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
 
         /* network.egress: the supervisor's proxy, on the socket the spawn makes inside (or on
          * the host's loopback, with a credential: the backend made that socket) */
-        if (sp->egress_port || sp->egress_on_host) {
+        if (sp->egress_port || sp->egress_on_host || sp->egress_inside) {
                 r = sbx_egress_run_new(pr->egress, NULL, cfg->policy->net_hosts, &egress, e);
                 if (r < 0 || (r = sbx_egress_run_services(egress, pr->net_services, e)) < 0)
                         return r;

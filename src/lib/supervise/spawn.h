@@ -40,6 +40,9 @@ typedef struct sbx_spawn_params {
          * made by the backend (egress_host_fd ≥ 0 when egress_on_host; taken by the launch), and
          * the credential every connection to it must present (egress_secret, proxy-auth.h). */
         bool egress_on_host;
+        /* Or (bwrap: the tool makes the network namespace) the init makes them in there and
+         * sends them itself (its --egress-ports): the launch only serves what comes. */
+        bool egress_inside;
         int egress_host_fd;
         const char *egress_secret;
         /* network.services: a listening socket each, at 127.0.0.1:port (b 2 + its index) */
