@@ -9,10 +9,10 @@
 #   the credential (or with a wrong one) is refused (407, SOCKS5 auth failure); a direct connect to
 #   another loopback port, or to the proxy's port at another address, is refused and recorded; the
 #   credential is in no report.
-# - bwrap: the init makes the proxy's socket at 127.0.0.1:3128 in bubblewrap's network namespace;
-#   the clients, the refusals and the transparent path as on native (no resolver).
-# - firejail, podman, docker: not yet (their capability says why); a profile with egress rules is
-#   refused there naming net.egress_proxy, never run without the way out it asked for.
+# - bwrap, firejail: the init makes the proxy's socket at 127.0.0.1:3128 in the tool's network
+#   namespace; the clients, the refusals and the transparent path as on native (no resolver).
+# - podman, docker: not yet (their capability says why); a profile with egress rules is refused
+#   there naming net.egress_proxy, never run without the way out it asked for.
 #
 # Only loopback is reached: the policy's network.hosts gives the local server real-looking names.
 # shellcheck disable=SC2016 # python and shell snippets in single quotes are meant literally
@@ -179,24 +179,24 @@ else
         landlock_block
 fi
 
-# ---- bwrap: the init makes the proxy's socket in bubblewrap's network namespace ----------------
+# ---- bwrap: the init makes the proxy's socket in bubblewrap's network namespace -----------------
 cat >"$SBX_TMP/egb.yaml" <<YAML
 id: egb
 version: "1.0.0"
 network: { egress: ["pkgs.example.test", "*.example.test"] }
 YAML
 chmod 644 "$SBX_TMP/egb.yaml"
-bwrap_block() {
-        local B=(--policy "$POL" --backend bwrap --profile "$SBX_TMP/egb.yaml")
+tool_block() { # BACKEND POLICY
+        local be=$1 B=(--policy "$2" --backend "$1" --profile "$SBX_TMP/egb.yaml")
         run_sbx "${B[@]}" -- /bin/sh -c 'echo "$HTTP_PROXY $ALL_PROXY"; curl -sS --max-time 10 '"$U"'; curl -sS --max-time 10 --proxytunnel '"$U"'; curl -sS --max-time 10 -x "$ALL_PROXY" http://api.example.test:'"$WEB_PORT"'/; curl -sS --max-time 10 -D - -o /dev/null http://blocked.example.org:'"$WEB_PORT"'/ | tr -d "\r" | head -1'
         [ "$SBX_RC" = 0 ] || diag "rc $SBX_RC: $SBX_ERR"
-        like "$SBX_OUT" '^http://127\.0\.0\.1:3128 socks5h://127\.0\.0\.1:3128' "bwrap: the proxy variables name 127.0.0.1:3128 (bubblewrap's own loopback)"
-        is "$(grep -c 'hello from the allowed host' "$SBX_OUT_FILE")" 3 "bwrap: curl by HTTP_PROXY, CONNECT and SOCKS5 reach the allowed names"
-        like "$SBX_OUT" 'HTTP/1.1 403' "bwrap: a name outside network.egress: HTTP 403"
+        like "$SBX_OUT" '^http://127\.0\.0\.1:3128 socks5h://127\.0\.0\.1:3128' "$be: the proxy variables name 127.0.0.1:3128 (the tool's own network namespace)"
+        is "$(grep -c 'hello from the allowed host' "$SBX_OUT_FILE")" 3 "$be: curl by HTTP_PROXY, CONNECT and SOCKS5 reach the allowed names"
+        like "$SBX_OUT" 'HTTP/1.1 403' "$be: a name outside network.egress: HTTP 403"
         is "$(json_get "$SBX_REPORT" '[d["egress"]["proxy"], d["egress"]["allowed"], d["egress"]["refused"], sorted(c["via"] for c in d["egress"]["connections"])]')" \
-                '["127.0.0.1:3128", 3, 1, ["connect", "http", "socks5"]]' "bwrap: the report's egress: three allowed, each with how it came, one refused"
+                '["127.0.0.1:3128", 3, 1, ["connect", "http", "socks5"]]' "$be: the report's egress: three allowed, each with how it came, one refused"
         is "$(json_get "$SBX_REPORT" '[(v["kind"], v["detail"]["host"], v["detail"]["reason"]) for v in d["violations"]]')" \
-                '[["NetworkAccessViolation", "blocked.example.org", "no_matching_allow"]]' "bwrap: the refusal is a NetworkAccessViolation with its reason"
+                '[["NetworkAccessViolation", "blocked.example.org", "no_matching_allow"]]' "$be: the refusal is a NetworkAccessViolation with its reason"
         if host_has notif; then
                 run_sbx "${B[@]}" -- python3 -c '
 import socket
@@ -205,28 +205,42 @@ try:
     print("REACHED")
 except OSError as e:
     print("refused", e.errno)'
-                like "$SBX_OUT" '^refused 111' "bwrap: a direct connect() to an address: judged by the transparent path, ECONNREFUSED"
+                like "$SBX_OUT" '^refused 111' "$be: a direct connect() to an address: judged by the transparent path, ECONNREFUSED"
                 is "$(json_get "$SBX_REPORT" '[(v["kind"], v["detail"]["host"], v["detail"]["protocol"], v["detail"]["reason"]) for v in d["violations"]]')" \
-                        '[["NetworkAccessViolation", "198.51.100.7", "transparent", "no_matching_allow"]]' "bwrap: and recorded with the address"
+                        '[["NetworkAccessViolation", "198.51.100.7", "transparent", "no_matching_allow"]]' "$be: and recorded with the address"
         else
                 skip "$HOST_WHY" 2
         fi
 }
 if backend_check bwrap; then
-        bwrap_block
+        tool_block bwrap "$POL"
 else
         skip "$BACKEND_WHY" 7
 fi
 
-# ---- firejail, podman, docker: not yet, and said so --------------------------------------------
-for be in firejail podman docker; do
+# ---- firejail: the same, in firejail's network namespace (--net=none) ----------------------------
+# firejail refuses system accounts (run_as 65534) and sizes no tmpfs: as root an ordinary user, and
+# scratch_mb best effort (as in test-conformance.sh)
+fj_uid=$(id -u sbxtest 2>/dev/null || echo "")
+sed "s/^run_as: .*/run_as: ${fj_uid:-65534}\nenforce: { best_effort: [memory_mb, cpus, scratch_mb] }/" "$POL" >"$SBX_TMP/policy-fj.yaml"
+chmod 644 "$SBX_TMP/policy-fj.yaml"
+if ! backend_check firejail; then
+        skip "$BACKEND_WHY" 7
+elif [ "$(id -u)" = 0 ] && [ -z "$fj_uid" ]; then
+        skip "firejail refuses system accounts and this host has no ordinary user sbxtest to run as (scripts/setup.sh makes it)" 7
+else
+        tool_block firejail "$SBX_TMP/policy-fj.yaml"
+fi
+
+# ---- podman, docker: not yet, and said so ------------------------------------------------------
+for be in podman docker; do
         reason=$("$SANDBOXER" doctor --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["backends"]["'"$be"'"]["capabilities"]["net.egress_proxy"]["how"])' 2>/dev/null)
         like "$reason" '^not yet: ' "$be: net.egress_proxy says why it is not there yet" || diag "$reason"
 done
-if backend_check firejail; then
-        run_sbx --policy "$POL" --backend firejail --profile "$SBX_TMP/egb.yaml" -- /bin/true
+if backend_check podman; then
+        run_sbx --policy "$POL" --backend podman --profile "$SBX_TMP/egb.yaml" -- /bin/true
         ok "$([ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *net.egress_proxy* ]] && echo 0 || echo 1)" \
-                "firejail: a profile with egress rules is refused (125), naming net.egress_proxy" || diag "$SBX_RC: $SBX_ERR"
+                "podman: a profile with egress rules is refused (125), naming net.egress_proxy" || diag "$SBX_RC: $SBX_ERR"
 else
         skip "$BACKEND_WHY" 1
 fi

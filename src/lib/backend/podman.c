@@ -474,8 +474,10 @@ static const sbx_cap_decl podman_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "--network none: a network namespace with loopback only"},
         [SBX_CAP_NET_LOOPBACK] = {true, "--network none brings up lo in the container's namespace"},
         [SBX_CAP_NET_HOST] = {true, "--network host when the policy allows host network"},
-        [SBX_CAP_NET_EGRESS] = {false, "not yet: the proxy's socket is not handed into the container "
-                                       "(planned); use --backend native"},
+        [SBX_CAP_NET_EGRESS] = {false,
+                "not yet: the init could make the proxy's socket in the container's network namespace "
+                "and pass it over its status socket (--preserve-fds), but the OCI launch that "
+                "supervises podman runs no egress proxy yet; use --backend native, bwrap or firejail"},
         [SBX_CAP_PID_ISOLATION] = {true, "the container's pid namespace, the init as PID 1"},
         [SBX_CAP_IPC_ISOLATION] = {true, "--ipc none: a private IPC namespace, no /dev/shm"},
         [SBX_CAP_HOSTNAME] = {true, "--hostname sandbox"},
