@@ -56,6 +56,13 @@ int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv);
  * the listening sockets there and hands them to the supervisor. Needs --host-ns with net (the
  * init refuses otherwise). 0 (nothing to add), 1 (added), -errno. */
 int sbx_backend_init_argv_egress(const sbx_profile *pr, char ***init_argv);
+/* The supervisor's egress proxy for a profile that asks for one (network.egress): its rules and
+ * services, named in the report (egress.proxy, the services, the egress fence); the listening
+ * sockets come later (sbx_egress_run_serve), or host_fd ≥ 0 (taken, also on failure): on the
+ * host's loopback with the credential secret (the landlock backend). */
+struct sbx_egress_run;
+int sbx_backend_egress_new(const sbx_config *cfg, sbx_report *rep, int host_fd, const char *secret,
+        struct sbx_egress_run **ret, sbx_error *e);
 
 typedef struct sbx_limit_context {
         bool fresh_userns; /* the sandbox has a uid of its own in a fresh user namespace */

@@ -1038,8 +1038,8 @@ static const sbx_cap_decl docker_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_HOST] = {true, "NetworkMode host when the policy allows host network"},
         [SBX_CAP_NET_EGRESS] = {false,
                 "not yet: the Engine API passes no descriptors, so the init in the container has no "
-                "status socket to hand the proxy's listening socket over, and the OCI launch runs no "
-                "egress proxy; use --backend native, bwrap or firejail"},
+                "status socket to hand the proxy's listening socket over (podman's has one); use "
+                "--backend native, bwrap, firejail or podman"},
         [SBX_CAP_PID_ISOLATION] = {true, "the container's pid namespace"},
         [SBX_CAP_IPC_ISOLATION] = {true, "IpcMode none: a private IPC namespace, no /dev/shm"},
         [SBX_CAP_HOSTNAME] = {true, "Hostname sandbox"},
