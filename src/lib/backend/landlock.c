@@ -11,7 +11,11 @@
  *   /proc                       → unreadable unless the profile lists it (then the host's
  *                                 processes and their command lines are: no pid namespace)
  *   host hostname               → declared (no uts namespace)
- *   loopback                    → none at all (no network namespace of its own): refused */
+ *   loopback                    → none at all (no network namespace of its own): refused
+ *   network.egress              → the proxy on the host's loopback at a port of its own with a
+ *                                 credential in the URL; Landlock allows connecting to that port,
+ *                                 the listener makes the connect to 127.0.0.1 itself; seccomp
+ *                                 allows TCP over IPv4 sockets only (docs/network.md) */
 #include "backend/common.h"
 #include "backend/plan.h"
 #include "basic/debug.h"
@@ -371,7 +375,9 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_HOSTNAME] = {false, "no uts namespace: the host's hostname"},
         [SBX_CAP_IDENTITY] = {false,
                 "runs as the caller's uid (run_as as root) with the host's /etc/passwd"},
-        [SBX_CAP_SECCOMP] = {true, "the rule table plus no inet sockets and no chmod/chown/utimes/xattrs"},
+        [SBX_CAP_SECCOMP] = {true,
+                "the rule table plus no inet sockets (with network.egress: TCP over IPv4 only, no "
+                "listen, no Fast Open) and no chmod/chown/utimes/xattrs"},
         [SBX_CAP_LANDLOCK] = {true, "ABI 6+: filesystem, TCP, abstract unix sockets and signals scoped"},
         [SBX_CAP_CAPS_DROPPED] = {true,
                 "all sets as root; unprivileged the bounding set stays, unusable under "
@@ -387,7 +393,9 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_LIMIT_PIDS] = {true, "cgroup (seccomp when spawning is off)"},
         [SBX_CAP_LIMIT_CPUS] = {true, "cgroup"},
         [SBX_CAP_LIMIT_SCRATCH] = {true, "tmpfs size= as root; unprivileged none (best_effort)"},
-        [SBX_CAP_OBSERVE_NETWORK] = {true, "seccomp listener: refused inet sockets"},
+        [SBX_CAP_OBSERVE_NETWORK] = {true,
+                "seccomp listener: refused inet sockets; with network.egress every connect (refused "
+                "but the proxy's)"},
         [SBX_CAP_OBSERVE_FS_WRITE] = {true, "seccomp listener: write-intent calls (observe.fs_writes)"},
         [SBX_CAP_OBSERVE_SYSCALL] = {true, "seccomp listener"},
         [SBX_CAP_OBSERVE_PROCESS] = {true, "pids cgroup events; spawn and exec refusals at the listener"},
