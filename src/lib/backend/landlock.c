@@ -362,8 +362,9 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_EGRESS] = {true,
                 "the proxy on the host's loopback at a port of the sandbox's own, with a credential "
                 "in its URL (a connection without it: 407 / SOCKS5 auth failure); Landlock TCP "
-                "(ABI 4+) allows connecting to that port only, the seccomp listener (required: not "
-                "under another seccomp filter) to 127.0.0.1 only; no transparent path and no "
+                "(ABI 4+) allows connecting to that port only, the seccomp listener (required: a "
+                "sandboxer nested under another listener refuses to start) to 127.0.0.1 only; no "
+                "transparent path and no "
                 "resolver (programs must use the proxy variables), no network.services"},
         [SBX_CAP_PID_ISOLATION] = {false,
                 "no pid namespace: /proc is unreadable unless the profile lists it, and then shows "
