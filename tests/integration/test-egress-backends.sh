@@ -79,6 +79,25 @@ landlock_block() {
         like "$(json_get "$SBX_REPORT" 'd["config"]["fences"]["landlock"]')" "connect to the egress proxy's port" \
                 "landlock: the Landlock fence states the one port"
 
+        # the host's other processes reach that port too: without the credential they are refused,
+        # and nothing of theirs is judged or lands in the sandbox's report
+        "$SANDBOXER" run --report "$SBX_TMP/bg.report.json" "${L[@]}" -- /bin/sh -c 'echo "port ${HTTP_PROXY##*:}"; sleep 4' >"$SBX_TMP/bg.out" 2>"$SBX_TMP/bg.err" &
+        local bg=$! bgport=""
+        sbx_started "$bg"
+        for _ in $(seq 100); do
+                bgport=$(sed -n 's/^port //p' "$SBX_TMP/bg.out")
+                [ -n "$bgport" ] && break
+                sleep 0.05
+        done
+        local outside
+        outside=$(curl -sS --max-time 5 -x "http://127.0.0.1:$bgport" -o /dev/null -w "%{http_code}" "$U" 2>&1)
+        is "$outside" 407 "landlock: a host process without the credential: 407 from the sandbox's proxy"
+        curl -sS --max-time 5 -x "socks5h://127.0.0.1:$bgport" "$U" >/dev/null 2>&1
+        ok "$([ $? != 0 ] && echo 0 || echo 1)" "landlock: a host process by SOCKS5 without the credential: refused"
+        wait "$bg"
+        is "$(json_get "$SBX_TMP/bg.report.json" '[d["egress"]["proxy"], d["egress"]["allowed"], d["egress"]["refused"], d["violations"]]')" \
+                "[\"127.0.0.1:$bgport\", 0, 0, []]" "landlock: the outsider's attempts are not the sandbox's: nothing in its report"
+
         # a second sandbox: a port and a secret of its own
         run_sbx "${L[@]}" -- /bin/sh -c 'echo "$HTTP_PROXY"'
         local other=${SBX_OUT#http://sbx:}
@@ -172,10 +191,10 @@ print("proxy port reached")'
 }
 
 if ! backend_check landlock; then
-        skip "$BACKEND_WHY" 30
+        skip "$BACKEND_WHY" 33
 elif ! host_has notif; then
         # egress on landlock needs the listener (it holds Landlock's port rule to 127.0.0.1)
-        skip "$HOST_WHY: egress on the landlock backend needs the seccomp listener" 30
+        skip "$HOST_WHY: egress on the landlock backend needs the seccomp listener" 33
 else
         landlock_block
 fi
