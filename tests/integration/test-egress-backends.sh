@@ -19,7 +19,7 @@
 # shellcheck disable=SC2016 # python and shell snippets in single quotes are meant literally
 . "$(dirname "$0")/lib.sh"
 
-WEB_PID= SERVE_PID=
+WEB_PID='' SERVE_PID=''
 cleanup() {
         [ -n "$SERVE_PID" ] && kill -KILL "$SERVE_PID" 2>/dev/null
         [ -n "$WEB_PID" ] && kill "$WEB_PID" 2>/dev/null
