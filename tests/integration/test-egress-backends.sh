@@ -94,6 +94,8 @@ landlock_block() {
         is "$outside" 407 "landlock: a host process without the credential: 407 from the sandbox's proxy"
         curl -sS --max-time 5 -x "socks5h://127.0.0.1:$bgport" "$U" >/dev/null 2>&1
         ok "$([ $? != 0 ] && echo 0 || echo 1)" "landlock: a host process by SOCKS5 without the credential: refused"
+        outside=$(python3 -c 'import socket,sys; s=socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5); s.sendall(b"GET /x HTTP/1.1\r\n\r\n"); print(s.recv(64).split(b"\r\n")[0].decode())' "$bgport" 2>&1)
+        like "$outside" '^HTTP/1.1 400' "landlock: a host process's malformed request: 400, and not the sandbox's violation (it could end the sandbox)"
         wait "$bg"
         is "$(json_get "$SBX_TMP/bg.report.json" '[d["egress"]["proxy"], d["egress"]["allowed"], d["egress"]["refused"], d["violations"]]')" \
                 "[\"127.0.0.1:$bgport\", 0, 0, []]" "landlock: the outsider's attempts are not the sandbox's: nothing in its report"
@@ -191,10 +193,10 @@ print("proxy port reached")'
 }
 
 if ! backend_check landlock; then
-        skip "$BACKEND_WHY" 33
+        skip "$BACKEND_WHY" 34
 elif ! host_has notif; then
         # egress on landlock needs the listener (it holds Landlock's port rule to 127.0.0.1)
-        skip "$HOST_WHY: egress on the landlock backend needs the seccomp listener" 33
+        skip "$HOST_WHY: egress on the landlock backend needs the seccomp listener" 34
 else
         landlock_block
 fi

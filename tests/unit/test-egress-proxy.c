@@ -236,6 +236,9 @@ int main(void) {
                 oport);
         out = talk(aport, req, (size_t) l, 0);
         ok(strncmp(out, "HTTP/1.1 407 ", 13) == 0, "a request with a wrong credential: 407");
+        out = talk(aport, "GET /relative HTTP/1.1\r\n\r\n", 26, 0);
+        ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0,
+                "a malformed request: 400 (and no event: anyone could send it)");
         l = snprintf(req, sizeof req,
                 "CONNECT origin.test:%u HTTP/1.1\r\nProxy-Authorization: Basic c2J4OnMzY3JldA==\r\n\r\n"
                 "hello\r\n\r\n",

@@ -488,7 +488,10 @@ static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0)
                 sbx_egress_verdict v = {.reason = SBX_EGRESS_MALFORMED_HOST};
                 snprintf(v.why, sizeof v.why, "%s", why);
                 http_answer(c->fd, "400 Bad Request", NULL, why);
-                report(c, false, "", 0, "http", &v, 0, 0, t0, false);
+                /* with a credential asked, nobody is known to have sent it: anything of the host
+                 * could, and must not put a violation in the sandbox's report (nor end it) */
+                if (!c->p->hooks.pass)
+                        report(c, false, "", 0, "http", &v, 0, 0, t0, false);
                 return;
         }
         if (c->p->hooks.pass && !sbx_proxy_auth_ok(buf, r.head_len, c->p->hooks.user, c->p->hooks.pass)) {
