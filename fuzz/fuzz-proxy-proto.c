@@ -4,14 +4,16 @@
  * host service's request head (parsed, rewritten) and answer's status line.
  *
  * Input: the first byte picks HTTP (0 mod 4), SOCKS5 (1), TLS (2) or a service's HTTP (3); the rest
- * is what the sandbox (or a service) sent, in a buffer of its exact size. Checked: a whole head lies inside the input, its host is
- * terminated and its port in range, its target inside the head, the rewrite's length is its
- * string's; a whole SOCKS5 message lies inside the input. */
+ * is what the sandbox (or a service) sent, in a buffer of its exact size; the credential's checks
+ * (proxy-auth.h: Proxy-Authorization in a whole head, RFC 1929) on the same bytes. Checked: a whole head
+ * lies inside the input, its host is terminated and its port in range, its target inside the head, the
+ * rewrite's length is its string's; a whole SOCKS5 message lies inside the input. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "supervise/proxy-auth.h"
 #include "supervise/proxy-proto.h"
 #include "supervise/service-http.h"
 
@@ -58,6 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         if (r.head_len > n || !memchr(r.host, 0, sizeof r.host) || r.port == 0 ||
                                 r.port > 65535 || r.target_off + r.target_len > r.head_len)
                                 abort();
+                        /* the credential's check reads the head alone (proxy-auth.h) */
+                        (void) sbx_proxy_auth_ok(buf, r.head_len, SBX_PROXY_USER, "0123456789abcdef");
                         if (!r.connect) {
                                 size_t len = 0;
                                 char *w = sbx_proxy_rewrite(buf, &r, &len);
@@ -76,6 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 unsigned port = 0;
                 k = sbx_socks5_request((const unsigned char *) buf, n, host, &port, &used);
                 if (k == 1 && (used > n || !memchr(host, 0, sizeof host) || port == 0 || port > 65535))
+                        abort();
+                k = sbx_socks5_userpass((const unsigned char *) buf, n, SBX_PROXY_USER, "s3cret", &used);
+                if ((k == 1 && used > n) || (k != 1 && k != 0 && k != -EACCES && k != -EINVAL))
                         abort();
         }
         free(buf);

@@ -3,7 +3,8 @@
  * Static and small; it runs with the sandbox's environment and no capabilities.
  *
  * usage: sandboxer-init [--cwd DIR] [--tty] [--seccomp-fd N] [--landlock-fd N] [--landlock-log]
- *                       [--host-ns TYPE:INODE,...] -- COMMAND [ARG]...
+ *                       [--host-ns TYPE:INODE,...] [--egress-ports PORT[,PORT]...]
+ *                       -- COMMAND [ARG]...
  *        sandboxer-init [...] --serve --        a persistent sandbox: commands come as requests
  *                                               (protocol.h), each one process it forks
  * fd 3: SOCK_SEQPACKET to the supervisor (see protocol.h). The seccomp program (raw BPF) and the
@@ -244,6 +245,46 @@ static int read_blob(int fd) {
                 }
         }
         close(fd);
+        return 0;
+}
+
+/* --egress-ports PROXY[,SERVICE...]: a sandbox tool (bubblewrap) made the network namespace, so
+ * the spawn could not make the egress proxy's listening sockets in it: the init does, at
+ * 127.0.0.1 (the tool brought loopback up), before any fence, and hands each to the supervisor
+ * (SBX_INIT_MSG_EGRESS: b 0 the proxy, 2 + i service i), which serves them from outside. No
+ * resolver socket: its port 53 needs a capability the init does not have in there. */
+static int send_egress_listeners(const char *ports, const char **step) {
+        const char *p = ports;
+        for (int which = 0; *p; which = which == 0 ? 2 : which + 1) {
+                char *end;
+                unsigned long port = strtoul(p, &end, 10);
+                if (end == p || port == 0 || port > 65535 || (*end && *end != ','))
+                        return (*step = "init: bad --egress-ports"), -EINVAL;
+                p = *end ? end + 1 : end;
+                int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_in a = {.sin_family = AF_INET,
+                        .sin_port = htons((uint16_t) port),
+                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                int one = 1, r = 0;
+                if (fd < 0)
+                        return (*step = "init: egress proxy: socket"), -errno;
+                (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+                if (bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || listen(fd, 128) < 0)
+                        r = -errno;
+                else {
+                        struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC,
+                                .type = SBX_INIT_MSG_EGRESS,
+                                .b = which,
+                                .monotonic_ns = now_ns()};
+                        r = sbx_send_with_fd(SBX_INIT_STATUS_FD, &m, sizeof m, fd);
+                }
+                close(fd);
+                if (r < 0)
+                        return (*step = which == 0 ? "init: egress proxy: listen on 127.0.0.1 in the sandbox"
+                                                   : "init: network.services: listen on 127.0.0.1 in the "
+                                                     "sandbox"),
+                               r;
+        }
         return 0;
 }
 
@@ -908,7 +949,7 @@ int main(int argc, char **argv) {
         bool tty = false, serve = false;
         int seccomp_fd = -1, landlock_fd = -1;
         unsigned landlock_flags = 0;
-        const char *host_ns = NULL;
+        const char *host_ns = NULL, *egress_ports = NULL;
         int i = 1;
 
         for (; i < argc; i++) {
@@ -927,6 +968,8 @@ int main(int argc, char **argv) {
                         landlock_fd = parse_fd(argv[++i]);
                 else if (strcmp(argv[i], "--host-ns") == 0 && i + 1 < argc)
                         host_ns = argv[++i];
+                else if (strcmp(argv[i], "--egress-ports") == 0 && i + 1 < argc)
+                        egress_ports = argv[++i];
                 else if (strcmp(argv[i], "--landlock-log") == 0)
                         /* the supervisor reads the kernel's denial records (audit): the
                          * command's, after our exec of it, are to be logged (ABI 7) */
@@ -944,6 +987,18 @@ int main(int argc, char **argv) {
                 int r = check_isolation(host_ns, why, sizeof why);
                 if (r < 0) {
                         send_msg(SBX_INIT_MSG_SETUP_FAILED, r == -EPERM ? 0 : -r, 0, why);
+                        return 125;
+                }
+        }
+
+        /* in the sandbox's own network namespace only: --host-ns said it is not the host's */
+        if (egress_ports) {
+                const char *step = NULL;
+                int r = host_ns && strstr(host_ns, "net:") ? send_egress_listeners(egress_ports, &step)
+                                                           : -EPERM;
+                if (r < 0) {
+                        send_msg(SBX_INIT_MSG_SETUP_FAILED, -r, 0,
+                                step ? step : "init: --egress-ports without --host-ns net:");
                         return 125;
                 }
         }

@@ -217,6 +217,62 @@ int main(void) {
         p = sbx_egress_proxy_stop(p);
         ok(!p, "the proxy stops with it open");
         close(held);
+
+        /* a proxy others can reach (the landlock backend's, on the host's loopback): the
+         * credential first, nothing judged or recorded without it */
+        unsigned aport = 0;
+        int als = listen_any(&aport);
+        sbx_egress_proxy_hooks ah = {.user = "sbx", .pass = "s3cret"};
+        ok(sbx_egress_proxy_start(als, g, on_event, &ah, NULL, &p) == 0, "a proxy with a credential starts");
+        pthread_mutex_lock(&lock);
+        size_t before = n_events;
+        pthread_mutex_unlock(&lock);
+        l = snprintf(req, sizeof req, "CONNECT origin.test:%u HTTP/1.1\r\n\r\n", oport);
+        out = talk(aport, req, (size_t) l, 0);
+        ok(strncmp(out, "HTTP/1.1 407 ", 13) == 0 && strstr(out, "Proxy-Authenticate: Basic"),
+                "CONNECT without Proxy-Authorization: 407 asking for Basic");
+        l = snprintf(req, sizeof req,
+                "GET http://origin.test:%u/ HTTP/1.1\r\nProxy-Authorization: Basic c2J4Ondyb25n\r\n\r\n",
+                oport);
+        out = talk(aport, req, (size_t) l, 0);
+        ok(strncmp(out, "HTTP/1.1 407 ", 13) == 0, "a request with a wrong credential: 407");
+        out = talk(aport, "GET /relative HTTP/1.1\r\n\r\n", 26, 0);
+        ok(strncmp(out, "HTTP/1.1 400 ", 13) == 0,
+                "a malformed request: 400 (and no event: anyone could send it)");
+        l = snprintf(req, sizeof req,
+                "CONNECT origin.test:%u HTTP/1.1\r\nProxy-Authorization: Basic c2J4OnMzY3JldA==\r\n\r\n"
+                "hello\r\n\r\n",
+                oport);
+        out = talk(aport, req, (size_t) l, 0);
+        ok(strncmp(out, "HTTP/1.1 200 Connection Established\r\n\r\necho:hello", 47) == 0,
+                "CONNECT with the credential: through");
+        static const unsigned char s5none[] = {5, 1, 0};
+        out = talk(aport, s5none, sizeof s5none, 2);
+        ok(out[0] == 5 && (unsigned char) out[1] == 0xff,
+                "SOCKS5 offering no authentication: no acceptable method");
+        unsigned char s5a[64];
+        size_t n5 = 0;
+        memcpy(s5a, "\x05\x01\x02\x01\x03sbx\x06s3creT", 15);
+        n5 = 15;
+        out = talk(aport, s5a, n5, 4);
+        ok(out[0] == 5 && out[1] == 2 && out[2] == 1 && out[3] == 1,
+                "SOCKS5 username/password with a wrong password: method 2, then status 1");
+        memcpy(s5a, "\x05\x01\x02\x01\x03sbx\x06s3cret\x05\x01\x00\x03\x0borigin.test", 31);
+        s5a[31] = (unsigned char) (oport >> 8);
+        s5a[32] = (unsigned char) (oport & 0xff);
+        memcpy(s5a + 33, "hi\r\n\r\n", 6);
+        out = talk(aport, s5a, 39, 0);
+        ok(out[0] == 5 && out[1] == 2 && out[2] == 1 && out[3] == 0 && out[4] == 5 && out[5] == 0 &&
+                        strncmp(out + 14, "echo:hi", 7) == 0,
+                "SOCKS5 with the credential: status 0, reply 0, through");
+        (void) event(before + 1); /* the two allowed connections' events have come */
+        pthread_mutex_lock(&lock);
+        size_t after = n_events;
+        pthread_mutex_unlock(&lock);
+        ok(after == before + 2, "only the two connections with the credential are events (%zu)",
+                after - before);
+        p = sbx_egress_proxy_stop(p);
+
         sbx_egress_free(g);
         close(ols);
         return done_testing();

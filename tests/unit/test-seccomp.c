@@ -504,6 +504,37 @@ static void test_network(void) {
         expect_exit(run_fn(nosock, do_bind), EACCES, "no sockets: bind EACCES");
 }
 
+/* inet_tcp_only (the landlock backend's egress): TCP over IPv4 and nothing else of the network */
+static void test_inet_tcp_only(void) {
+        sbx_seccomp_opts o = {.inet_tcp_only = true};
+        _cleanup_seccomp_prog_ sbx_seccomp_prog *tcp = build(&o);
+        if (!ok(tcp, "the inet_tcp_only filter builds")) {
+                skip(12, "no filter");
+                return;
+        }
+        expect_exit(run_fn(tcp, do_inet_stream), 0, "inet_tcp_only: socket(AF_INET, SOCK_STREAM, 0) works");
+        probe tcp6 =
+                P("tcp", SYS_socket, 0, AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_TCP);
+        expect_exit(run_probe(tcp, &tcp6), 0, "inet_tcp_only: IPPROTO_TCP with flags works");
+        expect_exit(run_fn(tcp, do_inet6_dgram), EACCES, "inet_tcp_only: socket(AF_INET6) EACCES");
+        expect_exit(run_fn(tcp, do_unix), EACCES, "inet_tcp_only: socket(AF_UNIX) EACCES (host sockets)");
+        expect_exit(run_fn(tcp, do_socketpair), 0, "inet_tcp_only: socketpair(AF_UNIX) works");
+        probe udp = P("udp", SYS_socket, EACCES, AF_INET, SOCK_DGRAM, 0);
+        expect_exit(run_probe(tcp, &udp), EACCES, "inet_tcp_only: UDP EACCES");
+        probe mptcp = P("mptcp", SYS_socket, EACCES, AF_INET, SOCK_STREAM, 262);
+        expect_exit(run_probe(tcp, &mptcp), EACCES, "inet_tcp_only: MPTCP (another stream protocol) EACCES");
+        probe hi = P("family with upper bits", SYS_socket, EACCES, (1ULL << 32) | AF_INET, SOCK_STREAM, 0);
+        expect_exit(run_probe(tcp, &hi), EACCES, "inet_tcp_only: AF_INET with stray upper bits EACCES");
+        probe lis = P("listen", SYS_listen, EACCES, (uint64_t) -1, 1);
+        expect_exit(run_probe(tcp, &lis), EACCES, "inet_tcp_only: listen EACCES (no autobound host port)");
+        probe tfo = P("sendto fastopen", SYS_sendto, EACCES, (uint64_t) -1, 0, 0, MSG_FASTOPEN, 0, 0);
+        expect_exit(run_probe(tcp, &tfo), EACCES, "inet_tcp_only: sendto(MSG_FASTOPEN) EACCES");
+        probe tfo2 = P("sendmsg fastopen", SYS_sendmsg, EACCES, (uint64_t) -1, 0, MSG_FASTOPEN);
+        expect_exit(run_probe(tcp, &tfo2), EACCES, "inet_tcp_only: sendmsg(MSG_FASTOPEN) EACCES");
+        probe snd = P("sendto", SYS_sendto, EBADF, (uint64_t) -1, 0, 0, 0, 0, 0);
+        expect_exit(run_probe(tcp, &snd), EBADF, "inet_tcp_only: a plain sendto reaches the kernel (EBADF)");
+}
+
 /* ---- user notification ---- */
 
 static int send_fd(int sock, int fd) {
@@ -872,6 +903,7 @@ int main(int argc, char **argv) {
         test_foreign_abis(deny);
         test_spawn(deny);
         test_network();
+        test_inet_tcp_only();
         test_notify();
         test_raw_bpf(deny);
         test_oci_json();

@@ -267,8 +267,10 @@ static int bwrap_run(
         if ((r = sbx_backend_build_env(cfg, SCRATCH_DIR, rp.ws_path, &env)) < 0 ||
                 (r = sbx_backend_init_argv(sbx_run_plan_cwd(cfg, &rp, SCRATCH_DIR), false, false, sc_fd >= 0,
                          argv, &init_argv)) < 0 ||
-                (r = sbx_backend_init_argv_isolated(SBX_BACKEND_BWRAP, &init_argv)) < 0)
-                return sbx_error_set(e, -r, "environment", "out of memory");
+                (r = sbx_backend_init_argv_isolated(SBX_BACKEND_BWRAP, &init_argv)) < 0 ||
+                (r = sbx_backend_init_argv_egress(pr, &init_argv)) < 0)
+                return sbx_error_set(
+                        e, -r, "environment", "cannot build the init's command line: %s", strerror(-r));
         if ((r = build_argv(cfg, &rp, rep, init_path, init_argv, &bw_argv, e)) < 0)
                 return r;
         sbx_debug_mark("seccomp programs and bwrap's command line built");
@@ -289,6 +291,8 @@ static int bwrap_run(
                 .drop_caps = true,
                 .drop_bounding = rp.root,
                 .last_cap = sbx_caps_last_cap(),
+                /* the init makes the proxy's socket in bubblewrap's network namespace */
+                .egress_inside = sbx_profile_egress_proxied(pr),
         };
         (void) sbx_report_set_fence(rep, "namespaces",
                 "user, mount, pid, net%s, ipc, uts, cgroup (bubblewrap --unshare-all)",
@@ -298,7 +302,9 @@ static int bwrap_run(
                 "ENOSYS, foreign ABIs killed; sandboxer-init: the profile's program%s%s%s",
                 sbx_seccomp_max_known_nr(), sc_fd >= 0 ? " with the listener" : "",
                 sbx_backend_spawn_fence_text(pr),
-                !pr->net_allow && !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
+                !pr->net_allow && !pr->loopback && !sbx_profile_egress_proxied(pr)
+                        ? ", sockets refused (socketpair allowed)"
+                        : "");
         (void) sbx_report_set_fence(
                 rep, "landlock", "none (bubblewrap's mount namespace is the filesystem fence)");
         (void) sbx_report_set_fence(rep, "capabilities",
@@ -332,8 +338,10 @@ static const sbx_cap_decl bwrap_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "--unshare-net: an empty network namespace"},
         [SBX_CAP_NET_LOOPBACK] = {true, "bubblewrap brings up lo in the new network namespace"},
         [SBX_CAP_NET_HOST] = {true, "--share-net when the policy allows host network"},
-        [SBX_CAP_NET_EGRESS] = {false, "not yet: the proxy's socket is not handed into bubblewrap's network "
-                                       "namespace (planned); use --backend native"},
+        [SBX_CAP_NET_EGRESS] = {true,
+                "the init makes the proxy's socket at 127.0.0.1:3128 in bubblewrap's network "
+                "namespace and hands it to the supervisor; the transparent path for connects to "
+                "addresses, but no resolver (its port 53 needs a capability the init lacks there)"},
         [SBX_CAP_PID_ISOLATION] = {true, "--unshare-pid, the init as PID 1 (--as-pid-1)"},
         [SBX_CAP_IPC_ISOLATION] = {true, "--unshare-ipc"},
         [SBX_CAP_HOSTNAME] = {true, "--unshare-uts --hostname sandbox"},

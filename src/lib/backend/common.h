@@ -33,6 +33,11 @@ bool sbx_backend_exec_allowed(const sbx_profile *pr, const char *path);
  * the profile's env and
  * SANDBOXER_WORKSPACE (ws_visible, NULL when there is none). Nothing else. */
 int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret);
+/* The same, where the egress proxy is not at 127.0.0.1:3128 inside (the landlock backend: a port
+ * of the host's loopback, and a credential in the URL): proxy the "host:port" or
+ * "user:pass@host:port" that HTTP_PROXY (http://…) and ALL_PROXY (socks5h://…) name. */
+int sbx_backend_build_env_proxy(
+        const sbx_config *cfg, const char *scratch, const char *ws_visible, const char *proxy, char ***ret);
 
 /* The init's argv: sandboxer-init --cwd DIR [--landlock-fd 5] [--seccomp-fd 4] -- ARGV */
 int sbx_backend_init_argv(
@@ -46,6 +51,18 @@ const char *sbx_backend_spawn_fence_text(const sbx_profile *pr);
  * when it finds itself in one of them: a wrapped tool that runs the command unsandboxed (firejail
  * does, when it believes it already runs in a sandbox) fails closed instead. 0 or -errno. */
 int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv);
+/* Adds --egress-ports 3128[,SERVICE-PORT...] to an init argv when the profile's egress goes
+ * through the proxy: for a backend whose network namespace a tool makes (bwrap), the init makes
+ * the listening sockets there and hands them to the supervisor. Needs --host-ns with net (the
+ * init refuses otherwise). 0 (nothing to add), 1 (added), -errno. */
+int sbx_backend_init_argv_egress(const sbx_profile *pr, char ***init_argv);
+/* The supervisor's egress proxy for a profile that asks for one (network.egress): its rules and
+ * services, named in the report (egress.proxy, the services, the egress fence); the listening
+ * sockets come later (sbx_egress_run_serve), or host_fd ≥ 0 (taken, also on failure): on the
+ * host's loopback with the credential secret (the landlock backend). */
+struct sbx_egress_run;
+int sbx_backend_egress_new(const sbx_config *cfg, sbx_report *rep, int host_fd, const char *secret,
+        struct sbx_egress_run **ret, sbx_error *e);
 
 typedef struct sbx_limit_context {
         bool fresh_userns; /* the sandbox has a uid of its own in a fresh user namespace */

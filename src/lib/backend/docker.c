@@ -1036,8 +1036,10 @@ static const sbx_cap_decl docker_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "NetworkMode none: a network namespace with loopback only"},
         [SBX_CAP_NET_LOOPBACK] = {true, "NetworkMode none brings up lo in the container's namespace"},
         [SBX_CAP_NET_HOST] = {true, "NetworkMode host when the policy allows host network"},
-        [SBX_CAP_NET_EGRESS] = {false, "not yet: the proxy's socket is not handed into the container "
-                                       "(planned); use --backend native"},
+        [SBX_CAP_NET_EGRESS] = {false,
+                "not yet: the Engine API passes no descriptors, so the init in the container has no "
+                "status socket to hand the proxy's listening socket over (podman's has one); use "
+                "--backend native, bwrap, firejail or podman"},
         [SBX_CAP_PID_ISOLATION] = {true, "the container's pid namespace"},
         [SBX_CAP_IPC_ISOLATION] = {true, "IpcMode none: a private IPC namespace, no /dev/shm"},
         [SBX_CAP_HOSTNAME] = {true, "Hostname sandbox"},

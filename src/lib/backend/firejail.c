@@ -292,7 +292,8 @@ static int firejail_run(
         if ((r = sbx_backend_build_env(cfg, SCRATCH_DIR, rp.ws_path, &env)) < 0 ||
                 (r = sbx_backend_init_argv(sbx_run_plan_cwd(cfg, &rp, SCRATCH_DIR), false, false, sc_fd >= 0,
                          argv, &init_argv)) < 0 ||
-                (r = sbx_backend_init_argv_isolated(SBX_BACKEND_FIREJAIL, &init_argv)) < 0)
+                (r = sbx_backend_init_argv_isolated(SBX_BACKEND_FIREJAIL, &init_argv)) < 0 ||
+                (r = sbx_backend_init_argv_egress(pr, &init_argv)) < 0)
                 return sbx_error_set(e, r, "environment", "out of memory");
         char base[PATH_MAX - 64], profile_path[PATH_MAX + 128];
         if ((r = sbx_backend_runtime_dir(base, sizeof base)) < 0)
@@ -343,6 +344,8 @@ static int firejail_run(
                 .drop_caps = true,
                 .drop_bounding = false, /* firejail needs its setuid capabilities */
                 .last_cap = sbx_caps_last_cap(),
+                /* the init makes the proxy's socket in firejail's network namespace (--net=none) */
+                .egress_inside = sbx_profile_egress_proxied(pr),
                 .setuid_helper = true,
         };
         (void) sbx_report_set_fence(rep, "namespaces", "mount, pid, %s, ipc, uts (firejail)",
@@ -401,8 +404,10 @@ static const sbx_cap_decl firejail_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "--net=none"},
         [SBX_CAP_NET_LOOPBACK] = {true, "lo in firejail's network namespace"},
         [SBX_CAP_NET_HOST] = {true, "no --net option when the policy allows host network"},
-        [SBX_CAP_NET_EGRESS] = {false, "not yet: the proxy's socket is not handed into firejail's network "
-                                       "namespace (planned); use --backend native"},
+        [SBX_CAP_NET_EGRESS] = {true,
+                "the init makes the proxy's socket at 127.0.0.1:3128 in firejail's network namespace "
+                "(--net=none) and hands it to the supervisor; the transparent path for connects to "
+                "addresses, but no resolver (its port 53 needs a capability the init lacks there)"},
         [SBX_CAP_PID_ISOLATION] = {true, "firejail's pid namespace"},
         [SBX_CAP_IPC_ISOLATION] = {true, "--ipc-namespace"},
         [SBX_CAP_HOSTNAME] = {true, "--hostname=sandbox"},

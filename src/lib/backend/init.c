@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include "basic/strv.h"
+#include "supervise/egress-run.h"
 
 /* Where the init binary is: next to the running program (installed or build tree), else the
  * libexec directory. */
@@ -45,6 +46,11 @@ int sbx_backend_open_init(sbx_error *e) {
 }
 
 int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char *ws_visible, char ***ret) {
+        return sbx_backend_build_env_proxy(cfg, scratch, ws_visible, "127.0.0.1:3128", ret);
+}
+
+int sbx_backend_build_env_proxy(
+        const sbx_config *cfg, const char *scratch, const char *ws_visible, const char *proxy, char ***ret) {
         _cleanup_strv_free_ char **env = NULL;
         const char *home = cfg->profile->fs_home ? cfg->profile->fs_home : scratch, *path = SBX_DEFAULT_PATH,
                    *lang = "C.UTF-8";
@@ -72,10 +78,11 @@ int sbx_backend_build_env(const sbx_config *cfg, const char *scratch, const char
         bool proxied = sbx_profile_egress_proxied(cfg->profile);
         for (size_t i = 0; proxied && i < ELEMENTSOF(proxy_vars); i++) {
                 bool no = i >= 6;
-                if (asprintf(&s, "%s=%s", proxy_vars[i],
+                if (asprintf(&s, "%s=%s%s", proxy_vars[i],
                             no                 ? "localhost,127.0.0.1"
-                            : i == 2 || i == 5 ? "socks5h://127.0.0.1:3128"
-                                               : "http://127.0.0.1:3128") < 0 ||
+                            : i == 2 || i == 5 ? "socks5h://"
+                                               : "http://",
+                            no ? "" : proxy) < 0 ||
                         strv_consume(&env, s) < 0)
                         return -ENOMEM;
         }
@@ -179,4 +186,36 @@ int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv) {
         free(*init_argv);
         *init_argv = a;
         return 0;
+}
+
+int sbx_backend_init_argv_egress(const sbx_profile *pr, char ***init_argv) {
+        if (!sbx_profile_egress_proxied(pr))
+                return 0;
+        if (!init_argv || !*init_argv || !(*init_argv)[0])
+                return -EINVAL;
+        char ports[256];
+        size_t l = (size_t) snprintf(ports, sizeof ports, "%u", SBX_EGRESS_PROXY_PORT);
+        STRV_FOREACH(sv, pr->net_services) {
+                const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+                if (!t2 || l + 8 >= sizeof ports)
+                        return -EINVAL; /* malformed, or more services than the report keeps */
+                l += (size_t) snprintf(ports + l, sizeof ports - l, ",%lu", strtoul(t2 + 1, NULL, 10));
+        }
+        size_t n = strv_length(*init_argv);
+        char **a = calloc(n + 3, sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        a[0] = (*init_argv)[0];
+        a[1] = strdup("--egress-ports");
+        a[2] = strdup(ports);
+        if (!a[1] || !a[2]) {
+                free(a[1]);
+                free(a[2]);
+                free(a);
+                return -ENOMEM;
+        }
+        memcpy(a + 3, *init_argv + 1, n * sizeof(char *)); /* through the NULL */
+        free(*init_argv);
+        *init_argv = a;
+        return 1;
 }

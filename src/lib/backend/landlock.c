@@ -11,7 +11,11 @@
  *   /proc                       → unreadable unless the profile lists it (then the host's
  *                                 processes and their command lines are: no pid namespace)
  *   host hostname               → declared (no uts namespace)
- *   loopback                    → none at all (no network namespace of its own): refused */
+ *   loopback                    → none at all (no network namespace of its own): refused
+ *   network.egress              → the proxy on the host's loopback at a port of its own with a
+ *                                 credential in the URL; Landlock allows connecting to that port,
+ *                                 the listener makes the connect to 127.0.0.1 itself; seccomp
+ *                                 allows TCP over IPv4 sockets only (docs/network.md) */
 #include "backend/common.h"
 #include "backend/plan.h"
 #include "basic/debug.h"
@@ -20,9 +24,11 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +37,7 @@
 #include "isolate/caps.h"
 #include "isolate/cgroup.h"
 #include "isolate/landlock.h"
+#include "supervise/proxy-auth.h"
 
 #define LANDLOCK_MIN_ABI 6
 
@@ -107,8 +114,28 @@ static int run_dir_make(
         return 0;
 }
 
-static int build_landlock(const sbx_config *cfg, const sbx_run_plan *rp, const run_dir *d, int *ret_fd,
-        int *ret_abi, sbx_error *e) {
+/* network.egress without a network namespace: the proxy's socket on the host's loopback, at a
+ * port the kernel chooses (one per sandbox: nothing to collide), and the credential that tells
+ * this sandbox's connections from anything else of the host that could reach that port. */
+static int egress_listener(uint16_t *ret_port, char secret[static SBX_PROXY_SECRET_LEN + 1], sbx_error *e) {
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof a;
+        if (fd < 0 || bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || listen(fd, 128) < 0 ||
+                getsockname(fd, (struct sockaddr *) &a, &al) < 0)
+                return sbx_error_set(e, errno, "egress",
+                        "cannot listen for the egress proxy on the host's 127.0.0.1: %m (is loopback up "
+                        "here?)");
+        int r = sbx_proxy_secret_new(secret);
+        if (r < 0)
+                return sbx_error_set(
+                        e, -r, "egress", "cannot make the proxy's credential: getrandom: %s", strerror(-r));
+        *ret_port = ntohs(a.sin_port);
+        return TAKE_FD(fd);
+}
+
+static int build_landlock(const sbx_config *cfg, const sbx_run_plan *rp, const run_dir *d,
+        uint16_t egress_port, int *ret_fd, int *ret_abi, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_landlock_request req = {.deny_tcp = true,
                 .scope_abstract_unix = true,
@@ -121,6 +148,12 @@ static int build_landlock(const sbx_config *cfg, const sbx_run_plan *rp, const r
                 return r;
         if ((r = sbx_backend_ll_add_profile_paths(fd, info.abi, pr, e)) < 0)
                 return r;
+        /* the one TCP port that may be connected to: the proxy's (the seccomp listener holds it to
+         * 127.0.0.1, which a port rule cannot say) */
+        if (egress_port && (r = sbx_landlock_allow_connect_port(fd, egress_port)) < 0)
+                return sbx_error_set(e, -r, "landlock",
+                        "cannot allow connecting to the egress proxy's port %u: %s", (unsigned) egress_port,
+                        strerror(-r));
         if ((r = sbx_backend_ll_add_host(fd, info.abi, d->scratch,
                      SBX_LL_READ | SBX_LL_WRITE | (pr->cmd_mode == SBX_CMD_MODE_STRICT ? 0 : SBX_LL_EXEC),
                      e)) < 0)
@@ -150,7 +183,8 @@ static int landlock_run(
         /* every cleanup variable here, above the first goto: a jump past one's initialisation
          * would free garbage (clang refuses to build that; gcc does not warn) */
         _cleanup_strv_free_ char **env = NULL, **init_argv = NULL, **writable = NULL;
-        _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF, audit_fd = -EBADF;
+        _cleanup_close_ int init_fd = -EBADF, ll_fd = -EBADF, sc_fd = -EBADF, audit_fd = -EBADF,
+                            egress_fd = -EBADF;
         _cleanup_(sbx_backend_cgroup_destroyp) sbx_cgroup *cg = NULL;
         _cleanup_(sbx_run_plan_done) sbx_run_plan rp = {0};
         const sbx_profile *pr = cfg->profile;
@@ -158,6 +192,9 @@ static int landlock_run(
         sbx_seccomp_opts sc_opts = {0};
         int ll_abi = 0, r;
         sbx_rlimit_plan rl;
+        bool egress = sbx_profile_egress_proxied(pr);
+        uint16_t egress_port = 0;
+        char secret[SBX_PROXY_SECRET_LEN + 1] = "", proxy[128] = "";
 
         rep->backend = "landlock";
         rep->isolation = "policy";
@@ -170,6 +207,18 @@ static int landlock_run(
                 return sbx_error_set(e, EOPNOTSUPP, "network",
                         "network.default: allow is not available on the landlock backend (no network "
                         "namespace to share or filter); use --backend native");
+        if (strv_length(pr->net_services) > 0)
+                return sbx_error_set(e, EOPNOTSUPP, "network",
+                        "network.services is not available on the landlock backend yet (a service's port "
+                        "on the host's shared loopback would carry no credential: any process of the host "
+                        "could use it); use --backend native");
+        if (egress) {
+                egress_fd = egress_listener(&egress_port, secret, e);
+                if (egress_fd < 0)
+                        return egress_fd;
+                snprintf(proxy, sizeof proxy, SBX_PROXY_USER ":%s@127.0.0.1:%u", secret,
+                        (unsigned) egress_port);
+        }
         /* No mount namespace: the command's uid reaches the workspace by its host path. */
         static const sbx_plan_traits traits = {
                 .backend = "landlock",
@@ -202,20 +251,25 @@ static int landlock_run(
                 r = init_fd;
                 goto out;
         }
-        if ((r = build_landlock(cfg, &rp, &d, &ll_fd, &ll_abi, e)) < 0)
+        if ((r = build_landlock(cfg, &rp, &d, egress_port, &ll_fd, &ll_abi, e)) < 0)
                 goto out;
         sbx_debug_mark("landlock ruleset built");
         /* no socket of any family: Landlock does not cover connecting to a host's pathname unix
-         * socket, and there is no loopback of our own to offer (such profiles are refused) */
-        sbx_seccomp_opts extra = {
-                .deny_inet = true, .deny_metadata = true, .deny_all_sockets_but_unix_pair = true};
+         * socket, and there is no loopback of our own to offer (such profiles are refused); with
+         * network.egress TCP over IPv4 only, to the proxy's port (Landlock), on 127.0.0.1 (the
+         * listener, which makes that connect itself) */
+        sbx_seccomp_opts extra = {.deny_inet = !egress,
+                .inet_tcp_only = egress,
+                .deny_metadata = true,
+                .deny_all_sockets_but_unix_pair = !egress};
         if ((r = sbx_backend_build_seccomp(cfg, &extra, &sc_opts, &sc_fd, e)) < 0)
                 goto out;
 
         sbx_debug_mark("seccomp programs built");
         audit_fd = sbx_backend_audit_reader(cfg, io, ll_abi, false, rep);
         sbx_debug_mark("audit state known");
-        if ((r = sbx_backend_build_env(cfg, d.scratch, rp.ws_path, &env)) < 0 ||
+        if ((r = egress ? sbx_backend_build_env_proxy(cfg, d.scratch, rp.ws_path, proxy, &env)
+                        : sbx_backend_build_env(cfg, d.scratch, rp.ws_path, &env)) < 0 ||
                 (r = sbx_backend_init_argv(sbx_run_plan_cwd(cfg, &rp, d.scratch), true, audit_fd >= 0,
                          sc_fd >= 0, argv, &init_argv)) < 0) {
                 r = sbx_error_set(e, r, "environment", "out of memory");
@@ -239,17 +293,23 @@ static int landlock_run(
                 .drop_caps = true,
                 .drop_bounding = rp.root,
                 .last_cap = sbx_caps_last_cap(),
+                .egress_on_host = egress,
+                .egress_host_fd = egress_fd,
+                .egress_secret = secret,
         };
         (void) sbx_report_set_fence(rep, "namespaces", "none");
         (void) sbx_report_set_fence(rep, "landlock",
-                "ABI %d: filesystem rules, TCP bind/connect denied, abstract unix "
+                "ABI %d: filesystem rules, TCP bind/connect denied%s, abstract unix "
                 "sockets and signals scoped",
-                ll_abi);
+                ll_abi, egress ? " but connect to the egress proxy's port" : "");
         (void) sbx_report_set_fence(rep, "seccomp",
-                "escape surface refused, no inet/packet sockets, no chmod/chown/"
+                "escape surface refused, %s, no chmod/chown/"
                 "utimes/xattrs, clone3 and syscalls above %d ENOSYS, foreign ABIs killed%s%s",
+                egress ? "TCP over IPv4 only (no listen, no Fast Open; connects to 127.0.0.1 and the "
+                         "proxy's port only, made by the supervisor)"
+                       : "no inet/packet sockets",
                 sbx_seccomp_max_known_nr(), sbx_backend_spawn_fence_text(pr),
-                !pr->loopback ? ", sockets refused (socketpair allowed)" : "");
+                egress ? "" : ", sockets refused (socketpair allowed)");
         (void) sbx_report_set_fence(rep, "capabilities",
                 rp.root ? "none (bounding, ambient, inheritable, permitted, effective)"
                         : "none (bounding set left: an ordinary user cannot drop it; "
@@ -262,7 +322,11 @@ static int landlock_run(
                 goto out;
         }
         r = sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
+        if (sp.egress_host_fd < 0) /* the launch took it (else it is closed here) */
+                TAKE_FD(egress_fd);
 out:
+        explicit_bzero(secret, sizeof secret);
+        explicit_bzero(proxy, sizeof proxy);
         run_dir_remove(&d);
         sbx_debug_mark("scratch removed");
         return r;
@@ -295,8 +359,13 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
                 "no network namespace of its own, so no loopback to offer: a profile with "
                 "network.loopback: true is refused (set it false)"},
         [SBX_CAP_NET_HOST] = {false, "no network namespace to share or filter; use --backend bwrap"},
-        [SBX_CAP_NET_EGRESS] = {false, "not yet: no network namespace of its own, so the proxy needs a port "
-                                       "and a credential per sandbox (planned); use --backend native"},
+        [SBX_CAP_NET_EGRESS] = {true,
+                "the proxy on the host's loopback at a port of the sandbox's own, with a credential "
+                "in its URL (a connection without it: 407 / SOCKS5 auth failure); Landlock TCP "
+                "(ABI 4+) allows connecting to that port only, the seccomp listener (required: a "
+                "sandboxer nested under another listener refuses to start) to 127.0.0.1 only; no "
+                "transparent path and no "
+                "resolver (programs must use the proxy variables), no network.services"},
         [SBX_CAP_PID_ISOLATION] = {false,
                 "no pid namespace: /proc is unreadable unless the profile lists it, and then shows "
                 "the host's processes and their command lines (signals to them are scoped away by "
@@ -307,7 +376,9 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_HOSTNAME] = {false, "no uts namespace: the host's hostname"},
         [SBX_CAP_IDENTITY] = {false,
                 "runs as the caller's uid (run_as as root) with the host's /etc/passwd"},
-        [SBX_CAP_SECCOMP] = {true, "the rule table plus no inet sockets and no chmod/chown/utimes/xattrs"},
+        [SBX_CAP_SECCOMP] = {true,
+                "the rule table plus no inet sockets (with network.egress: TCP over IPv4 only, no "
+                "listen, no Fast Open) and no chmod/chown/utimes/xattrs"},
         [SBX_CAP_LANDLOCK] = {true, "ABI 6+: filesystem, TCP, abstract unix sockets and signals scoped"},
         [SBX_CAP_CAPS_DROPPED] = {true,
                 "all sets as root; unprivileged the bounding set stays, unusable under "
@@ -323,7 +394,9 @@ static const sbx_cap_decl landlock_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_LIMIT_PIDS] = {true, "cgroup (seccomp when spawning is off)"},
         [SBX_CAP_LIMIT_CPUS] = {true, "cgroup"},
         [SBX_CAP_LIMIT_SCRATCH] = {true, "tmpfs size= as root; unprivileged none (best_effort)"},
-        [SBX_CAP_OBSERVE_NETWORK] = {true, "seccomp listener: refused inet sockets"},
+        [SBX_CAP_OBSERVE_NETWORK] = {true,
+                "seccomp listener: refused inet sockets; with network.egress every connect (refused "
+                "but the proxy's)"},
         [SBX_CAP_OBSERVE_FS_WRITE] = {true, "seccomp listener: write-intent calls (observe.fs_writes)"},
         [SBX_CAP_OBSERVE_SYSCALL] = {true, "seccomp listener"},
         [SBX_CAP_OBSERVE_PROCESS] = {true, "pids cgroup events; spawn and exec refusals at the listener"},

@@ -115,6 +115,39 @@ int sbx_backend_audit_reader(
         return -1;
 }
 
+int sbx_backend_egress_new(const sbx_config *cfg, sbx_report *rep, int host_fd, const char *secret,
+        sbx_egress_run **ret, sbx_error *e) {
+        const sbx_profile *pr = cfg->profile;
+        _cleanup_close_ int fd = host_fd;
+        _cleanup_(sbx_egress_run_freep) sbx_egress_run *egress = NULL;
+        int r = sbx_egress_run_new(pr->egress, pr->egress_deny, cfg->policy->net_hosts, &egress, e);
+        if (r < 0 || (r = sbx_egress_run_services(egress, pr->net_services, e)) < 0)
+                return r;
+        bool on_host = fd >= 0;
+        if (on_host && (r = sbx_egress_run_on_host(egress, TAKE_FD(fd), secret)) < 0)
+                return sbx_error_set(e, -r, "egress",
+                        "cannot serve the egress proxy on the host's loopback: %s", strerror(-r));
+        /* named now: a persistent sandbox's execs take them from here */
+        STRV_FOREACH(sv, pr->net_services) {
+                const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+                _cleanup_free_ char *name = t1 ? strndup(*sv, (size_t) (t1 - *sv)) : NULL,
+                                    *target = t2 ? strndup(t1 + 1, (size_t) (t2 - t1 - 1)) : NULL;
+                if (!name || !target ||
+                        sbx_report_add_service(rep, name, target, strstr(*sv, "\ttcp") != NULL) < 0)
+                        return sbx_error_set(e, ENOMEM, "services", "out of memory");
+        }
+        sbx_report_set_egress_proxy(rep, sbx_egress_run_address(egress));
+        (void) sbx_report_set_fence(rep, "egress",
+                "only through the supervisor's proxy at %s (HTTP CONNECT, absolute URIs, "
+                "SOCKS5), by network.egress%s",
+                sbx_egress_run_address(egress),
+                on_host ? "; on the host's loopback: a credential per sandbox, "
+                          "Landlock allows connecting to that port only"
+                        : "");
+        *ret = TAKE_PTR(egress);
+        return 0;
+}
+
 int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_spawn_params *sp,
         sbx_cgroup *cg, const sbx_seccomp_opts *sc_opts, char *const *writable, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
@@ -123,25 +156,13 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         _cleanup_(sbx_egress_run_freep) sbx_egress_run *egress = NULL;
         int r;
 
-        /* network.egress: the supervisor's proxy, on the socket the spawn makes inside */
-        if (sp->egress_port) {
-                r = sbx_egress_run_new(pr->egress, pr->egress_deny, cfg->policy->net_hosts, &egress, e);
-                if (r < 0 || (r = sbx_egress_run_services(egress, pr->net_services, e)) < 0)
+        /* network.egress: the supervisor's proxy, on the socket the spawn makes inside (or on
+         * the host's loopback, with a credential: the backend made that socket) */
+        if (sp->egress_port || sp->egress_on_host || sp->egress_inside) {
+                int fd = sp->egress_on_host ? sp->egress_host_fd : -EBADF;
+                sp->egress_host_fd = -EBADF;
+                if ((r = sbx_backend_egress_new(cfg, rep, fd, sp->egress_secret, &egress, e)) < 0)
                         return r;
-                /* named now: a persistent sandbox's execs take them from here */
-                STRV_FOREACH(sv, pr->net_services) {
-                        const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-                        _cleanup_free_ char *name = t1 ? strndup(*sv, (size_t) (t1 - *sv)) : NULL,
-                                            *target = t2 ? strndup(t1 + 1, (size_t) (t2 - t1 - 1)) : NULL;
-                        if (!name || !target ||
-                                sbx_report_add_service(rep, name, target, strstr(*sv, "\ttcp") != NULL) < 0)
-                                return sbx_error_set(e, ENOMEM, "services", "out of memory");
-                }
-                rep->egress_proxy = "127.0.0.1:3128";
-                (void) sbx_report_set_fence(rep, "egress",
-                        "only through the supervisor's proxy at 127.0.0.1:%u (HTTP CONNECT, absolute URIs, "
-                        "SOCKS5), by network.egress",
-                        (unsigned) sp->egress_port);
         }
 
         if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||

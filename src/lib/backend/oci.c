@@ -24,6 +24,7 @@
 #include "basic/sha256.h"
 #include "basic/strv.h"
 #include "basic/time-util.h"
+#include "supervise/egress-run.h"
 #include "supervise/supervise.h"
 
 /* Bump when the skeleton changes: a new directory is made beside the old one. */
@@ -491,8 +492,11 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
         const sbx_profile *pr = cfg->profile;
         _cleanup_close_ int oom_fd = -EBADF, pidfd = -EBADF;
         int outp[2] = {-1, -1}, errp[2] = {-1, -1}, spair[2] = {-1, -1};
+        _cleanup_(sbx_egress_run_freep) sbx_egress_run *egress = NULL;
         int r;
 
+        if (l->egress && (r = sbx_backend_egress_new(cfg, rep, -EBADF, NULL, &egress, e)) < 0)
+                return r;
         if (io->tty)
                 return sbx_error_set(e, EOPNOTSUPP, "tty",
                         "--tty is not supported on the %s backend (the engine's terminal is not relayed by "
@@ -550,6 +554,7 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
                 .cmd_strict = pr->cmd_mode == SBX_CMD_MODE_STRICT,
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
                 .reap_orphans = false,
+                .egress = egress,
         };
         if (l->cg) {
                 svp.kill_all = kill_cgroup;
@@ -564,6 +569,8 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
         sbx_debug_mark("engine client gone (supervised)");
         if (r < 0)
                 return r;
+        if (egress)
+                (void) sbx_egress_run_to_report(egress, rep, ready);
 
         bool engine_oom = false;
         if (l->oom_report_fd >= 0) {

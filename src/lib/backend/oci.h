@@ -78,6 +78,9 @@ typedef struct sbx_oci_launch {
         /* The engine said the memory limit was hit (docker: State.OOMKilled), read after the
          * client is gone: a pipe the client writes "O" to, or -1. */
         int oom_report_fd;
+        /* network.egress: the init makes the proxy's socket in the container's network namespace
+         * (--egress-ports) and hands it over its status socket; the launch serves it */
+        bool egress;
 } sbx_oci_launch;
 
 /* Start the client, supervise it (timeout, output cap, signals, the init's status socket and

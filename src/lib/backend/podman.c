@@ -362,7 +362,7 @@ static int podman_run(
                 (r = sbx_backend_init_argv(sbx_run_plan_cwd(cfg, &rp, SBX_OCI_SCRATCH), false, false,
                          sc_fd >= 0, argv, &init_argv)) < 0 ||
                 (r = sbx_backend_init_argv_isolated(SBX_BACKEND_PODMAN, &init_argv)) < 0 ||
-                (r = tool_env(&tenv)) < 0)
+                (r = sbx_backend_init_argv_egress(pr, &init_argv)) < 0 || (r = tool_env(&tenv)) < 0)
                 return sbx_error_set(e, -r, "environment", "out of memory");
         if ((r = sbx_oci_binds(&rp, rep, &binds, e)) < 0)
                 return r;
@@ -438,6 +438,7 @@ static int podman_run(
                 .seccomp = sc_fd >= 0 ? &sc_opts : NULL,
                 .writable = writable,
                 .oom_report_fd = -1,
+                .egress = sbx_profile_egress_proxied(pr),
         };
         r = sbx_oci_run(cfg, io, rep, &l, e);
         (void) sbx_rm_rf(cwd);
@@ -474,8 +475,11 @@ static const sbx_cap_decl podman_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "--network none: a network namespace with loopback only"},
         [SBX_CAP_NET_LOOPBACK] = {true, "--network none brings up lo in the container's namespace"},
         [SBX_CAP_NET_HOST] = {true, "--network host when the policy allows host network"},
-        [SBX_CAP_NET_EGRESS] = {false, "not yet: the proxy's socket is not handed into the container "
-                                       "(planned); use --backend native"},
+        [SBX_CAP_NET_EGRESS] = {true,
+                "the init makes the proxy's socket at 127.0.0.1:3128 in the container's network "
+                "namespace (--network none) and hands it over its status socket (--preserve-fds); "
+                "the transparent path for connects to addresses, but no resolver (its port 53 needs "
+                "a capability the init lacks there)"},
         [SBX_CAP_PID_ISOLATION] = {true, "the container's pid namespace, the init as PID 1"},
         [SBX_CAP_IPC_ISOLATION] = {true, "--ipc none: a private IPC namespace, no /dev/shm"},
         [SBX_CAP_HOSTNAME] = {true, "--hostname sandbox"},

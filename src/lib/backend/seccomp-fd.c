@@ -123,6 +123,7 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
                         (!pr->net_allow && !pr->loopback && !sbx_profile_egress_proxied(pr)) ||
                         (extra && extra->deny_all_sockets_but_unix_pair),
                 .deny_inet = extra && extra->deny_inet,
+                .inet_tcp_only = extra && extra->inet_tcp_only,
                 .deny_metadata = extra && extra->deny_metadata,
                 .deny_spawn = !pr->allow_spawn,
                 .exec = sbx_profile_exec_once(pr) ? SBX_SECCOMP_EXEC_NOTIFY : SBX_SECCOMP_EXEC_ALLOW,
@@ -134,11 +135,15 @@ int sbx_backend_build_seccomp(const sbx_config *cfg, const sbx_seccomp_opts *ext
                 .observe_exec = pr->cmd_mode != SBX_CMD_MODE_OFF,
         };
         _cleanup_(sbx_seccomp_prog_freep) sbx_seccomp_prog *observed = NULL, *plain = NULL;
-        bool want_observed = pr->observe != SBX_OBSERVE_OFF || sbx_profile_exec_once(pr);
+        /* inet_tcp_only (the landlock backend's egress) needs the listener whatever observe says:
+         * Landlock's rule names the proxy's port on any address, the listener holds it to the
+         * host's loopback — without it the sandbox does not start (no plain fallback) */
+        bool need_listener = o.inet_tcp_only;
+        bool want_observed = pr->observe != SBX_OBSERVE_OFF || sbx_profile_exec_once(pr) || need_listener;
         /* The plain program is the fallback for a listener that cannot be installed, which only
          * happens when we already run under a seccomp filter (EBUSY: one listener per chain). */
         bool want_plain = pr->observe != SBX_OBSERVE_REQUIRED && !sbx_profile_exec_once(pr) &&
-                          (pr->observe == SBX_OBSERVE_OFF || under_seccomp());
+                          !need_listener && (pr->observe == SBX_OBSERVE_OFF || under_seccomp());
         int r;
         sbx_seccomp_opts po = o;
         po.notify = false;

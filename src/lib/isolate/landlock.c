@@ -125,3 +125,13 @@ int sbx_landlock_add_path(int ruleset_fd, int abi, const char *path, unsigned ac
         close(fd);
         return r;
 }
+
+int sbx_landlock_allow_connect_port(int ruleset_fd, uint16_t port) {
+        struct sbx_landlock_net_port_attr np = {
+                .allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP, .port = port};
+        if (port == 0)
+                return -EINVAL; /* port 0 in a rule would be "bind to any ephemeral port" */
+        if (syscall(SYS_landlock_add_rule, ruleset_fd, SBX_LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
+                return -errno;
+        return 0;
+}

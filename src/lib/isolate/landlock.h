@@ -41,3 +41,8 @@ int sbx_landlock_ruleset_new(
 /* Add a path rule: `access` (SBX_LL_*) on the hierarchy at path (a file gets only file rights).
  * Syscalls only: usable in the child after pivot_root. `abi` masks the rights. */
 int sbx_landlock_add_path(int ruleset_fd, int abi, const char *path, unsigned access);
+
+/* Allow connecting to TCP port `port` (any address) in a ruleset that denies TCP (deny_tcp,
+ * ABI 4+): the landlock backend's one way out, its egress proxy on the host's loopback. Landlock
+ * judges ports only: the address is the seccomp listener's to check. 0 or -errno. */
+int sbx_landlock_allow_connect_port(int ruleset_fd, uint16_t port);

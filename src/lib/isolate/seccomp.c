@@ -4,6 +4,7 @@
 #include "isolate/seccomp.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <linux/audit.h>
 #include <linux/personality.h>
 #include <pthread.h>
@@ -42,6 +43,7 @@ enum {
         OPT_OBSERVE_NET = 1U << 6,
         OPT_OBSERVE_FS = 1U << 7,
         OPT_OBSERVE_EXEC = 1U << 8,
+        OPT_INET_TCP = 1U << 9,
 };
 
 typedef enum rule_class {
@@ -51,10 +53,14 @@ typedef enum rule_class {
         CLASS_OBSERVE, /* USER_NOTIF (only with notify): seen, and refused or continued */
 } rule_class;
 
-/* One argument condition: (args[arg] & mask) == value, 64-bit (the kernel's seccomp_data). */
+/* One argument condition: (args[arg] & mask) == value, 64-bit (the kernel's seccomp_data); with
+ * op ARG_NE args[arg] != value, ARG_GT args[arg] > value (all 64 bits, mask unused: stray upper
+ * bits make them true, so a rule that refuses on them fails closed). */
+enum { ARG_MASKED_EQ, ARG_NE, ARG_GT };
 typedef struct arg_cmp {
         uint8_t arg;
         uint64_t mask, value;
+        uint8_t op;
 } arg_cmp;
 
 typedef struct rule {
@@ -87,6 +93,18 @@ typedef struct rule {
                 .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EPERM,                \
                 .unless = OPT_INET | OPT_SOCKETS, .n_args = 2,                                              \
                 .a = {{0, LOW32, fam}, {1, SOCK_TYPE_MASK, type}}, .why = why_                              \
+        }
+#define INET_TYPE(type)                                                                                     \
+        {                                                                                                   \
+                .name = "socket", .nr = 41, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES,               \
+                .when = OPT_INET_TCP, .unless = OPT_INET | OPT_SOCKETS, .n_args = 1,                        \
+                .a = {{1, SOCK_TYPE_MASK, type}}, .why = "only TCP over IPv4 (the egress proxy)"            \
+        }
+#define FASTOPEN(n, nr_, argi)                                                                              \
+        {                                                                                                   \
+                .name = n, .nr = nr_, .cat = SBX_SECCOMP_CAT_NETWORK, .errnum = EACCES,                     \
+                .when = OPT_INET_TCP, .unless = OPT_INET | OPT_SOCKETS, .n_args = 1,                        \
+                .a = {{argi, MSG_FASTOPEN, MSG_FASTOPEN}}, .why = "TCP Fast Open (a connect unseen)"        \
         }
 #define META(n, nr_)                                                                                        \
         {                                                                                                   \
@@ -204,6 +222,41 @@ static const rule rules[] = {
                 .n_args = 1,
                 .a = {{0, LOW32, AF_INET6}},
                 .why = "network denied"},
+        /* inet_tcp_only: TCP over IPv4 and nothing else (Landlock judges TCP's ports) */
+        {.name = "socket",
+                .nr = 41,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_INET_TCP,
+                .unless = OPT_INET | OPT_SOCKETS,
+                .n_args = 1,
+                .a = {{0, ~0ULL, AF_INET, ARG_NE}},
+                .why = "only TCP over IPv4 (the egress proxy)"},
+        {.name = "socket",
+                .nr = 41,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_INET_TCP,
+                .unless = OPT_INET | OPT_SOCKETS,
+                /* 0 or IPPROTO_TCP (6): what lies above is MPTCP, SCTP, SMC (and 1-5 are no stream
+                 * protocols: the kernel refuses them) */
+                .n_args = 1,
+                .a = {{2, ~0ULL, IPPROTO_TCP, ARG_GT}},
+                .why = "only TCP over IPv4 (the egress proxy)"},
+        INET_TYPE(SOCK_DGRAM),
+        INET_TYPE(SOCK_RDM),
+        INET_TYPE(SOCK_SEQPACKET),
+        INET_TYPE(SOCK_DCCP),
+        {.name = "listen",
+                .nr = 50,
+                .cat = SBX_SECCOMP_CAT_NETWORK,
+                .errnum = EACCES,
+                .when = OPT_INET_TCP,
+                .unless = OPT_INET | OPT_SOCKETS,
+                .why = "no listening on the host's network"},
+        FASTOPEN("sendto", 44, 3),
+        FASTOPEN("sendmsg", 46, 2),
+        FASTOPEN("sendmmsg", 307, 3),
         /* deny_all_sockets_but_unix_pair */
         {.name = "socket",
                 .nr = 41,
@@ -456,6 +509,8 @@ static int opts_bits(const sbx_seccomp_opts *o, unsigned *ret) {
                 b |= OPT_INET;
         if (o->deny_all_sockets_but_unix_pair)
                 b |= OPT_SOCKETS;
+        if (o->inet_tcp_only)
+                b |= OPT_INET_TCP;
         if (o->deny_spawn)
                 b |= OPT_SPAWN;
         if (o->deny_metadata)
@@ -510,7 +565,9 @@ static bool rule_matches(const rule *r, const struct seccomp_data *d) {
         if ((int) d->nr != r->nr)
                 return false;
         for (unsigned i = 0; i < r->n_args; i++)
-                if ((d->args[r->a[i].arg] & r->a[i].mask) != r->a[i].value)
+                if (!(r->a[i].op == ARG_NE         ? d->args[r->a[i].arg] != r->a[i].value
+                            : r->a[i].op == ARG_GT ? d->args[r->a[i].arg] > r->a[i].value
+                                                   : (d->args[r->a[i].arg] & r->a[i].mask) == r->a[i].value))
                         return false;
         return true;
 }
@@ -712,10 +769,14 @@ int sbx_seccomp_build(const sbx_seccomp_opts *o, sbx_seccomp_prog **ret, sbx_err
                         continue;
                 struct scmp_arg_cmp cmp[2];
                 for (unsigned k = 0; k < ru->n_args; k++)
-                        cmp[k] = (struct scmp_arg_cmp){.arg = ru->a[k].arg,
-                                .op = SCMP_CMP_MASKED_EQ,
-                                .datum_a = ru->a[k].mask,
-                                .datum_b = ru->a[k].value};
+                        cmp[k] = ru->a[k].op != ARG_MASKED_EQ
+                                         ? (struct scmp_arg_cmp){.arg = ru->a[k].arg,
+                                                   .op = ru->a[k].op == ARG_NE ? SCMP_CMP_NE : SCMP_CMP_GT,
+                                                   .datum_a = ru->a[k].value}
+                                         : (struct scmp_arg_cmp){.arg = ru->a[k].arg,
+                                                   .op = SCMP_CMP_MASKED_EQ,
+                                                   .datum_a = ru->a[k].mask,
+                                                   .datum_b = ru->a[k].value};
                 r = seccomp_rule_add_array(ctx, libseccomp_action(rule_ret(o, ru)), nr, ru->n_args, cmp);
                 if (r < 0)
                         return sbx_error_set(e, r, "seccomp: build", "cannot add the rule for %s (%s): %s",
@@ -793,6 +854,18 @@ static void oci_masked_arg(jsonw *w, unsigned index, uint64_t mask, uint64_t val
         jsonw_end_object(w);
 }
 
+static void oci_arg(jsonw *w, const arg_cmp *a) {
+        jsonw_begin_object(w);
+        jsonw_kv_uint(w, "index", a->arg);
+        jsonw_kv_uint(w, "value", a->op != ARG_MASKED_EQ ? a->value : a->mask);
+        jsonw_kv_uint(w, "valueTwo", a->op != ARG_MASKED_EQ ? 0 : a->value);
+        jsonw_kv_string(w, "op",
+                a->op == ARG_NE   ? "SCMP_CMP_NE"
+                : a->op == ARG_GT ? "SCMP_CMP_GT"
+                                  : "SCMP_CMP_MASKED_EQ");
+        jsonw_end_object(w);
+}
+
 int sbx_seccomp_export_oci_json(const sbx_seccomp_opts *o, char **ret_json, sbx_error *e) {
         unsigned bits;
         if (!ret_json)
@@ -844,7 +917,7 @@ int sbx_seccomp_export_oci_json(const sbx_seccomp_opts *o, char **ret_json, sbx_
                         jsonw_key(&w, "args");
                         jsonw_begin_array(&w);
                         for (unsigned k = 0; k < r->n_args; k++)
-                                oci_masked_arg(&w, r->a[k].arg, r->a[k].mask, r->a[k].value);
+                                oci_arg(&w, &r->a[k]);
                         jsonw_end_array(&w);
                 }
                 jsonw_end_object(&w);

@@ -84,6 +84,10 @@ typedef enum sbx_seccomp_exec {
 typedef struct sbx_seccomp_opts {
         bool deny_inet; /* network denied without a network namespace
                          * (landlock backend): socket(AF_INET/AF_INET6) → EACCES */
+        bool inet_tcp_only; /* the landlock backend's egress (no network namespace): socket()
+                             * only AF_INET, SOCK_STREAM, TCP (Landlock's TCP rules judge it), no
+                             * listen() (an autobound port of the host's), no TCP Fast Open send
+                             * (a connect no connect() hook sees) → EACCES */
         bool deny_all_sockets_but_unix_pair; /* profile.python: socket, connect, bind → EACCES;
                                               * socketpair (AF_UNIX) stays allowed */
         bool deny_spawn; /* allow_spawn: false: fork, vfork, clone without

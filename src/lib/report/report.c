@@ -736,7 +736,8 @@ int sbx_report_copy_setup(sbx_report *dst, const sbx_report *src) {
         dst->observation = src->observation;
         dst->fs_write_evidence = src->fs_write_evidence;
         memcpy(dst->fs_write_note, src->fs_write_note, sizeof dst->fs_write_note);
-        dst->egress_proxy = src->egress_proxy;
+        if (src->egress_proxy)
+                sbx_report_set_egress_proxy(dst, src->egress_proxy);
         for (size_t i = 0; i < src->n_services && dst->n_services < src->n_services; i++)
                 if (sbx_report_add_service(
                             dst, src->services[i].name, src->services[i].target, src->services[i].tcp) < 0)
@@ -753,4 +754,10 @@ int sbx_report_copy_setup(sbx_report *dst, const sbx_report *src) {
                             dst, src->fences[i].key, "%s", src->fences[i].str ? src->fences[i].str : "") < 0)
                         return -ENOMEM;
         return 0;
+}
+
+void sbx_report_set_egress_proxy(sbx_report *r, const char *addr) {
+        if (addr != r->egress_proxy_addr)
+                snprintf(r->egress_proxy_addr, sizeof r->egress_proxy_addr, "%s", addr);
+        r->egress_proxy = r->egress_proxy_addr;
 }

@@ -170,7 +170,8 @@ typedef struct sbx_report {
 
         char *error; /* owned; NULL = null */
         /* The egress proxy (network.egress): egress_proxy NULL when none ran ("egress": null). */
-        const char *egress_proxy; /* "127.0.0.1:3128" (static) */
+        const char *egress_proxy; /* "127.0.0.1:PORT": egress_proxy_addr, or static */
+        char egress_proxy_addr[24];
         uint64_t egress_allowed, egress_refused, egress_bytes_up, egress_bytes_down;
         sbx_report_conn *egress_conns; /* owned */
         size_t n_egress_conns;
@@ -220,6 +221,8 @@ int sbx_report_add_mount(sbx_report *r, const char *source, const char *target, 
 void sbx_report_reset_run(sbx_report *r);
 /* Record a fence (name → description, copied; replaces an earlier one of the same name). */
 int sbx_report_set_fence(sbx_report *r, const char *name, const char *fmt, ...) _printf_(3, 4);
+/* The egress proxy's address ("127.0.0.1:PORT"), copied into the report: egress is no longer null. */
+void sbx_report_set_egress_proxy(sbx_report *r, const char *addr);
 
 /* Serialise as one JSON document (pretty when `pretty`), newline-terminated. */
 int sbx_report_to_json(const sbx_report *r, bool pretty, char **ret);

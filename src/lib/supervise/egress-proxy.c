@@ -21,6 +21,7 @@
 #include "basic/io.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "supervise/proxy-auth.h"
 #include "supervise/proxy-proto.h"
 #include "supervise/service-http.h"
 
@@ -395,7 +396,9 @@ static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
         int64_t deadline = t0 + REQUEST_MS;
         size_t used = 0;
         int r;
-        while ((r = sbx_socks5_greeting((unsigned char *) buf, have, &used)) == 0) {
+        /* with a credential asked, only username/password (RFC 1929) is acceptable */
+        while ((r = sbx_socks5_greeting_method(
+                        (unsigned char *) buf, have, c->p->hooks.pass ? 2 : 0, &used)) == 0) {
                 ssize_t k = read_until(c->fd, buf, 1024, have, deadline);
                 if (k <= 0)
                         return;
@@ -405,9 +408,24 @@ static void serve_socks5(conn *c, char *buf, size_t have, int64_t t0) {
                 (void) sbx_write_all(c->fd, "\x05\xff", 2); /* no acceptable method */
                 return;
         }
-        (void) sbx_write_all(c->fd, "\x05\x00", 2);
+        (void) sbx_write_all(c->fd, c->p->hooks.pass ? "\x05\x02" : "\x05\x00", 2);
         memmove(buf, buf + used, have - used);
         have -= used;
+        if (c->p->hooks.pass) {
+                while ((r = sbx_socks5_userpass((unsigned char *) buf, have, c->p->hooks.user,
+                                c->p->hooks.pass, &used)) == 0) {
+                        ssize_t k = read_until(c->fd, buf, 1024, have, deadline);
+                        if (k <= 0)
+                                return;
+                        have += (size_t) k;
+                }
+                /* RFC 1929: status 0 goes on, anything else closes */
+                (void) sbx_write_all(c->fd, r > 0 ? "\x01\x00" : "\x01\x01", 2);
+                if (r < 0)
+                        return;
+                memmove(buf, buf + used, have - used);
+                have -= used;
+        }
         char host[256];
         unsigned port = 0;
         while ((r = sbx_socks5_request((unsigned char *) buf, have, host, &port, &used)) == 0) {
@@ -470,7 +488,21 @@ static void serve_http(conn *c, char *buf, size_t size, size_t have, int64_t t0)
                 sbx_egress_verdict v = {.reason = SBX_EGRESS_MALFORMED_HOST};
                 snprintf(v.why, sizeof v.why, "%s", why);
                 http_answer(c->fd, "400 Bad Request", NULL, why);
-                report(c, false, "", 0, "http", &v, 0, 0, t0, false);
+                /* with a credential asked, nobody is known to have sent it: anything of the host
+                 * could, and must not put a violation in the sandbox's report (nor end it) */
+                if (!c->p->hooks.pass)
+                        report(c, false, "", 0, "http", &v, 0, 0, t0, false);
+                return;
+        }
+        if (c->p->hooks.pass && !sbx_proxy_auth_ok(buf, r.head_len, c->p->hooks.user, c->p->hooks.pass)) {
+                /* not this sandbox's (or a client that dropped the URL's credential): nothing is
+                 * judged nor recorded — any process of the host may knock here */
+                static const char ask[] = "HTTP/1.1 407 Proxy Authentication Required\r\n"
+                                          "Proxy-Authenticate: Basic realm=\"sandboxer\"\r\n"
+                                          "Content-Type: text/plain\r\nContent-Length: 59\r\n"
+                                          "Connection: close\r\n\r\n"
+                                          "this proxy needs the credential in the sandbox's proxy URL\n";
+                (void) sbx_write_all(c->fd, ask, sizeof ask - 1);
                 return;
         }
         const char *via = r.connect ? "connect" : "http";

@@ -59,6 +59,11 @@ typedef struct sbx_egress_proxy_hooks {
         bool (*transparent)(void *userdata, int fd, char *host, size_t size, unsigned *port);
         /* an address the sandbox's resolver handed out for a name: the name (true) */
         bool (*unmap)(void *userdata, const char *addr, char *name, size_t size);
+        /* a proxy others can reach (the host's loopback: the landlock backend): the credential each
+         * connection must present (proxy-auth.h), else it is refused before anything is judged —
+         * HTTP 407, SOCKS5 no acceptable method or a failed RFC 1929 status. NULL: none asked.
+         * Borrowed: must outlive the proxy. */
+        const char *user, *pass;
 } sbx_egress_proxy_hooks;
 
 typedef struct sbx_egress_proxy sbx_egress_proxy;

@@ -23,6 +23,7 @@
 #include "basic/time-util.h"
 #include "supervise/egress-dns.h"
 #include "supervise/egress-proxy.h"
+#include "supervise/proxy-auth.h"
 
 #define PENDING_MAX 64 /* refusals waiting for the loop; beyond, they are only counted */
 
@@ -69,6 +70,12 @@ struct sbx_egress_run {
         sbx_egress_owner_fn owner;
         sbx_egress_sink_fn sink;
         void *sink_ud;
+        /* the proxy on the host's loopback (the landlock backend): its listening socket until it
+         * starts (at the route, when the init's pid is known), its port and credential */
+        int host_fd;
+        unsigned host_port;
+        char pass[SBX_PROXY_SECRET_LEN + 1];
+        char addr[24]; /* where the proxy listens, as the report names it */
 };
 
 /* The inode of the sandbox's socket connected from 127.0.0.1:port to 127.0.0.1:server_port (the
@@ -281,6 +288,8 @@ int sbx_egress_run_new(
                 return sbx_error_set(e, k, "egress", "eventfd: %s", strerror(k));
         }
         pthread_mutex_init(&r->lock, NULL);
+        r->host_fd = -EBADF;
+        snprintf(r->addr, sizeof r->addr, "127.0.0.1:%u", SBX_EGRESS_PROXY_PORT);
         int k = sbx_egress_dns_new(&r->dns);
         if (k < 0) {
                 sbx_egress_run_free(r);
@@ -327,6 +336,9 @@ sbx_egress_run *sbx_egress_run_free(sbx_egress_run *r) {
         sbx_egress_free(r->rules);
         if (r->efd >= 0)
                 close(r->efd);
+        if (r->host_fd >= 0)
+                close(r->host_fd);
+        explicit_bzero(r->pass, sizeof r->pass);
         pthread_mutex_destroy(&r->lock);
         free(r);
         return NULL;
@@ -334,10 +346,56 @@ sbx_egress_run *sbx_egress_run_free(sbx_egress_run *r) {
 
 void sbx_egress_run_route(sbx_egress_run *r, int init_pid, sbx_egress_owner_fn owner,
         sbx_egress_sink_fn sink, void *userdata) {
-        r->init_pid = init_pid;
-        r->owner = owner;
-        r->sink = sink;
-        r->sink_ud = userdata;
+        if (owner && sink) {
+                r->init_pid = init_pid;
+                r->owner = owner;
+                r->sink = sink;
+                r->sink_ud = userdata;
+        }
+        if (r->host_fd >= 0 && !r->proxy) {
+                /* the hooks are read by the proxy's threads: set before the first of them */
+                sbx_egress_proxy_hooks hooks = {.identify = r->init_pid > 0 ? identify : NULL,
+                        .user = SBX_PROXY_USER,
+                        .pass = r->pass};
+                int fd = r->host_fd;
+                r->host_fd = -EBADF;
+                (void) sbx_egress_proxy_start(fd, r->rules, on_event, &hooks, r, &r->proxy);
+        }
+}
+
+int sbx_egress_run_on_host(sbx_egress_run *r, int listen_fd, const char *pass) {
+        struct sockaddr_in a;
+        socklen_t al = sizeof a;
+        if (r->host_fd >= 0 || r->proxy || strlen(pass) != SBX_PROXY_SECRET_LEN) {
+                close(listen_fd);
+                return -EINVAL;
+        }
+        int k = getsockname(listen_fd, (struct sockaddr *) &a, &al) < 0 ? -errno : 0;
+        if (k == 0 &&
+                (a.sin_family != AF_INET || a.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || a.sin_port == 0))
+                k = -EINVAL; /* the host's loopback and a port of its own, nothing wider */
+        if (k < 0) {
+                close(listen_fd);
+                return k;
+        }
+        r->host_fd = listen_fd;
+        r->host_port = ntohs(a.sin_port);
+        memcpy(r->pass, pass, SBX_PROXY_SECRET_LEN + 1);
+        snprintf(r->addr, sizeof r->addr, "127.0.0.1:%u", r->host_port);
+        return (int) r->host_port;
+}
+
+const char *sbx_egress_run_address(const sbx_egress_run *r) {
+        return r->addr;
+}
+
+bool sbx_egress_run_way_out(const sbx_egress_run *r, uint32_t addr, unsigned port) {
+        if (!r || addr != INADDR_LOOPBACK)
+                return false;
+        if (r->host_port) /* the host's loopback: connected by the supervisor (on_host_connect) */
+                return false;
+        return port == SBX_EGRESS_PROXY_PORT || port == SBX_EGRESS_DNS_PORT ||
+               sbx_egress_run_service_port(r, port);
 }
 
 void sbx_egress_run_settle(sbx_egress_run *r, uint64_t owner, int timeout_ms) {
@@ -557,7 +615,7 @@ int sbx_egress_run_to_report(sbx_egress_run *r, sbx_report *rep, uint64_t start_
                         (void) sbx_report_add_violation(
                                 rep, SBX_VIOLATION_NETWORK_ACCESS, "denied", at, NULL, d, nd);
                 }
-        rep->egress_proxy = "127.0.0.1:3128";
+        sbx_report_set_egress_proxy(rep, r->addr);
         int k = 0;
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < r->n_conns && k >= 0; i++) {
@@ -603,31 +661,8 @@ int sbx_egress_run_to_report(sbx_egress_run *r, sbx_report *rep, uint64_t start_
         return k;
 }
 
-int sbx_egress_run_transparent(sbx_egress_run *r, const struct sockaddr *sa, size_t len, int pid, int fd_num,
-        int listener_fd, uint64_t notif_id, sbx_egress_refusal *refused, int *err) {
-        char addr[INET6_ADDRSTRLEN], host[256];
-        unsigned port;
-        if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-                const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
-                if ((ntohl(in->sin_addr.s_addr) >> 24) == 127 || in->sin_addr.s_addr == INADDR_ANY)
-                        return 0;
-                inet_ntop(AF_INET, &in->sin_addr, addr, sizeof addr);
-                port = ntohs(in->sin_port);
-        } else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
-                if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) || IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
-                        return 0;
-                if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
-                        if (in6->sin6_addr.s6_addr[12] == 127)
-                                return 0;
-                        inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], addr, sizeof addr);
-                } else
-                        inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof addr);
-                port = ntohs(in6->sin6_port);
-        } else
-                return 0;
-        /* the socket itself: a TCP one only (a datagram's "connect" leads nowhere: refused as
-         * before), and still the caller's (the notification still pending) */
+/* The process's socket, taken from it while its notification is pending: a TCP one only. */
+static int take_socket(int pid, int fd_num, int listener_fd, uint64_t notif_id) {
         /* the notification names the calling thread: its process (the fd table is shared) */
         int tgid = pid;
         char sp[64], line[128];
@@ -649,8 +684,77 @@ int sbx_egress_run_transparent(sbx_egress_run *r, const struct sockaddr *sa, siz
                 getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM) {
                 if (fd >= 0)
                         close(fd);
-                return 0;
+                return -1;
         }
+        return fd;
+}
+
+/* The host's loopback (the landlock backend): a connect() to the proxy's port is made here, on
+ * the process's own socket, with the address read once — letting the call continue would have
+ * the kernel read it again, and another thread could have changed it by then to any address
+ * with that port (Landlock's rule names a port, not an address). Everything else is not ours:
+ * the seccomp listener refuses it (sbx_egress_run_way_out is false there). */
+static int on_host_connect(sbx_egress_run *r, const struct sockaddr *sa, size_t len, int pid, int fd_num,
+        int listener_fd, uint64_t notif_id, int *err) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
+        if (sa->sa_family != AF_INET || len < sizeof *in || in->sin_addr.s_addr != htonl(INADDR_LOOPBACK) ||
+                ntohs(in->sin_port) != r->host_port)
+                return 0;
+        int fd = take_socket(pid, fd_num, listener_fd, notif_id);
+        if (fd < 0)
+                return 0;
+        struct sockaddr_in to = {.sin_family = AF_INET,
+                .sin_port = htons((uint16_t) r->host_port),
+                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        *err = 0;
+        if (connect(fd, (struct sockaddr *) &to, sizeof to) < 0) {
+                *err = -errno;
+                if (*err == -EINPROGRESS) {
+                        /* a non-blocking socket: loopback completes at once, or not at all */
+                        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+                        int e = 0;
+                        socklen_t el = sizeof e;
+                        if (poll(&pf, 1, 1000) <= 0)
+                                e = ETIMEDOUT;
+                        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+                                e = errno;
+                        *err = -e;
+                }
+        }
+        close(fd);
+        return 1;
+}
+
+int sbx_egress_run_transparent(sbx_egress_run *r, const struct sockaddr *sa, size_t len, int pid, int fd_num,
+        int listener_fd, uint64_t notif_id, sbx_egress_refusal *refused, int *err) {
+        char addr[INET6_ADDRSTRLEN], host[256];
+        unsigned port;
+        if (r->host_port)
+                return on_host_connect(r, sa, len, pid, fd_num, listener_fd, notif_id, err);
+        if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
+                if ((ntohl(in->sin_addr.s_addr) >> 24) == 127 || in->sin_addr.s_addr == INADDR_ANY)
+                        return 0;
+                inet_ntop(AF_INET, &in->sin_addr, addr, sizeof addr);
+                port = ntohs(in->sin_port);
+        } else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
+                if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) || IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+                        return 0;
+                if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+                        if (in6->sin6_addr.s6_addr[12] == 127)
+                                return 0;
+                        inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], addr, sizeof addr);
+                } else
+                        inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof addr);
+                port = ntohs(in6->sin6_port);
+        } else
+                return 0;
+        /* the socket itself: a TCP one only (a datagram's "connect" leads nowhere: refused as
+         * before), and still the caller's (the notification still pending) */
+        int fd = take_socket(pid, fd_num, listener_fd, notif_id);
+        if (fd < 0)
+                return 0;
         sbx_egress_verdict v;
         sbx_egress_run_check(r, addr, port, host, sizeof host, &v);
         if (v.reason != SBX_EGRESS_ALLOWED) {

@@ -66,6 +66,24 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sbx_egress_run *, sbx_egress_run_free);
  * and sink instead of keeping it. */
 void sbx_egress_run_route(
         sbx_egress_run *r, int init_pid, sbx_egress_owner_fn owner, sbx_egress_sink_fn sink, void *userdata);
+/* route is also where a proxy on the host's loopback (sbx_egress_run_on_host) starts: called
+ * once the init runs, with owner and sink NULL for a sandbox that is not persistent. */
+
+/* The landlock backend's proxy: no network namespace of its own, so it listens on the host's
+ * loopback (listen_fd: bound to 127.0.0.1 and a port the kernel chose, listening; taken, also on
+ * failure) where anything of the host could reach it, and every connection must present the
+ * credential sbx:pass (proxy-auth.h; pass SBX_PROXY_SECRET_LEN characters, copied). No resolver
+ * and no transparent path there: connects elsewhere are refused as the seccomp listener refuses
+ * them. The port (> 0), or -errno. */
+int sbx_egress_run_on_host(sbx_egress_run *r, int listen_fd, const char *pass);
+/* Where the proxy listens: "127.0.0.1:3128" inside the sandbox's namespace, or the host port. */
+const char *sbx_egress_run_address(const sbx_egress_run *r);
+/* Whether a connect() from inside to addr:port (IPv4, host order) is a way out the run serves:
+ * the proxy, its resolver, a service; on the host's loopback none: a connect() to the proxy's
+ * port is made by the supervisor (sbx_egress_run_transparent), never let through to the kernel,
+ * which would read the address again (and Landlock's rule names the port only). */
+bool sbx_egress_run_way_out(const sbx_egress_run *r, uint32_t addr, unsigned port);
+
 /* Wait (up to timeout_ms) until the connections of owner have ended and reached the sink: an
  * exec's report is complete only then. */
 void sbx_egress_run_settle(sbx_egress_run *r, uint64_t owner, int timeout_ms);
@@ -89,7 +107,10 @@ void sbx_egress_run_check(
  * then takes it to host:port. 0 or -errno. */
 int sbx_egress_run_redirect(sbx_egress_run *r, int fd, const char *host, unsigned port);
 
-/* All of the transparent path for one connect() the seccomp listener caught (the target sa as
+/* On the host's loopback (sbx_egress_run_on_host) there is no transparent path: a connect() to
+ * 127.0.0.1 and the proxy's port is made on the process's socket here (1, *err its result),
+ * anything else is not ours (0).
+ * All of the transparent path for one connect() the seccomp listener caught (the target sa as
  * read once from the caller's memory; the caller pid; its socket fd_num; the notification id,
  * checked with the listener after the socket is taken): 1 done — connected to the proxy, *err 0
  * or the -errno of the attempt; -1 refused by the rules, *refused filled (the caller records it

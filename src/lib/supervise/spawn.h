@@ -36,6 +36,15 @@ typedef struct sbx_spawn_params {
          * namespace at 127.0.0.1 (loopback is brought up for them) and sent over status_fd
          * (SBX_INIT_MSG_EGRESS, b 0 and 1) before the init runs; 0 = none. */
         uint16_t egress_port;
+        /* Or (the landlock backend: no network namespace) the proxy's socket on the host's loopback,
+         * made by the backend (egress_host_fd ≥ 0 when egress_on_host; taken by the launch), and
+         * the credential every connection to it must present (egress_secret, proxy-auth.h). */
+        bool egress_on_host;
+        /* Or (bwrap: the tool makes the network namespace) the init makes them in there and
+         * sends them itself (its --egress-ports): the launch only serves what comes. */
+        bool egress_inside;
+        int egress_host_fd;
+        const char *egress_secret;
         /* network.services: a listening socket each, at 127.0.0.1:port (b 2 + its index) */
         const uint16_t *service_ports;
         size_t n_service_ports;

@@ -410,10 +410,7 @@ static bool observe_net(
                 if ((s->p->loopback && (a >> 24) == 127) || (is_bind && a == INADDR_ANY))
                         return false;
                 /* the egress proxy and the services: connecting to them is the way out */
-                if (s->p->egress && !is_bind && a == INADDR_LOOPBACK &&
-                        (ntohs(in->sin_port) == SBX_EGRESS_PROXY_PORT ||
-                                ntohs(in->sin_port) == SBX_EGRESS_DNS_PORT ||
-                                sbx_egress_run_service_port(s->p->egress, ntohs(in->sin_port))))
+                if (s->p->egress && !is_bind && sbx_egress_run_way_out(s->p->egress, a, ntohs(in->sin_port)))
                         return false;
                 inet_ntop(AF_INET, &in->sin_addr, abuf, (socklen_t) asz);
                 d[(*nd)++] = (sbx_detail){.key = "family", .str = (char *) "inet"};
@@ -972,10 +969,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 sigaddset(&mask, SIGHUP);
                 sigaddset(&mask, SIGQUIT);
         }
-        if (p->egress && p->route && p->route->conn_owner && p->route->conn_end)
-                /* a persistent sandbox: each connection to the exec it is of */
-                sbx_egress_run_route(
-                        p->egress, p->pid, p->route->conn_owner, p->route->conn_end, p->route->userdata);
+        if (p->egress) /* persistent: each connection to its exec; a proxy on the host starts */
+                sbx_egress_run_route(p->egress, p->pid, p->route ? p->route->conn_owner : NULL,
+                        p->route ? p->route->conn_end : NULL, p->route ? p->route->userdata : NULL);
         bool tty = p->tty_master >= 0;
         if (tty)
                 sigaddset(&mask, SIGWINCH); /* the caller's window size follows to the pty */
