@@ -41,6 +41,15 @@ const char *mgr_box_profile_ref(const box *b, char *buf, size_t n) {
         return buf;
 }
 
+unsigned mgr_reply_box(sbx_mgr *m, box *b, sbx_mgr_reply *rp) {
+        pthread_mutex_lock(&m->lock);
+        rp->json = mgr_box_record(b);
+        pthread_mutex_unlock(&m->lock);
+        rp->code = 200;
+        mgr_box_put(m, b);
+        return 200;
+}
+
 static const char *consumer_field(const box *b, const char *k) {
         return b->consumer ? json_string_value(json_object_get(b->consumer, k)) : NULL;
 }

@@ -112,12 +112,7 @@ unsigned sbx_ops_extend(sbx_mgr *m, const sbx_caller *who, const char *id, doubl
         (void) mgr_box_save(m, b);
         mgr_emit(m, b, "sandbox.ttl", json_pack("{s:b}", "capped", capped));
         mgr_audit(m, who, "sandbox.ttl", b->id, "ok", capped ? "capped at ttl.max" : NULL);
-        pthread_mutex_lock(&m->lock);
-        rp->json = mgr_box_record(b);
-        pthread_mutex_unlock(&m->lock);
-        rp->code = 200;
-        mgr_box_put(m, b);
-        return 200;
+        return mgr_reply_box(m, b, rp);
 }
 
 unsigned sbx_ops_set_metadata(
@@ -135,12 +130,7 @@ unsigned sbx_ops_set_metadata(
         pthread_mutex_unlock(&m->lock);
         (void) mgr_box_save(m, b);
         mgr_audit(m, who, "sandbox.metadata", b->id, "ok", NULL);
-        pthread_mutex_lock(&m->lock);
-        rp->json = mgr_box_record(b);
-        pthread_mutex_unlock(&m->lock);
-        rp->code = 200;
-        mgr_box_put(m, b);
-        return 200;
+        return mgr_reply_box(m, b, rp);
 }
 
 unsigned sbx_ops_metrics(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
@@ -243,10 +233,5 @@ unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_
                 mgr_destroy_box(m, b, "user_delete");
                 mgr_audit(m, who, "sandbox.destroy", b->id, "ok", NULL);
         }
-        pthread_mutex_lock(&m->lock);
-        rp->json = mgr_box_record(b);
-        pthread_mutex_unlock(&m->lock);
-        rp->code = 200;
-        mgr_box_put(m, b);
-        return 200;
+        return mgr_reply_box(m, b, rp);
 }

@@ -160,6 +160,8 @@ void mgr_network_reapply(sbx_mgr *m, box *b);
 
 /* boxes.c */
 json_t *mgr_box_record(const box *b);
+/* 200 with b's record in rp; b's reference (mgr_usable_box's) put. */
+unsigned mgr_reply_box(sbx_mgr *m, box *b, sbx_mgr_reply *rp);
 /* What b's profile is loaded by: its name, or for a skill's sandbox the file its create derived,
  * b->dir/profile.yaml (b->profile is then that file's id, skill.NAME). buf: PATH_MAX + 16. */
 const char *mgr_box_profile_ref(const box *b, char *buf, size_t n);

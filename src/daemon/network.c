@@ -204,10 +204,5 @@ unsigned sbx_ops_set_network(
         char *detail = json_dumps(rules, JSON_COMPACT);
         mgr_audit(m, who, "sandbox.network", b->id, "ok", detail);
         free(detail);
-        pthread_mutex_lock(&m->lock);
-        rp->json = mgr_box_record(b);
-        pthread_mutex_unlock(&m->lock);
-        rp->code = 200;
-        mgr_box_put(m, b);
-        return 200;
+        return mgr_reply_box(m, b, rp);
 }

@@ -1,6 +1,8 @@
 /* proxy-proto.c — see proxy-proto.h. */
 #include "supervise/proxy-proto.h"
 
+#include "supervise/proxy-auth.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -179,17 +181,7 @@ char *sbx_proxy_rewrite(const char *buf, const sbx_proxy_req *r, size_t *ret_len
 }
 
 int sbx_socks5_greeting(const unsigned char *b, size_t n, size_t *used) {
-        if (n < 2)
-                return n && b[0] != 5 ? -EINVAL : 0;
-        if (b[0] != 5 || b[1] == 0)
-                return -EINVAL;
-        if (n < 2u + b[1])
-                return 0;
-        *used = 2u + b[1];
-        for (unsigned i = 0; i < b[1]; i++)
-                if (b[2 + i] == 0)
-                        return 1;
-        return -EINVAL; /* no "no authentication" */
+        return sbx_socks5_greeting_method(b, n, 0, used); /* "no authentication" offered */
 }
 
 int sbx_socks5_request(
