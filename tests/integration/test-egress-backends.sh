@@ -187,6 +187,14 @@ print("proxy port reached")'
         api POST "/v1/sandboxes/$id/exec" '{"argv":["true"]}' >"$SBX_TMP/x2.json"
         is "$(json_get "$SBX_TMP/x2.json" '[d["report"]["egress"]["allowed"], d["report"]["violations"]]')" '[0, []]' \
                 "landlock: the next exec's report starts empty"
+        # the rules replaced while it runs: the per-sandbox proxy on the host's loopback too
+        curl -sS --max-time 60 --unix-socket "$SOCK" -X PUT "http://sbx/v1/sandboxes/$id/network" \
+                -d '{"egress":["blocked.example.org"],"egress_deny":["pkgs.example.test"]}' >"$SBX_TMP/net.json"
+        api POST "/v1/sandboxes/$id/exec" '{"argv":["sh","-c","curl -sS --max-time 10 -o /dev/null -w %{http_code} '"$U"'"]}' >"$SBX_TMP/x3.json"
+        is "$(json_get "$SBX_TMP/x3.json" '[d["stdout"], [(v["detail"]["host"], v["detail"]["reason"]) for v in d["report"]["violations"] if "host" in v["detail"]]]')" \
+                '["403", [["pkgs.example.test", "denied_by_rule"]]]' \
+                "landlock: PUT network replaces the running sandbox's rules (a deny rule now names the host)" ||
+                diag "$(cat "$SBX_TMP/net.json")"
         api DELETE "/v1/sandboxes/$id" >/dev/null
         kill -TERM "$SERVE_PID" && wait "$SERVE_PID" 2>/dev/null
         SERVE_PID=
