@@ -97,6 +97,47 @@ if grep -q "DELETE /v1.41/containers/alive\|DELETE /v1.41/containers/other-ns" "
 run_sbx --policy "$POL" --backend docker -- /bin/true
 if grep -q "GET /v1.41/containers/json" "$LOG"; then ok 1 "no second sweep within 10 s"; else ok 0 "no second sweep within 10 s"; fi
 
+# ---- network.egress: the request's shape, and the sockets in the container's namespace ----------
+sed 's/^network: .*/network: { egress_allowed: ["pkgs.example.test"], allow_host: false }/' "$POL" >"$SBX_TMP/pol-eg.yaml"
+printf 'id: eg\nversion: "1.0.0"\nnetwork: { egress: ["pkgs.example.test"] }\n' >"$SBX_TMP/eg.yaml"
+chmod 644 "$SBX_TMP/pol-eg.yaml" "$SBX_TMP/eg.yaml"
+EG=(--policy "$SBX_TMP/pol-eg.yaml" --backend docker --profile "$SBX_TMP/eg.yaml")
+if [ "$(id -u)" != 0 ]; then
+        engine
+        run_sbx "${EG[@]}" -- /bin/true
+        is "$SBX_RC" 125 "network.egress unprivileged: refused (125)"
+        like "$SBX_ERR" "net.egress_proxy: .*setns.*CAP_SYS_ADMIN" "the error names the capability and why (setns needs CAP_SYS_ADMIN)"
+        skip "network.egress on docker: root only (setns into the container's network namespace)" 7
+elif ! unshare --net --pid --fork true 2>/dev/null; then
+        skip "unshare --net --pid cannot run here: the fake engine's containers need it" 9
+else
+        engine --netns
+        run_sbx "${EG[@]}" --env HTTP_PROXY=http://elsewhere:1 -- /bin/true
+        is "$SBX_RC" 0 "network.egress: a run exits 0" || diag "$SBX_ERR $(cat "$SBX_TMP/engine$n_engine.err")"
+        # shellcheck disable=SC2016 # the gate's script, literally
+        is "$(json_get "$(body)" '" | ".join(d["Entrypoint"][:5])')" \
+                '/bin/sh | -c | [ "$(dd bs=1 count=1 status=none)" = G ] || exit 125; exec "$@" | sh | /usr/bin/timeout' \
+                "the Entrypoint gates timeout and the command behind one byte on stdin (sh, dd bs=1)"
+        is "$(json_get "$(body)" '[d["HostConfig"]["NetworkMode"], d["AttachStdin"], d["OpenStdin"], d["StdinOnce"]]')" '["none", true, true, true]' \
+                "NetworkMode none, and stdin always attached (the gate's way in)"
+        is "$(json_get "$(body)" 'sorted(v for v in d["Env"] if "proxy" in v.lower())')" \
+                '["ALL_PROXY=socks5h://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128", "HTTP_PROXY=http://127.0.0.1:3128", "NO_PROXY=localhost,127.0.0.1", "all_proxy=socks5h://127.0.0.1:3128", "http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128", "no_proxy=localhost,127.0.0.1"]' \
+                "Env: the proxy variables at 127.0.0.1:3128, the caller's HTTP_PROXY dropped"
+        is "$(grep '^GATE\|^LISTEN' "$LOG" | paste -sd' ')" "GATE G LISTEN 127.0.0.1:3128" \
+                "the gate byte came once the proxy's socket listened at 127.0.0.1:3128 in the container's network namespace"
+        like "$(requests)" "/start GET [^ ]+/json GET [^ ]+/json GATE G LISTEN [^ ]+ GET [^ ]+/json DELETE" \
+                "State.Pid read twice around the pidfd (the init did not change), the gate opened, then the exit code"
+        is "$(json_get "$SBX_REPORT" 'd["egress"]["proxy"]')" "127.0.0.1:3128" "the report names the proxy"
+        engine
+        run_sbx --policy "$POL" --backend docker -- /bin/true
+        is "$(json_get "$(body)" 'd["Entrypoint"][0]')" "/usr/bin/timeout" "without network.egress: no gate (timeout is the Entrypoint)"
+        # an engine whose inspect has no State.Pid: no socket, so no gate byte; the container goes
+        engine
+        run_sbx "${EG[@]}" -- /bin/true
+        ok "$([ "$SBX_RC" = 125 ] && [[ $SBX_ERR == *"network.egress: inspect: no State.Pid"* ]] && [[ $(requests) == *"/json DELETE"* ]] && echo 0 || echo 1)" \
+                "no State.Pid: 125 naming the step, the container deleted, the gate never opened" || diag "$SBX_RC $SBX_ERR $(requests)"
+fi
+
 # ---- rootless on cgroup v1: limits it would ignore are refused ----------------------------------
 if [ ! -d /sys/fs/cgroup/memory ]; then
         skip "cgroup v1 only: a rootless engine on v2 enforces limits" 2

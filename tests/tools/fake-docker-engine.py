@@ -24,11 +24,17 @@ Anything else is a 404. Serves until killed.
   --no-image        no image until one is imported (POST /images/create): create answers 404
   --bad-create      create answers 201 with a body that is not JSON
   --list JSON       the container list's answer (default [])
+  --netns           each started container gets an init of its own: `unshare --net --pid --fork
+                    sleep`, State.Pid while it runs (root only); the command "runs" once one byte
+                    has come on the attached stdin (network.egress's gate): "GATE <byte>" and
+                    "LISTEN <address:port>..." (the sockets listening in that network namespace)
+                    go to the log
 """
 import argparse
 import json
 import os
 import socketserver
+import subprocess
 import threading
 import time
 
@@ -38,6 +44,36 @@ waited = set()
 lock = threading.Lock()
 count = [0]
 have_image = [True]
+holders = {}            # container id -> the Popen of unshare, its child the "init" (--netns)
+
+
+def holder_pid(cid):
+    """the pid of the sleep that unshare forked: PID 1 of its own pid namespace"""
+    p = holders.get(cid)
+    if not p:
+        return 0
+    for _ in range(100):
+        try:
+            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                kids = f.read().split()
+            if kids:
+                return int(kids[0])
+        except OSError:
+            pass
+        time.sleep(0.01)
+    return 0
+
+
+def listening(pid):
+    """the TCP sockets listening in the network namespace of pid, as address:port"""
+    out = []
+    with open("/proc/%d/net/tcp" % pid) as f:
+        for line in f.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A":
+                a, port = local.split(":")
+                out.append("%s:%d" % (".".join(str(int(a[i:i + 2], 16)) for i in (6, 4, 2, 0)), int(port, 16)))
+    return out
 
 
 def event(cid):
@@ -113,12 +149,29 @@ class Handler(socketserver.BaseRequestHandler):
                 s.sendall(b"HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream"
                           b"\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
                 event(cid).wait(30)
+                if opts.netns:
+                    s.settimeout(10)
+                    try:
+                        gate = s.recv(1)
+                    except OSError:
+                        gate = b""
+                    log("GATE %s" % gate.decode("latin-1"))
+                    pid = holder_pid(cid)
+                    log("LISTEN %s" % " ".join(listening(pid) if pid else []))
+                    with lock:
+                        p = holders.pop(cid, None)
+                    if p:
+                        p.kill()
+                        p.wait()
                 time.sleep(opts.delay / 1000.0)
                 out = (opts.output or "").encode()
                 if out:
                     s.sendall(bytes([1, 0, 0, 0]) + len(out).to_bytes(4, "big") + out)
                 return           # the stream ends: the command has exited (or closed its output)
             if op == "start":
+                if opts.netns:
+                    with lock:
+                        holders[cid] = subprocess.Popen(["unshare", "--net", "--pid", "--fork", "sleep", "30"])
                 event(cid).set()
                 return self.reply(204, "No Content")
             if op == "wait":
@@ -127,11 +180,13 @@ class Handler(socketserver.BaseRequestHandler):
                 return self.reply(200, "OK", json.dumps({"StatusCode": opts.exit, "Error": None}).encode())
             if op == "json":
                 running = opts.runs_on and cid not in waited
+                pid = holder_pid(cid) if opts.netns else 0
+                running = running or pid > 0
                 # the command's arguments come back in an inspect: a client must not take them for
                 # the state's keys
                 return self.reply(200, "OK", json.dumps(
                     {"Id": cid, "Args": ["ExitCode", "Running", "OOMKilled"],
-                     "State": {"Status": "running" if running else "exited", "Running": running,
+                     "State": {"Status": "running" if running else "exited", "Running": running, "Pid": pid,
                                "OOMKilled": False, "ExitCode": 0 if running else opts.exit,
                                "Health": {"Log": [{"ExitCode": 99}]}}}).encode())
             if op == "kill":
@@ -139,6 +194,10 @@ class Handler(socketserver.BaseRequestHandler):
         if len(parts) == 2 and parts[0] == "containers" and method == "DELETE":
             with lock:
                 started.pop(parts[1], None)
+                p = holders.pop(parts[1], None)
+            if p:
+                p.kill()
+                p.wait()
             return self.reply(204, "No Content")
         return self.reply(404, "Not Found", b'{"message":"not here"}')
 
@@ -161,6 +220,7 @@ def main():
     ap.add_argument("--no-image", action="store_true")
     ap.add_argument("--bad-create", action="store_true")
     ap.add_argument("--list")
+    ap.add_argument("--netns", action="store_true")
     opts = ap.parse_args()
     have_image[0] = not opts.no_image
     try:

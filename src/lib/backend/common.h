@@ -56,6 +56,9 @@ int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv);
  * the listening sockets there and hands them to the supervisor. Needs --host-ns with net (the
  * init refuses otherwise). 0 (nothing to add), 1 (added), -errno. */
 int sbx_backend_init_argv_egress(const sbx_profile *pr, char ***init_argv);
+/* The ports the egress listeners take inside, as --egress-ports has them: "3128[,SERVICE...]"
+ * (the proxy, then each of network.services in order). 0, or -EINVAL (too many, malformed). */
+int sbx_backend_egress_ports(const sbx_profile *pr, char *ports, size_t size);
 /* The supervisor's egress proxy for a profile that asks for one (network.egress): its rules and
  * services, named in the report (egress.proxy, the services, the egress fence); the listening
  * sockets come later (sbx_egress_run_serve), or host_fd ≥ 0 (taken, also on failure): on the

@@ -15,6 +15,11 @@
  * status socket (started, exited, signaled, exec failed). The whole rule table is the engine's seccomp
  * profile (JSON), with no listener: violations are refused, not recorded (observation: unavailable).
  *
+ * network.egress (as root only): the relay makes the proxy's listening socket in the container's
+ * network namespace from outside, by State.Pid, and hands it over the status socket as the init
+ * does elsewhere; the command waits for it behind a one-byte gate on its stdin (docker-egress.c).
+ * No transparent path and no resolver: both need the seccomp listener.
+ *
  * The root is sandboxer's base root filesystem imported once as the image sandboxer-base:v1
  * (POST /images/create?fromSrc=-, a tar of empty mount points, built in memory; no registry);
  * /usr and the profile's read paths are bound read-only from the host, so the engine must run
@@ -56,6 +61,7 @@
 #include <sys/wait.h>
 
 #include "backend/docker-api.h"
+#include "backend/docker-egress.h"
 #include "basic/cache.h"
 #include "basic/jsonw.h"
 #include "basic/sha256.h"
@@ -445,7 +451,8 @@ static void gc_dead_owners(const char *sock) {
 /* ---- the container ------------------------------------------------------------------------ */
 
 static int create_body(const sbx_config *cfg, const sbx_run_plan *rp, char *const *argv, char *const *env,
-        char *const *binds, const char *cwd, const char *seccomp_json, const char *run_id, char **ret) {
+        char *const *binds, const char *cwd, const char *seccomp_json, const char *run_id, bool gate,
+        char **ret) {
         const sbx_profile *pr = cfg->profile;
         const sbx_limits *lim = &cfg->limits;
         double timeout = lim->value[SBX_LIMIT_TIMEOUT_S], budget = lim->value[SBX_LIMIT_BUDGET_S];
@@ -470,6 +477,12 @@ static int create_body(const sbx_config *cfg, const sbx_run_plan *rp, char *cons
         jsonw_kv_string(&w, "Image", IMAGE_REPO ":" IMAGE_TAG);
         jsonw_key(&w, "Entrypoint");
         jsonw_begin_array(&w);
+        if (gate) { /* network.egress: the command waits for its way out (docker-egress.h) */
+                jsonw_string(&w, "/bin/sh");
+                jsonw_string(&w, "-c");
+                jsonw_string(&w, DOCKER_EGRESS_GATE);
+                jsonw_string(&w, "sh");
+        }
         jsonw_string(&w, "/usr/bin/timeout");
         jsonw_string(&w, "-s");
         jsonw_string(&w, "KILL");
@@ -566,6 +579,7 @@ typedef struct docker_relay {
         char *body; /* the create request */
         bool observe; /* say "unavailable": the API cannot hand us a listener */
         int oom_w; /* write end of the OOM pipe */
+        char egress_ports[256]; /* network.egress: "3128[,SERVICE...]", or empty */
 } docker_relay;
 
 static void relay_msg(uint32_t type, int32_t a, int32_t b, const char *text) {
@@ -782,6 +796,38 @@ static bool inspect_exited(const char *sock, const char *id, int *ret_code, char
         return true;
 }
 
+/* The pid of a running container's init (State.Pid, in the engine's pid namespace), or 0. */
+static pid_t inspect_pid(const char *sock, const char *id) {
+        _cleanup_free_ char *resp = NULL;
+        char path[192], running[16], pid_s[32];
+        snprintf(path, sizeof path, API "/containers/%s/json", id);
+        if (api_call(sock, "GET", path, NULL, NULL, 0, &resp) != 200)
+                return 0;
+        _cleanup_(json_decrefp) json_t *j = docker_json_parse(resp);
+        const json_t *state = json_object_get(j, "State");
+        if (!docker_json_field(state, "Running", running, sizeof running) || !streq(running, "true") ||
+                !docker_json_field(state, "Pid", pid_s, sizeof pid_s))
+                return 0;
+        long pid = strtol(pid_s, NULL, 10);
+        return pid > 0 && pid <= INT_MAX ? (pid_t) pid : 0;
+}
+
+/* network.egress: the proxy's (and the services') listening sockets in the container's network
+ * namespace, handed to the supervisor (docker-egress.c). The pidfd is taken between two
+ * inspects that both name the same running init: a pid reused in between would have had to
+ * belong to another process while the container's init held it. */
+static int relay_egress(const docker_relay *d, const char *id, const char **what) {
+        pid_t pid = inspect_pid(d->sock, id);
+        if (pid <= 0)
+                return (*what = "network.egress: inspect: no State.Pid of a running container"), -ESRCH;
+        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
+                return (*what = "network.egress: pidfd_open(State.Pid)"), -errno;
+        if (inspect_pid(d->sock, id) != pid)
+                return (*what = "network.egress: the container's init changed under us"), -ESRCH;
+        return docker_egress_listen(pidfd, pid, d->egress_ports, what);
+}
+
 static _noreturn_ void relay_main(docker_relay *d) {
         _cleanup_free_ char *resp = NULL;
         char id[96], path[256], buf[8192];
@@ -828,6 +874,16 @@ static _noreturn_ void relay_main(docker_relay *d) {
                 snprintf(del, sizeof del, API "/containers/%s?force=1", id);
                 (void) api_call(d->sock, "DELETE", del, NULL, NULL, 0, NULL);
                 relay_fail(r < 0 ? -r : EPROTO, "start the container", resp);
+        }
+        if (d->egress_ports[0]) {
+                const char *what = NULL;
+                char gate = DOCKER_EGRESS_GATE_BYTE;
+                if ((r = relay_egress(d, id, &what)) < 0 || (r = send_all(s, &gate, 1)) < 0) {
+                        char del[192];
+                        snprintf(del, sizeof del, API "/containers/%s?force=1", id);
+                        (void) api_call(d->sock, "DELETE", del, NULL, NULL, 0, NULL);
+                        relay_fail(-r, what ? what : "network.egress: open the gate", NULL);
+                }
         }
         if (d->observe)
                 relay_msg(SBX_INIT_MSG_UNOBSERVED, EOPNOTSUPP, 0, NULL);
@@ -926,6 +982,13 @@ static int docker_run(
         if ((r = socket_path(sock, sizeof sock, reason, sizeof reason)) < 0 ||
                 (r = engine_facts(sock, &eng, reason, sizeof reason)) < 0)
                 return sbx_error_set(e, -r, "docker", "cannot use the docker backend: %s", reason);
+        /* network.egress: the relay enters the container's network namespace (docker-egress.c),
+         * which takes CAP_SYS_ADMIN over it: root's, over any engine's containers. */
+        if (sbx_profile_egress_proxied(pr) && geteuid() != 0)
+                return sbx_error_set(e, EPERM, "docker",
+                        "net.egress_proxy: the docker backend makes the egress proxy's socket in the "
+                        "container's network namespace (setns), which needs CAP_SYS_ADMIN over it: run "
+                        "sandboxer as root, or use --backend native, bwrap, firejail or podman");
         /* The engine runs the command as run_as, whoever we are. */
         static const sbx_plan_traits traits = {.backend = "docker",
                 .flags = SBX_PLAN_MOUNT_VIEW | SBX_PLAN_RUN_AS,
@@ -950,7 +1013,8 @@ static int docker_run(
 
         /* No listener: the whole rule table, sockets and spawning included, is the engine's. */
         sbx_seccomp_opts o = {
-                .deny_all_sockets_but_unix_pair = !pr->net_allow && !pr->loopback,
+                .deny_all_sockets_but_unix_pair =
+                        !pr->net_allow && !pr->loopback && !sbx_profile_egress_proxied(pr),
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
         };
         /* Docker takes the profile's content; podman's compatible API takes a path (on this host,
@@ -977,7 +1041,8 @@ static int docker_run(
                 return r;
         (void) sbx_report_add_mount(rep, IMAGE_REPO ":" IMAGE_TAG, "/", "image-ro");
         (void) sbx_report_add_mount(rep, "tmpfs", SBX_OCI_SCRATCH, "tmpfs");
-        if ((r = create_body(cfg, &rp, argv, env, binds, cwd, json, rep->id, &body)) < 0)
+        bool egress = sbx_profile_egress_proxied(pr);
+        if ((r = create_body(cfg, &rp, argv, env, binds, cwd, json, rep->id, egress, &body)) < 0)
                 return sbx_error_set(e, -r, "docker", "cannot build the create request: %s", strerror(-r));
         snprintf(name, sizeof name, "sandboxer-%s", rep->id);
         if (getenv("SANDBOXER_DEBUG_ARGV") && streq(getenv("SANDBOXER_DEBUG_ARGV"), "1"))
@@ -1005,7 +1070,13 @@ static int docker_run(
                 .body = body,
                 .observe = pr->observe != SBX_OBSERVE_OFF,
                 .oom_w = oomp[1]};
-        sbx_oci_launch l = {.start = start_relay, .userdata = &d, .oom_report_fd = oomp[0]};
+        if (egress && (r = sbx_backend_egress_ports(pr, d.egress_ports, sizeof d.egress_ports)) < 0) {
+                close(oomp[0]);
+                close(oomp[1]);
+                return sbx_error_set(e, -r, "network.services", "too many services, or a malformed one");
+        }
+        sbx_oci_launch l = {
+                .start = start_relay, .userdata = &d, .oom_report_fd = oomp[0], .egress = egress};
         r = sbx_oci_run(cfg, io, rep, &l, e);
         close(oomp[0]);
         close(oomp[1]);
@@ -1036,10 +1107,11 @@ static const sbx_cap_decl docker_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "NetworkMode none: a network namespace with loopback only"},
         [SBX_CAP_NET_LOOPBACK] = {true, "NetworkMode none brings up lo in the container's namespace"},
         [SBX_CAP_NET_HOST] = {true, "NetworkMode host when the policy allows host network"},
-        [SBX_CAP_NET_EGRESS] = {false,
-                "not yet: the Engine API passes no descriptors, so the init in the container has no "
-                "status socket to hand the proxy's listening socket over (podman's has one); use "
-                "--backend native, bwrap, firejail or podman"},
+        [SBX_CAP_NET_EGRESS] = {true,
+                "as root only: the relay enters the container's network namespace (NetworkMode none; "
+                "setns by State.Pid, a pidfd) and makes the proxy's socket at 127.0.0.1:3128 there, "
+                "handed over the status socket; the command waits for it on a one-byte gate on its "
+                "stdin (/bin/sh, dd); no transparent path and no resolver (no seccomp listener)"},
         [SBX_CAP_PID_ISOLATION] = {true, "the container's pid namespace"},
         [SBX_CAP_IPC_ISOLATION] = {true, "IpcMode none: a private IPC namespace, no /dev/shm"},
         [SBX_CAP_HOSTNAME] = {true, "Hostname sandbox"},

@@ -188,19 +188,26 @@ int sbx_backend_init_argv_isolated(sbx_backend_id id, char ***init_argv) {
         return 0;
 }
 
+int sbx_backend_egress_ports(const sbx_profile *pr, char *ports, size_t size) {
+        size_t l = (size_t) snprintf(ports, size, "%u", SBX_EGRESS_PROXY_PORT);
+        STRV_FOREACH(sv, pr->net_services) {
+                const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+                if (!t2 || l + 8 >= size)
+                        return -EINVAL; /* malformed, or more services than the report keeps */
+                l += (size_t) snprintf(ports + l, size - l, ",%lu", strtoul(t2 + 1, NULL, 10));
+        }
+        return 0;
+}
+
 int sbx_backend_init_argv_egress(const sbx_profile *pr, char ***init_argv) {
         if (!sbx_profile_egress_proxied(pr))
                 return 0;
         if (!init_argv || !*init_argv || !(*init_argv)[0])
                 return -EINVAL;
         char ports[256];
-        size_t l = (size_t) snprintf(ports, sizeof ports, "%u", SBX_EGRESS_PROXY_PORT);
-        STRV_FOREACH(sv, pr->net_services) {
-                const char *t1 = strchr(*sv, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-                if (!t2 || l + 8 >= sizeof ports)
-                        return -EINVAL; /* malformed, or more services than the report keeps */
-                l += (size_t) snprintf(ports + l, sizeof ports - l, ",%lu", strtoul(t2 + 1, NULL, 10));
-        }
+        int r = sbx_backend_egress_ports(pr, ports, sizeof ports);
+        if (r < 0)
+                return r;
         size_t n = strv_length(*init_argv);
         char **a = calloc(n + 3, sizeof(char *));
         if (!a)
