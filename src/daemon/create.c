@@ -295,6 +295,7 @@ void *mgr_filler_main(void *arg) {
                 b->next = m->pool;
                 m->pool = b;
                 pthread_mutex_unlock(&m->lock);
+                sbx_log(SBX_LOG_INFO, "warm_pool_added", "profile", need, "sandbox", b->id, NULL);
         }
         return NULL;
 }
