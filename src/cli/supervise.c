@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "basic/base64.h"
+#include "basic/time-util.h"
 #include "sandboxer/sandboxer.h"
 #include "supervise/sv-protocol.h"
 #include "verbs.h"
@@ -206,6 +207,31 @@ out:
         strv_free_simple(env);
 }
 
+/* Requests in flight: the sandbox may end while one is answered (an exec whose violation ended
+ * it: on_violation kill), and the process must not exit under it — its report would be lost to
+ * the server and to the audit log. */
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conns_done = PTHREAD_COND_INITIALIZER;
+static unsigned conns;
+
+static void conns_add(int d) {
+        pthread_mutex_lock(&conns_lock);
+        conns = (unsigned) ((int) conns + d);
+        if (conns == 0)
+                pthread_cond_broadcast(&conns_done);
+        pthread_mutex_unlock(&conns_lock);
+}
+
+/* Wait (at most timeout_ms) for the requests in flight to be answered. */
+static void conns_wait(int timeout_ms) {
+        struct timespec until;
+        sbx_deadline_realtime(timeout_ms, &until);
+        pthread_mutex_lock(&conns_lock);
+        while (conns > 0 && pthread_cond_timedwait(&conns_done, &conns_lock, &until) == 0)
+                ;
+        pthread_mutex_unlock(&conns_lock);
+}
+
 static void *conn_thread(void *arg) {
         int fd = (int) (intptr_t) arg;
         char *buf = malloc(SBX_SV_REQ_MAX + 1);
@@ -270,6 +296,7 @@ static void *conn_thread(void *arg) {
                         close(fds[i]);
         free(buf);
         close(fd);
+        conns_add(-1);
         return NULL;
 }
 
@@ -285,8 +312,11 @@ static void on_conn(void *ud) {
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&a, 256 * 1024);
-        if (pthread_create(&t, &a, conn_thread, (void *) (intptr_t) c) != 0)
+        conns_add(1);
+        if (pthread_create(&t, &a, conn_thread, (void *) (intptr_t) c) != 0) {
                 close(c);
+                conns_add(-1);
+        }
         pthread_attr_destroy(&a);
 }
 
@@ -549,9 +579,11 @@ int verb_supervise(int argc, char **argv) {
         sbx_serve_hooks hooks = {.on_ready = on_ready, .extra_fd = S.listen_fd, .on_extra = on_conn};
         signal(SIGPIPE, SIG_IGN);
         int r = sbx_run_serve(run, &hooks);
-        /* gone: no more connections; the final report beside the execs' */
+        /* gone: no more connections; those in flight answered (an exec's report: bounded, each
+         * has its answer by now or never will), then the final report beside the execs' */
         (void) unlink(S.socket_path);
         close(S.listen_fd);
+        conns_wait(5000);
         char path[4200];
         snprintf(path, sizeof path, "%s/sandbox.json", S.state_dir);
         const char *rep = sbx_run_report_json(run);

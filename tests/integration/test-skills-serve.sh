@@ -312,7 +312,8 @@ EOF
 like "$(grep "\"sandbox.create\"" "$A" | grep "$SID")" "skill $SKL hello@1.0.0 digest $DIGEST key $KEYID" \
         "the create's audit line names the skill, its digest and signer"
 grep '"skill.exec.end"' "$A" | grep "\"$SID\"" >"$SBX_TMP/runs"
-is "$(wc -l <"$SBX_TMP/runs")" 5 "each exec's end in the skill's sandbox is an audit line"
+isd "$(wc -l <"$SBX_TMP/runs")" 5 "each exec's end in the skill's sandbox is an audit line" \
+        "$(cat "$SBX_TMP/runs")" "the network exec: $NETRUN"
 like "$(head -1 "$SBX_TMP/runs")" "\"outcome\":\"exited\".*exec exe_[0-9a-f]{16} skill $SKL hello@1.0.0 digest $DIGEST: exit 0" \
         "naming the exec, the skill and its digest, and how it ended"
 liked "$(sed -n 5p "$SBX_TMP/runs")" 'NetworkAccessViolation (denied|killed)' "a network attempt is in it, with what the fences did" \
