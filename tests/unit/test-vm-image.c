@@ -13,6 +13,7 @@
 
 #include "basic/rm-rf.h"
 #include "vm/vm-image.h"
+#include "vm/vm-internal.h"
 #include "tap.h"
 
 static double now_ms(void) {
@@ -269,6 +270,47 @@ static void test_tsc(void) {
         ok(ms >= 0 && ms < 5, "... from the cache, in %.3f ms", ms);
 }
 
+/* modules.dep resolution on a made-up modules directory: compressed modules (xz, zstd, gzip),
+ * '-' and '_' alike, a built-in module left out, a missing one named. */
+static void test_resolve(const char *base) {
+        char dir[PATH_MAX], cmd[PATH_MAX * 2];
+        snprintf(dir, sizeof dir, "%s/mods", base);
+        snprintf(cmd, sizeof cmd,
+                "set -e; cd '%s' && mkdir -p mods/kernel/a mods/kernel/b && cd mods/kernel && printf "
+                "'\\177ELF leaf' > b/leaf.ko && printf '\\177ELF mid' > b/mid-dle.ko && printf '\\177ELF "
+                "top' > a/top.ko && printf '\\177ELF zz' > a/zz.ko && xz -C crc32 b/leaf.ko && zstd -q --rm "
+                "b/mid-dle.ko && gzip a/zz.ko && cd .. && printf "
+                "'kernel/b/leaf.ko.xz:\\nkernel/b/mid-dle.ko.zst: kernel/b/leaf.ko.xz\\nkernel/a/top.ko: "
+                "kernel/b/mid-dle.ko.zst kernel/b/leaf.ko.xz\\nkernel/a/zz.ko.gz:\\n' > modules.dep && "
+                "printf 'kernel/c/inside.ko\\n' > modules.builtin",
+                base);
+        if (system(cmd) != 0) {
+                skip(5, "xz, zstd or gzip missing");
+                return;
+        }
+        static const char *const names[] = {"top", "inside", "zz", "mid_dle"};
+        vm_module *m = NULL;
+        size_t n = 0;
+        sbx_error e = {0};
+        int r = vm_modules_resolve(dir, names, ELEMENTSOF(names), &m, &n, &e);
+        if (!is_int(r, 0, "a made-up modules directory resolves"))
+                diag("%s", e.message);
+        char got[256] = "";
+        for (size_t i = 0; r == 0 && i < n; i++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "", m[i].file);
+        is_str(got, "leaf.ko mid-dle.ko top.ko zz.ko", "dependencies first, each once, built-in left out");
+        ok(r == 0 && n == 4 && m[0].len == 9 && memcmp(m[0].data, "\177ELF leaf", 9) == 0 && m[1].len == 8 &&
+                        memcmp(m[1].data, "\177ELF mid", 8) == 0 && m[3].len == 7,
+                "compressed modules (xz, zstd, gzip) are decompressed");
+        vm_modules_free(m, n);
+        static const char *const missing[] = {"top", "9pnet_virtio"};
+        e = (sbx_error){0};
+        is_int(vm_modules_resolve(dir, missing, ELEMENTSOF(missing), &m, &n, &e), -ENOENT,
+                "a missing module fails");
+        ok(strstr(e.message, "module 9pnet_virtio: not in ") && strstr(e.message, "/mods/modules.dep"),
+                "... naming it and the directory: %s", e.message);
+}
+
 int main(void) {
         char base[] = "/tmp/test-vm-image-XXXXXX", cache[PATH_MAX], vz[PATH_MAX], rel[128];
         const char *init_path = getenv("SBX_INIT");
@@ -330,6 +372,7 @@ int main(void) {
                 "an ELF vmlinux as the kernel: used as it is, release %s", img2.release);
         test_bad_kernels(base, vz, init_fd);
         test_concurrent(base, init_fd);
+        test_resolve(base);
         setenv("SANDBOXER_CACHE_DIR", cache, 1);
         test_tsc();
         close(init_fd);

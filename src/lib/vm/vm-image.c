@@ -184,8 +184,7 @@ static int kernel_probe(const char *path, kernel_kind *ret_kind, char *release, 
                 if (!s)
                         return sbx_error_set(e, ENOEXEC, "microvm",
                                 "%s is an ELF file but not a Linux kernel (no \"Linux version\" inside); "
-                                "set "
-                                "strict.kernel to a vmlinux or a /boot/vmlinuz-RELEASE",
+                                "set strict.kernel to a vmlinux or a /boot/vmlinuz-RELEASE",
                                 path);
                 *ret_kind = KERNEL_ELF;
         } else if (k >= 0x250 && memcmp(h + 0x202, "HdrS", 4) == 0) {
@@ -195,8 +194,7 @@ static int kernel_probe(const char *path, kernel_kind *ret_kind, char *release, 
                 if (ver < 0x0208 || kv == 0)
                         return sbx_error_set(e, ENOEXEC, "microvm",
                                 "the bzImage %s is too old (boot protocol %x.%02x, needs 2.08) or has no "
-                                "version "
-                                "string; use a newer kernel",
+                                "version string; use a newer kernel",
                                 path, ver >> 8, ver & 0xff);
                 k = pread(fd, v, sizeof v - 1, (off_t) kv + 0x200);
                 if (k < 0)
@@ -208,8 +206,8 @@ static int kernel_probe(const char *path, kernel_kind *ret_kind, char *release, 
         } else
                 return sbx_error_set(e, ENOEXEC, "microvm",
                         "%s is not a Linux kernel: neither a bzImage (no \"HdrS\" boot header) nor an ELF "
-                        "vmlinux; "
-                        "set strict.kernel to a /boot/vmlinuz-RELEASE, or leave it out to use the host's",
+                        "vmlinux; set strict.kernel to a /boot/vmlinuz-RELEASE, or leave it out to use the "
+                        "host's",
                         path);
         if (!release_valid(v, n) || n >= rsize)
                 return sbx_error_set(e, ENOEXEC, "microvm",
@@ -365,8 +363,7 @@ static int vmlinux_get(
         if (len <= 0x250 || plen < 6 || start + off > len || plen > len - start - off)
                 return sbx_error_set(e, ENOEXEC, "microvm",
                         "the bzImage %s is truncated or corrupt (its payload lies outside the file); "
-                        "reinstall "
-                        "the kernel package or set strict.kernel",
+                        "reinstall the kernel package or set strict.kernel",
                         vmlinuz);
         _cleanup_close_ int fd = vm_tmp_open(dir, tmp);
         if (fd < 0)
@@ -386,8 +383,7 @@ static int vmlinux_get(
         if (r >= 0 && got != want)
                 r = sbx_error_set(e, EBADMSG, "microvm",
                         "the kernel in %s decompressed to %llu bytes, its header says %u: corrupt; "
-                        "reinstall the "
-                        "kernel package",
+                        "reinstall the kernel package",
                         vmlinuz, (unsigned long long) got, want);
         if (r >= 0 && (pread(fd, head, 4, 0) != 4 || memcmp(head, "\177ELF", 4) != 0))
                 r = sbx_error_set(e, ENOEXEC, "microvm",
@@ -499,8 +495,7 @@ static int vm_cache_dir(char ret[static PATH_MAX], sbx_error *e) {
         if (r < 0)
                 return sbx_error_set(e, r, "microvm",
                         "no cache directory for the guest's kernel and initramfs: %s; set "
-                        "SANDBOXER_CACHE_DIR to a "
-                        "directory of yours",
+                        "SANDBOXER_CACHE_DIR to a directory of yours",
                         strerror(-r));
         if ((size_t) snprintf(ret, PATH_MAX, "%s/microvm", base) >= PATH_MAX)
                 return -ENAMETOOLONG;
@@ -608,8 +603,7 @@ int sbx_vm_tsc_khz(uint64_t *ret, sbx_error *e) {
         if (!cpu_flags_have("constant_tsc", "nonstop_tsc"))
                 return sbx_error_set(e, EOPNOTSUPP, "microvm",
                         "the host's TSC is not constant and nonstop (/proc/cpuinfo flags lack constant_tsc "
-                        "or "
-                        "nonstop_tsc): the guest is not told its rate and calibrates its own clock");
+                        "or nonstop_tsc): the guest is not told its rate and calibrates its own clock");
         unsigned a = 0, b = 0, c = 0, d = 0;
         /* CPUID 0x15 (Intel): the TSC is crystal_hz * ebx / eax, exact when all three are given */
         if (__get_cpuid(0x15, &a, &b, &c, &d) && a && b && c)

@@ -134,9 +134,9 @@ static int resolve_one(resolve_ctx *c, const char *name, unsigned depth, sbx_err
                 if (c->builtin && dep_find(c->builtin, c->builtin_len, name, &pe))
                         return 0; /* built into the kernel: nothing to load */
                 return sbx_error_set(e, ENOENT, "microvm",
-                        "module %s: not in %s/modules.dep (nor built in); the guest kernel lacks it: use a "
-                        "kernel with CONFIG for it as a module (Debian's linux-image-amd64 has it), or run "
-                        "depmod if the modules directory is stale",
+                        "module %s: not in %s/modules.dep (nor built in): this kernel was built without it; "
+                        "use a kernel that has it as a module (Debian's linux-image-amd64 does), or run "
+                        "depmod if the directory is stale",
                         name, c->moddir);
         }
         /* its dependencies first: modules.dep lists them all (the transitive closure), each of
