@@ -213,6 +213,57 @@ static void test_bad_kernels(const char *base, const char *vmlinuz, int init_fd)
                 "a missing strict.kernel is named: %s", e.message);
 }
 
+/* A bzImage whose payload is `tool`'s (the kernel build's command: gzip, zstd, lz4 -l, xz, bzip2,
+ * lzma, or cat for CONFIG_KERNEL_UNCOMPRESSED) compression of a made-up ELF, with the build's
+ * size_append after it (not for gzip, which has its own, nor cat): the image's kernel is that ELF. */
+static void test_formats(const char *base, const char *release, int init_fd) {
+        static const char *const tools[][2] = {{"gzip", "gzip -n -9 -c"}, {"zstd", "zstd -q -19 -c"},
+                {"lz4", "lz4 -q -l -9 -c"}, {"xz", "xz --check=crc32 -c"}, {"bzip2", "bzip2 -9 -c"},
+                {"lzma", "lzma -9 -c"}, {"none", "cat"}};
+        static uint8_t elf[200000];
+        char in[PATH_MAX], out[PATH_MAX], img_path[PATH_MAX], cmd[PATH_MAX * 3];
+        memcpy(elf, "\177ELF", 4);
+        for (size_t i = 4; i < sizeof elf; i++)
+                elf[i] = (uint8_t) (i * 2654435761u >> 13) & 0x3f; /* compressible, not trivially */
+        snprintf(in, sizeof in, "%s/fake-elf", base);
+        spit(in, elf, sizeof elf);
+        for (size_t t = 0; t < ELEMENTSOF(tools); t++) {
+                snprintf(out, sizeof out, "%s/fake-payload", base);
+                snprintf(cmd, sizeof cmd, "command -v %.*s >/dev/null && %s '%s' > '%s'",
+                        (int) strcspn(tools[t][1], " "), tools[t][1], tools[t][1], in, out);
+                if (system(cmd) != 0) {
+                        skip(1, tools[t][0]);
+                        continue;
+                }
+                size_t plen = 0;
+                _cleanup_free_ uint8_t *pl = slurp(out, &plen);
+                /* setup_sects 1: the payload starts at 1024; the version string at 0x200 + 0x100 */
+                size_t len = 1024 + plen + 4;
+                _cleanup_free_ uint8_t *k = calloc(1, len);
+                if (!pl || !k)
+                        return;
+                k[0x1f1] = 1;
+                memcpy(k + 0x202, "HdrS", 4);
+                k[0x206] = 0x0f, k[0x207] = 0x02;
+                k[0x20e] = 0x00, k[0x20f] = 0x01;
+                snprintf((char *) k + 0x300, 200, "%s (test@example) #1 SMP", release);
+                uint32_t pl32 = (uint32_t) plen + (t == 0 || t == 6 ? 0 : 4), sz = sizeof elf;
+                memcpy(k + 0x24c, &pl32, 4);
+                memcpy(k + 1024, pl, plen);
+                memcpy(k + 1024 + plen, &sz, 4); /* size_append, little-endian like the host */
+                snprintf(img_path, sizeof img_path, "%s/bzImage-%s", base, tools[t][0]);
+                spit(img_path, k, len);
+                sbx_vm_image img = {0};
+                sbx_error e = {0};
+                int r = sbx_vm_image_get(img_path, init_fd, &img, &e);
+                size_t got_len = 0;
+                _cleanup_free_ uint8_t *got = r == 0 ? slurp(img.kernel, &got_len) : NULL;
+                if (!ok(r == 0 && img.built && got_len == sizeof elf && memcmp(got, elf, sizeof elf) == 0,
+                            "a %s kernel is decompressed", tools[t][0]))
+                        diag("%d %s", r, e.message);
+        }
+}
+
 /* Two runs making the same entries at once both succeed. */
 static void test_concurrent(const char *base, int init_fd) {
         char dir[PATH_MAX];
@@ -373,6 +424,8 @@ int main(void) {
         test_bad_kernels(base, vz, init_fd);
         test_concurrent(base, init_fd);
         test_resolve(base);
+        setenv("SANDBOXER_CACHE_DIR", cache, 1);
+        test_formats(base, rel, init_fd);
         setenv("SANDBOXER_CACHE_DIR", cache, 1);
         test_tsc();
         close(init_fd);

@@ -378,9 +378,14 @@ static int vmlinux_get(
         uint32_t want = (uint32_t) pl[plen - 4] | (uint32_t) pl[plen - 3] << 8 |
                         (uint32_t) pl[plen - 2] << 16 | (uint32_t) pl[plen - 1] << 24;
         uint64_t got = 0;
-        bool gzip = pl[0] == 0x1f && pl[1] == 0x8b;
-        r = vm_unpack(pl, gzip ? plen : plen - 4, fd, NULL, &got, what, e);
-        if (r >= 0 && got != want)
+        bool gzip = pl[0] == 0x1f && pl[1] == 0x8b, plain = memcmp(pl, "\177ELF", 4) == 0;
+        if (plain) /* CONFIG_KERNEL_UNCOMPRESSED: the ELF as it is */
+                r = vm_write_all(fd, pl, plen);
+        else
+                r = vm_unpack(pl, gzip ? plen : plen - 4, fd, NULL, &got, what, e);
+        if (r < 0 && plain)
+                r = sbx_error_set(e, r, "microvm", "cannot write %s: %s", tmp, strerror(-r));
+        if (r >= 0 && !plain && (uint32_t) got != want)
                 r = sbx_error_set(e, EBADMSG, "microvm",
                         "the kernel in %s decompressed to %llu bytes, its header says %u: corrupt; "
                         "reinstall the kernel package",
