@@ -41,6 +41,7 @@ PACKAGES=(
         nodejs # the E2B and Daytona SDK tests (tests/compat; npm below: a nodejs from elsewhere bundles it)
         git # the Daytona SDK's git.* run git inside the sandbox (tests/compat)
         openssl python3-pip # the egress tests: a local TLS server's certificate, pip through the proxy
+        qemu-system-x86 linux-image-amd64 # the microvm backend: QEMU, and Debian's kernel the guest boots
 )
 
 # ---- 1. packages --------------------------------------------------------------------------------

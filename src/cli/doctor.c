@@ -256,13 +256,8 @@ static void requirements(sbx_backend_id id, const sbx_probe_result res[_F_MAX], 
                 binary = "docker";
                 break;
         case SBX_BACKEND_MICROVM:
-                if (access("/dev/kvm", R_OK | W_OK) == 0)
-                        snprintf(found, fsize, "/dev/kvm is usable");
-                else
-                        append(missing, msize,
-                                "/dev/kvm is missing or not accessible (no hardware virtualisation for "
-                                "microVMs)");
-                return;
+                binary = "qemu-system-x86_64";
+                break;
         case SBX_BACKEND_AUTO:
         case _SBX_BACKEND_MAX:
         case _SBX_BACKEND_INVALID:
@@ -342,10 +337,28 @@ static void check_backends(
                                 continue;
                         }
                 }
+                /* what the site policy allows of it (the microvm backend's emulation, kernel) */
+                char accel[600] = "";
+                if (b->probe_policy) {
+                        sbx_policy *pol = NULL;
+                        char why[512] = "";
+                        int r = sbx_policy_load(NULL, &pol, NULL);
+                        if (r >= 0 && pol) {
+                                r = b->probe_policy(pol, why, sizeof why);
+                                if (r >= 0 && id == SBX_BACKEND_MICROVM)
+                                        (void) sbx_microvm_accel(pol, accel, sizeof accel);
+                        }
+                        sbx_policy_free(pol);
+                        if (r < 0) {
+                                snprintf(bl->reason, sizeof bl->reason, "%s",
+                                        why[0] ? why : "the site policy could not be read");
+                                continue;
+                        }
+                }
                 bl->available = true;
                 bl->cause = CAUSE_NONE;
-                snprintf(bl->reason, sizeof bl->reason, "ready: %s (isolation level %s)", found,
-                        sbx_level_to_string(b->level));
+                snprintf(bl->reason, sizeof bl->reason, "ready: %s%s%s (isolation level %s)", found,
+                        accel[0] ? "; " : "", accel, sbx_level_to_string(b->level));
         }
         *ret_n = n;
 }

@@ -36,6 +36,8 @@
 
 #include "protocol.h"
 
+int sbx_guest_main(void); /* guest.c */
+
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 /* Landlock ABI 6: a ruleset that only scopes signals (struct landlock_ruleset_attr's layout). */
@@ -951,6 +953,10 @@ int main(int argc, char **argv) {
         unsigned landlock_flags = 0;
         const char *host_ns = NULL, *egress_ports = NULL;
         int i = 1;
+
+        /* PID 1 of a microvm guest, started by its kernel from the initramfs: the guest agent. */
+        if (getpid() == 1 && argc == 1 && strcmp(argv[0], "/init") == 0)
+                return sbx_guest_main();
 
         for (; i < argc; i++) {
                 if (strcmp(argv[i], "--") == 0) {

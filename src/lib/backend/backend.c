@@ -9,8 +9,10 @@
 #include "backend/oci.h"
 #endif
 
+#if !HAVE_LINUX
 /* Named in the registry so that doctor and selection can say so; no capability table. */
 static const sbx_backend backend_microvm = {.id = SBX_BACKEND_MICROVM, .level = SBX_LEVEL_MICROVM};
+#endif
 
 static const sbx_backend *const backends[_SBX_BACKEND_MAX] = {
 #if HAVE_LINUX
@@ -20,8 +22,10 @@ static const sbx_backend *const backends[_SBX_BACKEND_MAX] = {
         [SBX_BACKEND_FIREJAIL] = &sbx_backend_firejail,
         [SBX_BACKEND_PODMAN] = &sbx_backend_podman,
         [SBX_BACKEND_DOCKER] = &sbx_backend_docker,
-#endif
+        [SBX_BACKEND_MICROVM] = &sbx_backend_microvm,
+#else
         [SBX_BACKEND_MICROVM] = &backend_microvm,
+#endif
 };
 
 static const char *const cap_names[_SBX_CAP_MAX] = {
@@ -202,6 +206,8 @@ static int check(const sbx_config *cfg, sbx_backend_id id, char *why, size_t siz
         if (b->probe) {
                 char reason[512] = "";
                 int r = b->probe(reason, sizeof reason);
+                if (r >= 0 && b->probe_policy)
+                        r = b->probe_policy(cfg->policy, reason, sizeof reason);
                 if (r < 0) {
                         snprintf(why, size, "backend %s is unavailable: %s", sbx_backend_to_string(id),
                                 reason);

@@ -86,6 +86,9 @@ typedef struct sbx_backend {
         const sbx_cap_decl *caps; /* _SBX_CAP_MAX entries; NULL when not implemented (all no) */
         /* 0 if usable here; else -errno and a reason (what is missing and the fix). */
         int (*probe)(char *reason, size_t size);
+        /* Optional: whether it can run under this site policy (the microvm backend: emulation
+         * only where the policy allows it; its strict.kernel); the same return as probe. */
+        int (*probe_policy)(const sbx_policy *pol, char *reason, size_t size);
         /* Run argv under cfg; fills the report (status, exit, usage, timings, mechanisms);
          * returns 0 when the command ran (whatever its outcome), -errno on a setup error
          * (report->status is then setup_error and *e says why). */
@@ -133,3 +136,8 @@ extern const sbx_backend sbx_backend_native;
 extern const sbx_backend sbx_backend_landlock;
 extern const sbx_backend sbx_backend_bwrap;
 extern const sbx_backend sbx_backend_firejail;
+extern const sbx_backend sbx_backend_microvm;
+/* The microvm backend's accelerator under policy pol: 1 KVM (a VM could be made), 0 QEMU's
+ * emulation (no KVM, and the policy's strict.allow_emulation allows it), -EOPNOTSUPP neither;
+ * why says which and why. */
+int sbx_microvm_accel(const sbx_policy *pol, char *why, size_t size);

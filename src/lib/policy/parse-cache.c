@@ -75,6 +75,7 @@ static const ptr_field profile_ptrs[] = {
 static const ptr_field policy_ptrs[] = {
         PF(sbx_policy, source_file, P_STR),
         PF(sbx_policy, write_allowed, P_STRV),
+        PF(sbx_policy, strict_kernel, P_STR),
         PF(sbx_policy, egress_allowed, P_STRV),
         PF(sbx_policy, net_hosts, P_STRV),
         PF(sbx_policy, services_allowed, P_STRV),

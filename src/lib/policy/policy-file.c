@@ -12,6 +12,7 @@ sbx_policy *sbx_policy_free(sbx_policy *p) {
         if (!p)
                 return NULL;
         free(p->source_file);
+        free(p->strict_kernel);
         strv_free(p->write_allowed);
         strv_free(p->egress_allowed);
         strv_free(p->net_hosts);
@@ -158,14 +159,29 @@ static int trigger_from(const char *s) {
 }
 
 static int parse_strict(yctx *c, yaml_node_t *n, sbx_policy *p) {
-        static const char *const keys[] = {"required_when"};
+        static const char *const keys[] = {"required_when", "allow_emulation", "kernel"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         char got[96], item_path[96];
         int r;
 
         r = ymap(c, n, "strict", keys, ELEMENTSOF(keys), v);
-        if (r < 0 || !v[0])
+        if (r < 0)
                 return r;
+        if (v[1] && (r = yget_bool(c, v[1], "strict.allow_emulation", &p->strict_allow_emulation)) < 0)
+                return r;
+        if (v[2]) {
+                free(p->strict_kernel);
+                p->strict_kernel = NULL;
+                if ((r = yget_string_or_null(c, v[2], "strict.kernel", "an absolute path to a kernel image",
+                             &p->strict_kernel)) < 0)
+                        return r;
+                if (p->strict_kernel && p->strict_kernel[0] != '/')
+                        return yerr(c, v[2],
+                                "strict.kernel: expected an absolute path to a kernel image, got '%s'",
+                                p->strict_kernel);
+        }
+        if (!v[0])
+                return 0;
         if (v[0]->type != YAML_SEQUENCE_NODE)
                 return yerr(c, v[0],
                         "strict.required_when: expected a list of triggers (high_risk, network_egress, "

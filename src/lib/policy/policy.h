@@ -292,6 +292,10 @@ typedef struct sbx_policy {
         bool best_effort[_SBX_LIMIT_MAX]; /* enforce.best_effort */
         uint32_t run_as; /* host uid when running as root */
         bool strict_when_high_risk, strict_when_network_egress, strict_when_workspace_rw;
+        /* strict.allow_emulation: the microvm backend may run its guest under QEMU's TCG where
+         * there is no KVM (tests, CI); strict.kernel: the guest kernel (NULL: the Debian package's) */
+        bool strict_allow_emulation;
+        char *strict_kernel;
         char **write_allowed; /* filesystem.write_allowed */
         char **egress_allowed; /* network.egress_allowed */
         /* network.hosts: the egress proxy's own name map, "name=address" (the site's choice: a

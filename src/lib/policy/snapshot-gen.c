@@ -189,6 +189,8 @@ static void put_policy(FILE *f, const sbx_policy *p) {
         SCALAR(f, p, strict_when_high_risk, "%d", int);
         SCALAR(f, p, strict_when_network_egress, "%d", int);
         SCALAR(f, p, strict_when_workspace_rw, "%d", int);
+        SCALAR(f, p, strict_allow_emulation, "%d", int);
+        field_str(f, "strict_kernel", p->strict_kernel);
         field_strv(f, "write_allowed", p->write_allowed);
         field_strv(f, "egress_allowed", p->egress_allowed);
         field_strv(f, "net_hosts", p->net_hosts);

@@ -350,6 +350,17 @@ static void write_config(jsonw *w, const sbx_report *r) {
                 jsonw_kv_string(w, r->fences[i].key, r->fences[i].str);
         jsonw_end_object(w);
 
+        if (r->microvm.accel) {
+                jsonw_key(w, "microvm");
+                jsonw_begin_object(w);
+                jsonw_kv_string(w, "accel", r->microvm.accel);
+                jsonw_kv_int(w, "vcpus", r->microvm.vcpus);
+                jsonw_kv_int(w, "memory_mb", r->microvm.memory_mb);
+                jsonw_kv_string(w, "guest_kernel", r->microvm.guest_kernel);
+                jsonw_kv_int(w, "boot_ms", r->microvm.boot_ms);
+                jsonw_end_object(w);
+        }
+
         jsonw_key(w, "network");
         if (p) {
                 jsonw_begin_object(w);

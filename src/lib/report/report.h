@@ -154,6 +154,15 @@ typedef struct sbx_report {
         sbx_detail fences[SBX_REPORT_MAX_FENCES];
         size_t n_fences;
 
+        /* The microvm backend's guest (config.microvm; accel NULL: not a microvm run). */
+        struct {
+                const char *accel; /* "kvm" | "tcg" */
+                int vcpus;
+                int64_t memory_mb; /* the guest's RAM */
+                char guest_kernel[128]; /* its release */
+                int64_t boot_ms; /* qemu started -> the guest agent ready */
+        } microvm;
+
         /* usage */
         int64_t wall_ms, cpu_user_ms, cpu_sys_ms, max_rss_kb, pids_peak;
         uint64_t stdout_bytes, stderr_bytes;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -18,6 +19,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "backend/common.h"
 #include "basic/cache.h"
 #include "basic/macro.h"
 #include "basic/sha256.h"
@@ -64,14 +66,86 @@ int vm_write_all(int fd, const void *data, size_t len) {
 }
 
 /* Where libarchive is not linked (the static CLI: Debian ships no static zstd and lz4 for it),
- * vm-unpack.c is not either and this stands in: nothing can be decompressed, a cached image is
- * still found. */
+ * vm-unpack.c is not either and this stands in: the compressor's own tool (xz, gzip, zstd, lz4,
+ * bzip2; xz-utils is installed with the kernel package), named by the stream's magic, reads the
+ * data from a memfd and writes to fd, or to a memfd read back into out. Only on a cache miss. */
 __attribute__((weak)) int vm_unpack(const void *data, size_t len, int fd, vm_buf *out, uint64_t *ret_size,
         const char *what, sbx_error *e) {
-        return sbx_error_set(e, EOPNOTSUPP, "microvm",
-                "cannot decompress %s: this program is linked without libarchive (the static CLI); the "
-                "image is made by a program linked with libsandboxer (sandboxer-ctl, the library)",
-                what);
+        static const struct {
+                const char *magic;
+                size_t n;
+                const char *tool, *arg;
+        } fmts[] = {
+                {"\xfd"
+                 "7zXZ\0",
+                        6, "xz", NULL},
+                {"\x1f\x8b", 2, "gzip", NULL},
+                {"\x28\xb5\x2f\xfd", 4, "zstd", NULL},
+                {"\x02\x21\x4c\x18", 4, "lz4", NULL}, /* legacy frame, as the kernel writes it */
+                {"\x04\x22\x4d\x18", 4, "lz4", NULL},
+                {"BZh", 3, "bzip2", NULL},
+                {"\x5d\0\0", 3, "xz", "--format=lzma"},
+        };
+        size_t k = 0;
+        while (k < ELEMENTSOF(fmts) && (len < fmts[k].n || memcmp(data, fmts[k].magic, fmts[k].n) != 0))
+                k++;
+        if (k == ELEMENTSOF(fmts))
+                return sbx_error_set(e, EBADMSG, "microvm", "cannot decompress %s: unknown format", what);
+        char tool[PATH_MAX];
+        int tfd = sbx_backend_open_tool(fmts[k].tool, tool, sizeof tool);
+        if (tfd < 0)
+                return sbx_error_set(e, ENOENT, "microvm",
+                        "cannot decompress %s: %s is not installed (Debian: apt-get install %s)", what,
+                        fmts[k].tool, streq(fmts[k].tool, "xz") ? "xz-utils" : fmts[k].tool);
+        close(tfd);
+        _cleanup_close_ int in = memfd_create("sandboxer-unpack-in", MFD_CLOEXEC);
+        _cleanup_close_ int mem = fd < 0 ? memfd_create("sandboxer-unpack-out", MFD_CLOEXEC) : -EBADF;
+        int dst = fd >= 0 ? fd : mem;
+        int r;
+        if (in < 0 || dst < 0)
+                return sbx_error_set(e, errno, "microvm", "memfd_create: %m");
+        if ((r = vm_write_all(in, data, len)) < 0 || lseek(in, 0, SEEK_SET) < 0)
+                return sbx_error_set(e, r < 0 ? -r : errno, "microvm", "cannot decompress %s: memfd", what);
+        off_t start = lseek(dst, 0, SEEK_CUR);
+        pid_t pid = fork();
+        if (pid < 0)
+                return sbx_error_set(e, errno, "microvm", "fork: %m");
+        if (pid == 0) {
+                int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                if (dup2(in, 0) < 0 || dup2(dst, 1) < 0 || (nul >= 0 && dup2(nul, 2) < 0))
+                        _exit(127);
+                const char *argv[] = {fmts[k].tool, "-dc", fmts[k].arg, NULL};
+                if (!fmts[k].arg)
+                        argv[2] = NULL;
+                else
+                        argv[1] = fmts[k].arg, argv[2] = "-dc";
+                execv(tool, (char **) argv);
+                _exit(127);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return sbx_error_set(e, errno, "microvm", "waitpid: %m");
+        /* gzip says 2 for "trailing garbage ignored": the kernel's size word after the stream */
+        bool fine = WIFEXITED(st) &&
+                    (WEXITSTATUS(st) == 0 || (WEXITSTATUS(st) == 2 && streq(fmts[k].tool, "gzip")));
+        if (!fine)
+                return sbx_error_set(e, EBADMSG, "microvm", "cannot decompress %s: %s -dc %s %d (corrupt?)",
+                        what, fmts[k].tool, WIFEXITED(st) ? "exited" : "was killed by signal",
+                        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        off_t end = lseek(dst, 0, SEEK_CUR);
+        uint64_t total = end >= start && start >= 0 ? (uint64_t) (end - start) : 0;
+        if (fd < 0) {
+                _cleanup_free_ uint8_t *buf = NULL;
+                size_t n;
+                if ((r = vm_read_fd(mem, &buf, &n)) < 0 || (r = vm_buf_put(out, buf, n)) < 0)
+                        return sbx_error_set(
+                                e, -r, "microvm", "cannot read the decompressed %s: %s", what, strerror(-r));
+                total = n;
+        }
+        if (ret_size)
+                *ret_size = total;
+        return 0;
 }
 
 int vm_read_fd(int fd, uint8_t **ret, size_t *ret_len) {

@@ -1,0 +1,60 @@
+/* vm-protocol.h — the microvm backend's control channel: the host's relay (a child of the
+ * supervisor, src/lib/backend/microvm.c) and the guest agent (sandboxer-init as PID 1 of the
+ * guest, guest.c) speak it over one virtio-serial port, a byte stream that needs no host module
+ * (vhost-vsock is absent on many hosts). Frames: a header, then `len` bytes. The init's own
+ * messages (protocol.h) travel inside VM_INIT frames, unchanged, so the host's supervisor and
+ * report are the ones every backend has.
+ *
+ * Order: the agent says VM_READY once its modules are loaded and the port is open; the host sends
+ * VM_CONFIG, any VM_FILE, VM_SECCOMP, then VM_GO; the agent builds the root, starts the command
+ * under sandboxer-init and relays. At the end: VM_OOM (when the guest's cgroup saw an OOM kill),
+ * VM_END (every byte of output was sent before it). Stdin: VM_STDIN frames, one of length 0 at
+ * its end. A signal for the command: VM_SIGNAL (4 bytes, the number). VM_FAIL: the agent could
+ * not set up (text: the step and errno), sent before VM_END. */
+#pragma once
+
+#include <stdint.h>
+
+#define SBX_VM_MAGIC 0x53425856u /* "SBXV" */
+#define SBX_VM_PORT_NAME "org.sandboxer.ctl" /* the virtserialport's name= */
+#define SBX_VM_FRAME_MAX (256u * 1024u) /* a frame's payload, at most */
+
+enum {
+        /* host -> guest */
+        SBX_VM_CONFIG = 1, /* "key=value\0" entries (below) */
+        SBX_VM_FILE = 2, /* a file of the root view: "path\0" u32 mode (LE), then its bytes */
+        SBX_VM_SECCOMP = 3, /* the seccomp blob (protocol.h: header and programs) */
+        SBX_VM_GO = 4, /* nothing more: start */
+        SBX_VM_STDIN = 5, /* bytes for the command's stdin; length 0: its end */
+        SBX_VM_SIGNAL = 6, /* u32 signal number, for the command (through the init) */
+        /* guest -> host */
+        SBX_VM_READY = 16, /* 2 x u64, ns since the guest's boot: the agent started; it is ready */
+        SBX_VM_INIT = 17, /* a struct sbx_init_msg from the init, as it sent it */
+        SBX_VM_STDOUT = 18,
+        SBX_VM_STDERR = 19,
+        SBX_VM_OOM = 20, /* u64 the guest cgroup's memory.events oom_kill count */
+        SBX_VM_FAIL = 21, /* text: what the agent could not do */
+        SBX_VM_END = 22, /* u64 the command's peak memory (memory.peak, bytes; 0 unknown) */
+};
+
+/* VM_CONFIG keys (each may repeat where it says so):
+ *   arg=S        the command's argv, in order (repeats)
+ *   env=K=V      its environment (repeats)
+ *   cwd=PATH     its working directory
+ *   hostname=S
+ *   share=TAG\x1fTARGET\x1fro|rw   a 9p export of the host, mounted at TARGET (repeats)
+ *   link=TARGET\x1fTEXT            a symlink in the root view (repeats)
+ *   dir=PATH                       a directory of the root view (repeats)
+ *   scratch=PATH\x1fBYTES          the scratch tmpfs (owned by the sandbox user, 0700)
+ *   home=PATH                      filesystem.home: a writable directory there
+ *   write=PATH   writable for Landlock besides scratch and /dev (repeats)
+ *   memory=BYTES, pids=N, cpu=QUOTA_US PERIOD_US   the guest cgroup's limits (0/absent: none)
+ *   uid=N, gid=N  whom the command runs as (1000)
+ */
+
+struct sbx_vm_frame {
+        uint32_t magic;
+        uint32_t type;
+        uint32_t len;
+        uint32_t reserved;
+};
