@@ -87,8 +87,10 @@ typedef struct backend_line {
         char reason[1024];
 } backend_line;
 
+static const char *doctor_policy; /* --policy FILE, or NULL: the default */
+
 static void help(void) {
-        printf("Usage: sandboxer doctor [--json]\n\n"
+        printf("Usage: sandboxer doctor [--json] [--policy FILE]\n\n"
                "Probe the kernel features sandboxer relies on (namespaces in a trial child, Landlock,\n"
                "seccomp and its user notification, cgroup controllers, ...) and say for each backend\n"
                "whether it can run here, or why not and how to fix it.\n\n"
@@ -97,6 +99,10 @@ static void help(void) {
                "             cause, implemented, level, persistent: {yes, how}, capabilities: {CAP:\n"
                "             {yes, how}}}}}; cause is\n"
                "             none, not_implemented, tool_missing (its program is not in PATH) or host\n"
+               "  --policy FILE  judge the backends under this site policy (default: the one\n"
+               "             `run` would use: /etc/sandboxer/policy.yaml, else the built-in); it decides\n"
+               "             whether the microvm backend may use QEMU's emulation without KVM\n"
+               "             (strict.allow_emulation) and its kernel (strict.kernel)\n"
                "  -h, --help show this help\n\n"
                "Exit status: 0 when at least one backend can run on this host, 1 when none can,\n"
                "125 on bad arguments.\n");
@@ -110,7 +116,7 @@ static void probe_all(sbx_probe_result res[_F_MAX]) {
                 /* As root the command runs as the policy's run_as uid: try exactly that mapping. */
                 sbx_policy *pol = NULL;
                 uid = gid = 65534;
-                if (sbx_policy_load(NULL, &pol, NULL) >= 0 && pol) {
+                if (sbx_policy_load(doctor_policy, &pol, NULL) >= 0 && pol) {
                         uid = gid = pol->run_as;
                         sbx_policy_free(pol);
                 }
@@ -342,7 +348,7 @@ static void check_backends(
                 if (b->probe_policy) {
                         sbx_policy *pol = NULL;
                         char why[512] = "";
-                        int r = sbx_policy_load(NULL, &pol, NULL);
+                        int r = sbx_policy_load(doctor_policy, &pol, NULL);
                         if (r >= 0 && pol) {
                                 r = b->probe_policy(pol, why, sizeof why);
                                 if (r >= 0 && id == SBX_BACKEND_MICROVM)
@@ -499,12 +505,25 @@ int verb_doctor(int argc, char **argv) {
         for (int i = 1; i < argc; i++) {
                 if (streq(argv[i], "--json"))
                         json = true;
-                else if (streq(argv[i], "--help") || streq(argv[i], "-h")) {
+                else if (streq(argv[i], "--policy") && i + 1 < argc) {
+                        doctor_policy = argv[++i];
+                        sbx_policy *pol = NULL;
+                        sbx_error pe = {0};
+                        if (sbx_policy_load(doctor_policy, &pol, &pe) < 0) {
+                                cli_error("doctor: %s", pe.message);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        sbx_policy_free(pol);
+                } else if (streq(argv[i], "--policy")) {
+                        cli_error("doctor: --policy needs a FILE");
+                        return SBX_EXIT_FAILURE;
+                } else if (streq(argv[i], "--help") || streq(argv[i], "-h")) {
                         help();
                         return 0;
                 } else {
-                        cli_error(
-                                "doctor: unknown argument '%s'; usage: sandboxer doctor [--json]", argv[i]);
+                        cli_error("doctor: unknown argument '%s'; usage: sandboxer doctor [--json] "
+                                  "[--policy FILE]",
+                                argv[i]);
                         return SBX_EXIT_FAILURE;
                 }
         }

@@ -180,7 +180,7 @@ _host_cgroup() {
 # (Asked again when DOCKER_HOST changes: a script may start a Docker-compatible service.)
 _host_doctor_get() {
         local f=$SBX_TMP/doctor.${DOCKER_HOST//[^A-Za-z0-9]/_}.json
-        [ -s "$f" ] || "$SANDBOXER" doctor --json >"$f" 2>/dev/null
+        [ -s "$f" ] || "$SANDBOXER" doctor --json ${SBX_DOCTOR_POLICY:+--policy "$SBX_DOCTOR_POLICY"} >"$f" 2>/dev/null
         json_get "$f" "$1" 2>/dev/null
 }
 _host_doctor_feature() {

@@ -13,6 +13,10 @@
 ESC=$SBX_BUILD/tests/escape
 MANIFEST=$SBX_SRC/tests/escape/manifest.tsv
 BACKEND=${SBX_BACKEND:-native}
+if [ "$BACKEND" = microvm ]; then # QEMU's emulation where there is no usable KVM; doctor judges by it
+        sed -i 's/^strict: .*/strict: { required_when: [], allow_emulation: true }/' "$POL"
+        export SBX_DOCTOR_POLICY=$POL
+fi
 [ "$(uname -m)" = x86_64 ] || skip_all "the corpus is x86_64 (int 0x80, x32, syscall numbers)"
 [ -x "$ESC/read_file" ] || skip_all "escape corpus not built ($ESC)"
 [ -r "$MANIFEST" ] || skip_all "no manifest ($MANIFEST)"
@@ -115,6 +119,8 @@ YAML
         # the landlock backend has no loopback of its own to offer, and refuses a profile asking
         # for one
         [ "$BACKEND" != landlock ] || printf 'network:\n  loopback: false\n' >>"$SBX_TMP/escape-profile.yaml"
+        # the microvm backend is strict mode's
+        [ "$BACKEND" != microvm ] || sed -i 's/^  level: policy$/  level: policy\n  mode: strict/' "$SBX_TMP/escape-profile.yaml"
         chmod 644 "$SBX_TMP/escape-profile.yaml"
         PROF=(--profile "$SBX_TMP/escape-profile.yaml")
 fi

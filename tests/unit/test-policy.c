@@ -758,6 +758,13 @@ static void test_policy_file(void) {
         policy_bad("version: 1\nrun_as: 4294967296\n", 2, 9, "run_as too big", "run_as");
         policy_bad("version: 1\nstrict: {required_when: [always]}\n", 2, 26, "unknown trigger",
                 "strict.required_when[0]");
+        policy_bad("version: 1\nstrict: {allow_emulation: maybe}\n", 2, 27, "allow_emulation not bool",
+                "strict.allow_emulation: expected true or false");
+        policy_bad("version: 1\nstrict: {kernel: boot/vmlinuz}\n", 2, 18, "relative strict.kernel",
+                "strict.kernel: expected an absolute path");
+        policy_bad("version: 1\nstrict: {kernel: [a]}\n", 2, 18, "strict.kernel not a string", "strict.kernel");
+        policy_bad("version: 1\nstrict: {emulation: true}\n", 2, 10, "unknown strict key",
+                "unknown key 'emulation' in strict");
         policy_bad("version: 1\nfilesystem: {write_allowed: [data]}\n", 2, 30, "relative write_allowed",
                 "filesystem.write_allowed[0]");
         policy_bad("version: 1\nnetwork: {egress_allowed: [\"a b\"]}\n", 2, 28, "bad egress_allowed",
