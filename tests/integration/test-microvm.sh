@@ -88,9 +88,11 @@ ok "$([ "${n:-0}" -ge 5 ] && [ "${n:-99}" -le 20 ] && echo 0 || echo 1)" "fork b
 is "$(r 'd["config"]["limits"]["pids"]["mechanism"]')" cgroup_v2 "pids: the guest's cgroup v2"
 
 # --- the timeout ---
-run_sbx "${S[@]}" --timeout 3 -- /bin/sleep 60
-is "$(r 'd["status"]')" timeout "timeout: status timeout"
-ok "$(pgrep -f "sandboxer-test-never" >/dev/null && echo 1 || echo 0)" "timeout: nothing left"
+# (timeout_s is the command's own: from its start, not from qemu's; budget_s covers the boot)
+run_sbx "${S[@]}" --timeout 1 -- /bin/sh -c 'echo STARTED; sleep 60'
+is "$(r 'd["status"]')/$SBX_OUT" timeout/STARTED "timeout 1 s: the command ran, then timeout (the boot is not its time)"
+is "$(r '[(v["detail"]["limit"], v["detail"]["limit_s_x1000"]) for v in d["violations"] if v["kind"] == "TimeoutViolation"]')" \
+        '[["timeout_s", 1000]]' "timeout: TimeoutViolation names timeout_s, 1 s"
 
 # --- refusals: emulation off, an explicit kernel that is not one ---
 run_sbx --policy "$NOEMU" --backend microvm --mode strict --timeout 30 -- /bin/true

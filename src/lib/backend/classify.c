@@ -140,9 +140,19 @@ int sbx_backend_classify_ex(const sbx_config *cfg, sbx_report *rep, const sbx_su
         }
         if (res.timed_out) {
                 rep->status = sbx_status_merge(rep->status, SBX_STATUS_TIMEOUT);
-                sbx_detail d[2] = {{.key = "limit_s_x1000", .num = (int64_t) (svp.timeout_s * 1000)},
+                /* the command's own clock (command_timeout_s, from its start), or the run's */
+                double cmd = svp.command_timeout_s;
+                int64_t started_ms = res.started_ns > svp.start_ns
+                                             ? (int64_t) ((res.started_ns - svp.start_ns) / 1000000)
+                                             : -1;
+                bool by_cmd = cmd > 0 && started_ms >= 0 &&
+                              res.timeout_at_ms - started_ms >= (int64_t) (cmd * 1000) - 50;
+                sbx_detail d[2] = {
+                        {.key = "limit_s_x1000", .num = (int64_t) ((by_cmd ? cmd : svp.timeout_s) * 1000)},
                         {.key = "limit",
-                                .str = (char *) (o->timeout_key                   ? o->timeout_key
+                                .str = (char *) (by_cmd                           ? "timeout_s"
+                                                 : cmd > 0                        ? "budget_s"
+                                                 : o->timeout_key                 ? o->timeout_key
                                                  : budget > 0 && budget < timeout ? "budget_s"
                                                                                   : "timeout_s")}};
                 (void) sbx_report_add_violation(

@@ -985,7 +985,8 @@ static int microvm_run_cfg(
         m.facts_w = factp[1];
         if (getenv("SANDBOXER_DEBUG_ARGV") && streq(getenv("SANDBOXER_DEBUG_ARGV"), "1"))
                 sbx_backend_debug_argv(m.qemu, m.qemu_argv);
-        sbx_oci_launch l = {.start = start_relay, .userdata = &m, .oom_report_fd = oomp[0]};
+        sbx_oci_launch l = {
+                .start = start_relay, .userdata = &m, .oom_report_fd = oomp[0], .timeout_from_start = true};
         r = sbx_oci_run(cfg, io, rep, &l, e);
         struct vm_facts facts = {0};
         if (read(factp[0], &facts, sizeof facts) == (ssize_t) sizeof facts &&

@@ -541,7 +541,10 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
                 .fwd_err = io->err_fd,
                 .output_cap = sbx_limit_bytes(&cfg->limits, SBX_LIMIT_OUTPUT_MB),
                 .start_ns = ready,
-                .timeout_s = budget > 0 && budget < timeout ? budget : timeout,
+                .timeout_s = l->timeout_from_start            ? budget
+                             : budget > 0 && budget < timeout ? budget
+                                                              : timeout,
+                .command_timeout_s = l->timeout_from_start ? timeout : 0,
                 .grace_s = 2.0,
                 .handle_signals = io->handle_signals,
                 .oom_fd = -1,

@@ -81,6 +81,9 @@ typedef struct sbx_oci_launch {
         /* network.egress: the init makes the proxy's socket in the container's network namespace
          * (--egress-ports) and hands it over its status socket; the launch serves it */
         bool egress;
+        /* timeout_s counts from the command's start, budget_s from the launch (a guest's boot
+         * is not the command's time) */
+        bool timeout_from_start;
 } sbx_oci_launch;
 
 /* Start the client, supervise it (timeout, output cap, signals, the init's status socket and

@@ -887,8 +887,11 @@ static void handle_status(loop_state *s) {
                 m.text[sizeof m.text - 1] = 0;
                 sbx_supervise_result *r = s->res;
                 switch (m.type) {
-                case SBX_INIT_MSG_STARTED:
+                case SBX_INIT_MSG_STARTED: /* command_timeout_s: the command's own clock starts */
                         r->started_ns = m.monotonic_ns;
+                        if (s->p->command_timeout_s > 0)
+                                (void) arm_timer(
+                                        s->timer_fd, sbx_supervise_command_deadline(s->p, sbx_now_ns()));
                         break;
                 case SBX_INIT_MSG_EXEC_FAILED:
                         r->end = SBX_SV_EXEC_FAILED;

@@ -45,6 +45,9 @@ typedef struct sbx_supervise_params {
         uint64_t output_cap; /* bytes of stdout+stderr allowed; 0 = unlimited */
         uint64_t start_ns; /* CLOCK_MONOTONIC the deadline counts from */
         double timeout_s; /* 0 = none */
+        /* > 0: the command's own limit, from its start (SBX_INIT_MSG_STARTED), within timeout_s
+         * (then the whole run's): a sandbox whose set-up takes seconds (a microVM's boot) */
+        double command_timeout_s;
         double grace_s; /* after a forwarded cancellation signal, before SIGKILL */
         bool handle_signals; /* SIGINT/SIGTERM/SIGHUP/SIGQUIT cancel the run */
         /* Optional: kill the whole sandbox (e.g. cgroup kill); default SIGKILL to the init. */
@@ -102,6 +105,13 @@ typedef struct sbx_supervise_params {
         void (*on_extra)(void *userdata);
         void *extra_userdata;
 } sbx_supervise_params;
+
+/* Seconds left for a command that starts at now_ns: command_timeout_s, within what timeout_s
+ * leaves of the whole run. */
+static inline double sbx_supervise_command_deadline(const sbx_supervise_params *p, uint64_t now_ns) {
+        double left = p->timeout_s - (double) (now_ns - p->start_ns) / 1e9;
+        return p->timeout_s > 0 && left < p->command_timeout_s ? left : p->command_timeout_s;
+}
 
 typedef enum sbx_sv_end {
         SBX_SV_EXITED, /* the command exited; code */
