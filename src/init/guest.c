@@ -317,8 +317,8 @@ static int apply_entry(char *kv, const char **step) {
                 char opts[96];
                 /* owned by the kernel's id of the command's uid (its namespace's map: hostuid) */
                 bool mapped = host_uid != 0 && host_gid != 0;
-                snprintf(opts, sizeof opts, "size=%s,mode=0700,uid=%u,gid=%u", bytes, mapped ? host_uid : uid,
-                        mapped ? host_gid : gid);
+                snprintf(opts, sizeof opts, "size=%s,mode=0700,uid=%u,gid=%u", bytes,
+                        mapped ? host_uid : uid, mapped ? host_gid : gid);
                 *step = "mount the scratch tmpfs";
                 if ((r = mkdir_p(at, 0755)) >= 0 &&
                         mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)

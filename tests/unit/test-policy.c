@@ -762,7 +762,8 @@ static void test_policy_file(void) {
                 "strict.allow_emulation: expected true or false");
         policy_bad("version: 1\nstrict: {kernel: boot/vmlinuz}\n", 2, 18, "relative strict.kernel",
                 "strict.kernel: expected an absolute path");
-        policy_bad("version: 1\nstrict: {kernel: [a]}\n", 2, 18, "strict.kernel not a string", "strict.kernel");
+        policy_bad(
+                "version: 1\nstrict: {kernel: [a]}\n", 2, 18, "strict.kernel not a string", "strict.kernel");
         policy_bad("version: 1\nstrict: {emulation: true}\n", 2, 10, "unknown strict key",
                 "unknown key 'emulation' in strict");
         policy_bad("version: 1\nfilesystem: {write_allowed: [data]}\n", 2, 30, "relative write_allowed",
