@@ -930,42 +930,15 @@ static _noreturn_ void relay_main(docker_relay *d) {
         _exit(0);
 }
 
+static _noreturn_ void relay_run(void *ud) {
+        relay_main(ud);
+}
+
 static int start_relay(void *ud, int in_fd, int out_fd, int err_fd, int status_fd, pid_t *ret_pid,
         int *ret_pidfd, sbx_error *e) {
         docker_relay *d = ud;
-        pid_t ppid = getpid();
-        pid_t pid = fork();
-        if (pid < 0)
-                return sbx_error_set(e, errno, "docker: relay", "fork: %m");
-        if (pid == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != ppid)
-                        _exit(125);
-                int src[4] = {in_fd, out_fd, err_fd, status_fd}, hi[4];
-                for (int i = 0; i < 4; i++)
-                        if ((hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0)
-                                _exit(125);
-                for (int i = 0; i < 4; i++)
-                        if (dup2(hi[i], i) < 0)
-                                _exit(125);
-                int oom = fcntl(d->oom_w, F_DUPFD_CLOEXEC, 4);
-                if (oom < 0)
-                        _exit(125);
-                d->oom_w = oom;
-                for (int i = 0; i < 4; i++)
-                        close(hi[i]);
-                relay_main(d);
-        }
-        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd < 0) {
-                int err = errno;
-                kill(pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
-                return sbx_error_set(e, err, "docker: relay", "pidfd_open: %s", strerror(err));
-        }
-        *ret_pid = pid;
-        *ret_pidfd = pidfd;
-        return 0;
+        return sbx_oci_fork_client(in_fd, out_fd, err_fd, status_fd, &d->oom_w, 1, relay_run, d,
+                "docker: relay", ret_pid, ret_pidfd, e);
 }
 
 static int docker_run(

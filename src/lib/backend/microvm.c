@@ -68,39 +68,10 @@
 #define MAX_SHARES 7
 #define MAX_FILE_BYTES (4u << 20)
 
-static int read_full(int fd, void *p, size_t n) {
-        char *c = p;
-        while (n > 0) {
-                ssize_t k = read(fd, c, n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return -EPIPE;
-                c += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 /* A whole regular file of at most max bytes: 0 with *ret (malloc'ed) and *ret_len, or -errno. */
 static int read_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > max)
-                return -EFBIG;
-        _cleanup_free_ char *d = malloc((size_t) st.st_size + 1);
-        if (!d)
-                return -ENOMEM;
-        int r = read_full(fd, d, (size_t) st.st_size);
-        if (r < 0)
-                return r;
-        *ret_len = (size_t) st.st_size;
-        *ret = TAKE_PTR(d);
-        return 0;
+        return fd < 0 ? -errno : sbx_read_fd_all(fd, max, ret, ret_len);
 }
 
 /* ---- availability ------------------------------------------------------------------------- */
@@ -170,8 +141,9 @@ typedef struct microvm_run {
         char *seccomp;
         size_t seccomp_len;
         double boot_timeout_s;
-        int oom_w; /* write end of the OOM pipe ("O": the guest's cgroup OOM-killed) */
-        int facts_w; /* write end of the facts pipe (struct vm_facts) */
+        /* the write ends of the OOM pipe ("O": the guest's cgroup OOM-killed) and of the facts
+         * pipe (struct vm_facts); one array: the relay's start moves both */
+        int pipes_w[2];
         /* As root, qemu runs as this uid and gid (the plan's: run_as), with /dev/kvm's group for
          * KVM: never host root. */
         bool drop;
@@ -336,7 +308,7 @@ static pid_t start_qemu(microvm_run *m, int chan, int con) {
 
 /* Read one frame from the channel (blocking: the guest writes whole frames). */
 static int frame_read(int fd, struct sbx_vm_frame *h, char **ret) {
-        int r = read_full(fd, h, sizeof *h);
+        int r = sbx_read_full(fd, h, sizeof *h);
         if (r < 0)
                 return r;
         if (h->magic != SBX_VM_MAGIC || h->len > SBX_VM_FRAME_MAX)
@@ -344,7 +316,7 @@ static int frame_read(int fd, struct sbx_vm_frame *h, char **ret) {
         _cleanup_free_ char *d = malloc(h->len + 1);
         if (!d)
                 return -ENOMEM;
-        if (h->len && (r = read_full(fd, d, h->len)) < 0)
+        if (h->len && (r = sbx_read_full(fd, d, h->len)) < 0)
                 return r;
         d[h->len] = 0;
         *ret = TAKE_PTR(d);
@@ -378,7 +350,7 @@ static int kvm_trial(const sbx_policy *pol, char *why, size_t size) {
                         return 0;
                 }
         }
-        _cleanup_(run_done) microvm_run m = {.oom_w = -1, .facts_w = -1};
+        _cleanup_(run_done) microvm_run m = {.pipes_w = {-1, -1}};
         snprintf(m.qemu, sizeof m.qemu, "%s", qemu);
         qemu_identity(&m, pol ? pol->run_as : 65534, pol ? pol->run_as : 65534, true);
         const char *const qargs[] = {QEMU, "-M", "microvm,x-option-roms=off", "-cpu", "host", "-accel",
@@ -629,8 +601,8 @@ static _noreturn_ void relay_main(microvm_run *m) {
                                         started = true;
                                 (void) send(SBX_INIT_STATUS_FD, &msg, sizeof msg, MSG_NOSIGNAL);
                         } else if (h.type == SBX_VM_OOM) {
-                                if (m->oom_w >= 0)
-                                        (void) !write(m->oom_w, "O", 1);
+                                if (m->pipes_w[0] >= 0)
+                                        (void) !write(m->pipes_w[0], "O", 1);
                         } else if (h.type == SBX_VM_FAIL) {
                                 dprintf(2, "sandboxer: microvm: %s\n", d);
                                 if (!started) {
@@ -652,8 +624,8 @@ static _noreturn_ void relay_main(microvm_run *m) {
         kill(qpid, SIGKILL);
         (void) waitpid(qpid, NULL, 0);
         facts.ended = ended;
-        if (m->facts_w >= 0)
-                (void) !write(m->facts_w, &facts, sizeof facts);
+        if (m->pipes_w[1] >= 0)
+                (void) !write(m->pipes_w[1], &facts, sizeof facts);
         if (!ended) {
                 console_drain(con, 0);
                 if (!started)
@@ -666,43 +638,16 @@ static _noreturn_ void relay_main(microvm_run *m) {
         _exit(0);
 }
 
+static _noreturn_ void relay_run(void *ud) {
+        relay_main(ud);
+}
+
 static int start_relay(void *ud, int in_fd, int out_fd, int err_fd, int status_fd, pid_t *ret_pid,
         int *ret_pidfd, sbx_error *e) {
         microvm_run *m = ud;
-        pid_t ppid = getpid();
-        pid_t pid = fork();
-        if (pid < 0)
-                return sbx_error_set(e, errno, "microvm: relay", "fork: %m");
-        if (pid == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != ppid)
-                        _exit(125);
-                int src[4] = {in_fd, out_fd, err_fd, status_fd}, hi[4];
-                for (int i = 0; i < 4; i++)
-                        if ((hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0)
-                                _exit(125);
-                for (int i = 0; i < 4; i++)
-                        if (dup2(hi[i], i) < 0)
-                                _exit(125);
-                int oom = fcntl(m->oom_w, F_DUPFD_CLOEXEC, 4), facts = fcntl(m->facts_w, F_DUPFD_CLOEXEC, 4);
-                if (oom < 0 || facts < 0)
-                        _exit(125);
-                m->oom_w = oom;
-                m->facts_w = facts;
-                for (int i = 0; i < 4; i++)
-                        close(hi[i]);
-                relay_main(m);
-        }
-        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd < 0) {
-                int err = errno;
-                kill(pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
-                return sbx_error_set(e, err, "microvm: relay", "pidfd_open: %s", strerror(err));
-        }
-        *ret_pid = pid;
-        *ret_pidfd = pidfd;
-        return 0;
+        /* in the child: the pipes' numbers there */
+        return sbx_oci_fork_client(in_fd, out_fd, err_fd, status_fd, m->pipes_w, 2, relay_run, m,
+                "microvm: relay", ret_pid, ret_pidfd, e);
 }
 
 /* ---- translating the plan ----------------------------------------------------------------- */
@@ -789,7 +734,7 @@ static int plan_root(const sbx_run_plan *rp, sbx_report *rep, microvm_run *m, ch
 static int microvm_run_cfg(
         const sbx_config *cfg, char *const *argv, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
-        _cleanup_(run_done) microvm_run m = {.oom_w = -1, .facts_w = -1};
+        _cleanup_(run_done) microvm_run m = {.pipes_w = {-1, -1}};
         _cleanup_strv_free_ char **env = NULL;
         int r;
 
@@ -981,8 +926,8 @@ static int microvm_run_cfg(
                 close(oomp[0]), close(oomp[1]);
                 return sbx_error_set(e, errno, "pipes", "cannot create a pipe: %m");
         }
-        m.oom_w = oomp[1];
-        m.facts_w = factp[1];
+        m.pipes_w[0] = oomp[1];
+        m.pipes_w[1] = factp[1];
         if (getenv("SANDBOXER_DEBUG_ARGV") && streq(getenv("SANDBOXER_DEBUG_ARGV"), "1"))
                 sbx_backend_debug_argv(m.qemu, m.qemu_argv);
         sbx_oci_launch l = {
@@ -1008,7 +953,7 @@ static int microvm_run_cfg(
                                 (double) (facts.ready_ns - facts.qemu_ns) / 1e6);
         }
         close(oomp[0]), close(oomp[1]), close(factp[0]), close(factp[1]);
-        m.oom_w = m.facts_w = -1;
+        m.pipes_w[0] = m.pipes_w[1] = -1;
         return r;
 }
 

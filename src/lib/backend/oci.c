@@ -487,6 +487,43 @@ static void note_cgroup_end(void *userdata) {
         sbx_cgroup_note_end(userdata);
 }
 
+int sbx_oci_fork_client(int in_fd, int out_fd, int err_fd, int status_fd, int *keep, size_t n_keep,
+        _noreturn_ void (*main)(void *ud), void *ud, const char *what, pid_t *ret_pid, int *ret_pidfd,
+        sbx_error *e) {
+        pid_t ppid = getpid();
+        pid_t pid = fork();
+        if (pid < 0)
+                return sbx_error_set(e, errno, what, "fork: %m");
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != ppid)
+                        _exit(125);
+                int src[4] = {in_fd, out_fd, err_fd, status_fd}, hi[4];
+                for (int i = 0; i < 4; i++)
+                        if ((hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0)
+                                _exit(125);
+                for (int i = 0; i < 4; i++)
+                        if (dup2(hi[i], i) < 0)
+                                _exit(125);
+                for (size_t k = 0; k < n_keep; k++)
+                        if ((keep[k] = fcntl(keep[k], F_DUPFD_CLOEXEC, 4)) < 0)
+                                _exit(125);
+                for (int i = 0; i < 4; i++)
+                        close(hi[i]);
+                main(ud);
+        }
+        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+                int err = errno;
+                kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                return sbx_error_set(e, err, what, "pidfd_open: %s", strerror(err));
+        }
+        *ret_pid = pid;
+        *ret_pidfd = pidfd;
+        return 0;
+}
+
 int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, const sbx_oci_launch *l,
         sbx_error *e) {
         const sbx_profile *pr = cfg->profile;

@@ -86,6 +86,14 @@ typedef struct sbx_oci_launch {
         bool timeout_from_start;
 } sbx_oci_launch;
 
+/* The common start of an engine client (a relay): fork a child of ours that dies with us
+ * (PR_SET_PDEATHSIG), with in_fd, out_fd, err_fd and status_fd as its 0, 1, 2 and 3 and each of
+ * keep[0, n_keep) moved above them (the numbers updated in place, in the child), then main(ud),
+ * which never returns. Its pid and a pidfd; 0, or -errno with *e (what: the step's name). */
+int sbx_oci_fork_client(int in_fd, int out_fd, int err_fd, int status_fd, int *keep, size_t n_keep,
+        _noreturn_ void (*main)(void *ud), void *ud, const char *what, pid_t *ret_pid, int *ret_pidfd,
+        sbx_error *e);
+
 /* Start the client, supervise it (timeout, output cap, signals, the init's status socket and
  * listener when the engine passed them through), classify into the report. Returns 0 when the
  * command ran, -errno on a setup error. The container itself is the caller's to remove when

@@ -1,5 +1,6 @@
 /* cache.c — see cache.h. */
 #include "basic/cache.h"
+#include "basic/io.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -157,23 +158,7 @@ int sbx_cache_read(const char *path, size_t max, char **ret, size_t *ret_len) {
                 return -EPERM;
         if (st.st_size <= 0 || (uint64_t) st.st_size > max)
                 return -EBADMSG;
-        _cleanup_free_ char *buf = malloc((size_t) st.st_size);
-        if (!buf)
-                return -ENOMEM;
-        size_t got = 0;
-        while (got < (size_t) st.st_size) {
-                ssize_t k = read(fd, buf + got, (size_t) st.st_size - got);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return -EBADMSG; /* shrank under us */
-                got += (size_t) k;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_len = got;
-        return 0;
+        return sbx_read_fd_all(fd, max, ret, ret_len);
 }
 
 int sbx_cache_store(const char *path, const void *data, size_t len, const char *name_prefix, size_t keep) {

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +22,49 @@ int sbx_write_all(int fd, const void *p, size_t n) {
                 c += k;
                 n -= (size_t) k;
         }
+        return 0;
+}
+
+int sbx_read_full(int fd, void *p, size_t n) {
+        char *c = p;
+        while (n > 0) {
+                ssize_t k = read(fd, c, n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? -errno : -EPIPE;
+                c += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+int sbx_read_fd_all(int fd, size_t max, char **ret, size_t *ret_len) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADF;
+        if ((uint64_t) st.st_size > max)
+                return -EFBIG;
+        size_t size = (size_t) st.st_size, got = 0;
+        char *p = malloc(size + 1);
+        if (!p)
+                return -ENOMEM;
+        while (got < size) {
+                ssize_t k = pread(fd, p + got, size - got, (off_t) got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        int r = k < 0 ? -errno : -EBADMSG; /* shrank under us */
+                        free(p);
+                        return r;
+                }
+                got += (size_t) k;
+        }
+        p[got] = 0;
+        *ret = p;
+        *ret_len = got;
         return 0;
 }
 

@@ -1,4 +1,5 @@
-/* io.h — writing all of a buffer: the one loop every writer of a pipe or a socket here needs. */
+/* io.h — writing all of a buffer, reading all of one: the loops every reader and writer of a
+ * pipe, a socket or a file here needs. */
 #pragma once
 
 #include <stddef.h>
@@ -7,6 +8,13 @@
 /* Write all n bytes of p to fd, through EINTR and short writes; to a socket without SIGPIPE
  * (MSG_NOSIGNAL). 0, or -errno (-EPIPE when nothing more could be written). */
 int sbx_write_all(int fd, const void *p, size_t n);
+/* Read exactly n bytes into p, through EINTR and short reads. 0, or -errno (-EPIPE at an end of
+ * file before n). */
+int sbx_read_full(int fd, void *p, size_t n);
+/* The whole regular file open at fd, from its start (pread: the offset is left alone), at most
+ * max bytes: 0 with *ret (malloc'ed, NUL-terminated: a text file reads as a string) and
+ * *ret_len; -EBADF not a regular file, -EFBIG larger than max, -EBADMSG it shrank while read. */
+int sbx_read_fd_all(int fd, size_t max, char **ret, size_t *ret_len);
 /* Copy both ways between the connected sockets a and b until both have ended (each end is passed
  * on as a shutdown of the other side's write), blocking; the bytes each way into *ret_ab and
  * *ret_ba when given. 0, or -errno of a failed write. */

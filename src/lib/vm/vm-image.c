@@ -21,6 +21,7 @@
 
 #include "backend/common.h"
 #include "basic/cache.h"
+#include "basic/io.h"
 #include "basic/macro.h"
 #include "basic/sha256.h"
 #include "vm/vm-internal.h"
@@ -149,29 +150,7 @@ __attribute__((weak)) int vm_unpack(const void *data, size_t len, int fd, vm_buf
 }
 
 int vm_read_fd(int fd, uint8_t **ret, size_t *ret_len) {
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADF;
-        size_t size = (size_t) st.st_size, got = 0;
-        _cleanup_free_ uint8_t *p = malloc(size + 1);
-        if (!p)
-                return -ENOMEM;
-        while (got < size) {
-                ssize_t k = pread(fd, p + got, size - got, (off_t) got);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return -EBADMSG; /* shrank under us */
-                got += (size_t) k;
-        }
-        p[got] = 0; /* text files can be read as strings */
-        *ret = TAKE_PTR(p);
-        *ret_len = got;
-        return 0;
+        return sbx_read_fd_all(fd, SIZE_MAX, (char **) ret, ret_len);
 }
 
 int vm_read_path(const char *path, uint8_t **ret, size_t *ret_len) {
