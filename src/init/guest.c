@@ -107,6 +107,12 @@ static void fail(const char *step, int err) {
         send_frame(SBX_VM_FAIL, text, (size_t) n);
 }
 
+/* Progress on the console: what the host's relay shows of a guest that stopped on its way (the
+ * console is read only for a failure's story). */
+static void mark(const char *what) {
+        dprintf(2, "sandboxer-agent: %s (%.3f s)\n", what, (double) boot_ns() / 1e9);
+}
+
 static _Noreturn void power_off(void) {
         sync();
         (void) reboot(RB_POWER_OFF);
@@ -754,6 +760,7 @@ static int take_config(void) {
                 } else
                         free(d);
         }
+        mark("configuration taken, exports mounted");
         step = "make /dev";
         if ((r = make_dev()) < 0)
                 goto fail;
@@ -867,6 +874,7 @@ int sbx_guest_main(void) {
                 fail(step, -r2);
         } else
                 (void) !write(gop[1], "g", 1);
+        mark("the command's process released");
         close(gop[1]);
         relay(out[0], err[0], st[0], in[1], child);
         power_off();
