@@ -52,20 +52,6 @@ void vm_buf_done(vm_buf *b) {
         *b = (vm_buf){0};
 }
 
-int vm_write_all(int fd, const void *data, size_t len) {
-        const uint8_t *p = data;
-        while (len > 0) {
-                ssize_t k = write(fd, p, len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return k < 0 ? -errno : -EIO;
-                p += k;
-                len -= (size_t) k;
-        }
-        return 0;
-}
-
 /* Where libarchive is not linked (the static CLI: Debian ships no static zstd and lz4 for it),
  * vm-unpack.c is not either and this stands in: the compressor's own tool (xz, gzip, zstd, lz4,
  * bzip2; xz-utils is installed with the kernel package), named by the stream's magic, reads the
@@ -105,7 +91,7 @@ __attribute__((weak)) int vm_unpack(const void *data, size_t len, int fd, vm_buf
         int r;
         if (in < 0 || dst < 0)
                 return sbx_error_set(e, errno, "microvm", "memfd_create: %m");
-        if ((r = vm_write_all(in, data, len)) < 0 || lseek(in, 0, SEEK_SET) < 0)
+        if ((r = sbx_write_all(in, data, len)) < 0 || lseek(in, 0, SEEK_SET) < 0)
                 return sbx_error_set(e, r < 0 ? -r : errno, "microvm", "cannot decompress %s: memfd", what);
         off_t start = lseek(dst, 0, SEEK_CUR);
         pid_t pid = fork();
@@ -433,7 +419,7 @@ static int vmlinux_get(
         uint64_t got = 0;
         bool gzip = pl[0] == 0x1f && pl[1] == 0x8b, plain = memcmp(pl, "\177ELF", 4) == 0;
         if (plain) /* CONFIG_KERNEL_UNCOMPRESSED: the ELF as it is */
-                r = vm_write_all(fd, pl, plen);
+                r = sbx_write_all(fd, pl, plen);
         else
                 r = vm_unpack(pl, gzip ? plen : plen - 4, fd, NULL, &got, what, e);
         if (r < 0 && plain)
@@ -525,7 +511,7 @@ static int initrd_get(const char *dir, const char *release, int init_fd, sbx_vm_
                 r = vm_initrd_write(init, init_len, m, n_m, &out);
                 _cleanup_close_ int fd = r < 0 ? r : vm_tmp_open(dir, tmp);
                 if (fd >= 0) {
-                        r = vm_write_all(fd, out.p, out.n);
+                        r = sbx_write_all(fd, out.p, out.n);
                         if (r < 0)
                                 (void) unlink(tmp);
                         else {

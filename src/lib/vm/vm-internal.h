@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "basic/error.h"
+#include "basic/io.h"
 
 typedef struct vm_buf {
         uint8_t *p;
@@ -31,7 +32,6 @@ int vm_read_path(const char *path, uint8_t **ret, size_t *ret_len);
  * the entries never takes another run's file in the making) renamed to path, mode 0644. */
 int vm_tmp_open(const char *dir, char tmp[static PATH_MAX]);
 int vm_tmp_commit(int fd, const char *tmp, const char *path);
-int vm_write_all(int fd, const void *data, size_t len);
 
 /* One module of the initramfs. */
 typedef struct vm_module {
