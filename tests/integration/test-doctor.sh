@@ -24,7 +24,7 @@ skip() {
 }
 diag() { sed 's/^/# /' "$@"; }
 
-echo "1..16"
+echo "1..20"
 
 "$SANDBOXER" doctor --json >"$tmp/out.json" 2>"$tmp/err"
 rc=$?
@@ -169,5 +169,17 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 else
         skip "needs root and setpriv to try an ordinary user"
 fi
+
+# --policy FILE: a missing file, malformed YAML, a bad strict key, no FILE — each 125, named
+"$SANDBOXER" doctor --policy "$tmp/nonexistent.yaml" >/dev/null 2>"$tmp/e1"; rc=$?
+ok $([ $rc -eq 125 ] && grep -q nonexistent "$tmp/e1"; echo $?) "doctor --policy with a missing file: 125, names it (got $rc)"
+printf 'version: 1\nstrict: [\n' >"$tmp/bad.yaml"
+"$SANDBOXER" doctor --policy "$tmp/bad.yaml" >/dev/null 2>"$tmp/e2"; rc=$?
+ok $([ $rc -eq 125 ] && [ -s "$tmp/e2" ]; echo $?) "doctor --policy with malformed YAML: 125 with a message (got $rc)"
+printf 'version: 1\nstrict: { allow_emulation: maybe }\n' >"$tmp/bad2.yaml"
+"$SANDBOXER" doctor --policy "$tmp/bad2.yaml" >/dev/null 2>"$tmp/e3"; rc=$?
+ok $([ $rc -eq 125 ] && grep -q strict.allow_emulation "$tmp/e3"; echo $?) "doctor --policy, strict.allow_emulation not a bool: 125, names the key (got $rc)"
+"$SANDBOXER" doctor --policy >/dev/null 2>"$tmp/e4"; rc=$?
+ok $([ $rc -eq 125 ] && grep -q "needs a FILE" "$tmp/e4"; echo $?) "doctor --policy without FILE: 125 (got $rc)"
 
 [ $failed -eq 0 ]
