@@ -40,16 +40,16 @@
 
 #include "protocol.h"
 #include "vm-protocol.h"
+#include "guest.h"
 
 int sbx_guest_main(void);
 
 #define ROOT "/newroot"
-#define CG "/sys/fs/cgroup/sandbox"
 /* The init in the root view, read-only: where the command's own exec of it comes from (an exec
  * of the initramfs's /init by descriptor, from the command's mount namespace, is refused). */
 #define INIT_INSIDE "/.sandboxer-init"
 
-static int port = -1;
+int guest_port = -1;
 
 static uint64_t boot_ns(void) {
         struct timespec ts;
@@ -57,7 +57,7 @@ static uint64_t boot_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
+int write_all(int fd, const void *p, size_t n) {
         const char *c = p;
         while (n > 0) {
                 ssize_t k = write(fd, c, n);
@@ -71,7 +71,7 @@ static int write_all(int fd, const void *p, size_t n) {
         return 0;
 }
 
-static int read_full(int fd, void *p, size_t n) {
+int read_full(int fd, void *p, size_t n) {
         char *c = p;
         while (n > 0) {
                 ssize_t k = read(fd, c, n);
@@ -87,12 +87,12 @@ static int read_full(int fd, void *p, size_t n) {
         return 0;
 }
 
-static void send_frame(uint32_t type, const void *data, size_t len) {
+void send_frame(uint32_t type, const void *data, size_t len) {
         struct sbx_vm_frame h = {.magic = SBX_VM_MAGIC, .type = type, .len = (uint32_t) len};
-        if (port < 0 || write_all(port, &h, sizeof h) < 0)
+        if (guest_port < 0 || write_all(guest_port, &h, sizeof h) < 0)
                 return;
         if (len > 0)
-                (void) write_all(port, data, len);
+                (void) write_all(guest_port, data, len);
 }
 
 static void send_u64(uint32_t type, uint64_t v) {
@@ -109,11 +109,11 @@ static void fail(const char *step, int err) {
 
 /* Progress on the console: what the host's relay shows of a guest that stopped on its way (the
  * console is read only for a failure's story). */
-static void mark(const char *what) {
+void mark(const char *what) {
         dprintf(2, "sandboxer-agent: %s (%.3f s)\n", what, (double) boot_ns() / 1e9);
 }
 
-static _Noreturn void power_off(void) {
+_Noreturn void power_off(void) {
         sync();
         (void) reboot(RB_POWER_OFF);
         for (;;)
@@ -222,6 +222,7 @@ static unsigned uid = 1000, gid = 1000;
 static unsigned host_uid, host_gid;
 static char *writes[64];
 static size_t n_writes;
+static bool serve; /* a persistent sandbox: the init serves execs (guest-serve.c) */
 static int seccomp_fd = -1;
 
 static const char *field(char **p, char *end) {
@@ -273,6 +274,8 @@ static int apply_entry(char *kv, const char **step) {
                 cwd = v;
         else if (strcmp(k, "hostname") == 0)
                 hostname = v;
+        else if (strcmp(k, "serve") == 0)
+                serve = strcmp(v, "1") == 0;
         else if (strcmp(k, "memory") == 0)
                 mem_max = strtoull(v, NULL, 10);
         else if (strcmp(k, "pids") == 0)
@@ -434,7 +437,7 @@ static int make_cgroup(void) {
         return 0;
 }
 
-static uint64_t cg_value(const char *file, const char *key) {
+uint64_t cg_value(const char *file, const char *key) {
         char buf[1024];
         int fd = open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -552,9 +555,13 @@ static _Noreturn void command_child(int fds[4], int go) {
                 argv[k++] = "--landlock-fd";
                 argv[k++] = "5";
         }
-        argv[k++] = "--";
-        for (size_t i = 0; i < n_args; i++)
-                argv[k++] = args[i];
+        if (serve)
+                argv[k++] = "--serve";
+        else {
+                argv[k++] = "--";
+                for (size_t i = 0; i < n_args; i++)
+                        argv[k++] = args[i];
+        }
         argv[k] = NULL;
         envs[n_envs] = NULL;
         step = "exec sandboxer-init";
@@ -585,7 +592,7 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                 if (child_done && out < 0 && err < 0 && st < 0)
                         break;
                 struct pollfd p[6] = {
-                        {.fd = port, .events = in_len < (1u << 20) ? POLLIN : 0},
+                        {.fd = guest_port, .events = in_len < (1u << 20) ? POLLIN : 0},
                         {.fd = out, .events = POLLIN},
                         {.fd = err, .events = POLLIN},
                         {.fd = st, .events = POLLIN},
@@ -596,11 +603,11 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                         break;
                 if (p[0].revents & POLLIN) {
                         struct sbx_vm_frame h;
-                        if (read_full(port, &h, sizeof h) < 0 || h.magic != SBX_VM_MAGIC ||
+                        if (read_full(guest_port, &h, sizeof h) < 0 || h.magic != SBX_VM_MAGIC ||
                                 h.len > SBX_VM_FRAME_MAX)
                                 power_off(); /* the host is gone or speaks nonsense */
                         char *d = h.len ? malloc(h.len) : NULL;
-                        if (h.len && (!d || read_full(port, d, h.len) < 0))
+                        if (h.len && (!d || read_full(guest_port, d, h.len) < 0))
                                 power_off();
                         if (h.type == SBX_VM_STDIN && h.len == 0)
                                 in_eof = true;
@@ -711,7 +718,7 @@ static int take_config(void) {
         bool root_made = false;
         for (;;) {
                 struct sbx_vm_frame h;
-                if ((r = read_full(port, &h, sizeof h)) < 0)
+                if ((r = read_full(guest_port, &h, sizeof h)) < 0)
                         goto fail;
                 r = -EPROTO;
                 if (h.magic != SBX_VM_MAGIC || h.len > SBX_VM_FRAME_MAX)
@@ -721,7 +728,7 @@ static int take_config(void) {
                         r = -ENOMEM;
                         goto fail;
                 }
-                if (h.len && (r = read_full(port, d, h.len)) < 0)
+                if (h.len && (r = read_full(guest_port, d, h.len)) < 0)
                         goto fail;
                 d[h.len] = 0;
                 if (!root_made && h.type != SBX_VM_GO) {
@@ -813,8 +820,8 @@ int sbx_guest_main(void) {
          * refuses one larger than RAM + swap). */
         (void) write_file("/proc/sys/vm/overcommit_memory", "1");
         int r = load_modules();
-        port = open_port();
-        if (port < 0) {
+        guest_port = open_port();
+        if (guest_port < 0) {
                 fail("open the control port (" SBX_VM_PORT_NAME ")", r < 0 ? -r : ENODEV);
                 power_off();
         }
@@ -876,6 +883,9 @@ int sbx_guest_main(void) {
                 (void) !write(gop[1], "g", 1);
         mark("the command's process released");
         close(gop[1]);
-        relay(out[0], err[0], st[0], in[1], child);
+        if (serve)
+                guest_serve(out[0], err[0], st[0], in[1], child);
+        else
+                relay(out[0], err[0], st[0], in[1], child);
         power_off();
 }

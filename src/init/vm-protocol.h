@@ -10,7 +10,13 @@
  * under sandboxer-init and relays. At the end: VM_OOM (when the guest's cgroup saw an OOM kill),
  * VM_END (every byte of output was sent before it). Stdin: VM_STDIN frames, one of length 0 at
  * its end. A signal for the command: VM_SIGNAL (4 bytes, the number). VM_FAIL: the agent could
- * not set up (text: the step and errno), sent before VM_END. */
+ * not set up (text: the step and errno), sent before VM_END.
+ *
+ * A persistent sandbox (serve=1): the init says SBX_INIT_MSG_SERVING in a VM_INIT frame; then
+ * each exec is a VM_EXEC, the init's messages on the exec's socket come back as VM_XMSG, its
+ * output as VM_XOUT/VM_XERR, and VM_XEND closes it. The descriptors the native init takes with
+ * a request (protocol.h) cannot cross a serial port: the host's relay keeps them and the agent
+ * makes their guest ends; a terminal or a connection (an fd to pass out) is refused. */
 #pragma once
 
 #include <stdint.h>
@@ -27,6 +33,12 @@ enum {
         SBX_VM_GO = 4, /* nothing more: start */
         SBX_VM_STDIN = 5, /* bytes for the command's stdin; length 0: its end */
         SBX_VM_SIGNAL = 6, /* u32 signal number, for the command (through the init) */
+        /* a persistent sandbox (config serve=1): its execs, each named by a u32 id the host
+         * picks, first in the payload */
+        SBX_VM_EXEC = 7, /* id, then a struct sbx_init_req and its strings (protocol.h) */
+        SBX_VM_XIN = 8, /* id, bytes for the exec's stdin; the id alone: its end */
+        SBX_VM_XGO = 9, /* id: the host's supervisor knows the exec's process (SBX_INIT_MSG_GO) */
+        SBX_VM_XSIG = 10, /* id, u32 signal number: to the exec's process and its group */
         /* guest -> host */
         SBX_VM_READY = 16, /* 2 x u64, ns since the guest's boot: the agent started; it is ready */
         SBX_VM_INIT = 17, /* a struct sbx_init_msg from the init, as it sent it */
@@ -35,6 +47,11 @@ enum {
         SBX_VM_OOM = 20, /* u64 the guest cgroup's memory.events oom_kill count */
         SBX_VM_FAIL = 21, /* text: what the agent could not do */
         SBX_VM_END = 22, /* u64 the command's peak memory (memory.peak, bytes; 0 unknown) */
+        SBX_VM_XMSG = 23, /* id, a struct sbx_init_msg the exec's socket carried (RUNNER: the
+                           * host's stand-in process sends it, so that its pid is the exec's) */
+        SBX_VM_XOUT = 24, /* id, bytes of the exec's stdout */
+        SBX_VM_XERR = 25, /* id, bytes of its stderr */
+        SBX_VM_XEND = 26, /* id: the exec's socket closed and its output was sent: it is over */
 };
 
 /* VM_CONFIG keys (each may repeat where it says so):
@@ -50,6 +67,8 @@ enum {
  *   write=PATH   writable for Landlock besides scratch and /dev (repeats)
  *   memory=BYTES, pids=N, cpu=QUOTA_US PERIOD_US   the guest cgroup's limits (0/absent: none)
  *   uid=N, gid=N  whom the command runs as (1000)
+ *   serve=1      a persistent sandbox: no arg=; the init serves SBX_VM_EXEC requests (one process
+ *                each, from inside), the agent multiplexes their sockets and stdio on the port
  */
 
 struct sbx_vm_frame {

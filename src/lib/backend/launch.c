@@ -329,16 +329,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         if (r < 0)
                 return r;
         if (io->persist && sbx_persist_served(io->persist)) {
-                /* A persistent sandbox ended (killed, destroyed): its execs have their reports. */
-                rep->wall_ms = (int64_t) ((res.reaped_ns - t0) / 1000000);
-                rep->teardown_ms = (int64_t) ((sbx_now_ns() - res.reaped_ns) / 1000000);
-                rep->status = res.violation_killed ? SBX_STATUS_VIOLATION : SBX_STATUS_EXITED;
-                rep->has_exit_code = true;
-                rep->exit_code = 0;
-                rep->cli_exit = 0;
-                rep->observation = res.listener                  ? "active"
-                                   : res.observation_unavailable ? "unavailable"
-                                                                 : "off";
+                sbx_persist_report_end(rep, &res, t0);
                 return 0;
         }
 

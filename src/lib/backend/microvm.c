@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/microvm-internal.h"
 #include "backend/oci.h"
 #include "backend/plan.h"
 #include "basic/cache.h"
@@ -142,6 +143,7 @@ typedef struct microvm_run {
         size_t seccomp_len;
         double boot_timeout_s; /* qemu's start to the agent ready */
         double setup_timeout_s; /* the run sent to the command started (normally < 1 s) */
+        bool persist; /* a persistent sandbox: the init serves execs (microvm-serve.c) */
         /* the write ends of the OOM pipe ("O": the guest's cgroup OOM-killed) and of the facts
          * pipe (struct vm_facts); one array: the relay's start moves both */
         int pipes_w[2];
@@ -215,7 +217,7 @@ static void relay_msg(uint32_t type, int32_t a, int32_t b, const char *text) {
         (void) send(SBX_INIT_STATUS_FD, &msg, sizeof msg, MSG_NOSIGNAL);
 }
 
-static int frame_send(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb) {
+int sbx_vm_frame_send(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb) {
         struct sbx_vm_frame h = {.magic = SBX_VM_MAGIC, .type = type, .len = (uint32_t) (na + nb)};
         int r = sbx_write_all(fd, &h, sizeof h);
         if (r >= 0 && na)
@@ -230,7 +232,7 @@ static char console[2048];
 static size_t console_len;
 
 /* Read what is there: > 0 bytes taken, 0 at the end (or an error). */
-static ssize_t console_take(int fd) {
+ssize_t sbx_vm_console_take(int fd) {
         char buf[1024]; /* smaller than console */
         ssize_t n = read(fd, buf, sizeof buf);
         if (n <= 0)
@@ -249,7 +251,7 @@ static ssize_t console_take(int fd) {
 /* What is left in the console pipe, waiting at most ms for the first of it. */
 static void console_drain(int fd, int ms) {
         while (fd >= 0 && poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, ms) > 0 &&
-                console_take(fd) > 0)
+                sbx_vm_console_take(fd) > 0)
                 ms = 0;
 }
 
@@ -311,7 +313,7 @@ static pid_t start_qemu(microvm_run *m, int chan, int con) {
 }
 
 /* Read one frame from the channel (blocking: the guest writes whole frames). */
-static int frame_read(int fd, struct sbx_vm_frame *h, char **ret) {
+int sbx_vm_frame_read(int fd, struct sbx_vm_frame *h, char **ret) {
         int r = sbx_read_full(fd, h, sizeof *h);
         if (r < 0)
                 return r;
@@ -386,11 +388,11 @@ static int kvm_trial(const sbx_policy *pol, char *why, size_t size) {
                 if (poll(p, 2, (int) ((t0 + 5000000000ull - now) / 1000000) + 1) <= 0)
                         continue;
                 if (p[1].revents & POLLIN)
-                        console_take(conp[0]);
+                        sbx_vm_console_take(conp[0]);
                 if (p[0].revents & (POLLIN | POLLHUP)) {
                         struct sbx_vm_frame h;
                         _cleanup_free_ char *d = NULL;
-                        if (frame_read(sp[0], &h, &d) < 0) {
+                        if (sbx_vm_frame_read(sp[0], &h, &d) < 0) {
                                 how = "qemu ended before the guest was ready";
                                 break;
                         }
@@ -528,11 +530,11 @@ static int guest_up(microvm_run *m, struct vm_facts *facts, guest *g, const char
                 if (poll(p, 3, (int) ((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR)
                         return (*why = "poll"), -errno;
                 if (p[1].revents & (POLLIN | POLLHUP))
-                        console_take(g->con);
+                        sbx_vm_console_take(g->con);
                 if (p[0].revents & (POLLIN | POLLHUP)) {
                         struct sbx_vm_frame h;
                         _cleanup_free_ char *d = NULL;
-                        if (frame_read(g->chan, &h, &d) < 0) {
+                        if (sbx_vm_frame_read(g->chan, &h, &d) < 0) {
                                 console_drain(g->con, 200);
                                 return (*why = "the guest ended before its agent was ready"), -EPROTO;
                         }
@@ -551,19 +553,19 @@ static int guest_up(microvm_run *m, struct vm_facts *facts, guest *g, const char
         facts->ready_ns = sbx_now_ns();
 
         /* The run. */
-        int r = frame_send(g->chan, SBX_VM_CONFIG, m->config, m->config_len, NULL, 0);
+        int r = sbx_vm_frame_send(g->chan, SBX_VM_CONFIG, m->config, m->config_len, NULL, 0);
         for (size_t i = 0; r >= 0 && i < m->n_files; i++) {
                 vm_file *f = &m->files[i];
                 char head[PATH_MAX + 8];
                 size_t hl = strlen(f->path) + 1;
                 memcpy(head, f->path, hl);
                 memcpy(head + hl, &f->mode, 4);
-                r = frame_send(g->chan, SBX_VM_FILE, head, hl + 4, f->data, f->len);
+                r = sbx_vm_frame_send(g->chan, SBX_VM_FILE, head, hl + 4, f->data, f->len);
         }
         if (r >= 0 && m->seccomp_len)
-                r = frame_send(g->chan, SBX_VM_SECCOMP, m->seccomp, m->seccomp_len, NULL, 0);
+                r = sbx_vm_frame_send(g->chan, SBX_VM_SECCOMP, m->seccomp, m->seccomp_len, NULL, 0);
         if (r >= 0)
-                r = frame_send(g->chan, SBX_VM_GO, NULL, 0, NULL, 0);
+                r = sbx_vm_frame_send(g->chan, SBX_VM_GO, NULL, 0, NULL, 0);
         if (r < 0)
                 *why = "send the run to the guest";
         return r;
@@ -633,7 +635,7 @@ static _noreturn_ void relay_main(microvm_run *m) {
                 if (poll(p, 5, wait_ms) < 0 && errno != EINTR)
                         break;
                 if (p[2].revents & (POLLIN | POLLHUP)) {
-                        console_take(con);
+                        sbx_vm_console_take(con);
                         if (p[2].revents & POLLHUP && !(p[2].revents & POLLIN))
                                 con = -1;
                 }
@@ -641,22 +643,22 @@ static _noreturn_ void relay_main(microvm_run *m) {
                         struct signalfd_siginfo si;
                         while (read(sfd, &si, sizeof si) == sizeof si) {
                                 uint32_t sig = si.ssi_signo;
-                                (void) frame_send(chan, SBX_VM_SIGNAL, &sig, 4, NULL, 0);
+                                (void) sbx_vm_frame_send(chan, SBX_VM_SIGNAL, &sig, 4, NULL, 0);
                         }
                 }
                 if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
                         ssize_t n = read(0, buf, sizeof buf);
                         if (n > 0)
-                                (void) frame_send(chan, SBX_VM_STDIN, buf, (size_t) n, NULL, 0);
+                                (void) sbx_vm_frame_send(chan, SBX_VM_STDIN, buf, (size_t) n, NULL, 0);
                         else if (n == 0 || errno != EINTR) {
-                                (void) frame_send(chan, SBX_VM_STDIN, NULL, 0, NULL, 0);
+                                (void) sbx_vm_frame_send(chan, SBX_VM_STDIN, NULL, 0, NULL, 0);
                                 stdin_open = false;
                         }
                 }
                 if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
                         struct sbx_vm_frame h;
                         _cleanup_free_ char *d = NULL;
-                        if (frame_read(chan, &h, &d) < 0)
+                        if (sbx_vm_frame_read(chan, &h, &d) < 0)
                                 break;
                         if (h.type == SBX_VM_STDOUT || h.type == SBX_VM_STDERR) {
                                 if (sbx_write_all(h.type == SBX_VM_STDOUT ? 1 : 2, d, h.len) < 0 &&
@@ -670,9 +672,14 @@ static _noreturn_ void relay_main(microvm_run *m) {
                                         continue;
                                 msg.monotonic_ns = sbx_now_ns(); /* the guest's clock is not ours */
                                 msg.text[sizeof msg.text - 1] = 0;
-                                if (msg.type == SBX_INIT_MSG_STARTED)
+                                if (msg.type == SBX_INIT_MSG_STARTED || msg.type == SBX_INIT_MSG_SERVING)
                                         started = true;
                                 (void) send(SBX_INIT_STATUS_FD, &msg, sizeof msg, MSG_NOSIGNAL);
+                                if (msg.type == SBX_INIT_MSG_SERVING && m->persist) {
+                                        ended = sbx_microvm_serve(
+                                                chan, con, qfd, sfd, m->pipes_w[0], &facts.peak_bytes);
+                                        break;
+                                }
                         } else if (h.type == SBX_VM_OOM) {
                                 if (m->pipes_w[0] >= 0)
                                         (void) !write(m->pipes_w[0], "O", 1);
@@ -699,6 +706,12 @@ static _noreturn_ void relay_main(microvm_run *m) {
         facts.ended = ended;
         if (m->pipes_w[1] >= 0)
                 (void) !write(m->pipes_w[1], &facts, sizeof facts);
+        if (!ended && m->persist && started) {
+                console_drain(con, 0);
+                if (console_len)
+                        dprintf(2, "sandboxer: microvm: the guest ended; its console:\n%s\n", console);
+                _exit(1);
+        }
         if (!ended) {
                 console_drain(con, 0);
                 if (!started)
@@ -955,7 +968,10 @@ static int microvm_run_cfg(
         STRV_FOREACH(a, env)
                 if (r >= 0)
                         r = cfg_add(&m.config, &m.config_len, "env=%s", *a);
-        for (char *const *a = argv; r >= 0 && *a; a++)
+        m.persist = io->persist != NULL;
+        if (m.persist && r >= 0)
+                r = cfg_add(&m.config, &m.config_len, "serve=1");
+        for (char *const *a = argv; !m.persist && r >= 0 && *a; a++)
                 r = cfg_add(&m.config, &m.config_len, "arg=%s", *a);
         if (r < 0)
                 return sbx_error_set(e, ENOMEM, "microvm", "out of memory");
@@ -1004,8 +1020,12 @@ static int microvm_run_cfg(
         m.pipes_w[1] = factp[1];
         if (getenv("SANDBOXER_DEBUG_ARGV") && streq(getenv("SANDBOXER_DEBUG_ARGV"), "1"))
                 sbx_backend_debug_argv(m.qemu, m.qemu_argv);
-        sbx_oci_launch l = {
-                .start = start_relay, .userdata = &m, .oom_report_fd = oomp[0], .timeout_from_start = true};
+        sbx_oci_launch l = {.start = start_relay,
+                .userdata = &m,
+                .oom_report_fd = oomp[0],
+                .timeout_from_start = true,
+                .persist_envp = env,
+                .persist_cwd = cwd};
         r = sbx_oci_run(cfg, io, rep, &l, e);
         struct vm_facts facts = {0};
         if (read(factp[0], &facts, sizeof facts) == (ssize_t) sizeof facts &&
@@ -1029,6 +1049,12 @@ static int microvm_run_cfg(
         close(oomp[0]), close(oomp[1]), close(factp[0]), close(factp[1]);
         m.pipes_w[0] = m.pipes_w[1] = -1;
         return r;
+}
+
+/* A persistent sandbox: a guest whose init serves execs (microvm-serve.c), supervised until it
+ * is destroyed. */
+static int microvm_start(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, sbx_error *e) {
+        return microvm_run_cfg(cfg, NULL, io, rep, e);
 }
 
 static const sbx_cap_decl microvm_caps[_SBX_CAP_MAX] = {
@@ -1085,5 +1111,5 @@ const sbx_backend sbx_backend_microvm = {
         .probe = microvm_probe,
         .probe_policy = microvm_probe_policy,
         .run = microvm_run_cfg,
-        .persist_why = "not built yet: persistent microvm sandboxes; use native or landlock",
+        .start = microvm_start,
 };

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "backend/persist.h"
 #include "basic/debug.h"
 #include "basic/rm-rf.h"
 #include "basic/cache.h"
@@ -603,12 +604,34 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
                 oom_fd = sbx_cgroup_event_fd(l->cg);
                 svp.oom_fd = oom_fd >= 0 ? oom_fd : -1;
         }
+        if (io->persist) {
+                /* the client's own stdio: nobody reads it; execs have their timeouts */
+                svp.command_timeout_s = 0;
+                int ctl = fcntl(spair[0], F_DUPFD_CLOEXEC, 3);
+                if (ctl < 0)
+                        r = sbx_error_set(e, errno, "persist", "dup: %m");
+                else
+                        r = sbx_persist_attach(io->persist, cfg, rep, &svp, l->cg, ctl, pid, pidfd,
+                                l->persist_envp, l->persist_cwd, e);
+                if (r < 0) {
+                        (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                        svp.timeout_s = 0.001;
+                }
+        }
         outp[0] = errp[0] = spair[0] = -1; /* the supervisor owns them now */
         sbx_supervise_result res;
-        r = sbx_supervise(&svp, &res, e);
+        int r2 = sbx_supervise(&svp, &res, r < 0 ? NULL : e);
         sbx_debug_mark("engine client gone (supervised)");
+        if (io->persist)
+                sbx_persist_detach(io->persist);
+        if (r >= 0)
+                r = r2;
         if (r < 0)
                 return r;
+        if (io->persist && sbx_persist_served(io->persist)) {
+                sbx_persist_report_end(rep, &res, t0);
+                return 0;
+        }
         if (egress)
                 (void) sbx_egress_run_to_report(egress, rep, ready);
 

@@ -84,6 +84,10 @@ typedef struct sbx_oci_launch {
         /* timeout_s counts from the command's start, budget_s from the launch (a guest's boot
          * is not the command's time) */
         bool timeout_from_start;
+        /* A persistent sandbox (io->persist; the client stands in for an init with --serve): the
+         * environment and working directory its execs start from, inside */
+        char *const *persist_envp;
+        const char *persist_cwd;
 } sbx_oci_launch;
 
 /* The common start of an engine client (a relay): fork a child of ours that dies with us

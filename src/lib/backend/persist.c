@@ -241,6 +241,16 @@ int sbx_persist_attach(sbx_sandbox *sb, const sbx_config *cfg, sbx_report *rep, 
         return 0;
 }
 
+void sbx_persist_report_end(sbx_report *rep, const sbx_supervise_result *res, uint64_t t0) {
+        rep->wall_ms = (int64_t) ((res->reaped_ns - t0) / 1000000);
+        rep->teardown_ms = (int64_t) ((sbx_now_ns() - res->reaped_ns) / 1000000);
+        rep->status = res->violation_killed ? SBX_STATUS_VIOLATION : SBX_STATUS_EXITED;
+        rep->has_exit_code = true;
+        rep->exit_code = 0;
+        rep->cli_exit = 0;
+        rep->observation = res->listener ? "active" : res->observation_unavailable ? "unavailable" : "off";
+}
+
 void sbx_persist_detach(sbx_sandbox *sb) {
         pthread_mutex_lock(&sb->lock);
         sb->gone = true;
@@ -464,7 +474,8 @@ _public_ int sbx_sandbox_usage_read(sbx_sandbox *sb, sbx_sandbox_usage *ret) {
         const char *scratch = sbx_sandbox_scratch(sb);
         char path[4200];
         struct statvfs fs;
-        if (scratch && sb->init_pid > 0 &&
+        /* (a guest's scratch is not in the relay's root: unknown there) */
+        if (scratch && sb->init_pid > 0 && !streq_ptr(sb->backend, "microvm") &&
                 snprintf(path, sizeof path, "/proc/%d/root%s", (int) sb->init_pid, scratch) <
                         (int) sizeof path &&
                 statvfs(path, &fs) == 0) {

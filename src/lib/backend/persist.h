@@ -21,6 +21,9 @@ int sbx_persist_attach(sbx_sandbox *sb, const sbx_config *cfg, sbx_report *rep, 
 bool sbx_persist_served(sbx_sandbox *sb);
 /* The init is gone: refuse new execs, wait for those in flight to finish. */
 void sbx_persist_detach(sbx_sandbox *sb);
+/* A persistent sandbox ended (killed, destroyed): its execs have their reports; its own says it
+ * ended (t0: the launch's start). */
+void sbx_persist_report_end(sbx_report *rep, const sbx_supervise_result *res, uint64_t t0);
 
 sbx_sandbox *sbx_sandbox_new_internal(const sbx_serve_hooks *hooks);
 sbx_sandbox *sbx_sandbox_free_internal(sbx_sandbox *sb);

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Persistent microvm sandboxes in `serve`: a strict profile's sandbox is a booted guest whose init
+# serves execs (many, and at once) over the control channel — output, exit status, stdin, the
+# exec's timeout, files in and out, a terminal refused by name; destroy, and kill -9 of its
+# supervisor, leave no qemu; the warm pool hands out a booted guest, so create → first exec does
+# not pay the boot.
+#
+# Guests run under QEMU's emulation (TCG) where there is no usable KVM: once per CI, as root
+# (scripts/test.sh leaves *microvm* scripts out of the ASan and unprivileged passes).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/common-policy.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "the microvm guests run once per CI, in the root pass (QEMU's emulation: seconds per guest)"
+command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+ls /boot/vmlinuz-* >/dev/null 2>&1 || skip_all "no guest kernel in /boot (apt-get install linux-image-amd64)"
+
+VPOL=$SBX_TMP/policy-vm.yaml
+sed 's/^strict: .*/strict: { required_when: [], allow_emulation: true }/' "$POL" >"$VPOL"
+mkdir -p "$SBX_TMP/profiles"
+cat >"$SBX_TMP/profiles/t-vm.yaml" <<'YAML'
+id: t-vm
+version: "1.0.0"
+extends: profile.default
+isolation: { level: microvm, mode: strict, backend: auto }
+YAML
+export SANDBOXER_PROFILE_PATH=$SBX_TMP/profiles
+SOCK=$SBX_TMP/s.sock
+C=(--server "unix:$SOCK")
+SRV=""
+serve_start() { # extra args
+        rm -f "$SOCK"
+        "$SANDBOXER" serve --listen "unix:$SOCK" --state-dir "$SBX_TMP/st" --secrets-dir "$SBX_TMP/sec" \
+                --policy "$VPOL" "$@" >>"$SBX_TMP/serve.log" 2>&1 &
+        SRV=$!
+        sbx_started "$SRV"
+        for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
+}
+serve_stop() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null; SRV=""; }
+# the qemu processes below pid $1 (not zombies)
+qemus_below() {
+        local p
+        for p in $(pgrep -x qemu-system-x86 2>/dev/null; pgrep -f "^qemu-system-x86_64 " 2>/dev/null); do
+                local q=$p
+                while [ "$q" -gt 1 ]; do
+                        [ "$q" = "$1" ] && { [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && echo "$p"; break; }
+                        q=$(awk '{print $4}' "/proc/$q/stat" 2>/dev/null || echo 1)
+                done
+        done | sort -u
+}
+alive_pids() { local p; for p in "$@"; do [ -e "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && echo "$p"; done; }
+cleanup() { serve_stop; sbx_cleanup; }
+trap cleanup EXIT
+mkdir -p "$SBX_TMP/st" "$SBX_TMP/sec"
+chmod 700 "$SBX_TMP/sec"
+
+plan 19
+
+serve_start
+id=$("$SANDBOXER" create "${C[@]}" --profile t-vm 2>"$SBX_TMP/create.err")
+ok "$([ -n "$id" ] && echo 0 || echo 1)" "create: a microvm sandbox ($id) $(head -c 300 "$SBX_TMP/create.err")"
+[ -n "$id" ] || { echo "Bail out! no sandbox to go on with: $(head -c 300 "$SBX_TMP/create.err")"; exit 1; }
+"$SANDBOXER" get "${C[@]}" --json "$id" >"$SBX_TMP/rec.json"
+is "$(json_get "$SBX_TMP/rec.json" 'd["backend"]')" microvm "its backend is microvm"
+
+out=$("$SANDBOXER" exec "${C[@]}" "$id" -- /bin/sh -c 'echo out; echo err >&2; uname -r; id -u; exit 7' 2>"$SBX_TMP/e1")
+is "$?" 7 "an exec's exit status comes back from the guest"
+is "$(echo "$out" | sed -n 1p)" out "its stdout"
+is "$(grep -v '^sandboxer' "$SBX_TMP/e1")" err "its stderr, apart"
+kern=$(echo "$out" | sed -n 2p)
+ok "$([ -n "$kern" ] && [ "$kern" != "$(uname -r)" ] && echo 0 || echo 1)" "uname -r inside ($kern) is the guest's, not the host's"
+is "$(echo "$out" | sed -n 3p)" 1000 "the exec runs as uid 1000"
+
+is "$(echo hello | "$SANDBOXER" exec "${C[@]}" -i "$id" -- /bin/sh -c 'read a; echo "got $a"')" "got hello" "stdin reaches the exec"
+
+# state kept between execs: the same guest
+"$SANDBOXER" exec "${C[@]}" "$id" -- /bin/sh -c 'echo kept > /tmp/state' >/dev/null
+is "$("$SANDBOXER" exec "${C[@]}" "$id" -- cat /tmp/state)" kept "a second exec sees the first one's scratch (one guest)"
+
+# several at once
+pids=()
+for i in 1 2 3 4; do
+        "$SANDBOXER" exec "${C[@]}" "$id" -- /bin/sh -c "sleep 1; echo par$i" >"$SBX_TMP/par$i" 2>&1 &
+        pids+=($!)
+done
+wait "${pids[@]}"
+is "$(cat "$SBX_TMP"/par[1-4] | sort | tr '\n' ' ')" "par1 par2 par3 par4 " "four execs at once, each its own output"
+
+t0=$(date +%s%N)
+"$SANDBOXER" exec "${C[@]}" --timeout 2 "$id" -- /bin/sh -c 'sleep 30; echo no' >"$SBX_TMP/to" 2>&1
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+is "$rc" 124 "an exec's timeout ends it (124)"
+ok "$([ "$ms" -lt 10000 ] && echo 0 || echo 1)" "within its timeout, not the guest's life ($ms ms)"
+is "$("$SANDBOXER" exec "${C[@]}" "$id" -- /bin/sh -c 'pgrep -c sleep || true')" 0 "the timed-out exec's processes are gone in the guest"
+
+echo payload >"$SBX_TMP/up.txt"
+"$SANDBOXER" cp "${C[@]}" "$SBX_TMP/up.txt" "$id:/tmp/up.txt" >/dev/null 2>&1
+"$SANDBOXER" cp "${C[@]}" "$id:/tmp/up.txt" "$SBX_TMP/down.txt" >/dev/null 2>&1
+is "$(cat "$SBX_TMP/down.txt" 2>/dev/null)" payload "a file in and back out of the guest"
+
+"$SANDBOXER" exec "${C[@]}" -t "$id" -- /bin/true >/dev/null 2>"$SBX_TMP/tty.err"
+like "$(cat "$SBX_TMP/tty.err")" "no terminal in a guest yet" "a terminal is refused, by name"
+
+qs=$(qemus_below "$SRV")
+"$SANDBOXER" destroy "${C[@]}" "$id" >/dev/null
+for _ in $(seq 50); do [ -z "$(alive_pids $qs)" ] && break; sleep 0.1; done
+ok "$([ -n "$qs" ] && [ -z "$(alive_pids $qs)" ] && echo 0 || echo 1)" "destroy: its qemu ($qs) is gone"
+
+id2=$("$SANDBOXER" create "${C[@]}" --profile t-vm)
+qs=$(qemus_below "$SRV")
+sv=$(pgrep -f "supervise.*$id2" | head -1)
+[ -n "$sv" ] && kill -9 "$sv"
+for _ in $(seq 50); do [ -z "$(alive_pids $qs)" ] && break; sleep 0.1; done
+ok "$([ -n "$sv" ] && [ -n "$qs" ] && [ -z "$(alive_pids $qs)" ] && echo 0 || echo 1)" "kill -9 of its supervisor ($sv): no qemu left ($qs)"
+serve_stop
+
+# --- the warm pool: a booted guest per profile, create → first exec without the boot ---
+serve_start --warm-pool 1 --warm-profile t-vm
+for _ in $(seq 300); do grep -q "warm_pool_added profile=t-vm" "$SBX_TMP/serve.log" && break; sleep 0.1; done
+t0=$(date +%s%N)
+wid=$("$SANDBOXER" create "${C[@]}" --profile t-vm)
+wout=$("$SANDBOXER" exec "${C[@]}" "$wid" -- /bin/echo warm)
+ms=$((($(date +%s%N) - t0) / 1000000))
+is "$wout" warm "a sandbox from the warm pool runs its first exec"
+diag "warm pool: create -> first exec $ms ms (boot under emulation: ~1.7 s)"
+pooled=$(sed -n 's/.*warm_pool_added profile=t-vm sandbox=\([a-z0-9_]*\).*/\1/p' "$SBX_TMP/serve.log" | head -1)
+is "$wid" "$pooled" "the create took the booted guest the pool held (its id: $pooled)"
+"$SANDBOXER" destroy "${C[@]}" "$wid" >/dev/null
+serve_stop
+
+done_testing
