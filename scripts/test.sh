@@ -26,7 +26,8 @@
 # Environment: CI=true makes warnings errors (meson -Dwerror=true). SBX_STRICT_FORMAT=0 only
 # reports formatting differences. SBX_ASAN_INTEGRATION="test-a.sh test-b.sh" limits the scripts run against the
 # ASan binary (default: all but test-long-lived.sh, five minutes of waiting, run once as root,
-# the microvm scripts, guests under QEMU's emulation, run once as root, and
+# the microvm scripts, guests under QEMU's emulation, run once, in the root pass (as root, and
+# as sbxtest by test-escape-microvm-user.sh; the unprivileged pass skips them too), and
 # the heavy test-load-leak.sh, which runs once, in the root and the
 # unprivileged passes). SBX_SCRIPT_TIMEOUT (s, default 600) per integration script.
 # SBX_VERBOSE=1 prints every TAP line. SBX_SKIP_SETUP=1 skips scripts/setup.sh (no apt, no
@@ -317,14 +318,21 @@ if want integration; then
         if [ "$(id -u)" = 0 ]; then
                 # The ordinary user exists for the root pass too: the firejail backend refuses
                 # system accounts, so as root its tests run as this user's uid (run_as).
-                id "$UNPRIV_USER" >/dev/null 2>&1 ||
-                        useradd --create-home --user-group --shell /bin/bash "$UNPRIV_USER" >/dev/null 2>&1 || true
+                # It and the tree it can read exist before the root pass: the microvm guests run
+                # once per CI, in that pass, as root and as this user (test-escape-microvm-user.sh,
+                # given the tree as SBX_UNPRIV_SRC and SBX_UNPRIV_BUILD).
                 section_begin integration-root "integration tests as root (${#SCRIPTS[@]} scripts)"
+                unpriv_ready=0
+                if prepare_unpriv; then
+                        unpriv_ready=1
+                        export SBX_UNPRIV_SRC=$U_SRC SBX_UNPRIV_BUILD=$U_BUILD
+                fi
                 run_scripts root "" "$ROOT" "$BUILD" "$BUILD/src/cli/sandboxer" "${SCRIPTS[@]}"
                 section_end
+                unset SBX_UNPRIV_SRC SBX_UNPRIV_BUILD
                 if [ "$unpriv" = 1 ]; then
                         section_begin integration-unpriv "integration tests as the unprivileged user $UNPRIV_USER"
-                        if prepare_unpriv; then
+                        if [ "$unpriv_ready" = 1 ]; then
                                 run_scripts unpriv "$UNPRIV_USER" "$U_SRC" "$U_BUILD" "$U_BUILD/src/cli/sandboxer" "${SCRIPTS[@]}"
                         else
                                 echo "  FAIL  cannot create the user $UNPRIV_USER"
@@ -370,7 +378,8 @@ if want asan; then
                 for s in ${SBX_ASAN_INTEGRATION:-${SCRIPTS[*]}}; do
                         [ -n "${SBX_ASAN_INTEGRATION:-}" ] || [ "$s" != test-load-leak.sh ] || continue
                         [ -n "${SBX_ASAN_INTEGRATION:-}" ] || [ "$s" != test-long-lived.sh ] || continue
-                        # the microvm guests (QEMU's emulation where there is no KVM): once, as root
+                        # the microvm guests (QEMU's emulation where there is no KVM): once, in the
+                        # root pass (as root and as sbxtest)
                         case $s in *microvm*) [ -n "${SBX_ASAN_INTEGRATION:-}" ] || continue ;; esac
                         subset+=("$s")
                 done

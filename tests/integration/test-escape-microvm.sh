@@ -2,7 +2,9 @@
 # The escape suite against the microvm backend (strict mode): every attack whose protection the
 # backend claims must be blocked, inside a guest of its own. Guests run under QEMU's emulation
 # where there is no usable KVM (seconds each): once per CI, in the root pass; scripts/test.sh
-# leaves it out of the ASan pass. Skipped where the backend cannot run (no qemu, no kernel).
+# leaves it out of the ASan pass. The same pass runs the suite as the ordinary user sbxtest too
+# (test-escape-microvm-user.sh: a script of its own, so each stays within SBX_SCRIPT_TIMEOUT).
+# Skipped where the backend cannot run (no qemu, no kernel).
 if [ "$(id -u)" != 0 ]; then
         echo "1..0 # SKIP the microvm guests run once per CI, in the root pass (QEMU's emulation: seconds per guest)"
         exit 0
