@@ -17,8 +17,13 @@
 #     sandboxer's clone3 with the flag, and no cgroup_attach_task event moves a process into a
 #     run's group by pid.
 # The guest's console carries each part's TAP lines, renumbered here; a part that never ended (a
-# guest that died, or hung until the timeout) fails. Root only, once per CI: scripts/test.sh runs
-# it in the root pass and leaves it out of the ASan pass (guests under QEMU's emulation).
+# guest that died, or hung until SBX_GUEST_TIMEOUT, 420 s, when qemu is killed) fails. ~2-2.5
+# minutes on an idle 2-CPU host under TCG (the phases' times are in the diag lines; each
+# test-run-limits.sh pass ~45 s, mostly python starting over 9p); twice that on a busy one. The
+# checkout and build must not be under /tmp, /run or /dev (the guest mounts its own there).
+# By hand: SBX_GUEST_PARTS=setup,limits-root runs only those parts; SBX_GUEST_CONSOLE=FILE keeps
+# the console. Root only, once per CI: scripts/test.sh runs it in the root pass and leaves it out
+# of the ASan pass (guests under QEMU's emulation); the unprivileged pass skips it.
 if [ "$(id -u)" != 0 ]; then
         echo "1..0 # SKIP the cgroup2 guest runs once per CI, in the root pass (QEMU's emulation: minutes)"
         exit 0
@@ -36,6 +41,14 @@ SBX_ABS=$(readlink -f "$SANDBOXER") BUILD_ABS=$(readlink -f "$SBX_BUILD")
 case "$SRC$BUILD_ABS$SBX_ABS" in *[[:space:]]*)
         echo "Bail out! the guest's command line cannot carry paths with spaces: $SRC, $BUILD_ABS"; exit 1 ;;
 esac
+for d in "$SRC" "$BUILD_ABS" "$SBX_ABS"; do # the guest's own tmpfs are mounted over these
+        case $d/ in /tmp/* | /run/* | /var/tmp/* | /dev/* | /proc/* | /sys/*)
+                echo "Bail out! $d is under a directory the guest mounts its own tmpfs (or kernel fs) on: the guest cannot see it; use a checkout and build elsewhere"
+                exit 1
+                ;;
+        *) ;;
+        esac
+done
 QPID=""
 cleanup() {
         [ -z "$QPID" ] || kill "$QPID" 2>/dev/null
