@@ -19,8 +19,11 @@
 # The guest's console carries each part's TAP lines, renumbered here; a part that never ended (a
 # guest that died, or hung until SBX_GUEST_TIMEOUT, 420 s, when qemu is killed) fails. ~2-2.5
 # minutes on an idle 2-CPU host under TCG (the phases' times are in the diag lines; each
-# test-run-limits.sh pass ~45 s, mostly python starting over 9p); twice that on a busy one. The
-# checkout and build must not be under /tmp, /run or /dev (the guest mounts its own there).
+# test-run-limits.sh pass ~45 s, mostly python starting over 9p); twice that on a busy one. A
+# checkout, build or binary under a directory the guest mounts its own tmpfs on (/tmp, /run,
+# /var/tmp, /dev/shm: CI clones into $(mktemp -d)) is one more read-only 9p export, which
+# sbx-guest-init mounts at the same path over that tmpfs (--9p=TAG:PATH); the guest's scratch
+# (the parts' SBX_TMP, TMPDIR=/tmp) stays on its own tmpfs. Under /dev, /proc or /sys: refused.
 # By hand: SBX_GUEST_PARTS=setup,limits-root runs only those parts; SBX_GUEST_CONSOLE=FILE keeps
 # the console. Root only, once per CI: scripts/test.sh runs it in the root pass and leaves it out
 # of the ASan pass (guests under QEMU's emulation); the unprivileged pass skips it.
@@ -32,7 +35,7 @@ command -v qemu-system-x86_64 >/dev/null || { echo "1..0 # SKIP qemu-system-x86_
 ls /boot/vmlinuz-* >/dev/null 2>&1 || { echo "1..0 # SKIP no guest kernel in /boot (apt-get install linux-image-amd64)"; exit 0; }
 . "$(dirname "$0")/lib.sh"
 
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd -P) # physical: a symlink into /tmp is hidden in the guest too
 GINIT=$SBX_BUILD/tests/tools/sbx-guest-init GIMAGE=$SBX_BUILD/tests/tools/sbx-guest-image
 for f in "$GINIT" "$GIMAGE" "$SANDBOXER"; do
         [ -x "$f" ] || { echo "Bail out! $f is not built (ninja -C $SBX_BUILD)"; exit 1; }
@@ -41,13 +44,35 @@ SBX_ABS=$(readlink -f "$SANDBOXER") BUILD_ABS=$(readlink -f "$SBX_BUILD")
 case "$SRC$BUILD_ABS$SBX_ABS" in *[[:space:]]*)
         echo "Bail out! the guest's command line cannot carry paths with spaces: $SRC, $BUILD_ABS"; exit 1 ;;
 esac
-for d in "$SRC" "$BUILD_ABS" "$SBX_ABS"; do # the guest's own tmpfs are mounted over these
-        case $d/ in /tmp/* | /run/* | /var/tmp/* | /dev/* | /proc/* | /sys/*)
-                echo "Bail out! $d is under a directory the guest mounts its own tmpfs (or kernel fs) on: the guest cannot see it; use a checkout and build elsewhere"
+# What the guest's own tmpfs hide is exported again and mounted at the same path over them: the
+# outermost of the checkout, the build and the binary's directory, each once (the build is
+# usually inside the checkout: one export). virtio-mmio transports of -M microvm are few (8):
+# the root and at most 3 more.
+shares=() share_args=()
+for d in "$SRC" "$BUILD_ABS" "${SBX_ABS%/*}"; do
+        case $d/ in
+        /tmp/* | /run/* | /var/tmp/* | /dev/shm/*) ;;
+        /dev/* | /proc/* | /sys/*)
+                echo "Bail out! $d is under /dev, /proc or /sys, which the guest fills with its own kernel file systems: use a checkout and build elsewhere"
                 exit 1
                 ;;
-        *) ;;
+        *) continue ;;
         esac
+        case $d/ in /tmp/ | /run/ | /var/tmp/ | /dev/shm/)
+                echo "Bail out! $d is itself a directory the guest mounts its own tmpfs on: use a checkout and build in a directory below it"
+                exit 1
+                ;;
+        esac
+        for s in "${shares[@]}"; do [[ $d/ == "$s"/* ]] && continue 2; done
+        keep=()
+        for s in "${shares[@]}"; do [[ $s/ == "$d"/* ]] || keep+=("$s"); done
+        shares=(${keep[@]+"${keep[@]}"} "$d")
+done
+qshares=()
+for i in "${!shares[@]}"; do
+        qshares+=(-fsdev "local,id=share$i,path=${shares[i]//,/,,},security_model=none,readonly=on,multidevs=remap"
+                -device "virtio-9p-device,fsdev=share$i,mount_tag=share$i")
+        share_args+=("--9p=share$i:${shares[i]}")
 done
 QPID=""
 cleanup() {
@@ -71,13 +96,13 @@ LOG=$SBX_TMP/console.log
 limit=${SBX_GUEST_TIMEOUT:-420}
 cmdline="console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init cryptomgr.notests random.trust_cpu=on"
 cmdline+=" i8042.noaux i8042.nomux i8042.nopnp i8042.dumbkbd${tsc:+ tsc_early_khz=$tsc}"
-cmdline+=" -- $SRC/tests/integration/cgroup2-guest/guest.sh $SRC $BUILD_ABS $SBX_ABS ${SBX_GUEST_PARTS:-}"
+cmdline+=" --${share_args[*]:+ ${share_args[*]}} $SRC/tests/integration/cgroup2-guest/guest.sh $SRC $BUILD_ABS $SBX_ABS ${SBX_GUEST_PARTS:-}"
 t0=$SECONDS
 timeout -k 5 "$limit" qemu-system-x86_64 -M microvm,x-option-roms=off,rtc=on -accel tcg -cpu max -smp 2 -m 512M \
         -nodefaults -no-user-config -display none -serial stdio -no-reboot \
         -kernel "$kernel" -initrd "$initrd" -append "$cmdline" \
         -fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
-        -device virtio-9p-device,fsdev=hostroot,mount_tag=hostroot </dev/null >"$LOG" 2>&1 &
+        -device virtio-9p-device,fsdev=hostroot,mount_tag=hostroot ${qshares[@]+"${qshares[@]}"} </dev/null >"$LOG" 2>&1 &
 QPID=$!
 wait $QPID
 qrc=$?
@@ -88,7 +113,8 @@ diag "guest: kernel $release, TCG, 2 vCPUs, 512 MiB: $guest_s s in all (qemu sta
 [ "$qrc" != 124 ] && [ "$qrc" != 137 ]
 ok $? "the guest ended by itself within ${limit} s" || diag "console (last lines):" "$(tail -n 30 "$LOG")"
 grep -q '^sbx-guest: root ready' "$LOG"
-ok $? "the guest booted into the host's root over 9p" || diag "console (last lines):" "$(tail -n 30 "$LOG")"
+ok $? "the guest booted into the host's root over 9p${shares[*]:+, with ${shares[*]} exported again over its tmpfs}" ||
+        diag "console (last lines):" "$(tail -n 30 "$LOG")"
 
 # --- the parts' TAP, renumbered: "R 0|1|S TEXT", "D TEXT" ---
 while IFS= read -r line; do

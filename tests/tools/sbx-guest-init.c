@@ -3,6 +3,9 @@
  * "hostroot") the guest's root with tmpfs on /tmp, /run, /var/tmp, /dev/shm and only cgroup2 on
  * /sys/fs/cgroup (nsdelegate), runs the command given after "--" on the kernel command line, and
  * powers the guest off when it ends (its exit status on the console as "sbx-guest: exit N").
+ * Before the command, arguments "--9p=TAG:PATH" each mount one more read-only 9p export (tag
+ * TAG) at PATH, after the tmpfs above: a checkout or build under /tmp or /run, which the guest's
+ * own tmpfs would hide, is seen at its host path (its mount point made in that tmpfs).
  * Static and libc-only: it runs before there is any root to load a library from. */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,8 +56,48 @@ static int load_modules(void) {
         return r;
 }
 
+/* mkdir -p ROOT PATH: the mount point of a share, in the guest's tmpfs. */
+static int make_dirs(const char *path) {
+        char p[4096];
+        int n = snprintf(p, sizeof p, "%s%s", ROOT, path);
+        if (n < 0 || (size_t) n >= sizeof p)
+                return -ENAMETOOLONG;
+        for (char *s = p + strlen(ROOT) + 1;; s++) {
+                if (*s != '/' && *s != 0)
+                        continue;
+                char c = *s;
+                *s = 0;
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = c;
+                if (!c)
+                        return 0;
+        }
+}
+
+/* "--9p=TAG:PATH": the host's export TAG, read-only at PATH (absolute, no ".." in it). */
+static int mount_share(const char *arg) {
+        char tag[64];
+        const char *path = strchr(arg, ':');
+        if (!path || path == arg || (size_t) (path - arg) >= sizeof tag || path[1] != '/' ||
+                strstr(path, "/..") || strstr(path, "/./"))
+                return -EINVAL;
+        memcpy(tag, arg, (size_t) (path - arg));
+        tag[path - arg] = 0;
+        path++;
+        int r = make_dirs(path);
+        if (r < 0)
+                return r;
+        char at[4096];
+        snprintf(at, sizeof at, "%s%s", ROOT, path);
+        if (mount(tag, at, "9p", MS_RDONLY | MS_NODEV,
+                    "trans=virtio,version=9p2000.L,msize=262144,cache=loose") < 0)
+                return -errno;
+        return 0;
+}
+
 /* Each a mount in the new root; a failure ends the guest (the host sees no "sbx-guest: exit"). */
-static int setup_root(void) {
+static int setup_root(char **shares, int n_shares) {
         static const struct {
                 const char *src, *at, *type;
                 unsigned long flags;
@@ -87,6 +130,15 @@ static int setup_root(void) {
                                 return -err;
                 }
         }
+        for (int i = 0; i < n_shares; i++) { /* over the tmpfs just mounted */
+                int r = mount_share(shares[i] + strlen("--9p="));
+                if (r < 0) {
+                        char what[128];
+                        snprintf(what, sizeof what, "mount the share %.100s", shares[i] + strlen("--9p="));
+                        say(what, -r);
+                        return r;
+                }
+        }
         if (chdir(ROOT) < 0 || mount(ROOT, "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 ||
                 chdir("/") < 0)
                 return -errno;
@@ -103,11 +155,16 @@ int main(int argc, char **argv) {
         int r = load_modules();
         if (r < 0)
                 say("load the modules", -r);
-        r = setup_root();
+        int n_shares = 0; /* the "--9p=TAG:PATH" before the command */
+        while (1 + n_shares < argc && strncmp(argv[1 + n_shares], "--9p=", strlen("--9p=")) == 0)
+                n_shares++;
+        r = setup_root(argv + 1, n_shares);
         if (r < 0) {
                 say("make the host's / the root", -r);
                 power_off();
         }
+        argv += n_shares;
+        argc -= n_shares;
         if (argc < 2) {
                 say("no command after -- on the kernel command line", 0);
                 power_off();
