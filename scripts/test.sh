@@ -26,8 +26,9 @@
 # Environment: CI=true makes warnings errors (meson -Dwerror=true). SBX_STRICT_FORMAT=0 only
 # reports formatting differences. SBX_ASAN_INTEGRATION="test-a.sh test-b.sh" limits the scripts run against the
 # ASan binary (default: all but test-long-lived.sh, five minutes of waiting, run once as root,
-# the microvm scripts, guests under QEMU's emulation, run once, in the root pass (as root, and
-# as sbxtest by test-escape-microvm-user.sh; the unprivileged pass skips them too), and
+# the microvm scripts and test-*-guest.sh, guests under QEMU's emulation, run once, in the root
+# pass (as root, and as sbxtest by test-escape-microvm-user.sh; the unprivileged pass skips them
+# too), and
 # the heavy test-load-leak.sh, which runs once, in the root and the
 # unprivileged passes). SBX_SCRIPT_TIMEOUT (s, default 600) per integration script.
 # SBX_VERBOSE=1 prints every TAP line. SBX_SKIP_SETUP=1 skips scripts/setup.sh (no apt, no
@@ -378,9 +379,9 @@ if want asan; then
                 for s in ${SBX_ASAN_INTEGRATION:-${SCRIPTS[*]}}; do
                         [ -n "${SBX_ASAN_INTEGRATION:-}" ] || [ "$s" != test-load-leak.sh ] || continue
                         [ -n "${SBX_ASAN_INTEGRATION:-}" ] || [ "$s" != test-long-lived.sh ] || continue
-                        # the microvm guests (QEMU's emulation where there is no KVM): once, in the
-                        # root pass (as root and as sbxtest)
-                        case $s in *microvm*) [ -n "${SBX_ASAN_INTEGRATION:-}" ] || continue ;; esac
+                        # the microvm guests and the cgroup2 guest (test-*-guest.sh; QEMU's emulation
+                        # where there is no KVM): once, in the root pass (as root and as sbxtest)
+                        case $s in *microvm* | *-guest.sh) [ -n "${SBX_ASAN_INTEGRATION:-}" ] || continue ;; esac
                         subset+=("$s")
                 done
                 SBX_SCRIPT_TIMEOUT=${SBX_SCRIPT_TIMEOUT:-900} \

@@ -78,8 +78,11 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                 bool fixed_tree = ctx->own_pidns ||
                                   (!cfg->profile->allow_spawn && !sbx_backend_bench_disabled("seccomp"));
                 sbx_error ce = {0};
-                r = sbx_backend_cgroup_for_run(
-                        cfg, rep, &probe, fixed_tree ? SBX_CG_CREATE_NO_TRACKING : 0, &cg, &ce);
+                /* Alone in a delegated cgroup (systemd-run --scope -p Delegate=yes, what the probe's
+                 * reasons tell the user to do): the "no internal processes" rule keeps the
+                 * controllers from its children until this process moves into a leaf of its own. */
+                r = sbx_backend_cgroup_for_run(cfg, rep, &probe,
+                        SBX_CG_CREATE_MOVE_SELF | (fixed_tree ? SBX_CG_CREATE_NO_TRACKING : 0), &cg, &ce);
                 if (r < 0) {
                         cg = NULL;
                         gc_leftovers(&probe);
