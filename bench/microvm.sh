@@ -7,15 +7,23 @@
 # children are qemu) and the guest's RAM. The two backends alternate run by run, so a change of
 # load moves both alike. Prints a table; not a test (it never fails on a slow result).
 #
-#   bash bench/microvm.sh [--runs N]      (default 10; each microvm run takes seconds under TCG)
+#   bash bench/microvm.sh [--runs N] [--serve-runs N] [--no-serve]
+#                                        (default 10; each microvm run takes seconds under TCG)
+#
+# Then persistent sandboxes in `serve`, the two backends side by side in one server (medians, over
+# HTTP on its unix socket): create -> first exec of /bin/true from the warm pool (a booted guest
+# waiting), cold (the boot paid), and an exec into a ready sandbox. --serve-runs N (default
+# --runs) of each; --no-serve skips them.
 #
 # Where /dev/kvm does not work (a trial boot decides) the guest runs under QEMU's emulation: the
 # bench policy allows it, and the table says which accelerator ran.
 set -euo pipefail
-runs=10
+runs=10 serve_runs="" serve=1
 while [ $# -gt 0 ]; do
         case $1 in
         --runs) runs=${2:?}; shift ;;
+        --serve-runs) serve_runs=${2:?}; shift ;;
+        --no-serve) serve=0 ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "microvm.sh: unknown option '$1'" >&2; exit 2 ;;
         esac
@@ -24,7 +32,8 @@ done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SBX=${SANDBOXER:-$ROOT/build/src/cli/sandboxer}
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+SRV=""
+trap '[ -n "$SRV" ] && kill "$SRV" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 cat >"$T/policy.yaml" <<'YAML'
 version: 1
 modes:
@@ -81,3 +90,92 @@ for cmd in true py; do
 done
 printf '\nhost memory per microvm sandbox: qemu peak RSS %s MiB (median); guest RAM %s MiB (memory_mb 512 + 128)\n' \
         "$(median <"$T/rss")" "$ram"
+
+[ "$serve" = 1 ] || exit 0
+# --- persistent sandboxes: one server, both backends, a warm pool of one for each ---
+mkdir -p "$T/profiles" "$T/st" "$T/sec"
+chmod 700 "$T/sec"
+printf 'id: b-vm\nversion: "1.0.0"\nextends: profile.default\nisolation: { level: microvm, mode: strict, backend: auto }\n' >"$T/profiles/b-vm.yaml"
+printf 'id: b-native\nversion: "1.0.0"\nextends: profile.default\n' >"$T/profiles/b-native.yaml"
+SANDBOXER_PROFILE_PATH=$T/profiles "$SBX" serve --listen "unix:$T/s.sock" --state-dir "$T/st" --secrets-dir "$T/sec" \
+        --policy "$T/policy.yaml" --warm-pool 1 --warm-profile b-vm --warm-profile b-native >"$T/serve.log" 2>&1 &
+SRV=$!
+python3 - "$T" "${serve_runs:-$runs}" <<'PY'
+import http.client, json, os, socket, statistics, sys, time
+T, runs = sys.argv[1], int(sys.argv[2])
+SOCK = os.path.join(T, "s.sock")
+
+class Unix(http.client.HTTPConnection):
+    def __init__(self):
+        super().__init__("localhost", timeout=300)
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(SOCK)
+
+def req(method, path, body=None):
+    c = Unix()
+    c.request(method, path, body=json.dumps(body) if body is not None else None)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, json.loads(data) if data else None
+
+def pooled(profile):
+    """sandboxes the warm pool holds for profile (from the server's log)"""
+    added = [l for l in open(os.path.join(T, "serve.log")) if "warm_pool_added profile=%s " % profile in l]
+    return len(added)
+
+for _ in range(600):
+    if os.path.exists(SOCK):
+        break
+    time.sleep(0.1)
+
+def first_exec(profile, warm):
+    if warm:  # wait for the pool to hold one (refilled after the last create)
+        want = first_exec.taken.get(profile, 0) + 1
+        for _ in range(1200):
+            if pooled(profile) >= want:
+                break
+            time.sleep(0.05)
+        first_exec.taken[profile] = want
+    body = {"profile": profile}
+    t0 = time.monotonic()
+    s, rec = req("POST", "/v1/sandboxes", body)
+    if s != 201:
+        sys.exit("create %s: %s %s" % (profile, s, rec))
+    s, out = req("POST", "/v1/sandboxes/%s/exec" % rec["id"], {"argv": ["/bin/true"]})
+    ms = (time.monotonic() - t0) * 1000
+    if s != 200:
+        sys.exit("exec: %s %s" % (s, out))
+    return rec["id"], ms
+first_exec.taken = {}
+
+res = {k: [] for k in ("warm-vm", "warm-native", "cold-vm", "cold-native", "exec-vm", "exec-native")}
+for i in range(runs):
+    for b in ("vm", "native"):
+        sid, ms = first_exec("b-" + b, True)
+        res["warm-" + b].append(ms)
+        for _ in range(3):
+            t0 = time.monotonic()
+            s, _ = req("POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["/bin/true"]})
+            res["exec-" + b].append((time.monotonic() - t0) * 1000)
+        req("DELETE", "/v1/sandboxes/" + sid)
+# cold: a profile the pool does not keep (the same sandbox otherwise)
+for f, base in (("c-vm", "b-vm"), ("c-native", "b-native")):
+    src = open(os.path.join(T, "profiles", base + ".yaml")).read().replace("id: " + base, "id: " + f)
+    open(os.path.join(T, "profiles", f + ".yaml"), "w").write(src)
+for i in range(max(3, runs // 2)):
+    for b in ("vm", "native"):
+        sid, ms = first_exec("c-" + b, False)
+        res["cold-" + b].append(ms)
+        req("DELETE", "/v1/sandboxes/" + sid)
+
+med = {k: statistics.median(v) for k, v in res.items() if v}
+print("\npersistent sandboxes in serve (HTTP on a unix socket, /bin/true), medians of %d:\n" % runs)
+print("| | native ms | microvm ms | ratio |\n|---|---:|---:|---:|")
+for k, label in (("warm", "create -> first exec, from the warm pool"), ("cold", "create -> first exec, cold (boot paid)"),
+                 ("exec", "exec into a ready sandbox")):
+    n, v = med[k + "-native"], med[k + "-vm"]
+    print("| %s | %.1f | %.1f | %.1fx |" % (label, n, v, v / n))
+PY
