@@ -29,6 +29,7 @@ typedef struct {
         uint32_t id;
         int xs, in, out, err; /* our ends; -1 closed */
         pid_t pid; /* the exec's process (its RUNNER's credentials), 0 before */
+        uint64_t ooms; /* the sandbox group's oom_kill count when it started */
         char *in_buf;
         size_t in_len;
         bool in_eof, used;
@@ -141,7 +142,13 @@ static void start_exec(int st, uint32_t id, const char *req, size_t len) {
         (void) fcntl(in[1], F_SETFL, O_NONBLOCK);
         (void) fcntl(out[0], F_SETFL, O_NONBLOCK);
         (void) fcntl(err[0], F_SETFL, O_NONBLOCK);
-        *x = (gexec){.id = id, .xs = xs[0], .in = in[1], .out = out[0], .err = err[0], .used = true};
+        *x = (gexec){.id = id,
+                .xs = xs[0],
+                .in = in[1],
+                .out = out[0],
+                .err = err[0],
+                .ooms = cg_value(CG "/memory.events", "oom_kill"),
+                .used = true};
 }
 
 /* One message on an exec's socket: relayed (with the process's pid noted), or its end. */
@@ -171,6 +178,16 @@ static void exec_message(gexec *x) {
         if (k == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC) {
                 if (m.type == SBX_INIT_MSG_RUNNER && cred.pid > 0)
                         x->pid = cred.pid;
+                uint64_t ooms = m.type == SBX_INIT_MSG_SIGNALED && m.a == SIGKILL
+                                        ? cg_value(CG "/memory.events", "oom_kill")
+                                        : 0;
+                if (ooms > x->ooms) {
+                        /* killed while the group OOM-killed: the memory limit, said before the end */
+                        struct sbx_init_msg o = {.magic = SBX_INIT_MAGIC,
+                                .type = SBX_INIT_MSG_OOM,
+                                .a = (int32_t) (ooms - x->ooms)};
+                        xsend(SBX_VM_XMSG, x->id, &o, sizeof o);
+                }
                 xsend(SBX_VM_XMSG, x->id, &m, sizeof m);
         } else if (k <= 0)
                 finish(x);

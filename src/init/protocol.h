@@ -30,6 +30,11 @@ enum {
                                    * proxy's listening socket, 127.0.0.1:3128 in the sandbox's own
                                    * network namespace; b 1, its resolver's UDP 127.0.0.1:53 (the
                                    * supervisor serves both from outside) */
+        SBX_INIT_MSG_OOM = 12, /* on a persistent sandbox's exec socket, before its end: the
+                                * sandbox's memory group OOM-killed while the exec ran and the
+                                * exec was SIGKILLed (a = kills counted); the exec ends as
+                                * memory_limit (the microvm guest agent says it: the host
+                                * cannot see the guest's group) */
 };
 
 /* Send data[0, n) on sock with fd attached (SCM_RIGHTS): 0, or -errno (-EIO when cut short).

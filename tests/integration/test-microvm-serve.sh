@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Persistent microvm sandboxes in `serve`: a strict profile's sandbox is a booted guest whose init
 # serves execs (many, and at once) over the control channel — output, exit status, stdin, the
-# exec's timeout, files in and out, a terminal refused by name; destroy, and kill -9 of its
+# exec's timeout, a memory bomb ending its exec as memory_limit (not the sandbox), files in and
+# out, a terminal refused by name; destroy, and kill -9 of its
 # supervisor, leave no qemu; the warm pool hands out a booted guest, so create → first exec does
 # not pay the boot.
 #
@@ -53,7 +54,7 @@ trap cleanup EXIT
 mkdir -p "$SBX_TMP/st" "$SBX_TMP/sec"
 chmod 700 "$SBX_TMP/sec"
 
-plan 19
+plan 21
 
 serve_start
 id=$("$SANDBOXER" create "${C[@]}" --profile t-vm 2>"$SBX_TMP/create.err")
@@ -92,6 +93,11 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 is "$rc" 124 "an exec's timeout ends it (124)"
 ok "$([ "$ms" -lt 10000 ] && echo 0 || echo 1)" "within its timeout, not the guest's life ($ms ms)"
 is "$("$SANDBOXER" exec "${C[@]}" "$id" -- /bin/sh -c 'pgrep -c sleep || true')" 0 "the timed-out exec's processes are gone in the guest"
+
+"$SANDBOXER" exec "${C[@]}" --json "$id" -- python3 -c 'a = bytearray(3 << 30)' >"$SBX_TMP/oom.json" 2>/dev/null
+is "$(json_get "$SBX_TMP/oom.json" 'd["status"] + " " + ",".join(v["kind"] for v in d["report"]["violations"] or [])')" \
+        "memory_limit MemoryLimitViolation" "a memory bomb ends its exec as memory_limit (the guest's cgroup said so)"
+is "$("$SANDBOXER" exec "${C[@]}" "$id" -- echo after)" after "the sandbox outlives an exec's memory bomb"
 
 echo payload >"$SBX_TMP/up.txt"
 "$SANDBOXER" cp "${C[@]}" "$SBX_TMP/up.txt" "$id:/tmp/up.txt" >/dev/null 2>&1

@@ -231,6 +231,10 @@ int sbx_persist_attach(sbx_sandbox *sb, const sbx_config *cfg, sbx_report *rep, 
         if (!sb->envp || (cwd && !sb->cwd))
                 return sbx_error_set(e, ENOMEM, "persist", "out of memory");
         svp->timeout_s = 0; /* execs have theirs; the sandbox ends by kill, TTL or budget */
+        /* An exec's memory bomb ends that exec (the kernel's OOM kill in the sandbox's group, then
+         * its init ends what is left of the exec's session; its report says memory_limit), not
+         * the sandbox and every other exec with it — as in a microvm guest. */
+        svp->oom_fd = -1;
         svp->output_cap = 0;
         svp->fwd_out = svp->fwd_err = -1;
         svp->route = route_for(sb);
@@ -519,6 +523,19 @@ static int fail(char **ret_error, int r, const char *fmt, ...) {
 }
 
 /* The request for the init: header, cwd, argv, env (the sandbox's, overridden by the exec's). */
+/* The sandbox group's oom_kill count (0 unknown; a microvm's is in its guest, whose agent says
+ * SBX_INIT_MSG_OOM itself). The exec is active: its sandbox's group stays. */
+static uint64_t exec_ooms(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        sbx_cgroup *cg = sb->cg;
+        pthread_mutex_unlock(&sb->lock);
+        sbx_cgroup_stats st;
+        if (cg && sbx_cgroup_stats_read_some(cg, SBX_CG_STAT_OOM, &st) >= 0 &&
+                st.oom_kills != SBX_CG_UNKNOWN)
+                return st.oom_kills;
+        return 0;
+}
+
 static int build_request(sbx_sandbox *sb, const sbx_exec_request *req, char **ret, size_t *ret_len) {
         _cleanup_strv_free_ char **env = strv_copy(sb->envp);
         if (!env)
@@ -718,6 +735,8 @@ _public_ int sbx_sandbox_exec(
                 null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 in = null_fd;
         }
+        /* the sandbox group's OOM kills so far: one during the exec that ends it is its memory limit */
+        uint64_t ooms0 = exec_ooms(sb);
         uint64_t t0 = sbx_now_ns();
         /* known (by id) from before its request goes: a signal that comes before its hello is
          * held for it (pending_sig), not answered "no such exec" */
@@ -794,6 +813,9 @@ _public_ int sbx_sandbox_exec(
         sbx_supervise_result res;
         sbx_error e = {0};
         r = sbx_supervise(&svp, &res, &e);
+        if (r >= 0 && !res.oom && res.end == SBX_SV_SIGNALED && res.signal == SIGKILL &&
+                exec_ooms(sb) > ooms0)
+                res.oom = true;
         /* An exec that started and ended without a word of its init's (the init itself gone):
          * it was killed with the sandbox, not a set-up failure. */
         if (r >= 0 && res.end == SBX_SV_SETUP_FAILED && res.started_ns) {

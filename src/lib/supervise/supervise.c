@@ -3,14 +3,12 @@
 #include "supervise/supervise.h"
 
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
-#include <sys/un.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -925,6 +923,9 @@ static void handle_status(loop_state *s) {
                         break;
                 case SBX_INIT_MSG_UNOBSERVED:
                         r->observation_unavailable = true;
+                        break;
+                case SBX_INIT_MSG_OOM:
+                        r->oom = true;
                         break;
                 case SBX_INIT_MSG_SETUP_FAILED:
                         r->end = SBX_SV_SETUP_FAILED;
