@@ -22,14 +22,15 @@
 #include "protocol.h"
 #include "vm-protocol.h"
 
-#define MAX_EXECS 64
-#define IN_MAX (4u << 20) /* stdin held for one exec before the port is no longer read */
+#define MAX_EXECS SBX_VM_MAX_EXECS
 
 typedef struct {
         uint32_t id;
         int xs, in, out, err; /* our ends; -1 closed */
         pid_t pid; /* the exec's process (its RUNNER's credentials), 0 before */
         uint64_t ooms; /* the sandbox group's oom_kill count when it started */
+        uint64_t out_credit; /* output bytes the host may still be sent (SBX_VM_WINDOW) */
+        int pending_sig; /* a signal that came before its process was known */
         char *in_buf;
         size_t in_len;
         bool in_eof, used;
@@ -63,9 +64,11 @@ static void xclose(int *fd) {
 /* Read what an exec's pipe holds; at its end (or an error) close it. */
 static void drain(gexec *x, int *fd, uint32_t type, bool to_end) {
         char buf[65536];
-        while (*fd >= 0) {
-                ssize_t k = read(*fd, buf, sizeof buf);
+        while (*fd >= 0 && (to_end || x->out_credit > 0)) {
+                size_t want = to_end || x->out_credit >= sizeof buf ? sizeof buf : (size_t) x->out_credit;
+                ssize_t k = read(*fd, buf, want);
                 if (k > 0) {
+                        x->out_credit -= (uint64_t) k > x->out_credit ? x->out_credit : (uint64_t) k;
                         xsend(type, x->id, buf, (size_t) k);
                         if (!to_end)
                                 return;
@@ -148,6 +151,7 @@ static void start_exec(int st, uint32_t id, const char *req, size_t len) {
                 .out = out[0],
                 .err = err[0],
                 .ooms = cg_value(CG "/memory.events", "oom_kill"),
+                .out_credit = SBX_VM_WINDOW,
                 .used = true};
 }
 
@@ -176,8 +180,13 @@ static void exec_message(gexec *x) {
                                 close(fd);
                         }
         if (k == (ssize_t) sizeof m && m.magic == SBX_INIT_MAGIC) {
-                if (m.type == SBX_INIT_MSG_RUNNER && cred.pid > 0)
+                if (m.type == SBX_INIT_MSG_RUNNER && cred.pid > 0) {
                         x->pid = cred.pid;
+                        if (x->pending_sig) {
+                                (void) kill(x->pid, x->pending_sig);
+                                (void) kill(-x->pid, x->pending_sig);
+                        }
+                }
                 uint64_t ooms = m.type == SBX_INIT_MSG_SIGNALED && m.a == SIGKILL
                                         ? cg_value(CG "/memory.events", "oom_kill")
                                         : 0;
@@ -204,26 +213,38 @@ static void port_frame(int st) {
         if (h.len >= 4)
                 memcpy(&id, d, 4);
         gexec *x = h.len >= 4 ? exec_of(id) : NULL;
-        if (h.type == SBX_VM_EXEC && h.len >= 4 && !x)
+        if (h.type == SBX_VM_EXEC && h.len >= 4 + sizeof(struct sbx_init_req) && !x)
                 start_exec(st, id, d + 4, h.len - 4);
         else if (h.type == SBX_VM_XIN && x && h.len == 4)
                 x->in_eof = true;
         else if (h.type == SBX_VM_XIN && x && x->in >= 0 && !x->in_eof) {
+                /* at most SBX_VM_WINDOW held: the host sends no more until acked */
                 char *nb = realloc(x->in_buf, x->in_len + h.len - 4);
                 if (nb) {
                         memcpy(nb + x->in_len, d + 4, h.len - 4);
                         x->in_buf = nb;
                         x->in_len += h.len - 4;
+                } else {
+                        xclose(&x->in); /* its stdin ends short rather than wrong */
+                        x->in_len = 0;
                 }
+        } else if (h.type == SBX_VM_XOUTACK && x && h.len == 8) {
+                uint32_t k;
+                memcpy(&k, d + 4, 4);
+                x->out_credit += k;
         } else if (h.type == SBX_VM_XGO && x) {
                 struct sbx_init_msg go = {.magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_GO};
                 (void) send(x->xs, &go, sizeof go, MSG_NOSIGNAL);
-        } else if (h.type == SBX_VM_XSIG && x && h.len == 8 && x->pid > 0) {
+        } else if (h.type == SBX_VM_XSIG && x && h.len == 8) {
                 uint32_t sig;
                 memcpy(&sig, d + 4, 4);
-                /* its process and the group it leads (its pipeline) */
-                (void) kill(x->pid, (int) sig);
-                (void) kill(-x->pid, (int) sig);
+                if (x->pid <= 0)
+                        x->pending_sig = (int) sig; /* for its process, once it is known */
+                else {
+                        /* its process and the group it leads (its pipeline) */
+                        (void) kill(x->pid, (int) sig);
+                        (void) kill(-x->pid, (int) sig);
+                }
         }
         free(d);
 }
@@ -236,8 +257,13 @@ static void feed(gexec *x) {
                         memmove(x->in_buf, x->in_buf + k, x->in_len - (size_t) k);
                         x->in_len -= (size_t) k;
                 } else if (k < 0 && errno != EAGAIN && errno != EINTR) {
-                        xclose(&x->in); /* it stopped reading */
+                        xclose(&x->in); /* it stopped reading: what it was sent counts as taken */
+                        k = (ssize_t) x->in_len;
                         x->in_len = 0;
+                }
+                if (k > 0) {
+                        uint32_t n = (uint32_t) k;
+                        xsend(SBX_VM_XINACK, x->id, &n, 4);
                 }
         }
         if (x->in >= 0 && x->in_eof && x->in_len == 0)
@@ -258,10 +284,7 @@ void guest_serve(int out, int err, int st, int in, pid_t child) {
         mark("serving");
         while (!ended) {
                 struct pollfd p[5 + 4 * MAX_EXECS];
-                size_t held = 0;
-                for (int i = 0; i < MAX_EXECS; i++)
-                        held += execs[i].in_len;
-                p[0] = (struct pollfd){.fd = guest_port, .events = held < IN_MAX ? POLLIN : 0};
+                p[0] = (struct pollfd){.fd = guest_port, .events = POLLIN}; /* always: windows bound it */
                 p[1] = (struct pollfd){.fd = out, .events = POLLIN};
                 p[2] = (struct pollfd){.fd = err, .events = POLLIN};
                 p[3] = (struct pollfd){.fd = st, .events = POLLIN};
@@ -270,8 +293,9 @@ void guest_serve(int out, int err, int st, int in, pid_t child) {
                         gexec *x = &execs[i];
                         struct pollfd *q = &p[5 + 4 * i];
                         q[0] = (struct pollfd){.fd = x->used ? x->xs : -1, .events = POLLIN};
-                        q[1] = (struct pollfd){.fd = x->used ? x->out : -1, .events = POLLIN};
-                        q[2] = (struct pollfd){.fd = x->used ? x->err : -1, .events = POLLIN};
+                        bool credit = x->used && x->out_credit > 0;
+                        q[1] = (struct pollfd){.fd = credit ? x->out : -1, .events = POLLIN};
+                        q[2] = (struct pollfd){.fd = credit ? x->err : -1, .events = POLLIN};
                         q[3] = (struct pollfd){.fd = x->used && x->in_len ? x->in : -1, .events = POLLOUT};
                 }
                 if (poll(p, 5 + 4 * MAX_EXECS, -1) < 0 && errno != EINTR)

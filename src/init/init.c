@@ -708,7 +708,8 @@ static int exec_child(const struct sbx_init_req *rq, char *strings, int fds[4], 
         return (e == ENOENT || e == ENOTDIR) ? 127 : 126;
 }
 
-static void take_request(void) {
+/* One request from fd 3; false when the supervisor is gone (its end closed). */
+static bool take_request(void) {
         int fds[4] = {-1, -1, -1, -1}, nfds = 0;
         union {
                 struct cmsghdr h;
@@ -718,8 +719,10 @@ static void take_request(void) {
         struct msghdr mh = {
                 .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf};
         ssize_t n = recvmsg(SBX_INIT_STATUS_FD, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n <= 0)
-                return;
+        if (n < 0)
+                return errno == EAGAIN || errno == EINTR;
+        if (n == 0)
+                return false; /* (a SEQPACKET end: a request is never empty) */
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
                         nfds = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
@@ -763,6 +766,7 @@ static void take_request(void) {
         for (int k = 0; k < nfds; k++)
                 if (fds[k] >= 0)
                         close(fds[k]);
+        return true;
 }
 
 /* --serve: no command of our own; one process per request, until the supervisor goes (its end of
@@ -800,9 +804,10 @@ static int serve_loop(void) {
                                 break;
                         reap_and_sweep();
                 }
-                if (pf[0].revents & POLLIN)
-                        take_request();
-                else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+                if (pf[0].revents & POLLIN) {
+                        if (!take_request())
+                                break;
+                } else if (pf[0].revents & (POLLHUP | POLLERR | POLLNVAL))
                         break;
         }
         n_execs = 0; /* everything goes */

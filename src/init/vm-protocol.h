@@ -39,6 +39,7 @@ enum {
         SBX_VM_XIN = 8, /* id, bytes for the exec's stdin; the id alone: its end */
         SBX_VM_XGO = 9, /* id: the host's supervisor knows the exec's process (SBX_INIT_MSG_GO) */
         SBX_VM_XSIG = 10, /* id, u32 signal number: to the exec's process and its group */
+        SBX_VM_XOUTACK = 11, /* id, u32: bytes of the exec's output the host's pipes took */
         /* guest -> host */
         SBX_VM_READY = 16, /* 2 x u64, ns since the guest's boot: the agent started; it is ready */
         SBX_VM_INIT = 17, /* a struct sbx_init_msg from the init, as it sent it */
@@ -52,7 +53,16 @@ enum {
         SBX_VM_XOUT = 24, /* id, bytes of the exec's stdout */
         SBX_VM_XERR = 25, /* id, bytes of its stderr */
         SBX_VM_XEND = 26, /* id: the exec's socket closed and its output was sent: it is over */
+        SBX_VM_XINACK = 27, /* id, u32: bytes of the exec's stdin its pipe took */
 };
+
+/* A persistent sandbox's execs at once, at most (each side's table). */
+#define SBX_VM_MAX_EXECS 64
+/* Flow control, per exec and direction: at most this many bytes of its stdin (of its output)
+ * sent and not yet taken by the pipe on the other side (acked by XINACK, XOUTACK). One exec
+ * that does not read its stdin, or whose reader is slow, stops only itself: the port is always
+ * read on both sides, and neither side blocks writing to it for long. */
+#define SBX_VM_WINDOW (1u << 20)
 
 /* VM_CONFIG keys (each may repeat where it says so):
  *   arg=S        the command's argv, in order (repeats)

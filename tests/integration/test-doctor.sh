@@ -83,7 +83,7 @@ for name, v in b.items():
     assert (v["cause"] == "none") == v["available"], name + ": cause none exactly when available"
     assert (v["cause"] == "not_implemented") == (not v["implemented"]), name + ": not_implemented exactly when so"
     pe = v.get("persistent") or {}
-    assert pe.get("yes") == (name in ("native", "landlock")), name + ".persistent.yes: %r" % pe
+    assert pe.get("yes") == (name in ("native", "landlock", "microvm")), name + ".persistent.yes: %r" % pe
     assert isinstance(pe.get("how"), str) and pe["how"], name + ".persistent: no how or why"
 EOF
 ok $? "backends: all seven, each with available, a reason and a cause that agrees, and whether it holds persistent sandboxes (why not)"

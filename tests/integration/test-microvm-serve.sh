@@ -54,7 +54,7 @@ trap cleanup EXIT
 mkdir -p "$SBX_TMP/st" "$SBX_TMP/sec"
 chmod 700 "$SBX_TMP/sec"
 
-plan 21
+plan 24
 
 serve_start
 id=$("$SANDBOXER" create "${C[@]}" --profile t-vm 2>"$SBX_TMP/create.err")
@@ -85,6 +85,19 @@ for i in 1 2 3 4; do
 done
 wait "${pids[@]}"
 is "$(cat "$SBX_TMP"/par[1-4] | sort | tr '\n' ' ')" "par1 par2 par3 par4 " "four execs at once, each its own output"
+
+# flow: 3 MB of output arrive whole; an exec that does not read 5 MB of stdin stops only itself
+is "$("$SANDBOXER" exec "${C[@]}" "$id" -- head -c 3000000 /dev/zero | wc -c)" 3000000 "3 MB of an exec's output, whole"
+head -c 5000000 /dev/zero | "$SANDBOXER" exec "${C[@]}" -i "$id" -- sleep 4 >/dev/null 2>&1 &
+slow=$!
+sleep 1
+t0=$(date +%s%N)
+alive=$("$SANDBOXER" exec "${C[@]}" "$id" -- echo alive)
+ms=$((($(date +%s%N) - t0) / 1000000))
+ok "$([ "$alive" = alive ] && kill -0 "$slow" 2>/dev/null && echo 0 || echo 1)" \
+        "an exec that does not read its stdin holds up no other ($ms ms, while it waits)"
+wait "$slow"
+is "$?" 0 "and it ends as it would (its stdin left unread)"
 
 t0=$(date +%s%N)
 "$SANDBOXER" exec "${C[@]}" --timeout 2 "$id" -- /bin/sh -c 'sleep 30; echo no' >"$SBX_TMP/to" 2>&1

@@ -8,7 +8,12 @@
  * and kills it through a pidfd. The process is in the guest; here a stand-in, a small child of
  * the relay in a session of its own, carries its identity: it sends the hello (so its pid is
  * the one the kernel attaches), passes each signal it gets on to the exec in the guest, and its
- * death (SIGKILL at a timeout, a kill) is the exec's kill in the guest. It ends with the exec. */
+ * death (SIGKILL at a timeout, a kill) is the exec's kill in the guest. It ends with the exec.
+ *
+ * Nothing here blocks on one exec: the channel is written through a queue (non-blocking sends,
+ * the rest on POLLOUT), an exec's output through buffers of its own (its pipes non-blocking),
+ * and each direction of each exec has a window (vm-protocol.h: SBX_VM_WINDOW), so an exec that
+ * does not read its stdin, or whose reader is slow, stops only itself. */
 #include "backend/common.h"
 
 #include <errno.h>
@@ -30,18 +35,79 @@
 #include "basic/time-util.h"
 #include "init/protocol.h"
 
-#define MAX_EXECS 64
+#define MAX_EXECS SBX_VM_MAX_EXECS
+#define QUEUE_HIGH (256u << 10) /* no more stdin read while the channel's queue holds this */
+#define GONE_GRACE_NS (5ull * 1000000000ull) /* a given-up exec's end from the guest, at most */
+
+typedef struct {
+        char *p;
+        size_t len, cap;
+} hbuf;
 
 typedef struct {
         uint32_t id;
         int xs, in, out, err; /* the supervisor's descriptors for the exec; -1 closed */
         int sctl; /* our end of the stand-in's socket; -1 once it is gone */
         pid_t spid;
+        uint64_t in_credit; /* stdin bytes the guest may still be sent (SBX_VM_WINDOW) */
+        hbuf obuf, ebuf; /* output for its pipes, waiting for them to take it */
+        bool ended; /* the guest said XEND: closed once its output is out */
+        uint64_t gone_ns; /* given up (its stand-in or its socket gone): ended by then anyway */
         bool used;
 } hexec;
 
 static hexec execs[MAX_EXECS];
 static uint32_t next_id;
+static hbuf queue; /* frames for the channel */
+
+static int hbuf_add(hbuf *b, const void *p, size_t n) {
+        if (b->len + n > b->cap) {
+                size_t cap = b->cap ? b->cap : 65536;
+                while (cap < b->len + n)
+                        cap *= 2;
+                char *np = realloc(b->p, cap);
+                if (!np)
+                        return -ENOMEM;
+                b->p = np;
+                b->cap = cap;
+        }
+        memcpy(b->p + b->len, p, n);
+        b->len += n;
+        return 0;
+}
+
+static void hbuf_drop(hbuf *b, size_t n) {
+        memmove(b->p, b->p + n, b->len - n);
+        b->len -= n;
+}
+
+static void hbuf_free(hbuf *b) {
+        free(b->p);
+        *b = (hbuf){0};
+}
+
+/* Write what the queue holds without blocking; false: the channel is gone. */
+static bool queue_flush(int chan) {
+        while (queue.len > 0) {
+                ssize_t k = send(chan, queue.p, queue.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (k > 0)
+                        hbuf_drop(&queue, (size_t) k);
+                else if (k < 0 && errno == EINTR)
+                        continue;
+                else
+                        return k < 0 && errno == EAGAIN;
+        }
+        return true;
+}
+
+/* A frame for the guest: queued, then sent as far as the channel takes it now. */
+static void qframe(int chan, uint32_t type, uint32_t id, const void *p, size_t n) {
+        struct sbx_vm_frame h = {.magic = SBX_VM_MAGIC, .type = type, .len = (uint32_t) (4 + n)};
+        if (hbuf_add(&queue, &h, sizeof h) < 0 || hbuf_add(&queue, &id, 4) < 0 ||
+                (n && hbuf_add(&queue, p, n) < 0))
+                return; /* out of memory: the frame is lost (the exec's deadline ends it) */
+        (void) queue_flush(chan);
+}
 
 static void hclose(int *fd) {
         if (*fd >= 0)
@@ -72,9 +138,11 @@ static _noreturn_ void standin_main(int xs, int ctl) {
                         struct sbx_init_msg m;
                         ssize_t k = recv(ctl, &m, sizeof m, 0);
                         if (k == (ssize_t) sizeof m && xs >= 0) {
-                                (void) send(xs, &m, sizeof m, MSG_NOSIGNAL);
+                                (void) send(xs, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT);
                                 close(xs);
                                 xs = -1;
+                                uint32_t sent = 0; /* (no signal is 0) the relay goes on */
+                                (void) send(ctl, &sent, sizeof sent, MSG_NOSIGNAL);
                         } else if (k <= 0 && !(k < 0 && errno == EINTR))
                                 _exit(0);
                 }
@@ -116,7 +184,7 @@ static void refuse(int xs, int err, const char *why) {
                 .a = err,
                 .monotonic_ns = sbx_now_ns()};
         snprintf(m.text, sizeof m.text, "microvm: %.50s", why);
-        (void) send(xs, &m, sizeof m, MSG_NOSIGNAL);
+        (void) send(xs, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* An exec is over (its agent said so, or the sandbox ends): its socket's close is its end for
@@ -131,7 +199,46 @@ static void exec_end(hexec *x) {
                 (void) waitpid(x->spid, NULL, 0);
         }
         hclose(&x->sctl);
+        hbuf_free(&x->obuf);
+        hbuf_free(&x->ebuf);
         *x = (hexec){.xs = -1, .in = -1, .out = -1, .err = -1, .sctl = -1};
+}
+
+/* Its output to its pipes, as far as they take it now; what they took is acked to the guest
+ * (its window). A pipe whose reader is gone takes everything (dropped). */
+static void exec_pump(int chan, hexec *x) {
+        size_t took = 0;
+        for (int i = 0; i < 2; i++) {
+                hbuf *b = i == 0 ? &x->obuf : &x->ebuf;
+                int *fd = i == 0 ? &x->out : &x->err;
+                while (b->len > 0) {
+                        ssize_t k = *fd >= 0 ? write(*fd, b->p, b->len) : (ssize_t) b->len;
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0 && errno == EAGAIN)
+                                break;
+                        if (k < 0) {
+                                hclose(fd); /* the supervisor stopped reading: its decision */
+                                k = (ssize_t) b->len;
+                        }
+                        hbuf_drop(b, (size_t) k);
+                        took += (size_t) k;
+                }
+        }
+        if (took > 0 && !x->ended) {
+                uint32_t n = (uint32_t) took;
+                qframe(chan, SBX_VM_XOUTACK, x->id, &n, 4);
+        }
+        if (x->ended && x->obuf.len == 0 && x->ebuf.len == 0)
+                exec_end(x);
+}
+
+/* Give the exec up: killed in the guest, ended here if the guest does not say so in time. */
+static void exec_give_up(int chan, hexec *x) {
+        uint32_t sig = SIGKILL;
+        qframe(chan, SBX_VM_XSIG, x->id, &sig, 4);
+        if (!x->gone_ns)
+                x->gone_ns = sbx_now_ns() + GONE_GRACE_NS;
 }
 
 static hexec *exec_of(uint32_t id) {
@@ -195,11 +302,34 @@ static bool take_request(int chan) {
                 .err = fds[3],
                 .sctl = sctl,
                 .spid = spid,
+                .in_credit = SBX_VM_WINDOW,
                 .used = true};
-        (void) fcntl(x->in, F_SETFL, fcntl(x->in, F_GETFL) | O_NONBLOCK);
-        if (sbx_vm_frame_send(chan, SBX_VM_EXEC, &x->id, 4, buf, (size_t) k) < 0)
-                exec_end(x);
+        /* the output pipes are the supervisor's own for this exec; stdin is the caller's (its
+         * flags are not ours to change: read once per POLLIN) */
+        (void) fcntl(x->out, F_SETFL, fcntl(x->out, F_GETFL) | O_NONBLOCK);
+        (void) fcntl(x->err, F_SETFL, fcntl(x->err, F_GETFL) | O_NONBLOCK);
+        qframe(chan, SBX_VM_EXEC, x->id, buf, (size_t) k);
         return true;
+}
+
+/* The stand-in sends the exec's hello (its pid is the exec's for the supervisor): before any
+ * later message of the exec's goes, it has (its ack), or it is gone and so is the exec. */
+static void send_runner(int chan, hexec *x, const struct sbx_init_msg *m) {
+        if (x->sctl < 0 || send(x->sctl, m, sizeof *m, MSG_NOSIGNAL) < 0) {
+                exec_give_up(chan, x);
+                return;
+        }
+        for (;;) {
+                struct pollfd p = {.fd = x->sctl, .events = POLLIN};
+                uint32_t v;
+                if (poll(&p, 1, 2000) <= 0 || recv(x->sctl, &v, sizeof v, 0) != (ssize_t) sizeof v) {
+                        exec_give_up(chan, x);
+                        return;
+                }
+                if (v == 0)
+                        return;
+                qframe(chan, SBX_VM_XSIG, x->id, &v, 4); /* a signal it had passed on before */
+        }
 }
 
 /* A frame from the guest about an exec. */
@@ -209,7 +339,7 @@ static void exec_frame(int chan, const struct sbx_vm_frame *h, const char *d) {
                 return;
         memcpy(&id, d, 4);
         hexec *x = exec_of(id);
-        if (!x)
+        if (!x || x->ended)
                 return;
         const char *p = d + 4;
         size_t n = h->len - 4;
@@ -220,17 +350,23 @@ static void exec_frame(int chan, const struct sbx_vm_frame *h, const char *d) {
                         return;
                 m.monotonic_ns = sbx_now_ns(); /* the guest's clock is not ours */
                 m.text[sizeof m.text - 1] = 0;
-                if (m.type == SBX_INIT_MSG_RUNNER && x->sctl >= 0)
-                        (void) send(x->sctl, &m, sizeof m, MSG_NOSIGNAL); /* with its pid */
-                else if (x->xs >= 0)
-                        (void) send(x->xs, &m, sizeof m, MSG_NOSIGNAL);
+                if (m.type == SBX_INIT_MSG_RUNNER)
+                        send_runner(chan, x, &m);
+                else if (x->xs >= 0 && send(x->xs, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+                         errno != EAGAIN)
+                        hclose(&x->xs);
         } else if (h->type == SBX_VM_XOUT || h->type == SBX_VM_XERR) {
-                int *fd = h->type == SBX_VM_XOUT ? &x->out : &x->err;
-                if (*fd >= 0 && sbx_write_all(*fd, p, n) < 0)
-                        hclose(fd); /* the supervisor stopped reading: its decision */
-        } else if (h->type == SBX_VM_XEND)
-                exec_end(x);
-        (void) chan;
+                if (hbuf_add(h->type == SBX_VM_XOUT ? &x->obuf : &x->ebuf, p, n) < 0)
+                        exec_give_up(chan, x);
+                exec_pump(chan, x);
+        } else if (h->type == SBX_VM_XINACK && n == 4) {
+                uint32_t k;
+                memcpy(&k, p, 4);
+                x->in_credit += k;
+        } else if (h->type == SBX_VM_XEND) {
+                x->ended = true;
+                exec_pump(chan, x); /* closed once its output is out */
+        }
 }
 
 bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t *ret_peak) {
@@ -239,20 +375,33 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
         bool ended = false;
         char buf[65536];
         for (;;) {
-                struct pollfd p[5 + 3 * MAX_EXECS];
-                p[0] = (struct pollfd){.fd = chan, .events = POLLIN};
+                struct pollfd p[5 + 5 * MAX_EXECS];
+                p[0] = (struct pollfd){.fd = chan, .events = POLLIN | (queue.len ? POLLOUT : 0)};
                 p[1] = (struct pollfd){.fd = con, .events = POLLIN};
                 p[2] = (struct pollfd){.fd = qfd, .events = POLLIN};
                 p[3] = (struct pollfd){.fd = sfd, .events = POLLIN};
                 p[4] = (struct pollfd){.fd = SBX_INIT_STATUS_FD, .events = POLLIN};
+                uint64_t now = sbx_now_ns(), next = 0;
                 for (int i = 0; i < MAX_EXECS; i++) {
                         hexec *x = &execs[i];
-                        struct pollfd *q = &p[5 + 3 * i];
+                        struct pollfd *q = &p[5 + 5 * i];
+                        if (x->used && x->gone_ns && now >= x->gone_ns)
+                                exec_end(x); /* the guest never said: its end is ours */
+                        if (x->used && x->gone_ns && (!next || x->gone_ns < next))
+                                next = x->gone_ns;
+                        bool in_ok = x->in_credit > 0 && queue.len < QUEUE_HIGH && !x->ended;
                         q[0] = (struct pollfd){.fd = x->used ? x->xs : -1, .events = POLLIN};
-                        q[1] = (struct pollfd){.fd = x->used ? x->in : -1, .events = POLLIN};
+                        q[1] = (struct pollfd){.fd = x->used && in_ok ? x->in : -1, .events = POLLIN};
                         q[2] = (struct pollfd){.fd = x->used ? x->sctl : -1, .events = POLLIN};
+                        q[3] = (struct pollfd){
+                                .fd = x->used && x->obuf.len ? x->out : -1, .events = POLLOUT};
+                        q[4] = (struct pollfd){
+                                .fd = x->used && x->ebuf.len ? x->err : -1, .events = POLLOUT};
                 }
-                if (poll(p, ELEMENTSOF(p), -1) < 0 && errno != EINTR)
+                int wait_ms = next ? (int) ((next - now) / 1000000) + 1 : -1;
+                if (poll(p, ELEMENTSOF(p), wait_ms) < 0 && errno != EINTR)
+                        break;
+                if ((p[0].revents & POLLOUT) && !queue_flush(chan))
                         break;
                 if (p[1].revents & (POLLIN | POLLHUP) && sbx_vm_console_take(con) == 0)
                         con = -1;
@@ -265,7 +414,7 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
                         _cleanup_free_ char *d = NULL;
                         if (sbx_vm_frame_read(chan, &h, &d) < 0)
                                 break;
-                        if (h.type >= SBX_VM_XMSG && h.type <= SBX_VM_XEND)
+                        if ((h.type >= SBX_VM_XMSG && h.type <= SBX_VM_XEND) || h.type == SBX_VM_XINACK)
                                 exec_frame(chan, &h, d);
                         else if (h.type == SBX_VM_INIT && h.len == sizeof(struct sbx_init_msg)) {
                                 struct sbx_init_msg m;
@@ -274,7 +423,8 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
                                 m.text[sizeof m.text - 1] = 0;
                                 if (m.magic == SBX_INIT_MAGIC && m.type != SBX_INIT_MSG_LISTENER &&
                                         m.type != SBX_INIT_MSG_EGRESS)
-                                        (void) send(SBX_INIT_STATUS_FD, &m, sizeof m, MSG_NOSIGNAL);
+                                        (void) send(SBX_INIT_STATUS_FD, &m, sizeof m,
+                                                MSG_NOSIGNAL | MSG_DONTWAIT);
                         } else if (h.type == SBX_VM_OOM && oom_w >= 0)
                                 (void) !write(oom_w, "O", 1);
                         else if (h.type == SBX_VM_FAIL)
@@ -288,44 +438,46 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
                 }
                 for (int i = 0; i < MAX_EXECS; i++) {
                         hexec *x = &execs[i];
-                        const struct pollfd *q = &p[5 + 3 * i];
+                        const struct pollfd *q = &p[5 + 5 * i];
                         if (!x->used)
                                 continue;
-                        if (q[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        if (q[3].revents || q[4].revents)
+                                exec_pump(chan, x);
+                        if (!x->used)
+                                continue;
+                        if (x->xs >= 0 && (q[0].revents & (POLLIN | POLLHUP | POLLERR))) {
                                 /* the supervisor's go; its close: it gave the exec up */
                                 struct sbx_init_msg m;
                                 ssize_t k = recv(x->xs, &m, sizeof m, MSG_DONTWAIT);
                                 if (k == (ssize_t) sizeof m && m.type == SBX_INIT_MSG_GO)
-                                        (void) sbx_vm_frame_send(chan, SBX_VM_XGO, &x->id, 4, NULL, 0);
+                                        qframe(chan, SBX_VM_XGO, x->id, NULL, 0);
                                 else if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
-                                        uint32_t kill9[2] = {x->id, SIGKILL};
-                                        (void) sbx_vm_frame_send(chan, SBX_VM_XSIG, kill9, 8, NULL, 0);
                                         hclose(&x->xs);
+                                        exec_give_up(chan, x);
                                 }
                         }
                         if (x->in >= 0 && (q[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-                                ssize_t k = read(x->in, buf, sizeof buf);
-                                if (k > 0)
-                                        (void) sbx_vm_frame_send(
-                                                chan, SBX_VM_XIN, &x->id, 4, buf, (size_t) k);
-                                else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
-                                        (void) sbx_vm_frame_send(chan, SBX_VM_XIN, &x->id, 4, NULL, 0);
+                                size_t want = x->in_credit < sizeof buf ? (size_t) x->in_credit : sizeof buf;
+                                ssize_t k = read(x->in, buf, want);
+                                if (k > 0) {
+                                        x->in_credit -= (uint64_t) k;
+                                        qframe(chan, SBX_VM_XIN, x->id, buf, (size_t) k);
+                                } else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
+                                        qframe(chan, SBX_VM_XIN, x->id, NULL, 0);
                                         hclose(&x->in);
                                 }
                         }
                         if (x->sctl >= 0 && (q[2].revents & (POLLIN | POLLHUP | POLLERR))) {
                                 uint32_t sig;
                                 ssize_t k = recv(x->sctl, &sig, sizeof sig, MSG_DONTWAIT);
-                                if (k == (ssize_t) sizeof sig) {
-                                        uint32_t s[2] = {x->id, sig};
-                                        (void) sbx_vm_frame_send(chan, SBX_VM_XSIG, s, 8, NULL, 0);
-                                } else if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+                                if (k == (ssize_t) sizeof sig && sig != 0)
+                                        qframe(chan, SBX_VM_XSIG, x->id, &sig, 4);
+                                else if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
                                         /* the stand-in was killed (a timeout, a kill): so is the exec */
-                                        uint32_t s[2] = {x->id, SIGKILL};
-                                        (void) sbx_vm_frame_send(chan, SBX_VM_XSIG, s, 8, NULL, 0);
                                         (void) waitpid(x->spid, NULL, 0);
                                         x->spid = 0;
                                         hclose(&x->sctl);
+                                        exec_give_up(chan, x);
                                 }
                         }
                 }
@@ -335,5 +487,6 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
         for (int i = 0; i < MAX_EXECS; i++)
                 if (execs[i].used)
                         exec_end(&execs[i]);
+        hbuf_free(&queue);
         return ended;
 }
