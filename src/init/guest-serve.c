@@ -339,16 +339,8 @@ void guest_serve(int out, int err, int st, int in, pid_t child) {
                         if (q[0].revents & (POLLIN | POLLHUP | POLLERR))
                                 exec_message(x);
                 }
-                if (p[4].revents & POLLIN) {
-                        struct signalfd_siginfo si;
-                        while (read(sfd, &si, sizeof si) > 0)
-                                ;
-                        int s;
-                        pid_t w;
-                        while ((w = waitpid(-1, &s, WNOHANG)) > 0)
-                                if (w == child)
-                                        ended = true, status = s;
-                }
+                if ((p[4].revents & POLLIN) && guest_reap(sfd, child, &status))
+                        ended = true;
         }
         /* The init is gone (the sandbox ends): its execs end with it. */
         for (int i = 0; i < MAX_EXECS; i++)

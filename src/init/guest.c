@@ -41,6 +41,7 @@
 #include "protocol.h"
 #include "vm-protocol.h"
 #include "guest.h"
+#include "guest-modules.h"
 
 int sbx_guest_main(void);
 
@@ -145,31 +146,20 @@ static int write_file(const char *path, const char *text) {
         return r;
 }
 
-/* ---- boot --------------------------------------------------------------------------------- */
-
-static int load_modules(void) {
-        FILE *f = fopen("/lib/modules/order", "re");
-        if (!f)
-                return errno == ENOENT ? 0 : -errno;
-        char line[256];
-        int r = 0;
-        while (fgets(line, sizeof line, f)) {
-                line[strcspn(line, "\n")] = 0;
-                if (!line[0])
-                        continue;
-                char path[320];
-                snprintf(path, sizeof path, "/lib/modules/%s", line);
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0 || (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)) {
-                        r = -errno;
-                        dprintf(2, "sandboxer: guest agent: load %s: %s\n", line, strerror(errno));
-                }
-                if (fd >= 0)
-                        close(fd);
-        }
-        fclose(f);
-        return r;
+bool guest_reap(int sfd, pid_t child, int *status) {
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) > 0)
+                ;
+        bool reaped = false;
+        int s;
+        pid_t w;
+        while ((w = waitpid(-1, &s, WNOHANG)) > 0)
+                if (w == child)
+                        reaped = true, *status = s;
+        return reaped;
 }
+
+/* ---- boot --------------------------------------------------------------------------------- */
 
 /* The control port: the virtio-serial port named SBX_VM_PORT_NAME (its node appears once the
  * console driver has probed the device). */
@@ -684,18 +674,8 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                                 st = -1;
                         }
                 }
-                if (p[5].revents & POLLIN) {
-                        struct signalfd_siginfo si;
-                        while (read(sfd, &si, sizeof si) > 0)
-                                ;
-                        int s;
-                        pid_t w;
-                        while ((w = waitpid(-1, &s, WNOHANG)) > 0)
-                                if (w == child) {
-                                        child_done = true;
-                                        status = s;
-                                }
-                }
+                if ((p[5].revents & POLLIN) && guest_reap(sfd, child, &status))
+                        child_done = true;
         }
         /* The init died without saying how its command ended (killed itself: the OOM killer's
          * choice, say): its own end stands for the command's. */
@@ -819,7 +799,7 @@ int sbx_guest_main(void) {
          * as on the host), not by the guest's small RAM at mmap time (overcommit's heuristic
          * refuses one larger than RAM + swap). */
         (void) write_file("/proc/sys/vm/overcommit_memory", "1");
-        int r = load_modules();
+        int r = sbx_guest_load_modules("sandboxer: guest agent");
         guest_port = open_port();
         if (guest_port < 0) {
                 fail("open the control port (" SBX_VM_PORT_NAME ")", r < 0 ? -r : ENODEV);

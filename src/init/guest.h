@@ -21,6 +21,10 @@ _Noreturn void power_off(void);
 /* A number in a cgroup file: the value of `key`, or the file's first number (key NULL); 0 unknown. */
 uint64_t cg_value(const char *file, const char *key);
 
+/* SIGCHLD came (sfd, a signalfd): every child that ended is reaped; true when child was one
+ * (its wait status in *status). */
+bool guest_reap(int sfd, pid_t child, int *status);
+
 /* A persistent sandbox: relay its execs (VM_EXEC ...) between the port and the init serving
  * on st, until the init (child) ends; then the sandbox's end frames. The init's own stdio:
  * out, err (drained); in: closed at once. */

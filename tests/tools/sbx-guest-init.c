@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "guest-modules.h" /* src/init: the guest agent's own */
+
 #define ROOT "/newroot"
 
 static void say(const char *what, int err) {
@@ -30,30 +32,6 @@ static _Noreturn void power_off(void) {
         (void) reboot(RB_POWER_OFF);
         for (;;)
                 pause();
-}
-
-static int load_modules(void) {
-        FILE *f = fopen("/lib/modules/order", "re");
-        if (!f)
-                return errno == ENOENT ? 0 : -errno;
-        char line[256];
-        int r = 0;
-        while (fgets(line, sizeof line, f)) {
-                line[strcspn(line, "\n")] = 0;
-                if (!line[0])
-                        continue;
-                char path[320];
-                snprintf(path, sizeof path, "/lib/modules/%s", line);
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0 || (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)) {
-                        r = -errno;
-                        dprintf(2, "sbx-guest: load %s: %s\n", line, strerror(errno));
-                }
-                if (fd >= 0)
-                        close(fd);
-        }
-        fclose(f);
-        return r;
 }
 
 /* mkdir -p ROOT PATH: the mount point of a share, in the guest's tmpfs. */
@@ -152,7 +130,7 @@ int main(int argc, char **argv) {
                 say("mount /proc, /sys", errno);
                 power_off();
         }
-        int r = load_modules();
+        int r = sbx_guest_load_modules("sbx-guest");
         if (r < 0)
                 say("load the modules", -r);
         int n_shares = 0; /* the "--9p=TAG:PATH" before the command */
