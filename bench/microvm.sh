@@ -97,7 +97,7 @@ mkdir -p "$T/profiles" "$T/st" "$T/sec"
 chmod 700 "$T/sec"
 printf 'id: b-vm\nversion: "1.0.0"\nextends: profile.default\nisolation: { level: microvm, mode: strict, backend: auto }\n' >"$T/profiles/b-vm.yaml"
 printf 'id: b-native\nversion: "1.0.0"\nextends: profile.default\n' >"$T/profiles/b-native.yaml"
-SANDBOXER_PROFILE_PATH=$T/profiles "$SBX" serve --listen "unix:$T/s.sock" --state-dir "$T/st" --secrets-dir "$T/sec" \
+SANDBOXER_PROFILE_PATH=$T/profiles SANDBOXER_RUNTIME_DIR=$T/run "$SBX" serve --listen "unix:$T/s.sock" --state-dir "$T/st" --secrets-dir "$T/sec" \
         --policy "$T/policy.yaml" --warm-pool 1 --warm-profile b-vm --warm-profile b-native >"$T/serve.log" 2>&1 &
 SRV=$!
 python3 - "$T" "${serve_runs:-$runs}" <<'PY'

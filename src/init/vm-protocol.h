@@ -62,7 +62,7 @@ enum {
  * sent and not yet taken by the pipe on the other side (acked by XINACK, XOUTACK). One exec
  * that does not read its stdin, or whose reader is slow, stops only itself: the port is always
  * read on both sides, and neither side blocks writing to it for long. */
-#define SBX_VM_WINDOW (1u << 20)
+#define SBX_VM_WINDOW (256u << 10)
 
 /* VM_CONFIG keys (each may repeat where it says so):
  *   arg=S        the command's argv, in order (repeats)

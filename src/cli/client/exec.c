@@ -66,7 +66,7 @@ static void stream_sink(void *ud, const char *d, size_t n) {
                 }
                 s->line[s->len] = 0;
                 json_error_t je;
-                json_t *ev = json_loads(s->line, 0, &je);
+                json_t *ev = json_loads(s->line, JSON_ALLOW_NUL, &je);
                 s->len = 0;
                 const char *t = json_string_value(json_object_get(ev, "type"));
                 if (t && streq(t, "stdout"))

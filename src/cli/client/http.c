@@ -151,7 +151,12 @@ int client_api_error(const response *r) {
 
 json_t *client_body_json(const response *r) {
         json_error_t je;
-        return r->body ? json_loadb(r->body, r->len, 0, &je) : NULL;
+        /* an exec's output is bytes: NUL is "\u0000" in its string (put_data writes its length) */
+        json_t *j = r->body ? json_loadb(r->body, r->len, JSON_ALLOW_NUL, &je) : NULL;
+        if (!j)
+                cli_error(
+                        "the server's answer is not JSON%s%s", r->body ? ": " : "", r->body ? je.text : "");
+        return j;
 }
 
 /* ---- options shared by every client verb ---------------------------------------------------- */
