@@ -346,14 +346,5 @@ void guest_serve(int out, int err, int st, int in, pid_t child) {
         for (int i = 0; i < MAX_EXECS; i++)
                 if (execs[i].used)
                         finish(&execs[i]);
-        struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC};
-        m.type = WIFSIGNALED(status) ? SBX_INIT_MSG_SIGNALED : SBX_INIT_MSG_EXITED;
-        m.a = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
-        snprintf(m.text, sizeof m.text, "the guest's init ended");
-        send_frame(SBX_VM_INIT, &m, sizeof m);
-        uint64_t ooms = cg_value(CG "/memory.events", "oom_kill");
-        if (ooms)
-                send_frame(SBX_VM_OOM, &ooms, sizeof ooms);
-        uint64_t peak = cg_value(CG "/memory.peak", NULL);
-        send_frame(SBX_VM_END, &peak, sizeof peak);
+        guest_end(status, false);
 }

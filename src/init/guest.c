@@ -677,9 +677,13 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                 if ((p[5].revents & POLLIN) && guest_reap(sfd, child, &status))
                         child_done = true;
         }
+        guest_end(status, ended);
+}
+
+void guest_end(int status, bool said) {
         /* The init died without saying how its command ended (killed itself: the OOM killer's
-         * choice, say): its own end stands for the command's. */
-        if (!ended) {
+         * choice, say), or a serving init ended: its own end stands for the command's. */
+        if (!said) {
                 struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC};
                 m.type = WIFSIGNALED(status) ? SBX_INIT_MSG_SIGNALED : SBX_INIT_MSG_EXITED;
                 m.a = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);

@@ -25,6 +25,10 @@ uint64_t cg_value(const char *file, const char *key);
  * (its wait status in *status). */
 bool guest_reap(int sfd, pid_t child, int *status);
 
+/* The sandbox's end over the port: the init's (unless it said its command's: said), the OOM
+ * kills of its group, then VM_END with the group's peak memory. */
+void guest_end(int status, bool said);
+
 /* A persistent sandbox: relay its execs (VM_EXEC ...) between the port and the init serving
  * on st, until the init (child) ends; then the sandbox's end frames. The init's own stdio:
  * out, err (drained); in: closed at once. */
