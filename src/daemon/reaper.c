@@ -68,7 +68,13 @@ void *mgr_reaper_main(void *arg) {
                 }
                 for (size_t i = 0; i < n; i++) {
                         box *b = todo[i];
-                        if (streq(why[i], "supervisor_lost")) {
+                        /* its supervisor wrote the sandbox's report as it ended: the sandbox
+                         * itself ended (its init, or its guest, died), not the supervisor */
+                        char rep[sizeof b->dir + 16];
+                        snprintf(rep, sizeof rep, "%s/sandbox.json", b->dir);
+                        if (streq(why[i], "supervisor_lost") && access(rep, F_OK) == 0)
+                                why[i] = "sandbox_ended";
+                        if (streq(why[i], "supervisor_lost") || streq(why[i], "sandbox_ended")) {
                                 atomic_fetch_add(&m->n_failed, 1);
                                 mgr_set_state(m, b, SBX_STATE_FAILED, why[i]);
                         } else {

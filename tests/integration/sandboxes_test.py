@@ -609,6 +609,30 @@ def main():
        "a killed supervisor: its sandbox ends failed → destroyed (reason supervisor_lost)", rec)
     s, body, _ = req("GET", "/v1/events?sandbox=%s" % lsid, raw=True, timeout=1) if False else (0, b"", {})
 
+    # a sandbox whose init dies (not its supervisor): failed, reason sandbox_ended
+    s, r, _ = create()
+    esid = r.get("id", "")
+    sv = [p for p in supervisors() if esid.encode() in open("/proc/%d/cmdline" % p, "rb").read()]
+    def parent(pid):
+        try:
+            return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+    inits = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and open("/proc/%s/comm" % p).read().strip() == "sandboxer-init":
+                up = parent(int(p))
+                if up in sv or parent(up) in sv:  # (a supervisor's child stands between, or not)
+                    inits.append(int(p))
+        except OSError:
+            pass
+    for p in inits[:1]:
+        os.kill(p, signal.SIGKILL)
+    rec = wait_state(esid, ("destroyed",), 6)
+    ok(len(inits) >= 1 and rec and rec.get("reason") == "sandbox_ended",
+       "a sandbox whose init dies: failed → destroyed (reason sandbox_ended, not supervisor_lost)", (inits, rec))
+
     # quota on concurrent execs (2 per tenant on this server: see start below), and on memory
     s, lst, _ = req("GET", "/v1/sandboxes")
     n_alive = len(lst.get("items", []))

@@ -56,7 +56,7 @@ trap cleanup EXIT
 mkdir -p "$SBX_TMP/st" "$SBX_TMP/sec"
 chmod 700 "$SBX_TMP/sec"
 
-plan 25
+plan 26
 
 serve_start
 id=$("$SANDBOXER" create "${C[@]}" --profile t-vm 2>"$SBX_TMP/create.err")
@@ -131,6 +131,18 @@ qs=$(qemus_below "$SRV")
 "$SANDBOXER" destroy "${C[@]}" "$id" >/dev/null
 for _ in $(seq 50); do [ -z "$(alive_pids $qs)" ] && break; sleep 0.1; done
 ok "$([ -n "$qs" ] && [ -z "$(alive_pids $qs)" ] && echo 0 || echo 1)" "destroy: its qemu ($qs) is gone"
+
+# a guest whose qemu dies: the sandbox is failed, reason sandbox_ended (not a hang, not a lost supervisor)
+id3=$("$SANDBOXER" create "${C[@]}" --profile t-vm)
+qs=$(qemus_below "$SRV")
+[ -n "$qs" ] && kill -9 $qs
+st=""
+for _ in $(seq 100); do
+        st=$("$SANDBOXER" get "${C[@]}" --json "$id3" 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["state"], d["reason"])' 2>/dev/null)
+        case $st in destroyed*) break ;; esac
+        sleep 0.1
+done
+is "$st" "destroyed sandbox_ended" "a guest whose qemu dies: failed, then destroyed, reason sandbox_ended"
 
 id2=$("$SANDBOXER" create "${C[@]}" --profile t-vm)
 qs=$(qemus_below "$SRV")
