@@ -568,6 +568,14 @@ static char *in_buf;
 static size_t in_len;
 static bool in_eof;
 
+/* Stdin bytes the command's pipe took (or that were dropped): the host's window opens again
+ * (SBX_VM_XINACK, exec id 0: the one-shot command). */
+static void stdin_taken(size_t n) {
+        uint32_t a[2] = {0, (uint32_t) n};
+        if (n)
+                send_frame(SBX_VM_XINACK, a, sizeof a);
+}
+
 static void relay(int out, int err, int st, int in, pid_t child) {
         sigset_t mask;
         sigemptyset(&mask);
@@ -582,7 +590,7 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                 if (child_done && out < 0 && err < 0 && st < 0)
                         break;
                 struct pollfd p[6] = {
-                        {.fd = guest_port, .events = in_len < (1u << 20) ? POLLIN : 0},
+                        {.fd = guest_port, .events = POLLIN}, /* always: the host's window bounds stdin */
                         {.fd = out, .events = POLLIN},
                         {.fd = err, .events = POLLIN},
                         {.fd = st, .events = POLLIN},
@@ -607,8 +615,11 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                                         memcpy(nb + in_len, d, h.len);
                                         in_buf = nb;
                                         in_len += h.len;
-                                }
-                        } else if (h.type == SBX_VM_SIGNAL && h.len == 4) {
+                                } else
+                                        stdin_taken(h.len); /* lost: counted as taken */
+                        } else if (h.type == SBX_VM_STDIN)
+                                stdin_taken(h.len); /* its stdin is closed: dropped */
+                        else if (h.type == SBX_VM_SIGNAL && h.len == 4) {
                                 uint32_t sig;
                                 memcpy(&sig, d, 4);
                                 (void) kill(child, (int) sig);
@@ -620,9 +631,11 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                         if (k > 0) {
                                 memmove(in_buf, in_buf + k, in_len - (size_t) k);
                                 in_len -= (size_t) k;
+                                stdin_taken((size_t) k);
                         } else if (k < 0 && errno != EAGAIN && errno != EINTR) {
                                 close(in);
                                 in = -1;
+                                stdin_taken(in_len);
                                 in_len = 0;
                         }
                 }

@@ -9,8 +9,9 @@
  * VM_CONFIG, any VM_FILE, VM_SECCOMP, then VM_GO; the agent builds the root, starts the command
  * under sandboxer-init and relays. At the end: VM_OOM (when the guest's cgroup saw an OOM kill),
  * VM_END (every byte of output was sent before it). Stdin: VM_STDIN frames, one of length 0 at
- * its end. A signal for the command: VM_SIGNAL (4 bytes, the number). VM_FAIL: the agent could
- * not set up (text: the step and errno), sent before VM_END.
+ * its end, at most SBX_VM_WINDOW_ONESHOT in flight (the agent acks with VM_XINACK, id 0). A
+ * signal for the command: VM_SIGNAL (4 bytes, the number). VM_FAIL: the agent could not set up
+ * (text: the step and errno), sent before VM_END.
  *
  * A persistent sandbox (serve=1): the init says SBX_INIT_MSG_SERVING in a VM_INIT frame; then
  * each exec is a VM_EXEC, the init's messages on the exec's socket come back as VM_XMSG, its
@@ -63,6 +64,10 @@ enum {
  * that does not read its stdin, or whose reader is slow, stops only itself: the port is always
  * read on both sides, and neither side blocks writing to it for long. */
 #define SBX_VM_WINDOW (256u << 10)
+/* A one-shot command's stdin (VM_STDIN, acked by XINACK with id 0): its relay writes the channel
+ * directly, so the window stays below what the channel holds unread (a unix socket's buffer),
+ * and that write never waits on a guest that is itself waiting to write its output. */
+#define SBX_VM_WINDOW_ONESHOT (128u << 10)
 
 /* VM_CONFIG keys (each may repeat where it says so):
  *   arg=S        the command's argv, in order (repeats)

@@ -27,7 +27,7 @@ S=(--policy "$VPOL" --backend microvm --mode strict)
 r() { json_get "$SBX_REPORT" "$1"; }
 SBX_RUN_TIMEOUT=180
 
-plan 30
+plan 31
 
 # --- a command, its output and status; the report ---
 run_sbx "${S[@]}" --timeout 60 -- /bin/sh -c 'echo out; echo err >&2; uname -r; exit 7'
@@ -52,6 +52,12 @@ run_sbx "${S[@]}" --timeout 60 -- /bin/sh -c 'read a; echo "got $a"; id -u; id -
 is "$(echo "$SBX_OUT" | sed -n 1p)" "got hello" "stdin reaches the command"
 is "$(echo "$SBX_OUT" | sed -n 2p)" 1000 "the command is uid 1000"
 is "$(echo "$SBX_OUT" | sed -n 3p)" sandbox "uid 1000 is 'sandbox' (a generated /etc/passwd)"
+
+# --- a command that does not read 5 MB of stdin while it writes 3 MB: no stall (stdin has a window) ---
+t0=$(date +%s%N)
+got=$(head -c 5000000 /dev/zero | "$SANDBOXER" run "${S[@]}" --timeout 60 -- /bin/sh -c 'head -c 3000000 /dev/zero | tr "\0" a' 2>/dev/null | wc -c)
+ms=$((($(date +%s%N) - t0) / 1000000))
+is "$got" 3000000 "3 MB out while 5 MB of stdin go unread: all of it ($ms ms, timeout 60 s)"
 
 # --- the root view: read-only, only the profile's paths, scratch writable ---
 run_sbx "${S[@]}" --timeout 60 -- /bin/sh -c '

@@ -597,12 +597,16 @@ static _noreturn_ void relay_main(microvm_run *m) {
         pid_t qpid = g.qpid;
 
         bool started = false, ended = false, stdin_open = true;
+        /* stdin in flight, at most (acked by the agent as the command's pipe takes it): the
+         * channel's write never waits on a guest that is itself waiting to write */
+        uint64_t in_credit = SBX_VM_WINDOW_ONESHOT;
         uint64_t setup_deadline = sbx_now_ns() + (uint64_t) (m->setup_timeout_s * 1e9);
         char buf[65536];
         for (;;) {
                 struct pollfd p[5] = {
                         {.fd = chan, .events = POLLIN},
-                        {.fd = stdin_open && started ? 0 : -1, .events = POLLIN}, /* a retry loses none */
+                        /* a retry loses none; no more than the window in flight */
+                        {.fd = stdin_open && started && in_credit > 0 ? 0 : -1, .events = POLLIN},
                         {.fd = con, .events = POLLIN},
                         {.fd = qfd, .events = POLLIN},
                         {.fd = sfd, .events = POLLIN},
@@ -647,10 +651,11 @@ static _noreturn_ void relay_main(microvm_run *m) {
                         }
                 }
                 if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        ssize_t n = read(0, buf, sizeof buf);
-                        if (n > 0)
+                        ssize_t n = read(0, buf, in_credit < sizeof buf ? (size_t) in_credit : sizeof buf);
+                        if (n > 0) {
+                                in_credit -= (uint64_t) n;
                                 (void) sbx_vm_frame_send(chan, SBX_VM_STDIN, buf, (size_t) n, NULL, 0);
-                        else if (n == 0 || errno != EINTR) {
+                        } else if (n == 0 || errno != EINTR) {
                                 (void) sbx_vm_frame_send(chan, SBX_VM_STDIN, NULL, 0, NULL, 0);
                                 stdin_open = false;
                         }
@@ -680,6 +685,10 @@ static _noreturn_ void relay_main(microvm_run *m) {
                                                 chan, con, qfd, sfd, m->pipes_w[0], &facts.peak_bytes);
                                         break;
                                 }
+                        } else if (h.type == SBX_VM_XINACK && h.len == 8) {
+                                uint32_t k;
+                                memcpy(&k, d + 4, 4);
+                                in_credit += k;
                         } else if (h.type == SBX_VM_OOM) {
                                 if (m->pipes_w[0] >= 0)
                                         (void) !write(m->pipes_w[0], "O", 1);
