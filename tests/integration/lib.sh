@@ -225,6 +225,14 @@ require_backend() {
         esac
 }
 
+# The microvm guests: as root only (once per CI: QEMU's emulation takes seconds per guest), with
+# qemu and a guest kernel; skips the script otherwise, saying which and the fix.
+require_microvm_root() {
+        [ "$(id -u)" = 0 ] || skip_all "the microvm guests run once per CI, in the root pass (QEMU's emulation: seconds per guest)"
+        command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+        ls /boot/vmlinuz-* >/dev/null 2>&1 || skip_all "no guest kernel in /boot (apt-get install linux-image-amd64)"
+}
+
 # setup_refused_by_host — did the last run_sbx end in a setup error that is the host's (a limit
 # nothing here can enforce: no cgroup delegation for this user)? Sets HOST_WHY.
 setup_refused_by_host() {

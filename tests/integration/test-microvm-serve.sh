@@ -11,9 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/common-policy.sh"
 
-[ "$(id -u)" = 0 ] || skip_all "the microvm guests run once per CI, in the root pass (QEMU's emulation: seconds per guest)"
-command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
-ls /boot/vmlinuz-* >/dev/null 2>&1 || skip_all "no guest kernel in /boot (apt-get install linux-image-amd64)"
+require_microvm_root
 
 VPOL=$SBX_TMP/policy-vm.yaml
 sed 's/^strict: .*/strict: { required_when: [], allow_emulation: true }/' "$POL" >"$VPOL"
