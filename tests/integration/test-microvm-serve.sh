@@ -145,8 +145,11 @@ is "$st" "destroyed sandbox_ended" "a guest whose qemu dies: failed, then destro
 id2=$("$SANDBOXER" create "${C[@]}" --profile t-vm)
 qs=$(qemus_below "$SRV")
 sv=$(pgrep -f "supervise.*$id2" | head -1)
+relay=$(pgrep -P "$sv" | head -1)
 [ -n "$sv" ] && kill -9 "$sv"
-for _ in $(seq 50); do [ -z "$(alive_pids $qs)" ] && break; sleep 0.1; done
+for _ in $(seq 150); do [ -z "$(alive_pids $qs)" ] && break; sleep 0.1; done
+# (a fresh CI machine once saw this qemu outlive 5 s: what it and its relay were, if it recurs)
+[ -z "$(alive_pids $qs)" ] || diag "left after 15 s:" "$(ps -o pid,ppid,stat,etimes,wchan:20,args -p "$qs${relay:+,$relay}" 2>&1 | cut -c1-160)"
 ok "$([ -n "$sv" ] && [ -n "$qs" ] && [ -z "$(alive_pids $qs)" ] && echo 0 || echo 1)" "kill -9 of its supervisor ($sv): no qemu left ($qs)"
 serve_stop
 
