@@ -40,17 +40,12 @@
 #define GONE_GRACE_NS (5ull * 1000000000ull) /* a given-up exec's end from the guest, at most */
 
 typedef struct {
-        char *p;
-        size_t len, cap;
-} hbuf;
-
-typedef struct {
         uint32_t id;
         int xs, in, out, err; /* the supervisor's descriptors for the exec; -1 closed */
         int sctl; /* our end of the stand-in's socket; -1 once it is gone */
         pid_t spid;
         uint64_t in_credit; /* stdin bytes the guest may still be sent (SBX_VM_WINDOW) */
-        hbuf obuf, ebuf; /* output for its pipes, waiting for them to take it */
+        sbx_buf obuf, ebuf; /* output for its pipes, waiting for them to take it */
         bool ended; /* the guest said XEND: closed once its output is out */
         uint64_t gone_ns; /* given up (its stand-in or its socket gone): ended by then anyway */
         bool used;
@@ -58,40 +53,14 @@ typedef struct {
 
 static hexec execs[MAX_EXECS];
 static uint32_t next_id;
-static hbuf queue; /* frames for the channel */
-
-static int hbuf_add(hbuf *b, const void *p, size_t n) {
-        if (b->len + n > b->cap) {
-                size_t cap = b->cap ? b->cap : 65536;
-                while (cap < b->len + n)
-                        cap *= 2;
-                char *np = realloc(b->p, cap);
-                if (!np)
-                        return -ENOMEM;
-                b->p = np;
-                b->cap = cap;
-        }
-        memcpy(b->p + b->len, p, n);
-        b->len += n;
-        return 0;
-}
-
-static void hbuf_drop(hbuf *b, size_t n) {
-        memmove(b->p, b->p + n, b->len - n);
-        b->len -= n;
-}
-
-static void hbuf_free(hbuf *b) {
-        free(b->p);
-        *b = (hbuf){0};
-}
+static sbx_buf queue; /* frames for the channel */
 
 /* Write what the queue holds without blocking; false: the channel is gone. */
 static bool queue_flush(int chan) {
-        while (queue.len > 0) {
-                ssize_t k = send(chan, queue.p, queue.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        while (queue.n > 0) {
+                ssize_t k = send(chan, queue.p, queue.n, MSG_DONTWAIT | MSG_NOSIGNAL);
                 if (k > 0)
-                        hbuf_drop(&queue, (size_t) k);
+                        sbx_buf_drop(&queue, (size_t) k);
                 else if (k < 0 && errno == EINTR)
                         continue;
                 else
@@ -103,8 +72,8 @@ static bool queue_flush(int chan) {
 /* A frame for the guest: queued, then sent as far as the channel takes it now. */
 static void qframe(int chan, uint32_t type, uint32_t id, const void *p, size_t n) {
         struct sbx_vm_frame h = {.magic = SBX_VM_MAGIC, .type = type, .len = (uint32_t) (4 + n)};
-        if (hbuf_add(&queue, &h, sizeof h) < 0 || hbuf_add(&queue, &id, 4) < 0 ||
-                (n && hbuf_add(&queue, p, n) < 0))
+        if (sbx_buf_put(&queue, &h, sizeof h) < 0 || sbx_buf_put(&queue, &id, 4) < 0 ||
+                (n && sbx_buf_put(&queue, p, n) < 0))
                 return; /* out of memory: the frame is lost (the exec's deadline ends it) */
         (void) queue_flush(chan);
 }
@@ -199,8 +168,8 @@ static void exec_end(hexec *x) {
                 (void) waitpid(x->spid, NULL, 0);
         }
         hclose(&x->sctl);
-        hbuf_free(&x->obuf);
-        hbuf_free(&x->ebuf);
+        sbx_buf_done(&x->obuf);
+        sbx_buf_done(&x->ebuf);
         *x = (hexec){.xs = -1, .in = -1, .out = -1, .err = -1, .sctl = -1};
 }
 
@@ -209,19 +178,19 @@ static void exec_end(hexec *x) {
 static void exec_pump(int chan, hexec *x) {
         size_t took = 0;
         for (int i = 0; i < 2; i++) {
-                hbuf *b = i == 0 ? &x->obuf : &x->ebuf;
+                sbx_buf *b = i == 0 ? &x->obuf : &x->ebuf;
                 int *fd = i == 0 ? &x->out : &x->err;
-                while (b->len > 0) {
-                        ssize_t k = *fd >= 0 ? write(*fd, b->p, b->len) : (ssize_t) b->len;
+                while (b->n > 0) {
+                        ssize_t k = *fd >= 0 ? write(*fd, b->p, b->n) : (ssize_t) b->n;
                         if (k < 0 && errno == EINTR)
                                 continue;
                         if (k < 0 && errno == EAGAIN)
                                 break;
                         if (k < 0) {
                                 hclose(fd); /* the supervisor stopped reading: its decision */
-                                k = (ssize_t) b->len;
+                                k = (ssize_t) b->n;
                         }
-                        hbuf_drop(b, (size_t) k);
+                        sbx_buf_drop(b, (size_t) k);
                         took += (size_t) k;
                 }
         }
@@ -229,7 +198,7 @@ static void exec_pump(int chan, hexec *x) {
                 uint32_t n = (uint32_t) took;
                 qframe(chan, SBX_VM_XOUTACK, x->id, &n, 4);
         }
-        if (x->ended && x->obuf.len == 0 && x->ebuf.len == 0)
+        if (x->ended && x->obuf.n == 0 && x->ebuf.n == 0)
                 exec_end(x);
 }
 
@@ -356,7 +325,7 @@ static void exec_frame(int chan, const struct sbx_vm_frame *h, const char *d) {
                          errno != EAGAIN)
                         hclose(&x->xs);
         } else if (h->type == SBX_VM_XOUT || h->type == SBX_VM_XERR) {
-                if (hbuf_add(h->type == SBX_VM_XOUT ? &x->obuf : &x->ebuf, p, n) < 0)
+                if (sbx_buf_put(h->type == SBX_VM_XOUT ? &x->obuf : &x->ebuf, p, n) < 0)
                         exec_give_up(chan, x);
                 exec_pump(chan, x);
         } else if (h->type == SBX_VM_XINACK && n == 4) {
@@ -376,7 +345,7 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
         char buf[65536];
         for (;;) {
                 struct pollfd p[5 + 5 * MAX_EXECS];
-                p[0] = (struct pollfd){.fd = chan, .events = POLLIN | (queue.len ? POLLOUT : 0)};
+                p[0] = (struct pollfd){.fd = chan, .events = POLLIN | (queue.n ? POLLOUT : 0)};
                 p[1] = (struct pollfd){.fd = con, .events = POLLIN};
                 p[2] = (struct pollfd){.fd = qfd, .events = POLLIN};
                 p[3] = (struct pollfd){.fd = sfd, .events = POLLIN};
@@ -389,14 +358,12 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
                                 exec_end(x); /* the guest never said: its end is ours */
                         if (x->used && x->gone_ns && (!next || x->gone_ns < next))
                                 next = x->gone_ns;
-                        bool in_ok = x->in_credit > 0 && queue.len < QUEUE_HIGH && !x->ended;
+                        bool in_ok = x->in_credit > 0 && queue.n < QUEUE_HIGH && !x->ended;
                         q[0] = (struct pollfd){.fd = x->used ? x->xs : -1, .events = POLLIN};
                         q[1] = (struct pollfd){.fd = x->used && in_ok ? x->in : -1, .events = POLLIN};
                         q[2] = (struct pollfd){.fd = x->used ? x->sctl : -1, .events = POLLIN};
-                        q[3] = (struct pollfd){
-                                .fd = x->used && x->obuf.len ? x->out : -1, .events = POLLOUT};
-                        q[4] = (struct pollfd){
-                                .fd = x->used && x->ebuf.len ? x->err : -1, .events = POLLOUT};
+                        q[3] = (struct pollfd){.fd = x->used && x->obuf.n ? x->out : -1, .events = POLLOUT};
+                        q[4] = (struct pollfd){.fd = x->used && x->ebuf.n ? x->err : -1, .events = POLLOUT};
                 }
                 int wait_ms = next ? (int) ((next - now) / 1000000) + 1 : -1;
                 if (poll(p, ELEMENTSOF(p), wait_ms) < 0 && errno != EINTR)
@@ -487,6 +454,6 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
         for (int i = 0; i < MAX_EXECS; i++)
                 if (execs[i].used)
                         exec_end(&execs[i]);
-        hbuf_free(&queue);
+        sbx_buf_done(&queue);
         return ended;
 }

@@ -1,10 +1,13 @@
 /* io.c — see io.h. */
 #include "io.h"
 
+#include "macro.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -173,4 +176,30 @@ int sbx_splice_both(int a, int b, uint64_t *ret_ab, uint64_t *ret_ba) {
         if (ret_ba)
                 *ret_ba = moved[1];
         return r;
+}
+
+int sbx_buf_put(sbx_buf *b, const void *data, size_t n) {
+        if (n == 0)
+                return 0;
+        if (b->n + n > b->cap) {
+                size_t cap = MAX(b->cap * 2, b->n + n + 4096);
+                uint8_t *p = realloc(b->p, cap);
+                if (!p)
+                        return -ENOMEM;
+                b->p = p;
+                b->cap = cap;
+        }
+        memcpy(b->p + b->n, data, n);
+        b->n += n;
+        return 0;
+}
+
+void sbx_buf_drop(sbx_buf *b, size_t n) {
+        memmove(b->p, b->p + n, b->n - n);
+        b->n -= n;
+}
+
+void sbx_buf_done(sbx_buf *b) {
+        free(b->p);
+        *b = (sbx_buf){0};
 }

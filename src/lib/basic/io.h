@@ -19,3 +19,15 @@ int sbx_read_fd_all(int fd, size_t max, char **ret, size_t *ret_len);
  * on as a shutdown of the other side's write), blocking; the bytes each way into *ret_ab and
  * *ret_ba when given. 0, or -errno of a failed write. */
 int sbx_splice_both(int a, int b, uint64_t *ret_ab, uint64_t *ret_ba);
+
+/* A growing byte buffer: p[0, n) held, cap allocated. Zero-initialised is empty. */
+typedef struct sbx_buf {
+        uint8_t *p;
+        size_t n, cap;
+} sbx_buf;
+
+/* Append data[0, n): 0, or -ENOMEM (b unchanged). */
+int sbx_buf_put(sbx_buf *b, const void *data, size_t n);
+/* Drop the first n bytes (n <= b->n). */
+void sbx_buf_drop(sbx_buf *b, size_t n);
+void sbx_buf_done(sbx_buf *b);

@@ -31,32 +31,11 @@
 #define VM_INITRD_FORMAT "sandboxer-vm-initrd-1"
 #define VM_KEEP 4 /* entries of each kind kept in the cache */
 
-int vm_buf_put(vm_buf *b, const void *data, size_t n) {
-        if (n == 0)
-                return 0;
-        if (b->n + n > b->cap) {
-                size_t cap = MAX(b->cap * 2, b->n + n + 4096);
-                uint8_t *p = realloc(b->p, cap);
-                if (!p)
-                        return -ENOMEM;
-                b->p = p;
-                b->cap = cap;
-        }
-        memcpy(b->p + b->n, data, n);
-        b->n += n;
-        return 0;
-}
-
-void vm_buf_done(vm_buf *b) {
-        free(b->p);
-        *b = (vm_buf){0};
-}
-
 /* Where libarchive is not linked (the static CLI: Debian ships no static zstd and lz4 for it),
  * vm-unpack.c is not either and this stands in: the compressor's own tool (xz, gzip, zstd, lz4,
  * bzip2; xz-utils is installed with the kernel package), named by the stream's magic, reads the
  * data from a memfd and writes to fd, or to a memfd read back into out. Only on a cache miss. */
-__attribute__((weak)) int vm_unpack(const void *data, size_t len, int fd, vm_buf *out, uint64_t *ret_size,
+__attribute__((weak)) int vm_unpack(const void *data, size_t len, int fd, sbx_buf *out, uint64_t *ret_size,
         const char *what, sbx_error *e) {
         static const struct {
                 const char *magic;
@@ -125,7 +104,7 @@ __attribute__((weak)) int vm_unpack(const void *data, size_t len, int fd, vm_buf
         if (fd < 0) {
                 _cleanup_free_ uint8_t *buf = NULL;
                 size_t n;
-                if ((r = vm_read_fd(mem, &buf, &n)) < 0 || (r = vm_buf_put(out, buf, n)) < 0)
+                if ((r = vm_read_fd(mem, &buf, &n)) < 0 || (r = sbx_buf_put(out, buf, n)) < 0)
                         return sbx_error_set(
                                 e, -r, "microvm", "cannot read the decompressed %s: %s", what, strerror(-r));
                 total = n;
@@ -507,7 +486,7 @@ static int initrd_get(const char *dir, const char *release, int init_fd, sbx_vm_
                 return -ENAMETOOLONG;
         }
         if (!entry_ok(img->initrd)) {
-                vm_buf out = {0};
+                sbx_buf out = {0};
                 r = vm_initrd_write(init, init_len, m, n_m, &out);
                 _cleanup_close_ int fd = r < 0 ? r : vm_tmp_open(dir, tmp);
                 if (fd >= 0) {
@@ -520,7 +499,7 @@ static int initrd_get(const char *dir, const char *release, int init_fd, sbx_vm_
                         }
                 } else
                         r = fd;
-                vm_buf_done(&out);
+                sbx_buf_done(&out);
                 if (r < 0) {
                         vm_modules_free(m, n_m);
                         return sbx_error_set(

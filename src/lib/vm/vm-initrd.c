@@ -101,12 +101,12 @@ static int module_load(resolve_ctx *c, vm_module *m, sbx_error *e) {
                 m->len = len;
                 return 0;
         }
-        vm_buf out = {0};
+        sbx_buf out = {0};
         r = vm_unpack(raw, len, -1, &out, NULL, path, e);
         if (r < 0)
                 return r;
         if (out.n < 4 || memcmp(out.p, "\177ELF", 4) != 0) {
-                vm_buf_done(&out);
+                sbx_buf_done(&out);
                 return sbx_error_set(e, ENOEXEC, "microvm",
                         "module %s: %s is not a kernel module (no ELF inside)", m->name, path);
         }
@@ -213,15 +213,15 @@ int vm_modules_resolve(const char *moddir, const char *const *names, size_t n_na
         return 0;
 }
 
-static int buf_pad4(vm_buf *b) {
+static int buf_pad4(sbx_buf *b) {
         static const uint8_t zero[4];
-        return b->n % 4 ? vm_buf_put(b, zero, 4 - b->n % 4) : 0;
+        return b->n % 4 ? sbx_buf_put(b, zero, 4 - b->n % 4) : 0;
 }
 
 /* One newc entry: the header (13 fields of 8 hex digits), the name with its NUL, the data, each
  * padded to 4 bytes from the archive's start. mtime 0, owner root: the same inputs give the same
  * bytes. */
-static int cpio_add(vm_buf *b, unsigned *ino, const char *name, unsigned mode, unsigned rmajor,
+static int cpio_add(sbx_buf *b, unsigned *ino, const char *name, unsigned mode, unsigned rmajor,
         unsigned rminor, const void *data, size_t len) {
         char hdr[111];
         size_t nl = strlen(name) + 1;
@@ -229,13 +229,13 @@ static int cpio_add(vm_buf *b, unsigned *ino, const char *name, unsigned mode, u
         snprintf(hdr, sizeof hdr, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
                 trailer ? 0 : ++*ino, mode, 0u, 0u, S_ISDIR(mode) ? 2u : 1u, 0u, (unsigned) len, 0u, 0u,
                 rmajor, rminor, (unsigned) nl, 0u);
-        if (vm_buf_put(b, hdr, 110) < 0 || vm_buf_put(b, name, nl) < 0 || buf_pad4(b) < 0 ||
-                vm_buf_put(b, data, len) < 0 || buf_pad4(b) < 0)
+        if (sbx_buf_put(b, hdr, 110) < 0 || sbx_buf_put(b, name, nl) < 0 || buf_pad4(b) < 0 ||
+                sbx_buf_put(b, data, len) < 0 || buf_pad4(b) < 0)
                 return -ENOMEM;
         return 0;
 }
 
-int vm_initrd_write(const uint8_t *init, size_t init_len, const vm_module *m, size_t n, vm_buf *out) {
+int vm_initrd_write(const uint8_t *init, size_t init_len, const vm_module *m, size_t n, sbx_buf *out) {
         /* what an init mounts on, made before anything else is there to make them */
         static const char *const dirs[] = {"dev", "proc", "sys", "tmp", "mnt", "newroot", "root", "etc",
                 "run", "var", "lib", "lib/modules"};
@@ -248,18 +248,18 @@ int vm_initrd_write(const uint8_t *init, size_t init_len, const vm_module *m, si
                 r = cpio_add(out, &ino, "dev/console", S_IFCHR | 0600, 5, 1, NULL, 0);
         if (r >= 0)
                 r = cpio_add(out, &ino, "init", S_IFREG | 0755, 0, 0, init, init_len);
-        vm_buf order = {0};
+        sbx_buf order = {0};
         for (size_t i = 0; i < n && r >= 0; i++) {
                 char name[PATH_MAX];
                 snprintf(name, sizeof name, "%s/%s", SBX_VM_MODULE_DIR + 1, m[i].file);
                 r = cpio_add(out, &ino, name, S_IFREG | 0644, 0, 0, m[i].data, m[i].len);
-                if (r >= 0 && (vm_buf_put(&order, m[i].file, strlen(m[i].file)) < 0 ||
-                                      vm_buf_put(&order, "\n", 1) < 0))
+                if (r >= 0 && (sbx_buf_put(&order, m[i].file, strlen(m[i].file)) < 0 ||
+                                      sbx_buf_put(&order, "\n", 1) < 0))
                         r = -ENOMEM;
         }
         if (r >= 0)
                 r = cpio_add(out, &ino, SBX_VM_MODULE_ORDER + 1, S_IFREG | 0644, 0, 0, order.p, order.n);
-        vm_buf_done(&order);
+        sbx_buf_done(&order);
         if (r >= 0)
                 r = cpio_add(out, &ino, "TRAILER!!!", 0, 0, 0, NULL, 0);
         return r;

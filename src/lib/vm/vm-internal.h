@@ -1,5 +1,5 @@
 /* vm-internal.h — what vm-image.c (the kernel, the cache, the TSC) and vm-initrd.c (modules.dep,
- * the newc cpio) share: a growing byte buffer, decompression through libarchive, whole-file reads
+ * the newc cpio) share: decompression through libarchive, whole-file reads
  * and the atomic cache write. Not part of the library's interface. */
 #pragma once
 
@@ -10,18 +10,10 @@
 #include "basic/error.h"
 #include "basic/io.h"
 
-typedef struct vm_buf {
-        uint8_t *p;
-        size_t n, cap;
-} vm_buf;
-
-int vm_buf_put(vm_buf *b, const void *data, size_t n);
-void vm_buf_done(vm_buf *b);
-
 /* Decompress data (gzip, xz, zstd, lz4, bzip2, lzma: whatever libarchive's filters know) to fd
  * when fd >= 0, else appended to *out. `what` names the input in the error. 0 with the size
  * written in *ret_size (may be NULL), or -errno with *e. */
-int vm_unpack(const void *data, size_t len, int fd, vm_buf *out, uint64_t *ret_size, const char *what,
+int vm_unpack(const void *data, size_t len, int fd, sbx_buf *out, uint64_t *ret_size, const char *what,
         sbx_error *e);
 
 /* The whole file open at fd, read with pread (its offset is left as it is). 0 or -errno. */
@@ -52,4 +44,4 @@ int vm_modules_resolve(const char *moddir, const char *const *names, size_t n_na
 
 /* The initramfs (newc cpio, uncompressed) into *out: the mount point directories, /dev/console,
  * /init (init), the modules and SBX_VM_MODULE_ORDER. 0 or -ENOMEM. */
-int vm_initrd_write(const uint8_t *init, size_t init_len, const vm_module *m, size_t n, vm_buf *out);
+int vm_initrd_write(const uint8_t *init, size_t init_len, const vm_module *m, size_t n, sbx_buf *out);

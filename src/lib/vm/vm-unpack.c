@@ -12,7 +12,7 @@
 
 #include "basic/macro.h"
 
-int vm_unpack(const void *data, size_t len, int fd, vm_buf *out, uint64_t *ret_size, const char *what,
+int vm_unpack(const void *data, size_t len, int fd, sbx_buf *out, uint64_t *ret_size, const char *what,
         sbx_error *e) {
         struct archive *a = archive_read_new();
         struct archive_entry *ent;
@@ -39,7 +39,7 @@ int vm_unpack(const void *data, size_t len, int fd, vm_buf *out, uint64_t *ret_s
                                 archive_error_string(a) ? archive_error_string(a) : "read error");
                         break;
                 }
-                r = fd >= 0 ? sbx_write_all(fd, chunk, (size_t) k) : vm_buf_put(out, chunk, (size_t) k);
+                r = fd >= 0 ? sbx_write_all(fd, chunk, (size_t) k) : sbx_buf_put(out, chunk, (size_t) k);
                 if (r < 0)
                         r = sbx_error_set(
                                 e, r, "microvm", "cannot write the decompressed %s: %s", what, strerror(-r));
