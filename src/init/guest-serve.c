@@ -213,7 +213,9 @@ static void port_frame(int st) {
         if (h.len >= 4)
                 memcpy(&id, d, 4);
         gexec *x = h.len >= 4 ? exec_of(id) : NULL;
-        if (h.type == SBX_VM_EXEC && h.len >= 4 + sizeof(struct sbx_init_req) && !x)
+        if (guest_net_frame(h.type, d, h.len))
+                ; /* a connection's (guest-net.c) */
+        else if (h.type == SBX_VM_EXEC && h.len >= 4 + sizeof(struct sbx_init_req) && !x)
                 start_exec(st, id, d + 4, h.len - 4);
         else if (h.type == SBX_VM_XIN && x && h.len == 4)
                 x->in_eof = true;
@@ -270,6 +272,20 @@ static void feed(gexec *x) {
                 xclose(&x->in);
 }
 
+/* Whose connection to the egress proxy fd is: the exec whose processes hold its client end. */
+static uint32_t conn_owner(int fd) {
+        pid_t roots[MAX_EXECS];
+        uint32_t ids[MAX_EXECS];
+        size_t n = 0;
+        for (int i = 0; i < MAX_EXECS; i++)
+                if (execs[i].used && execs[i].pid > 0) {
+                        roots[n] = execs[i].pid;
+                        ids[n++] = execs[i].id;
+                }
+        size_t k = guest_net_holder(fd, roots, n);
+        return k ? ids[k - 1] : 0;
+}
+
 void guest_serve(int out, int err, int st, int in, pid_t child) {
         sigset_t mask;
         sigemptyset(&mask);
@@ -281,9 +297,10 @@ void guest_serve(int out, int err, int st, int in, pid_t child) {
                 execs[i] = (gexec){.xs = -1, .in = -1, .out = -1, .err = -1};
         bool ended = false;
         int status = 0;
+        guest_net_owner(conn_owner);
         mark("serving");
         while (!ended) {
-                struct pollfd p[5 + 4 * MAX_EXECS];
+                struct pollfd p[5 + 4 * MAX_EXECS + GUEST_NET_FDS];
                 p[0] = (struct pollfd){.fd = guest_port, .events = POLLIN}; /* always: windows bound it */
                 p[1] = (struct pollfd){.fd = out, .events = POLLIN};
                 p[2] = (struct pollfd){.fd = err, .events = POLLIN};
@@ -298,7 +315,8 @@ void guest_serve(int out, int err, int st, int in, pid_t child) {
                         q[2] = (struct pollfd){.fd = credit ? x->err : -1, .events = POLLIN};
                         q[3] = (struct pollfd){.fd = x->used && x->in_len ? x->in : -1, .events = POLLOUT};
                 }
-                if (poll(p, 5 + 4 * MAX_EXECS, -1) < 0 && errno != EINTR)
+                guest_net_poll(p + 5 + 4 * MAX_EXECS);
+                if (poll(p, 5 + 4 * MAX_EXECS + GUEST_NET_FDS, -1) < 0 && errno != EINTR)
                         break;
                 if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
                         port_frame(st);
@@ -339,6 +357,7 @@ void guest_serve(int out, int err, int st, int in, pid_t child) {
                         if (q[0].revents & (POLLIN | POLLHUP | POLLERR))
                                 exec_message(x);
                 }
+                guest_net_events(p + 5 + 4 * MAX_EXECS);
                 if ((p[4].revents & POLLIN) && guest_reap(sfd, child, &status))
                         ended = true;
         }

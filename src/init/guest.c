@@ -212,6 +212,7 @@ static unsigned uid = 1000, gid = 1000;
 static unsigned host_uid, host_gid;
 static char *writes[64];
 static size_t n_writes;
+static const char *egress_ports; /* network.egress: the listeners' ports (guest-net.c) */
 static bool serve; /* a persistent sandbox: the init serves execs (guest-serve.c) */
 static int seccomp_fd = -1;
 
@@ -264,6 +265,8 @@ static int apply_entry(char *kv, const char **step) {
                 cwd = v;
         else if (strcmp(k, "hostname") == 0)
                 hostname = v;
+        else if (strcmp(k, "egress") == 0)
+                egress_ports = v;
         else if (strcmp(k, "serve") == 0)
                 serve = strcmp(v, "1") == 0;
         else if (strcmp(k, "memory") == 0)
@@ -589,7 +592,7 @@ static void relay(int out, int err, int st, int in, pid_t child) {
         for (;;) {
                 if (child_done && out < 0 && err < 0 && st < 0)
                         break;
-                struct pollfd p[6] = {
+                struct pollfd p[6 + GUEST_NET_FDS] = {
                         {.fd = guest_port, .events = POLLIN}, /* always: the host's window bounds stdin */
                         {.fd = out, .events = POLLIN},
                         {.fd = err, .events = POLLIN},
@@ -597,7 +600,8 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                         {.fd = in, .events = in_len > 0 ? POLLOUT : 0},
                         {.fd = sfd, .events = POLLIN},
                 };
-                if (poll(p, 6, -1) < 0 && errno != EINTR)
+                guest_net_poll(p + 6);
+                if (poll(p, 6 + GUEST_NET_FDS, -1) < 0 && errno != EINTR)
                         break;
                 if (p[0].revents & POLLIN) {
                         struct sbx_vm_frame h;
@@ -607,7 +611,9 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                         char *d = h.len ? malloc(h.len) : NULL;
                         if (h.len && (!d || read_full(guest_port, d, h.len) < 0))
                                 power_off();
-                        if (h.type == SBX_VM_STDIN && h.len == 0)
+                        if (guest_net_frame(h.type, d, h.len))
+                                ;
+                        else if (h.type == SBX_VM_STDIN && h.len == 0)
                                 in_eof = true;
                         else if (h.type == SBX_VM_STDIN && in >= 0) {
                                 char *nb = realloc(in_buf, in_len + h.len);
@@ -687,6 +693,7 @@ static void relay(int out, int err, int st, int in, pid_t child) {
                                 st = -1;
                         }
                 }
+                guest_net_events(p + 6);
                 if ((p[5].revents & POLLIN) && guest_reap(sfd, child, &status))
                         child_done = true;
         }
@@ -826,6 +833,12 @@ int sbx_guest_main(void) {
         send_frame(SBX_VM_READY, ready, sizeof ready);
 
         if (take_config() < 0) {
+                send_u64(SBX_VM_END, 0);
+                power_off();
+        }
+        const char *nstep = NULL;
+        if ((r = guest_net_up(egress_ports, &nstep)) < 0 && egress_ports) {
+                fail(nstep, -r);
                 send_u64(SBX_VM_END, 0);
                 power_off();
         }

@@ -55,6 +55,14 @@ enum {
         SBX_VM_XERR = 25, /* id, bytes of its stderr */
         SBX_VM_XEND = 26, /* id: the exec's socket closed and its output was sent: it is over */
         SBX_VM_XINACK = 27, /* id, u32: bytes of the exec's stdin its pipe took */
+        SBX_VM_NOPEN = 28, /* id (the guest picks it), u32 which (SBX_INIT_MSG_EGRESS's b: 0 the
+                            * proxy, 2 + i service i), u32 the exec's id (0: the sandbox's own) —
+                            * a connection to the egress proxy (or a service) in the guest */
+        /* both ways: a connection's bytes (vm-stream.h), each named by the id of its NOPEN */
+        SBX_VM_NDATA = 32, /* id, bytes */
+        SBX_VM_NACK = 33, /* id, u32: bytes of NDATA its socket took (SBX_VM_WINDOW) */
+        SBX_VM_NEND = 34, /* id: nothing more this way (the socket read its end) */
+        SBX_VM_NRESET = 35, /* id: the connection is gone (an error, a refusal to connect) */
 };
 
 /* A persistent sandbox's execs at once, at most (each side's table). */
@@ -82,6 +90,9 @@ enum {
  *   write=PATH   writable for Landlock besides scratch and /dev (repeats)
  *   memory=BYTES, pids=N, cpu=QUOTA_US PERIOD_US   the guest cgroup's limits (0/absent: none)
  *   uid=N, gid=N  whom the command runs as (1000)
+ *   egress=PORT[,PORT...]  network.egress: the agent listens on 127.0.0.1:PORT in the guest (the
+ *                first the proxy's, then each service's) and carries each connection to the
+ *                host's supervisor on the channel (VM_NOPEN, vm-stream.h)
  *   serve=1      a persistent sandbox: no arg=; the init serves SBX_VM_EXEC requests (one process
  *                each, from inside), the agent multiplexes their sockets and stdio on the port
  */

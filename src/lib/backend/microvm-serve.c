@@ -34,6 +34,7 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "init/protocol.h"
+#include "init/vm-stream.h"
 
 #define MAX_EXECS SBX_VM_MAX_EXECS
 #define QUEUE_HIGH (256u << 10) /* no more stdin read while the channel's queue holds this */
@@ -53,30 +54,7 @@ typedef struct {
 
 static hexec execs[MAX_EXECS];
 static uint32_t next_id;
-static sbx_buf queue; /* frames for the channel */
-
-/* Write what the queue holds without blocking; false: the channel is gone. */
-static bool queue_flush(int chan) {
-        while (queue.n > 0) {
-                ssize_t k = send(chan, queue.p, queue.n, MSG_DONTWAIT | MSG_NOSIGNAL);
-                if (k > 0)
-                        sbx_buf_drop(&queue, (size_t) k);
-                else if (k < 0 && errno == EINTR)
-                        continue;
-                else
-                        return k < 0 && errno == EAGAIN;
-        }
-        return true;
-}
-
-/* A frame for the guest: queued, then sent as far as the channel takes it now. */
-static void qframe(int chan, uint32_t type, uint32_t id, const void *p, size_t n) {
-        struct sbx_vm_frame h = {.magic = SBX_VM_MAGIC, .type = type, .len = (uint32_t) (4 + n)};
-        if (sbx_buf_put(&queue, &h, sizeof h) < 0 || sbx_buf_put(&queue, &id, 4) < 0 ||
-                (n && sbx_buf_put(&queue, p, n) < 0))
-                return; /* out of memory: the frame is lost (the exec's deadline ends it) */
-        (void) queue_flush(chan);
-}
+#define qframe sbx_vm_qframe
 
 static void hclose(int *fd) {
         if (*fd >= 0)
@@ -338,14 +316,23 @@ static void exec_frame(int chan, const struct sbx_vm_frame *h, const char *d) {
         }
 }
 
+/* Whose a connection from the guest is (microvm-net.c): the exec's stand-in, its pid here. */
+static pid_t exec_pid(uint32_t id) {
+        for (int i = 0; id && i < MAX_EXECS; i++)
+                if (execs[i].used && execs[i].id == id)
+                        return execs[i].spid;
+        return 0;
+}
+
 bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t *ret_peak) {
         for (int i = 0; i < MAX_EXECS; i++)
                 execs[i] = (hexec){.xs = -1, .in = -1, .out = -1, .err = -1, .sctl = -1};
+        sbx_vm_net_start(chan, exec_pid);
         bool ended = false;
         char buf[65536];
         for (;;) {
-                struct pollfd p[5 + 5 * MAX_EXECS];
-                p[0] = (struct pollfd){.fd = chan, .events = POLLIN | (queue.n ? POLLOUT : 0)};
+                struct pollfd p[5 + 5 * MAX_EXECS + SBX_VM_MAX_STREAMS];
+                p[0] = (struct pollfd){.fd = chan, .events = POLLIN | (sbx_vm_queued() ? POLLOUT : 0)};
                 p[1] = (struct pollfd){.fd = con, .events = POLLIN};
                 p[2] = (struct pollfd){.fd = qfd, .events = POLLIN};
                 p[3] = (struct pollfd){.fd = sfd, .events = POLLIN};
@@ -358,17 +345,18 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
                                 exec_end(x); /* the guest never said: its end is ours */
                         if (x->used && x->gone_ns && (!next || x->gone_ns < next))
                                 next = x->gone_ns;
-                        bool in_ok = x->in_credit > 0 && queue.n < QUEUE_HIGH && !x->ended;
+                        bool in_ok = x->in_credit > 0 && sbx_vm_queued() < QUEUE_HIGH && !x->ended;
                         q[0] = (struct pollfd){.fd = x->used ? x->xs : -1, .events = POLLIN};
                         q[1] = (struct pollfd){.fd = x->used && in_ok ? x->in : -1, .events = POLLIN};
                         q[2] = (struct pollfd){.fd = x->used ? x->sctl : -1, .events = POLLIN};
                         q[3] = (struct pollfd){.fd = x->used && x->obuf.n ? x->out : -1, .events = POLLOUT};
                         q[4] = (struct pollfd){.fd = x->used && x->ebuf.n ? x->err : -1, .events = POLLOUT};
                 }
+                sbx_vm_streams_poll(p + 5 + 5 * MAX_EXECS);
                 int wait_ms = next ? (int) ((next - now) / 1000000) + 1 : -1;
                 if (poll(p, ELEMENTSOF(p), wait_ms) < 0 && errno != EINTR)
                         break;
-                if ((p[0].revents & POLLOUT) && !queue_flush(chan))
+                if ((p[0].revents & POLLOUT) && !sbx_vm_queue_flush(chan))
                         break;
                 if (p[1].revents & (POLLIN | POLLHUP) && sbx_vm_console_take(con) == 0)
                         con = -1;
@@ -381,7 +369,9 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
                         _cleanup_free_ char *d = NULL;
                         if (sbx_vm_frame_read(chan, &h, &d) < 0)
                                 break;
-                        if ((h.type >= SBX_VM_XMSG && h.type <= SBX_VM_XEND) || h.type == SBX_VM_XINACK)
+                        if (sbx_vm_net_frame(h.type, d, h.len))
+                                ; /* a connection's */
+                        else if ((h.type >= SBX_VM_XMSG && h.type <= SBX_VM_XEND) || h.type == SBX_VM_XINACK)
                                 exec_frame(chan, &h, d);
                         else if (h.type == SBX_VM_INIT && h.len == sizeof(struct sbx_init_msg)) {
                                 struct sbx_init_msg m;
@@ -448,12 +438,13 @@ bool sbx_microvm_serve(int chan, int con, int qfd, int sfd, int oom_w, uint64_t 
                                 }
                         }
                 }
+                sbx_vm_streams_events(p + 5 + 5 * MAX_EXECS);
                 if (p[2].revents & POLLIN)
                         break; /* qemu is gone; what it sent was read above */
         }
+        sbx_vm_net_done();
         for (int i = 0; i < MAX_EXECS; i++)
                 if (execs[i].used)
                         exec_end(&execs[i]);
-        sbx_buf_done(&queue);
         return ended;
 }

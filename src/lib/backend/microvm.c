@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "backend/microvm-internal.h"
+#include "init/vm-stream.h"
 #include "backend/oci.h"
 #include "backend/plan.h"
 #include "basic/cache.h"
@@ -144,6 +145,7 @@ typedef struct microvm_run {
         double boot_timeout_s; /* qemu's start to the agent ready */
         double setup_timeout_s; /* the run sent to the command started (normally < 1 s) */
         bool persist; /* a persistent sandbox: the init serves execs (microvm-serve.c) */
+        char egress_ports[256]; /* network.egress: "3128[,SERVICE...]" (microvm-net.c), or empty */
         /* the write ends of the OOM pipe ("O": the guest's cgroup OOM-killed) and of the facts
          * pipe (struct vm_facts); one array: the relay's start moves both */
         int pipes_w[2];
@@ -584,6 +586,8 @@ static _noreturn_ void relay_main(microvm_run *m) {
         guest g;
         const char *why = NULL;
         int attempt = 1, r;
+        if (m->egress_ports[0] && (r = sbx_vm_net_listen(m->egress_ports, &why)) < 0)
+                relay_fail(-r, why);
         /* One more guest for one that stopped before its command started (under emulation, about
          * 1 run in 100 on a loaded 2-vCPU host stops there: said on stderr with its console). */
         while ((r = guest_up(m, &facts, &g, &why)) < 0) {
@@ -595,6 +599,7 @@ static _noreturn_ void relay_main(microvm_run *m) {
         }
         int chan = g.chan, con = g.con, qfd = g.qfd;
         pid_t qpid = g.qpid;
+        sbx_vm_net_start(chan, NULL); /* from here on every frame goes through the queue */
 
         bool started = false, ended = false, stdin_open = true;
         /* stdin in flight, at most (acked by the agent as the command's pipe takes it): the
@@ -603,8 +608,8 @@ static _noreturn_ void relay_main(microvm_run *m) {
         uint64_t setup_deadline = sbx_now_ns() + (uint64_t) (m->setup_timeout_s * 1e9);
         char buf[65536];
         for (;;) {
-                struct pollfd p[5] = {
-                        {.fd = chan, .events = POLLIN},
+                struct pollfd p[5 + SBX_VM_MAX_STREAMS] = {
+                        {.fd = chan, .events = POLLIN | (sbx_vm_queued() ? POLLOUT : 0)},
                         /* a retry loses none; no more than the window in flight */
                         {.fd = stdin_open && started && in_credit > 0 ? 0 : -1, .events = POLLIN},
                         {.fd = con, .events = POLLIN},
@@ -631,12 +636,16 @@ static _noreturn_ void relay_main(microvm_run *m) {
                                         relay_fail(-r, why);
                                 }
                                 chan = g.chan, con = g.con, qfd = g.qfd, qpid = g.qpid;
+                                sbx_vm_net_start(chan, NULL);
                                 setup_deadline = sbx_now_ns() + (uint64_t) (m->setup_timeout_s * 1e9);
                                 continue;
                         }
                         wait_ms = (int) ((setup_deadline - now) / 1000000) + 1;
                 }
-                if (poll(p, 5, wait_ms) < 0 && errno != EINTR)
+                sbx_vm_streams_poll(p + 5);
+                if (poll(p, ELEMENTSOF(p), wait_ms) < 0 && errno != EINTR)
+                        break;
+                if ((p[0].revents & POLLOUT) && !sbx_vm_queue_flush(chan))
                         break;
                 if (p[2].revents & (POLLIN | POLLHUP)) {
                         sbx_vm_console_take(con);
@@ -647,16 +656,16 @@ static _noreturn_ void relay_main(microvm_run *m) {
                         struct signalfd_siginfo si;
                         while (read(sfd, &si, sizeof si) == sizeof si) {
                                 uint32_t sig = si.ssi_signo;
-                                (void) sbx_vm_frame_send(chan, SBX_VM_SIGNAL, &sig, 4, NULL, 0);
+                                sbx_vm_qframe_raw(chan, SBX_VM_SIGNAL, &sig, 4);
                         }
                 }
                 if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
                         ssize_t n = read(0, buf, in_credit < sizeof buf ? (size_t) in_credit : sizeof buf);
                         if (n > 0) {
                                 in_credit -= (uint64_t) n;
-                                (void) sbx_vm_frame_send(chan, SBX_VM_STDIN, buf, (size_t) n, NULL, 0);
+                                sbx_vm_qframe_raw(chan, SBX_VM_STDIN, buf, (size_t) n);
                         } else if (n == 0 || errno != EINTR) {
-                                (void) sbx_vm_frame_send(chan, SBX_VM_STDIN, NULL, 0, NULL, 0);
+                                sbx_vm_qframe_raw(chan, SBX_VM_STDIN, NULL, 0);
                                 stdin_open = false;
                         }
                 }
@@ -665,7 +674,9 @@ static _noreturn_ void relay_main(microvm_run *m) {
                         _cleanup_free_ char *d = NULL;
                         if (sbx_vm_frame_read(chan, &h, &d) < 0)
                                 break;
-                        if (h.type == SBX_VM_STDOUT || h.type == SBX_VM_STDERR) {
+                        if (sbx_vm_net_frame(h.type, d, h.len))
+                                ; /* a connection's (microvm-net.c) */
+                        else if (h.type == SBX_VM_STDOUT || h.type == SBX_VM_STDERR) {
                                 if (sbx_write_all(h.type == SBX_VM_STDOUT ? 1 : 2, d, h.len) < 0 &&
                                         h.type == SBX_VM_STDOUT)
                                         (void) 0; /* the supervisor stopped reading: its decision */
@@ -707,9 +718,11 @@ static _noreturn_ void relay_main(microvm_run *m) {
                                 break;
                         }
                 }
+                sbx_vm_streams_events(p + 5);
                 if (p[3].revents & POLLIN)
                         break; /* qemu is gone; what it sent was read above */
         }
+        sbx_vm_net_done();
         kill(qpid, SIGKILL);
         (void) waitpid(qpid, NULL, 0);
         facts.ended = ended;
@@ -846,11 +859,9 @@ static int microvm_run_cfg(
         if (io->tty)
                 return sbx_error_set(e, EOPNOTSUPP, "tty",
                         "--tty is not supported on the microvm backend yet; use --backend native or bwrap");
-        if (sbx_profile_egress_proxied(pr))
-                return sbx_error_set(e, EOPNOTSUPP, "microvm",
-                        "net.egress_proxy: the guest has no network yet (the proxy over the control channel "
-                        "is "
-                        "not built); use --backend native");
+        bool egress = sbx_profile_egress_proxied(pr);
+        if (egress && sbx_backend_egress_ports(pr, m.egress_ports, sizeof m.egress_ports) < 0)
+                return sbx_error_set(e, EINVAL, "network.services", "too many services, or a malformed one");
 
         sbx_vm_image img;
         uint64_t t_img = sbx_now_ns();
@@ -894,7 +905,7 @@ static int microvm_run_cfg(
 
         /* The seccomp rule table, plain (a listener cannot cross out of the guest). */
         sbx_seccomp_opts o = {
-                .deny_all_sockets_but_unix_pair = !pr->net_allow && !pr->loopback,
+                .deny_all_sockets_but_unix_pair = !pr->net_allow && !pr->loopback && !egress,
                 .kill_on_violation = pr->on_violation == SBX_ON_VIOLATION_KILL,
         };
         {
@@ -977,6 +988,8 @@ static int microvm_run_cfg(
         STRV_FOREACH(a, env)
                 if (r >= 0)
                         r = cfg_add(&m.config, &m.config_len, "env=%s", *a);
+        if (egress && r >= 0)
+                r = cfg_add(&m.config, &m.config_len, "egress=%s", m.egress_ports);
         m.persist = io->persist != NULL;
         if (m.persist && r >= 0)
                 r = cfg_add(&m.config, &m.config_len, "serve=1");
@@ -1033,6 +1046,7 @@ static int microvm_run_cfg(
                 .userdata = &m,
                 .oom_report_fd = oomp[0],
                 .timeout_from_start = true,
+                .egress = m.egress_ports[0] != 0, /* its sockets come from the relay (microvm-net.c) */
                 .persist_envp = env,
                 .persist_cwd = cwd};
         r = sbx_oci_run(cfg, io, rep, &l, e);
@@ -1082,8 +1096,9 @@ static const sbx_cap_decl microvm_caps[_SBX_CAP_MAX] = {
         [SBX_CAP_NET_DENY] = {true, "the guest has no network device at all"},
         [SBX_CAP_NET_LOOPBACK] = {true, "the guest's own loopback"},
         [SBX_CAP_NET_HOST] = {false, "the guest has no network device; use a container backend"},
-        [SBX_CAP_NET_EGRESS] = {false,
-                "not built yet: the proxy over the control channel; use --backend native"},
+        [SBX_CAP_NET_EGRESS] = {true,
+                "the agent's 127.0.0.1:3128 in the guest, each connection carried over the control channel "
+                "to the supervisor's proxy"},
         [SBX_CAP_PID_ISOLATION] = {true, "a separate kernel; and a pid namespace in it"},
         [SBX_CAP_IPC_ISOLATION] = {true, "a separate kernel"},
         [SBX_CAP_HOSTNAME] = {true, "the guest's hostname, sandbox"},

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <linux/seccomp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +131,19 @@ static bool holds_socket(int pid, const char *link) {
  * of each of their threads). */
 static uint64_t identify(void *userdata, int fd) {
         sbx_egress_run *r = userdata;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockname(fd, (struct sockaddr *) &ss, &sl) == 0 && ss.ss_family == AF_UNIX) {
+                uint32_t h[2]; /* SBX_EGRESS_OWNER_MAGIC and the exec's pid (egress-run.h) */
+                struct timeval tv = {.tv_sec = 5};
+                (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                ssize_t k = recv(fd, h, sizeof h, MSG_WAITALL);
+                tv.tv_sec = 0;
+                (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                if (k != (ssize_t) sizeof h || h[0] != SBX_EGRESS_OWNER_MAGIC || h[1] > INT32_MAX)
+                        return 0;
+                return r->owner ? r->owner(r->sink_ud, (int) h[1]) : (uint64_t) h[1];
+        }
         struct sockaddr_in peer;
         socklen_t len = sizeof peer;
         if (r->init_pid <= 0 || getpeername(fd, (struct sockaddr *) &peer, &len) < 0 ||

@@ -23,6 +23,12 @@
 #define SBX_EGRESS_PROXY_PORT 3128
 #define SBX_EGRESS_DNS_PORT 53
 
+/* A connection to the proxy on a unix socket comes from the microvm backend's relay
+ * (microvm-net.c), which carries it from the guest; in a persistent sandbox it starts with 8 bytes
+ * no guest can write: this magic (u32) and the host pid (u32) that stands for the guest exec it
+ * came from (0: the sandbox's own), read here in place of the walk a TCP client is found by. */
+#define SBX_EGRESS_OWNER_MAGIC 0x4f584253u /* "SBXO" */
+
 typedef struct sbx_egress_refusal {
         char host[256];
         unsigned port;
