@@ -31,7 +31,7 @@ network = {"type": "object", "additionalProperties": False,
            "properties": {"egress": rules, "egress_deny": rules},
            "description": "a sandbox's egress rules: egress (allow, within the policy's network.egress_allowed) and "
                           "egress_deny (refused as denied_by_rule unless an egress rule covers them: allow beats deny)"}
-states = ["requested", "provisioning", "ready", "active", "expired", "failed", "destroying", "destroyed"]
+states = ["requested", "provisioning", "ready", "active", "paused", "expired", "failed", "destroying", "destroyed"]
 record = {"type": "object", "required": ["id", "state", "reason", "profile", "backend", "tenant", "consumer", "metadata",
                                           "created_at", "updated_at", "expires_at", "limits", "budget_s", "budget_used_s", "execs"],
           "properties": {
@@ -47,6 +47,10 @@ record = {"type": "object", "required": ["id", "state", "reason", "profile", "ba
                           "description": "the egress rules in force (null: a record from before they were kept)"},
               "created_at": ts, "updated_at": ts, "expires_at": tsn, "ttl_max_at": tsn,
               "idle_s": {"type": "number", "nullable": True}, "last_active_at": tsn,
+              "paused_at": {**tsn, "description": "when it was paused (state paused), else null"},
+              "ttl_paused_s": {"type": "number", "description": "the profile's ttl.paused: the longest it stays paused, then it is destroyed (reason paused_expired)"},
+              "on_expiry": {"type": "string", "enum": ["destroy", "pause"], "description": "what its TTL's end does"},
+              "auto_resume": {"type": "boolean", "description": "an exec or file operation resumes it when paused"},
               "budget_s": {"type": "number"}, "budget_used_s": {"type": "number"},
               "execs": {"type": "integer", "minimum": 0},
               "limits": limits,
@@ -112,6 +116,9 @@ schemas = {
                                      "network": {**network, "description": "each list given replaces the profile's "
                                                  "(a sandbox with any rule has the egress proxy, so its rules can "
                                                  "change later)"},
+                                     "on_expiry": {"type": "string", "enum": ["destroy", "pause"],
+                                                   "description": "what the TTL's end does: destroy (the default) or pause it (its TTL starts again when it is resumed; past ttl.max it is destroyed)"},
+                                     "auto_resume": {"type": "boolean", "description": "a paused sandbox is resumed by an exec or a file operation (else they answer 409)"},
                                      "skill": {"type": "string", "pattern": "^skl_[0-9a-f]{16}$",
                                                "description": "a skill (POST /v1/skills): its sandbox has the skill's profile and its verified files at /workspace; not with profile or network (400)"}}},
     "ExecRequest": {"type": "object", "additionalProperties": False, "required": ["argv"],
@@ -220,6 +227,12 @@ paths = {
         "responses": {"200": resp("Extended (capped by ttl.max)", ref("SandboxRecord")), **errs("400", "401", "404", "409", "410")}}},
     "/v1/sandboxes/{id}/recreate": {"parameters": [idp], "post": {"operationId": "recreateSandbox",
         "responses": {"200": resp("Destroyed and provisioned again: the same id", ref("SandboxRecord")), **errs("401", "404", "409", "410", "503")}}},
+    "/v1/sandboxes/{id}/pause": {"parameters": [idp], "post": {"operationId": "pauseSandbox",
+        "description": "Freeze every process of the sandbox (its cgroup's freezer): memory, files and descriptors are kept, its TTL and idle clocks stop, the timeouts of execs running are held and budget_s is not charged; no exec or file operation until it is resumed (409, unless it was made with auto_resume). At most the profile's ttl.paused (default 24 h), then it is destroyed (reason paused_expired). A paused sandbox is still paused after a restart of serve. 409 unsupported: it cannot be frozen here (the message says why: no cgroup of its own, the microvm backend).",
+        "responses": {"200": resp("Paused (also when it already was): the record", ref("SandboxRecord")), **errs("401", "404", "409", "410", "503")}}},
+    "/v1/sandboxes/{id}/resume": {"parameters": [idp], "post": {"operationId": "resumeSandbox",
+        "description": "Thaw a paused sandbox: its processes go on where they stopped; expires_at and ttl_max_at move on by the time it was paused.",
+        "responses": {"200": resp("Running (also when it already was): the record", ref("SandboxRecord")), **errs("401", "404", "409", "410", "503")}}},
     "/v1/sandboxes/{id}/metrics": {"parameters": [idp], "get": {"operationId": "getMetrics",
         "description": "What the sandbox uses now: its cgroup's CPU and memory, its processes, its scratch; cpu_used_pct is the share of its cpus used since the last call (or since it started). -1 where the host does not tell.",
         "responses": {"200": resp("One sample", ref("Metrics")), **errs("401", "404", "409", "410", "503")}}},

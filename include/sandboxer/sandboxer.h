@@ -150,6 +150,14 @@ SBX_PUBLIC int sbx_sandbox_signal_exec(sbx_sandbox *sb, const char *id, int sig)
  * with a sentence in *ret_error (caller frees). */
 SBX_PUBLIC int sbx_sandbox_set_egress(
         sbx_sandbox *sb, char *const *allow, char *const *deny, char **ret_error);
+/* Pause (frozen true) or resume the sandbox: every process in it is frozen by its cgroup (v2
+ * cgroup.freeze, else the v1 freezer) and keeps its memory and descriptors; the timeouts of execs
+ * running are held, and time frozen is not charged to budget_s; no exec starts while paused
+ * (-EBUSY). As asked already: 0. -EOPNOTSUPP when the sandbox cannot freeze here (no cgroup of
+ * its own, the microvm backend), -EBUSY while an exec is starting, -ESRCH when it is not running;
+ * with a sentence in *ret_error (caller frees). */
+SBX_PUBLIC int sbx_sandbox_freeze(sbx_sandbox *sb, bool frozen, char **ret_error);
+SBX_PUBLIC bool sbx_sandbox_frozen(sbx_sandbox *sb);
 /* End the sandbox (any thread): every process in it is killed; sbx_run_serve() then returns. */
 SBX_PUBLIC void sbx_sandbox_kill(sbx_sandbox *sb);
 /* What the sandbox uses now (its cgroup, its scratch): -1 where the host does not tell. */

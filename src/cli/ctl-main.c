@@ -23,6 +23,8 @@ static const struct {
         {"cp", verb_client},
         {"extend", verb_client},
         {"recreate", verb_client},
+        {"pause", verb_client},
+        {"resume", verb_client},
         {"destroy", verb_client},
         {"events", verb_client},
         {"port-forward", verb_client},

@@ -29,6 +29,8 @@ static const struct {
         {"cp", NULL, "copy a file into or out of a sandbox"},
         {"extend", NULL, "extend a sandbox's TTL"},
         {"recreate", NULL, "destroy and provision a sandbox again"},
+        {"pause", NULL, "pause a sandbox (its processes frozen, its clocks stopped)"},
+        {"resume", NULL, "resume a paused sandbox"},
         {"destroy", NULL, "destroy a sandbox"},
         {"events", NULL, "follow the lifecycle events"},
         {"port-forward", NULL, "reach a port inside a sandbox from a local port"},

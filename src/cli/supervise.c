@@ -261,16 +261,17 @@ static void *conn_thread(void *arg) {
                 else if (strcmp(op, SBX_SV_OP_INFO) == 0) {
                         sbx_sandbox_usage u;
                         (void) sbx_sandbox_usage_read(S.sb, &u);
-                        reply(fd,
-                                json_pack("{s:b, s:i, s:i, s:f, s:i, s:{s:f, s:f, s:I, s:I, s:I, s:I, s:I}}",
-                                        "ok", 1, "init_pid", sbx_sandbox_init_pid(S.sb), "execs_running",
-                                        (int) sbx_sandbox_execs_running(S.sb), "budget_used_s",
-                                        sbx_sandbox_budget_used(S.sb), "pid", (int) getpid(), "usage",
-                                        "cpu_s", u.cpu_s, "cpus", u.cpus, "memory_bytes",
-                                        (json_int_t) u.memory_bytes, "memory_limit_bytes",
-                                        (json_int_t) u.memory_limit_bytes, "pids", (json_int_t) u.pids,
-                                        "disk_used_bytes", (json_int_t) u.disk_used_bytes,
-                                        "disk_total_bytes", (json_int_t) u.disk_total_bytes));
+                        reply(fd, json_pack("{s:b, s:b, s:i, s:i, s:f, s:i, s:{s:f, s:f, s:I, s:I, s:I, "
+                                            "s:I, s:I}}",
+                                          "ok", 1, "frozen", sbx_sandbox_frozen(S.sb), "init_pid",
+                                          sbx_sandbox_init_pid(S.sb), "execs_running",
+                                          (int) sbx_sandbox_execs_running(S.sb), "budget_used_s",
+                                          sbx_sandbox_budget_used(S.sb), "pid", (int) getpid(), "usage",
+                                          "cpu_s", u.cpu_s, "cpus", u.cpus, "memory_bytes",
+                                          (json_int_t) u.memory_bytes, "memory_limit_bytes",
+                                          (json_int_t) u.memory_limit_bytes, "pids", (json_int_t) u.pids,
+                                          "disk_used_bytes", (json_int_t) u.disk_used_bytes,
+                                          "disk_total_bytes", (json_int_t) u.disk_total_bytes));
                 } else if (strcmp(op, SBX_SV_OP_SIGNAL) == 0) {
                         json_t *sig = json_object_get(req, "signal");
                         const char *id = json_string_value(json_object_get(req, "exec_id"));
@@ -282,6 +283,17 @@ static void *conn_thread(void *arg) {
                                 reply_err(fd, -r, r == -ESRCH ? "no such exec is running" : NULL);
                         else
                                 reply(fd, json_pack("{s:b}", "ok", 1));
+                } else if (strcmp(op, SBX_SV_OP_FREEZE) == 0) {
+                        json_t *f = json_object_get(req, "frozen");
+                        char *why = NULL;
+                        int r = !json_is_boolean(f) ? -EINVAL
+                                                    : sbx_sandbox_freeze(S.sb, json_is_true(f), &why);
+                        if (r < 0)
+                                reply_err(fd, -r, why ? why : "frozen: true or false");
+                        else
+                                reply(fd, json_pack("{s:b, s:b}", "ok", 1, "frozen",
+                                                  sbx_sandbox_frozen(S.sb)));
+                        free(why);
                 } else if (strcmp(op, SBX_SV_OP_NETWORK) == 0)
                         handle_network(fd, req);
                 else if (strcmp(op, SBX_SV_OP_DESTROY) == 0) {

@@ -21,6 +21,10 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "ttl_max_at", mgr_time_json(b->ttl_max_ms));
         json_object_set_new(r, "idle_s", b->idle_s > 0 ? json_real(b->idle_s) : json_null());
         json_object_set_new(r, "last_active_at", mgr_time_json(b->last_active_ms));
+        json_object_set_new(r, "paused_at", b->paused_ms > 0 ? mgr_time_json(b->paused_ms) : json_null());
+        json_object_set_new(r, "ttl_paused_s", json_real(b->paused_max_s));
+        json_object_set_new(r, "on_expiry", json_string(b->pause_on_expiry ? "pause" : "destroy"));
+        json_object_set_new(r, "auto_resume", json_boolean(b->auto_resume));
         json_object_set_new(r, "budget_s", json_real(b->budget_s));
         json_object_set_new(r, "budget_used_s", json_real(b->budget_used_s));
         json_object_set_new(r, "execs", json_integer(b->execs));
@@ -272,6 +276,7 @@ box *mgr_usable_box(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_r
                         mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", id);
                 return NULL;
         }
+        (void) mgr_auto_resume(m, b); /* paused, made with auto_resume: resumed first */
         pthread_mutex_lock(&m->lock);
         bool ok = !b->busy && sbx_state_usable(b->state);
         bool stopping = m->stopping;
@@ -284,7 +289,9 @@ box *mgr_usable_box(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_r
         }
         if (!ok) {
                 mgr_reply_err(rp, 409, "conflict", NULL, "sandbox %s is %s%s", id, st,
-                        streq(st, "ready") ? " (being recreated or destroyed)" : "");
+                        streq(st, "ready")    ? " (being recreated or destroyed)"
+                        : streq(st, "paused") ? " (resume it first)"
+                                              : "");
                 mgr_box_put(m, b);
                 return NULL;
         }

@@ -306,11 +306,12 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         json_t *body = mgr_parse_body(rq, rp, true);
         if (!body)
                 return rp->code;
-        static const char *const keys[] = {
-                "profile", "ttl_s", "consumer", "metadata", "network", "skill", NULL};
+        static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", "network", "skill",
+                "on_expiry", "auto_resume", NULL};
         json_t *jp = json_object_get(body, "profile"), *jt = json_object_get(body, "ttl_s"),
                *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata"),
-               *js = json_object_get(body, "skill");
+               *js = json_object_get(body, "skill"), *jx = json_object_get(body, "on_expiry"),
+               *ja = json_object_get(body, "auto_resume");
         sbx_network_req net = {0};
         if (!mgr_only_keys(body, keys, "", rp))
                 ;
@@ -323,6 +324,12 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         else if (jt && !json_is_number(jt))
                 mgr_reply_err(
                         rp, 400, "invalid_argument", "ttl_s", "ttl_s: must be a positive number of seconds");
+        else if (jx && !(json_is_string(jx) && (streq(json_string_value(jx), "destroy") ||
+                                                       streq(json_string_value(jx), "pause"))))
+                mgr_reply_err(rp, 400, "invalid_argument", "on_expiry",
+                        "on_expiry: \"destroy\" (the default) or \"pause\"");
+        else if (ja && !json_is_boolean(ja))
+                mgr_reply_err(rp, 400, "invalid_argument", "auto_resume", "auto_resume: true or false");
         else if (jc && !json_is_object(jc))
                 mgr_reply_err(rp, 400, "invalid_argument", "consumer",
                         "consumer: must be an object {harness, session_id, run_id, job_id}");
@@ -338,6 +345,8 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .idempotency_key = rq->header ? rq->header(rq->ctx, "Idempotency-Key") : NULL,
                         .network = json_object_get(body, "network") ? &net : NULL,
                         .skill = json_string_value(js),
+                        .pause_on_expiry = jx && streq(json_string_value(jx), "pause"),
+                        .auto_resume = json_is_true(ja),
                 };
                 sbx_ops_create(m, rq->who, &req, rp);
         }
@@ -368,6 +377,10 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
         }
         if (req->skill)
                 json_object_set_new(j, "skill", json_string(req->skill));
+        if (req->pause_on_expiry)
+                json_object_set_new(j, "on_expiry", json_string("pause"));
+        if (req->auto_resume)
+                json_object_set_new(j, "auto_resume", json_true());
         char *canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, out);
         free(canon);
@@ -584,6 +597,9 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->expires_ms = b->created_ms + (int64_t) (ttl * 1000);
         b->ttl_max_ms = b->created_ms + (int64_t) (ttl_max * 1000);
         b->idle_s = pr->ttl_idle_s;
+        b->paused_max_s = pr->ttl_paused_s > 0 ? pr->ttl_paused_s : 24 * 3600.0;
+        b->pause_on_expiry = req->pause_on_expiry;
+        b->auto_resume = req->auto_resume;
         b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];
         b->memory_mb = cfg->limits.value[SBX_LIMIT_MEMORY_MB];
         if (!warm) {

@@ -16,6 +16,7 @@ static const char *const names[_SBX_STATE_MAX] = {
         [SBX_STATE_DESTROYED] = "destroyed",
         [SBX_STATE_FAILED] = "failed",
         [SBX_STATE_EXPIRED] = "expired",
+        [SBX_STATE_PAUSED] = "paused",
 };
 
 #define TO(s) (1u << (s))
@@ -24,13 +25,16 @@ static const unsigned allowed[_SBX_STATE_MAX] = {
         [SBX_STATE_REQUESTED] = TO(SBX_STATE_PROVISIONING) | TO(SBX_STATE_READY) | TO(SBX_STATE_FAILED),
         [SBX_STATE_PROVISIONING] = TO(SBX_STATE_READY) | TO(SBX_STATE_FAILED),
         [SBX_STATE_READY] = TO(SBX_STATE_READY) /* re-adopted */ | TO(SBX_STATE_ACTIVE) |
-                            TO(SBX_STATE_DESTROYING) | TO(SBX_STATE_FAILED) | TO(SBX_STATE_EXPIRED),
+                            TO(SBX_STATE_DESTROYING) | TO(SBX_STATE_FAILED) | TO(SBX_STATE_EXPIRED) |
+                            TO(SBX_STATE_PAUSED),
         [SBX_STATE_ACTIVE] = TO(SBX_STATE_READY) | TO(SBX_STATE_DESTROYING) | TO(SBX_STATE_FAILED) |
-                             TO(SBX_STATE_EXPIRED),
+                             TO(SBX_STATE_EXPIRED) | TO(SBX_STATE_PAUSED),
         [SBX_STATE_DESTROYING] = TO(SBX_STATE_DESTROYED) | TO(SBX_STATE_PROVISIONING),
         [SBX_STATE_DESTROYED] = 0,
         [SBX_STATE_FAILED] = TO(SBX_STATE_DESTROYING) | TO(SBX_STATE_DESTROYED),
         [SBX_STATE_EXPIRED] = TO(SBX_STATE_DESTROYING),
+        [SBX_STATE_PAUSED] = TO(SBX_STATE_PAUSED) /* re-adopted */ | TO(SBX_STATE_READY) |
+                             TO(SBX_STATE_DESTROYING) | TO(SBX_STATE_FAILED) | TO(SBX_STATE_EXPIRED),
 };
 #undef TO
 

@@ -62,6 +62,10 @@ typedef struct box {
         sbx_caller surface_who;
         json_t *surface_env;
         int64_t created_ms, updated_ms, expires_ms, ttl_max_ms, last_active_ms;
+        int64_t paused_ms; /* paused since (pause.c); 0: not paused */
+        double paused_max_s; /* the profile's ttl.paused: the longest it stays paused */
+        bool pause_on_expiry; /* create's on_expiry "pause": the reaper pauses it at expires_at */
+        bool auto_resume; /* create's auto_resume: an exec or file operation resumes it */
         double idle_s, ttl_s;
         double metrics_cpu_s; /* the last metrics sample's CPU seconds, at metrics_ms (0: none) */
         int64_t metrics_ms;
@@ -182,6 +186,12 @@ bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state
 bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason);
 void mgr_remove_dir(box *b);
 void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason);
+
+/* pause.c: pause or resume b, claimed (busy) by the caller, for reason: 0, or an HTTP status with
+ * rp filled (NULL: not kept). auto_resume: a paused b made with auto_resume is resumed (true) —
+ * what an exec or a file operation on it does first. */
+unsigned mgr_freeze_box(sbx_mgr *m, box *b, bool pause, const char *reason, sbx_mgr_reply *rp);
+bool mgr_auto_resume(sbx_mgr *m, box *b);
 
 /* supervisors.c */
 int mgr_sv_connect(const box *b);

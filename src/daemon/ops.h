@@ -36,6 +36,8 @@ typedef struct sbx_create_req {
         const char *idempotency_key; /* NULL: none */
         const char *skill; /* a skill id (POST /v1/skills): its profile and files; NULL: none */
         const sbx_network_req *network; /* NULL: the profile's rules */
+        bool pause_on_expiry; /* on_expiry "pause": paused at expires_at, not destroyed */
+        bool auto_resume; /* an exec or file operation resumes it when paused */
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same
@@ -86,6 +88,11 @@ unsigned sbx_ops_metrics(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_
 unsigned sbx_ops_set_metadata(
         sbx_mgr *m, const sbx_caller *who, const char *id, json_t *metadata, sbx_mgr_reply *rp);
 unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+/* Pause (its processes frozen, its clocks stopped) or resume a sandbox (pause.c): 200 with the
+ * record (also when it was so already); 404, 409 (busy, another state, or `unsupported`: it
+ * cannot freeze here, the message says why), 410, 503. */
+unsigned sbx_ops_pause(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+unsigned sbx_ops_resume(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 /* 200 with the final record (also when it was already destroyed); 404. */
 unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 

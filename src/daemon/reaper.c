@@ -30,13 +30,19 @@ void *mgr_reaper_main(void *arg) {
                 size_t n = 0;
                 int64_t t = mgr_now_ms();
                 for (box *b = m->boxes; b && n < ELEMENTSOF(todo); b = b->next) {
-                        if (b->busy || !sbx_state_usable(b->state))
+                        bool paused = b->state == SBX_STATE_PAUSED;
+                        if (b->busy || !(sbx_state_usable(b->state) || paused))
                                 continue;
                         const char *w = NULL;
                         if (b->sv_pidfd >= 0 && mgr_pidfd_dead(b->sv_pidfd))
                                 w = "supervisor_lost";
+                        else if (paused) /* its clocks stand still; only ttl.paused runs */
+                                w = b->paused_max_s > 0 &&
+                                                    t - b->paused_ms >= (int64_t) (b->paused_max_s * 1000)
+                                            ? "paused_expired"
+                                            : NULL;
                         else if (t >= b->expires_ms)
-                                w = "ttl_expiry";
+                                w = b->pause_on_expiry && t < b->ttl_max_ms ? "ttl_pause" : "ttl_expiry";
                         else if (b->idle_s > 0 && b->execs_running == 0 &&
                                  t - b->last_active_ms >= (int64_t) (b->idle_s * 1000))
                                 w = "idle";
@@ -74,6 +80,21 @@ void *mgr_reaper_main(void *arg) {
                         snprintf(rep, sizeof rep, "%s/sandbox.json", b->dir);
                         if (streq(why[i], "supervisor_lost") && access(rep, F_OK) == 0)
                                 why[i] = "sandbox_ended";
+                        /* on_expiry "pause": paused at its TTL (destroyed when it cannot be) */
+                        if (streq(why[i], "ttl_pause")) {
+                                unsigned code = mgr_freeze_box(m, b, true, "ttl_expiry", NULL);
+                                if (!code) {
+                                        mgr_audit(m, NULL, "sandbox.pause", b->id, "ok", "ttl_expiry");
+                                        pthread_mutex_lock(&m->lock);
+                                        b->busy = false;
+                                        pthread_mutex_unlock(&m->lock);
+                                        mgr_box_put(m, b);
+                                        continue;
+                                }
+                                sbx_log(SBX_LOG_WARNING, "pause_failed", "sandbox", b->id, "reason",
+                                        "ttl_expiry", NULL);
+                                why[i] = "ttl_expiry";
+                        }
                         if (streq(why[i], "supervisor_lost") || streq(why[i], "sandbox_ended")) {
                                 atomic_fetch_add(&m->n_failed, 1);
                                 mgr_set_state(m, b, SBX_STATE_FAILED, why[i]);
@@ -158,6 +179,19 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
                 b->ttl_max_ms = (int64_t) timegm(&t) * 1000 + ms;
         } else
                 b->ttl_max_ms = b->expires_ms;
+        const char *pa = json_string_value(json_object_get(rec, "paused_at"));
+        struct tm pt = {0};
+        if (pa && sscanf(pa, "%d-%d-%dT%d:%d:%d.%dZ", &pt.tm_year, &pt.tm_mon, &pt.tm_mday, &pt.tm_hour,
+                          &pt.tm_min, &pt.tm_sec, &ms) == 7) {
+                pt.tm_year -= 1900;
+                pt.tm_mon -= 1;
+                b->paused_ms = (int64_t) timegm(&pt) * 1000 + ms;
+        }
+        b->paused_max_s = json_number_value(json_object_get(rec, "ttl_paused_s"));
+        b->pause_on_expiry = streq_ptr(json_string_value(json_object_get(rec, "on_expiry")), "pause");
+        b->auto_resume = json_is_true(json_object_get(rec, "auto_resume"));
+        if (!(b->paused_max_s > 0))
+                b->paused_max_s = 24 * 3600.0;
         json_decref(rec);
         snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", c->m->runtime_dir, b->id);
         snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", c->m->state_dir, b->id);
@@ -191,7 +225,14 @@ void mgr_reconcile(sbx_mgr *m) {
                         mgr_ingest_exec_reports(m, b);
                         b->adopted_inflight =
                                 json_integer_value(json_object_get(info, "execs_running")) > 0 ? 2 : 0;
-                        mgr_set_state(m, b, SBX_STATE_READY, "readopted");
+                        /* paused: its supervisor kept it frozen (a pause whose record was not
+                         * saved is paused from now; one not frozen after all runs on) */
+                        bool frozen = json_is_true(json_object_get(info, "frozen"));
+                        if (frozen && b->paused_ms <= 0)
+                                b->paused_ms = mgr_now_ms();
+                        if (!frozen)
+                                b->paused_ms = 0;
+                        mgr_set_state(m, b, frozen ? SBX_STATE_PAUSED : SBX_STATE_READY, "readopted");
                         atomic_fetch_add(&m->n_readopted, 1);
                         char sv[16];
                         snprintf(sv, sizeof sv, "%d", (int) b->sv_pid);

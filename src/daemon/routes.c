@@ -191,6 +191,11 @@ bool sbx_mgr_route(
                         sbx_ops_recreate(m, rq->who, id, rp);
                 else
                         method_not_allowed(rp, "POST");
+        } else if (streq(sub, "/pause") || streq(sub, "/resume")) {
+                if (post)
+                        (streq(sub, "/pause") ? sbx_ops_pause : sbx_ops_resume)(m, rq->who, id, rp);
+                else
+                        method_not_allowed(rp, "POST");
         } else
                 mgr_reply_err(rp, 404, "not_found", NULL, "no such endpoint: %s %.200s", method, path);
         return true;

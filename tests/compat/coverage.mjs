@@ -30,22 +30,21 @@ const watchdog = setTimeout(async () => { console.log('not ok - the coverage run
 
 // What another issue brings: method → why it is not here yet. A deferred method that fails is
 // counted as not working (and expected); one that works is flagged to move out of the list.
-const PAUSE = 'pause and resume come with persistence (#25)', SNAP = 'snapshots come with persistence (#25)',
+const SNAP = 'snapshots come with persistence (#25)',
   FORK = 'fork comes with persistence (#25)', METRICS = "metrics over time: Daytona's SDK reads them from its analytics service (/api/config), which sandboxer does not run; getMetricsLatest works", MCP = "E2B's MCP gateway is a template of E2B's own, not sandboxer's",
-  STOP = 'stopped sandboxes come with persistence (#25): sandboxer sandboxes are started when created and destroyed when deleted',
+  STOP = 'archived sandboxes come with snapshots (#25); a stopped sandbox is a paused one (frozen, kept until ttl.paused)',
+  AUTOPAUSE = 'pausing after an idle interval: sandboxer pauses at the TTL (on_expiry: pause), not after idleness yet',
   RESIZE = 'resizing a running sandbox: limits are fixed at create (the profile)', SSH = 'SSH access is not offered (exec -t and PTYs are)',
   LSP = "language servers (LSP): none is in sandboxer's images, and the toolbox's /lsp is not served (not this issue's)",
   SECRETS = "sandbox-level secrets: sandboxer's secrets are profile secrets (secrets dir), not settable per sandbox";
 const DEFERRED = {
   'e2b Sandbox.fork': FORK, 'e2b sandbox.fork': FORK,
-  'e2b Sandbox.pause': PAUSE, 'e2b sandbox.pause': PAUSE, 'e2b Sandbox.betaPause': PAUSE, 'e2b sandbox.betaPause': PAUSE,
   'e2b Sandbox.createSnapshot': SNAP, 'e2b sandbox.createSnapshot': SNAP, 'e2b Sandbox.listSnapshots': SNAP,
   'e2b sandbox.listSnapshots': SNAP, 'e2b Sandbox.deleteSnapshot': SNAP,
   'e2b sandbox.getMcpUrl': MCP, 'e2b sandbox.getMcpToken': MCP,
-  'daytona Daytona.stop': STOP, 'daytona Daytona.fork': FORK, 'daytona sandbox.stop': STOP, 'daytona sandbox.fork': FORK,
-  'daytona sandbox.waitUntilStopped': STOP, 'daytona sandbox.pause': PAUSE, 'daytona sandbox.createSnapshot': SNAP,
+  'daytona Daytona.fork': FORK, 'daytona sandbox.fork': FORK, 'daytona sandbox.createSnapshot': SNAP,
   'daytona sandbox.archive': STOP, 'daytona sandbox.recover': STOP,
-  'daytona sandbox.setAutoPauseInterval': PAUSE, 'daytona sandbox.setAutoArchiveInterval': STOP,
+  'daytona sandbox.setAutoPauseInterval': AUTOPAUSE, 'daytona sandbox.setAutoArchiveInterval': STOP,
   'daytona sandbox.setAutoDeleteInterval': STOP,
   'daytona sandbox.getMetrics': METRICS,
   'daytona sandbox.resize': RESIZE,
@@ -98,8 +97,9 @@ await call(E, 'Sandbox', 'updateNetwork', async () => {
   const s = await Sandbox.create({ timeoutMs: 60000, allowInternetAccess: false });
   try { await Sandbox.updateNetwork(s.sandboxId, { denyOut: ['10.0.0.0/8'] }); return eq((await Sandbox.getInfo(s.sandboxId)).network.denyOut, ['10.0.0.0/8']); } finally { await s.kill(); }
 });
-await call(E, 'Sandbox', 'pause', async () => eq(await Sandbox.pause(sbx.sandboxId), true));
-await call(E, 'Sandbox', 'betaPause', async () => eq(await Sandbox.betaPause(sbx.sandboxId), true));
+// pause: true, then false for one paused already; connect resumes it
+await call(E, 'Sandbox', 'pause', async () => { const r = [await Sandbox.pause(sbx.sandboxId), (await Sandbox.getInfo(sbx.sandboxId)).state, await Sandbox.pause(sbx.sandboxId)]; await Sandbox.connect(sbx.sandboxId); return eq(r, [true, 'paused', false]); });
+await call(E, 'Sandbox', 'betaPause', async () => { const r = await Sandbox.betaPause(sbx.sandboxId); await Sandbox.connect(sbx.sandboxId); return eq([r, (await Sandbox.getInfo(sbx.sandboxId)).state], [true, 'running']); });
 await call(E, 'Sandbox', 'createSnapshot', async () => !!(await Sandbox.createSnapshot(sbx.sandboxId)).snapshotId);
 await call(E, 'Sandbox', 'listSnapshots', async () => Array.isArray(await Sandbox.listSnapshots().nextItems()));
 await call(E, 'Sandbox', 'deleteSnapshot', async () => eq(await Sandbox.deleteSnapshot('snap-none'), false));
@@ -190,8 +190,8 @@ await call(E, 'git', 'restore', async () => { await sbx.git.restore(G, { paths: 
 await call(E, 'git', 'reset', async () => { await sbx.git.reset(G, { mode: 'hard', target: 'HEAD' }); });
 await call(E, 'git', 'clone', async () => { await sbx.git.clone(`file://${GB}`, { path: '/home/user/cov-clone' }); return eq(await sbx.files.read('/home/user/cov-clone/a.txt'), 'a'); });
 await call(E, 'git', 'dangerouslyAuthenticate', async () => { await sbx.git.dangerouslyAuthenticate({ username: 'u', password: 'p', host: 'git.example.com' }); });
-await call(E, 'sandbox', 'pause', async () => eq(await sbx.pause(), true));
-await call(E, 'sandbox', 'betaPause', async () => eq(await sbx.betaPause(), true));
+await call(E, 'sandbox', 'pause', async () => { const r = await sbx.pause(); await sbx.connect(); return eq([r, (await sbx.commands.run('echo back')).stdout], [true, 'back\n']); });
+await call(E, 'sandbox', 'betaPause', async () => { const r = [await sbx.betaPause(), await sbx.isRunning()]; await sbx.connect(); return eq(r, [true, false]); });
 await call(E, 'sandbox', 'kill', async () => eq(await sbx.kill(), true));
 await call(E, 'Sandbox', 'kill', async () => { const t = await Sandbox.create(); return eq(await Sandbox.kill(t.sandboxId), true); });
 
@@ -207,8 +207,8 @@ if (!ds) {
 }
 await call(D, 'Daytona', 'get', async () => eq((await daytona.get(ds.id)).id, ds.id));
 await call(D, 'Daytona', 'list', async () => { for await (const s of daytona.list({ labels: { cov: '1' } })) if (s.id === ds.id) return true; return 'not listed'; });
-await call(D, 'Daytona', 'start', async () => { await daytona.start(ds); });
-await call(D, 'Daytona', 'stop', async () => { await daytona.stop(ds); });
+await call(D, 'Daytona', 'stop', async () => { await daytona.stop(ds); return eq(ds.state, 'stopped'); });
+await call(D, 'Daytona', 'start', async () => { await daytona.start(ds); return eq(ds.state, 'started'); });
 await call(D, 'Daytona', 'fork', async () => !!(await daytona.fork(ds)).id);
 const H = '/home/daytona';
 await call(D, 'sandbox', 'getUserHomeDir', async () => eq(await ds.getUserHomeDir(), H));
@@ -246,7 +246,7 @@ await call(D, 'sandbox', 'resize', async () => { await ds.resize({ cpu: 2 }); })
 await call(D, 'sandbox', 'waitForResizeComplete', async () => { await ds.waitForResizeComplete(5); });
 await call(D, 'sandbox', 'createSnapshot', async () => { await ds.createSnapshot('cov-snap'); });
 await call(D, 'sandbox', 'fork', async () => !!(await ds.fork()).id);
-await call(D, 'sandbox', 'pause', async () => { await ds.pause(); });
+await call(D, 'sandbox', 'pause', async () => { await ds.pause(); const st = ds.state; await ds.start(); return eq(st, 'stopped'); });
 await call(D, 'sandbox', 'archive', async () => { await ds.archive(); });
 await call(D, 'sandbox', 'recover', async () => { await ds.recover(); });
 // fs

@@ -43,6 +43,8 @@ with open(os.path.join(PROFILES, "profile.ll.yaml"), "w") as f:
     f.write('id: profile.ll\nversion: "1.0.0"\nextends: profile.python\nisolation: { backend: landlock }\n')
 with open(os.path.join(PROFILES, "profile.bw.yaml"), "w") as f:
     f.write('id: profile.bw\nversion: "1.0.0"\nextends: profile.default\nisolation: { backend: bwrap }\n')
+with open(os.path.join(PROFILES, "profile.shortpause.yaml"), "w") as f:
+    f.write('id: profile.shortpause\nversion: "1.0.0"\nextends: profile.default\nttl: { paused: 1s }\n')
 with open(os.path.join(SECRETS, "api_key"), "w") as f:
     f.write("k3y-V4LUE-123\n")
 with open(os.path.join(SECRETS, "db.pass"), "wb") as f:
@@ -95,6 +97,7 @@ TEMPLATES = [
     ("/v1/sandboxes/{id}/ttl", "/ttl"), ("/v1/sandboxes/{id}/recreate", "/recreate"),
     ("/v1/sandboxes/{id}/previews", "/previews"), ("/v1/sandboxes/{id}/metadata", "/metadata"),
     ("/v1/sandboxes/{id}/metrics", "/metrics"),
+    ("/v1/sandboxes/{id}/pause", "/pause"), ("/v1/sandboxes/{id}/resume", "/resume"),
 ]
 validated = [0]
 invalid = []
@@ -262,6 +265,105 @@ def wait_state(sid, states, timeout=10):
             return rec
         time.sleep(0.1)
     return rec
+
+
+def pause_tests():
+    """pause and resume (DESIGN.md, Persistence): frozen processes, clocks held, restarts."""
+    s, r, _ = create()
+    sid = r.get("id", "")
+    counter = ["sh", "-c", "i=0; while [ $i -lt 25 ]; do i=$((i+1)); echo $i > $TMPDIR/c; sleep 0.1; done; echo done"]
+    box = {}
+
+    def count():
+        box["r"] = exec_(sid, counter, timeout_s=4)
+    th = threading.Thread(target=count)
+    th.start()
+    time.sleep(0.6)
+
+    def read_c():
+        s, r, _ = exec_(sid, ["sh", "-c", "cat $TMPDIR/c"])
+        return int(r["stdout"]) if s == 200 and r.get("stdout", "").strip().isdigit() else -1
+    s, p1, _ = req("POST", "/v1/sandboxes/%s/pause" % sid)
+    if s == 409 and p1.get("error", {}).get("code") == "unsupported":
+        th.join()
+        ok("cannot be paused" in p1["error"]["message"], "pause where the sandbox cannot freeze: 409 unsupported, "
+           "saying why", p1)
+        skip("pause: %s" % p1["error"]["message"][:150])
+        req("DELETE", "/v1/sandboxes/" + sid)
+        return
+    ok(s == 200 and p1.get("state") == "paused" and p1.get("reason") == "user_pause" and p1.get("paused_at"),
+       "pause: 200, state paused, paused_at set", p1)
+    s, p2, _ = req("POST", "/v1/sandboxes/%s/pause" % sid)
+    is_((s, p2.get("state"), p2.get("paused_at")), (200, "paused", p1.get("paused_at")),
+        "pausing a paused sandbox: 200, the record unchanged")
+    s, r, _ = exec_(sid, ["true"])
+    ok(s == 409 and "paused" in r.get("error", {}).get("message", ""), "an exec in a paused sandbox: 409, saying so", r)
+    s, r, _ = req("GET", "/v1/sandboxes/%s/files?path=/tmp/x" % sid)
+    is_(s, 409, "a file read in a paused sandbox: 409")
+    time.sleep(2.5)  # longer than the counter has left, and than its exec's timeout has left
+    s, r1, _ = req("POST", "/v1/sandboxes/%s/resume" % sid)
+    ok(s == 200 and r1.get("state") == "ready" and r1.get("paused_at") is None and r1.get("reason") == "user_resume",
+       "resume: 200, state ready", r1)
+    c1 = read_c()
+    th.join()
+    res = box.get("r", (0, {}, {}))
+    ok(res[0] == 200 and res[1].get("stdout", "").strip() == "done" and res[1].get("status") == "exited",
+       "the exec that was frozen for 2.5 s of its 4 s timeout ran to its end: its clock was held", res[1])
+    ok(0 < c1 < 25, "the counter went on from where it stopped (at %d after resume, not done)" % c1)
+    def ms(t):
+        return time.mktime(time.strptime(t[:19], "%Y-%m-%dT%H:%M:%S")) * 1000 + int(t[20:23])
+    ok(ms(r1["expires_at"]) - ms(p1["expires_at"]) >= 2400, "resume: expires_at moved on by the time paused",
+       (p1["expires_at"], r1["expires_at"]))
+    s, r, _ = req("POST", "/v1/sandboxes/%s/resume" % sid)
+    is_((s, r.get("state")), (200, "ready"), "resuming a running sandbox: 200, unchanged")
+
+    # a restart of serve keeps it paused (its supervisor holds it frozen)
+    s, r, _ = req("POST", "/v1/sandboxes/%s/pause" % sid)
+    stop()
+    ok(start(), "serve restarts with a paused sandbox")
+    s, r, _ = req("GET", "/v1/sandboxes/" + sid)
+    is_((r.get("state"), r.get("reason"), r.get("paused_at") is not None), ("paused", "readopted", True),
+        "restart: the paused sandbox is re-adopted paused")
+    s, r, _ = req("POST", "/v1/sandboxes/%s/resume" % sid)
+    is_((s, read_c()), (200, 25), "restart: resumed, its files are there")
+    # the CLI
+    out = subprocess.run([SBX, "pause", "--server", "unix:" + SOCK, "--json", sid], env=ENV, capture_output=True, text=True)
+    ok(out.returncode == 0 and json.loads(out.stdout or "{}").get("state") == "paused", "sandboxer pause ID --json",
+       out.stderr)
+    out = subprocess.run([SBX, "resume", "--server", "unix:" + SOCK, sid], env=ENV, capture_output=True, text=True)
+    is_((out.returncode, out.stdout.strip()), (0, "%s ready" % sid), "sandboxer resume ID")
+    out = subprocess.run([SBX, "pause", "--server", "unix:" + SOCK, "sbx_nothex"], env=ENV, capture_output=True, text=True)
+    ok(out.returncode != 0 and "not a sandbox id" in out.stderr, "sandboxer pause BADID: refused, saying why", out.stderr)
+    # destroyed while paused: nothing left
+    req("POST", "/v1/sandboxes/%s/pause" % sid)
+    svs = [p for p in supervisors() if sid.encode() in open("/proc/%d/cmdline" % p, "rb").read()]
+    s, r, _ = req("DELETE", "/v1/sandboxes/" + sid)
+    time.sleep(0.3)
+    ok(s == 200 and r.get("state") == "destroyed" and svs and not any(alive(p) for p in svs),
+       "a paused sandbox is destroyed: its supervisor (and its frozen processes) gone", (s, r, svs))
+
+    # on_expiry pause, auto_resume, ttl.paused
+    for bad, field in [({"on_expiry": "sleep"}, "on_expiry"), ({"auto_resume": "yes"}, "auto_resume")]:
+        s, r, _ = create(**bad)
+        is_((s, r.get("error", {}).get("field")), (400, field), "create %s: 400 naming %s" % (json.dumps(bad), field))
+    s, r, _ = create(ttl_s=1.5, on_expiry="pause", auto_resume=True)
+    tsid = r.get("id", "")
+    is_((r.get("on_expiry"), r.get("auto_resume")), ("pause", True), "create {on_expiry: pause, auto_resume: true}")
+    r = wait_state(tsid, ("paused",), 6)
+    is_((r or {}).get("state"), "paused", "on_expiry pause: paused at its TTL, not destroyed")
+    s, x, _ = exec_(tsid, ["echo", "woke"])
+    is_((s, x.get("stdout")), (200, "woke\n"), "auto_resume: an exec resumes it and runs")
+    s, r, _ = req("GET", "/v1/sandboxes/" + tsid)
+    ok(r.get("state") in ("ready", "active") and r.get("paused_at") is None or r.get("state") == "paused",
+       "auto_resume: it runs on, a TTL of its own again (or it is paused at that TTL already)", r)
+    req("DELETE", "/v1/sandboxes/" + tsid)
+    s, r, _ = create(profile="profile.shortpause")
+    psid = r.get("id", "")
+    is_(r.get("ttl_paused_s"), 1.0, "the profile's ttl.paused is in the record")
+    req("POST", "/v1/sandboxes/%s/pause" % psid)
+    r = wait_state(psid, ("destroyed",), 6)
+    is_(((r or {}).get("state"), (r or {}).get("reason")), ("destroyed", "paused_expired"),
+        "paused longer than ttl.paused: destroyed, reason paused_expired")
 
 
 def main():
@@ -782,6 +884,8 @@ def main():
        rows)
     ok(len(sv_before) >= 1 and not any(alive(p) for p in sv_before),
        "restart: its supervisor is gone after destroy", sv_before)
+
+    pause_tests()
 
     def slow_create():
         box["c"] = create()

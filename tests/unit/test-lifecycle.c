@@ -15,6 +15,7 @@
 #define X SBX_STATE_DESTROYED
 #define F SBX_STATE_FAILED
 #define E SBX_STATE_EXPIRED
+#define Z SBX_STATE_PAUSED
 
 /* written out independently of lifecycle.c's table: a change there must change this too */
 static const struct {
@@ -40,6 +41,13 @@ static const struct {
         {F, D, "a failed sandbox is cleaned up"},
         {F, X, "a sandbox that did not start has nothing to clean up"},
         {E, D, "an expired sandbox is cleaned up"},
+        {Y, Z, "pause"},
+        {A, Z, "pause with execs running (their clocks held)"},
+        {Z, Y, "resume"},
+        {Z, Z, "re-adopted frozen after a restart (reason readopted)"},
+        {Z, D, "destroy a paused sandbox"},
+        {Z, F, "supervisor lost while paused"},
+        {Z, E, "paused longer than ttl.paused"},
 };
 
 static bool is_legal(sbx_state from, sbx_state to) {
@@ -51,20 +59,21 @@ static bool is_legal(sbx_state from, sbx_state to) {
 
 int main(void) {
         static const char *const names[] = {"requested", "provisioning", "ready", "active", "destroying",
-                "destroyed", "failed", "expired"};
-        is_int(_SBX_STATE_MAX, 8, "eight states");
+                "destroyed", "failed", "expired", "paused"};
+        is_int(_SBX_STATE_MAX, 9, "nine states");
         for (int s = 0; s < _SBX_STATE_MAX; s++) {
                 is_str(sbx_state_to_string((sbx_state) s), names[s], "state %d is named %s", s, names[s]);
                 is_int(sbx_state_from_string(names[s]), s, "%s parses back", names[s]);
         }
-        is_int(sbx_state_from_string("paused"), _SBX_STATE_INVALID, "paused is not a state (yet)");
+        is_int(sbx_state_from_string("stopped"), _SBX_STATE_INVALID,
+                "stopped is not a state (Daytona's word)");
         is_int(sbx_state_from_string("Ready"), _SBX_STATE_INVALID, "names are case-sensitive");
         is_int(sbx_state_from_string(""), _SBX_STATE_INVALID, "the empty string is not a state");
         is_int(sbx_state_from_string(NULL), _SBX_STATE_INVALID, "NULL is not a state");
         ok(sbx_state_to_string(_SBX_STATE_MAX) == NULL && sbx_state_to_string(_SBX_STATE_INVALID) == NULL,
                 "no name outside the enum");
 
-        /* the whole table: 64 pairs */
+        /* the whole table: 81 pairs */
         unsigned n_legal = 0;
         for (int f = 0; f < _SBX_STATE_MAX; f++)
                 for (int t = 0; t < _SBX_STATE_MAX; t++) {
@@ -89,8 +98,7 @@ int main(void) {
         (void) sbx_state_transition_check(Y, P, &e);
         is_str(e.message,
                 "a sandbox cannot go from ready to provisioning (from ready: ready, active, destroying, "
-                "failed, "
-                "expired)",
+                "failed, expired, paused)",
                 "the error lists where the state may go");
         is_str(e.step, "lifecycle", "step lifecycle");
         ok(sbx_state_transition_check(_SBX_STATE_INVALID, Y, &e) == -EINVAL &&

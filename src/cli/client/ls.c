@@ -126,7 +126,7 @@ int client_ls(int argc, char **argv) {
         return rc;
 }
 
-/* get, extend, recreate, destroy: one id, one request, the record back. */
+/* get, extend, recreate, pause, resume, destroy: one id, one request, the record back. */
 int client_simple(const char *verb, int argc, char **argv) {
         static const struct option opts[] = {CONN_OPTIONS, {0}};
         conn_opts o = {0};
@@ -148,6 +148,13 @@ int client_simple(const char *verb, int argc, char **argv) {
                                 : streq(verb, "recreate")
                                         ? "Destroy a sandbox and provision it again (same id, profile, "
                                           "inputs)."
+                                : streq(verb, "pause")
+                                        ? "Pause a sandbox: its processes are frozen (memory, files and "
+                                          "descriptors kept), its TTL and idle clocks stop, no exec runs "
+                                          "until it is resumed; at most the profile's ttl.paused."
+                                : streq(verb, "resume")
+                                        ? "Resume a paused sandbox: its processes go on where they "
+                                          "stopped."
                                         : "Destroy a sandbox (also fine when it already was).",
                                 conn_help);
                         return 0;
@@ -181,6 +188,8 @@ int client_simple(const char *verb, int argc, char **argv) {
         snprintf(path, sizeof path, "/v1/sandboxes/%s%s", id,
                 ext                       ? "/ttl"
                 : streq(verb, "recreate") ? "/recreate"
+                : streq(verb, "pause")    ? "/pause"
+                : streq(verb, "resume")   ? "/resume"
                                           : "");
         const char *method = streq(verb, "get") ? "GET" : streq(verb, "destroy") ? "DELETE" : "POST";
         response r = {0};

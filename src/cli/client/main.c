@@ -38,7 +38,8 @@ int verb_client(int argc, char **argv) {
                 return client_events(argc, argv);
         if (streq(v, "port-forward"))
                 return client_port_forward(argc, argv);
-        if (streq(v, "get") || streq(v, "extend") || streq(v, "recreate") || streq(v, "destroy"))
+        if (streq(v, "get") || streq(v, "extend") || streq(v, "recreate") || streq(v, "destroy") ||
+                streq(v, "pause") || streq(v, "resume"))
                 return client_simple(v, argc, argv);
         cli_error("unknown client verb '%s'", v);
         return SBX_EXIT_FAILURE;

@@ -150,7 +150,7 @@ json_t *cx_record(cx_req *rq, const char *id, unsigned *code) {
 
 bool cx_record_live(const json_t *rec) {
         const char *st = json_string_value(json_object_get(rec, "state"));
-        return st && (streq(st, "ready") || streq(st, "active"));
+        return st && (streq(st, "ready") || streq(st, "active") || streq(st, "paused"));
 }
 
 int64_t cx_record_ms(const json_t *rec, const char *field) {

@@ -63,6 +63,8 @@ static const char *state_of(const json_t *rec) {
                 return "destroying";
         if (streq(s, "destroyed"))
                 return "destroyed";
+        if (streq(s, "paused")) /* stop and pause alike: frozen, memory kept */
+                return "stopped";
         return "error";
 }
 
@@ -98,7 +100,10 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
                 "organizationId", json_string_value(json_object_get(rec, "tenant")) ?: "default", "name", id,
                 "snapshot", profile, "user", streq(profile, "profile.daytona") ? "daytona" : "sandbox",
                 "env", envj, "labels", md ? md : json_object(), "public", 0, "target", "local", "state",
-                state_of(rec), "desiredState", streq(state_of(rec), "destroyed") ? "destroyed" : "started",
+                state_of(rec), "desiredState",
+                streq(state_of(rec), "destroyed") ? "destroyed"
+                : streq(state_of(rec), "stopped") ? "stopped"
+                                                  : "started",
                 "createdAt", created, "updatedAt", updated, "autoDestroyAt", expires, "toolboxProxyUrl", tb,
                 "daemonVersion", "sandboxer");
         json_object_set_new(
@@ -498,9 +503,17 @@ static void sandboxes(cx_req *rq, const char *path) {
                         cx_respond_json(rq, 200, json_pack("{s:s}", "url", tb));
                         json_decref(rec);
                 }
-        } else if (streq(sub, "/start") && post) {
+        } else if ((streq(sub, "/start") || streq(sub, "/stop") || streq(sub, "/pause")) && post) {
+                /* stop and pause: its processes frozen (memory kept); start: resumed */
                 if ((rec = dt_record(rq, id, true))) {
-                        cx_respond_json(rq, 200, sandbox_json(rq, rec));
+                        sbx_mgr_reply rp;
+                        unsigned code = (streq(sub, "/start") ? sbx_ops_resume : sbx_ops_pause)(
+                                rq->m, &rq->caller, id, &rp);
+                        if (code == 200)
+                                cx_respond_json(rq, 200, sandbox_json(rq, rp.json));
+                        else
+                                dt_native_err(rq, code, rp.json);
+                        sbx_mgr_reply_done(&rp);
                         json_decref(rec);
                 }
         } else if (strncmp(sub, "/ports/", 7) == 0) {
@@ -554,8 +567,8 @@ static void sandboxes(cx_req *rq, const char *path) {
                 }
         } else
                 cx_daytona_err(rq, 501,
-                        "%s %s is not implemented by sandboxer's Daytona surface (sandboxes are started "
-                        "when created and cannot be stopped, archived or resized)",
+                        "%s %s is not implemented by sandboxer's Daytona surface (sandboxes cannot be "
+                        "archived or resized yet)",
                         rq->method, path);
 }
 

@@ -74,9 +74,11 @@ static json_t *sandbox_json(sbx_mgr *m, const json_t *rec, bool detail) {
         const char *id = json_string_value(json_object_get(rec, "id")) ?: "";
         const char *templ = template_of(rec, tb, sizeof tb);
         json_t *md = json_object_get(rec, "metadata");
+        const char *st =
+                streq_ptr(json_string_value(json_object_get(rec, "state")), "paused") ? "paused" : "running";
         json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "sandboxID", id, "templateID",
                 templ, "alias", templ, "clientID", "sandboxer", "startedAt", started, "endAt", end, "state",
-                "running", "metadata", md ? json_incref(md) : json_object(), "envdVersion", ENVD_VERSION);
+                st, "metadata", md ? json_incref(md) : json_object(), "envdVersion", ENVD_VERSION);
         json_object_set_new(
                 j, "cpuCount", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
         json_object_set_new(j, "memoryMB",
@@ -176,8 +178,10 @@ static void op_create(cx_req *rq) {
                 e2b_api_err(rq, 400, "envVars: must be an object of strings with variable names as keys");
                 goto out;
         }
-        if (json_is_true(json_object_get(body, "autoPause"))) {
-                e2b_api_err(rq, 400, "autoPause: sandboxer sandboxes cannot be paused");
+        json_t *jar = json_object_get(body, "autoResume");
+        if (jar && !json_is_null(jar) &&
+                !(json_is_object(jar) && json_is_boolean(json_object_get(jar, "enabled")))) {
+                e2b_api_err(rq, 400, "autoResume: must be {enabled: true|false}");
                 goto out;
         }
         char nerr[400];
@@ -194,6 +198,9 @@ static void op_create(cx_req *rq) {
                 .ttl_given = true,
                 .metadata = json_is_object(jm) && json_object_size(jm) ? jm : NULL,
                 .network = net.has_egress || net.has_deny ? &net : NULL,
+                /* lifecycle.onTimeout "pause": paused at its timeout; autoResume: by an envd call */
+                .pause_on_expiry = json_is_true(json_object_get(body, "autoPause")),
+                .auto_resume = json_is_true(json_object_get(jar, "enabled")),
         };
         sbx_mgr_reply rp;
         unsigned code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
@@ -318,10 +325,6 @@ static bool metadata_match(const json_t *md, const char *filter) {
 static void op_list(cx_req *rq) {
         const char *md = cx_query(rq, "metadata"), *state = cx_query(rq, "state"),
                    *limit = cx_query(rq, "limit"), *next = cx_query(rq, "nextToken");
-        if (state && !strstr(state, "running")) { /* nothing is ever paused */
-                cx_respond_json(rq, 200, json_array());
-                return;
-        }
         sbx_list_req lreq = {.limit = cx_limit(limit), .cursor = next};
         sbx_mgr_reply rp;
         unsigned code = sbx_ops_list(rq->m, &rq->caller, &lreq, &rp);
@@ -335,6 +338,10 @@ static void op_list(cx_req *rq) {
         json_t *rec;
         json_array_foreach(items, i, rec) {
                 if (!cx_record_live(rec) || !metadata_match(json_object_get(rec, "metadata"), md))
+                        continue;
+                /* state=running,paused (or repeated): the ones asked for */
+                bool paused = streq_ptr(json_string_value(json_object_get(rec, "state")), "paused");
+                if (state && !strstr(state, paused ? "paused" : "running"))
                         continue;
                 json_array_append_new(out, sandbox_json(rq->m, rec, false));
         }
@@ -391,6 +398,21 @@ static void op_connect(cx_req *rq, const char *id, unsigned ok_code) {
         json_t *rec = live_record(rq, id);
         if (!rec)
                 return;
+        /* connect resumes a paused sandbox */
+        if (streq_ptr(json_string_value(json_object_get(rec, "state")), "paused")) {
+                sbx_mgr_reply rp;
+                unsigned code = sbx_ops_resume(rq->m, &rq->caller, id, &rp);
+                if (code != 200) {
+                        api_native_err(rq, code, rp.json);
+                        sbx_mgr_reply_done(&rp);
+                        json_decref(rec);
+                        return;
+                }
+                json_decref(rec);
+                rec = rp.json;
+                rp.json = NULL;
+                sbx_mgr_reply_done(&rp);
+        }
         if (timeout > 0)
                 (void) set_timeout(rq, id, rec, timeout, NULL);
         char token[65], tb[256];
@@ -401,6 +423,31 @@ static void op_connect(cx_req *rq, const char *id, unsigned ok_code) {
         ports_fields(rq, id, ans);
         cx_respond_json(rq, ok_code, ans);
         json_decref(rec);
+}
+
+/* pause: 204; 409 when it was paused already (the SDK's false); the memory is kept either way
+ * (body {memory: false} asks for less: a frozen sandbox keeps it) */
+static void op_pause(cx_req *rq, const char *id) {
+        json_t *rec = live_record(rq, id);
+        if (!rec)
+                return;
+        bool was = streq_ptr(json_string_value(json_object_get(rec, "state")), "paused");
+        json_decref(rec);
+        if (was) {
+                e2b_api_err(rq, 409, "sandbox %s is already paused", id);
+                return;
+        }
+        sbx_mgr_reply rp;
+        unsigned code = sbx_ops_pause(rq->m, &rq->caller, id, &rp);
+        if (code == 200)
+                cx_respond(rq, 204, NULL, "", 0);
+        else if (code == 409 &&
+                 streq_ptr(json_string_value(json_object_get(json_object_get(rp.json, "error"), "code")),
+                         "unsupported"))
+                e2b_api_err(rq, 501, "%s", e2b_native_message(rp.json)); /* not 409: "already paused" */
+        else
+                api_native_err(rq, code, rp.json);
+        sbx_mgr_reply_done(&rp);
 }
 
 void e2b_control(cx_req *rq, const char *path) {
@@ -447,9 +494,8 @@ void e2b_control(cx_req *rq, const char *path) {
                 e2b_op_network(rq, id);
         else if (streq(sub, "/metrics") && get)
                 op_metrics(rq, id);
-        else if (streq(sub, "/pause"))
-                /* not 409: the SDK reads that as "already paused" */
-                e2b_api_err(rq, 501, "pausing a sandbox is not supported by this server yet");
+        else if (streq(sub, "/pause") && post)
+                op_pause(rq, id);
         else
                 e2b_api_err(
                         rq, 501, "%s %s is not implemented by sandboxer's E2B surface", rq->method, path);

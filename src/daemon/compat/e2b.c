@@ -220,6 +220,25 @@ static void envd_handle(cx_req *rq, const char *sandbox, bool presigned) {
                 }
         }
         e.rec = cx_record(rq, sandbox, &code);
+        /* paused: its envd does not answer (E2B's 502), unless it was made with autoResume —
+         * then this call resumes it */
+        if (e.rec && streq_ptr(json_string_value(json_object_get(e.rec, "state")), "paused") &&
+                json_is_true(json_object_get(e.rec, "auto_resume"))) {
+                sbx_mgr_reply rp;
+                if (sbx_ops_resume(rq->m, &rq->caller, sandbox, &rp) == 200) {
+                        json_decref(e.rec);
+                        e.rec = rp.json;
+                        rp.json = NULL;
+                }
+                sbx_mgr_reply_done(&rp);
+        }
+        if (e.rec && streq_ptr(json_string_value(json_object_get(e.rec, "state")), "paused")) {
+                if (rpc)
+                        e2b_rpc_err(rq, "unavailable", "sandbox %s is paused (connect resumes it)", sandbox);
+                else
+                        e2b_api_err(rq, 502, "sandbox %s is paused (connect resumes it)", sandbox);
+                goto out;
+        }
         if (!e.rec || !cx_record_live(e.rec)) {
                 if (rpc)
                         e2b_rpc_err(rq, "unavailable", "sandbox %s is not running", sandbox);

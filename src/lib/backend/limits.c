@@ -75,8 +75,9 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                 /* No group only to track and kill the tree where it cannot outgrow what the
                  * limits' groups list: a pid namespace kills it with its PID 1, and without
                  * spawning (seccomp refuses fork and clone) it is the init and the command. */
-                bool fixed_tree = ctx->own_pidns ||
-                                  (!cfg->profile->allow_spawn && !sbx_backend_bench_disabled("seccomp"));
+                bool fixed_tree = !ctx->freezable &&
+                                  (ctx->own_pidns || (!cfg->profile->allow_spawn &&
+                                                             !sbx_backend_bench_disabled("seccomp")));
                 sbx_error ce = {0};
                 /* Alone in a delegated cgroup (systemd-run --scope -p Delegate=yes, what the probe's
                  * reasons tell the user to do): the "no internal processes" rule keeps the

@@ -318,7 +318,10 @@ static int native_run(
                 for (int l = 0; l < _SBX_LIMIT_MAX; l++)
                         rep->limit_mechanism[l] = SBX_MECH_NONE;
         } else {
-                sbx_limit_context lc = {.fresh_userns = true, .own_pidns = true, .scratch_tmpfs = true};
+                sbx_limit_context lc = {.fresh_userns = true,
+                        .own_pidns = true,
+                        .scratch_tmpfs = true,
+                        .freezable = io->persist != NULL};
                 r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e);
                 if (r < 0)
                         return r;

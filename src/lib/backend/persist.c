@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "basic/debug.h"
@@ -25,6 +26,10 @@ typedef struct exec_slot {
         uint64_t start_ns;
         sbx_report *rep;
         uint64_t serial; /* the egress proxy's owner key for its connections */
+        /* its timeout's clock (the supervise loop's timer): held while the sandbox is frozen */
+        int timer_fd;
+        struct itimerspec held;
+        uint64_t paused_ns; /* time it spent frozen: not charged to the budget */
         struct exec_slot *next;
 } exec_slot;
 
@@ -46,6 +51,8 @@ struct sbx_sandbox {
         double budget_used_s;
         const char *backend; /* static string */
         bool served; /* the init said it was serving: its end is the sandbox's end, not a failure */
+        bool frozen; /* paused (sbx_sandbox_freeze) since frozen_ns */
+        uint64_t frozen_ns;
         exec_slot *execs;
         uint64_t next_serial;
         struct sbx_egress_run *egress; /* the sandbox's egress proxy, or NULL */
@@ -275,8 +282,89 @@ _public_ void sbx_sandbox_kill(sbx_sandbox *sb) {
                         (void) sbx_cgroup_kill(sb->cg);
                 if (sb->init_pidfd >= 0)
                         (void) syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
+                /* a v1 freezer holds a SIGKILL until the thaw (v2's takes it frozen) */
+                if (sb->frozen && sb->cg)
+                        (void) sbx_cgroup_freeze(sb->cg, false, 1000);
+                sb->frozen = false;
         }
         pthread_mutex_unlock(&sb->lock);
+}
+
+static int fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+
+/* Hold (or give back) the timeout clocks of the execs running: a frozen exec is not timed. */
+static void hold_timers(sbx_sandbox *sb, bool hold, uint64_t paused_ns) {
+        static const struct itimerspec off = {{0, 0}, {0, 0}};
+        for (exec_slot *x = sb->execs; x; x = x->next) {
+                if (x->timer_fd < 0)
+                        continue;
+                if (hold) {
+                        if (timerfd_gettime(x->timer_fd, &x->held) < 0)
+                                x->held = off;
+                        (void) timerfd_settime(x->timer_fd, 0, &off, NULL);
+                } else {
+                        if (x->held.it_value.tv_sec || x->held.it_value.tv_nsec)
+                                (void) timerfd_settime(x->timer_fd, 0, &x->held, NULL);
+                        x->held = off;
+                        x->paused_ns += paused_ns;
+                }
+        }
+}
+
+_public_ int sbx_sandbox_freeze(sbx_sandbox *sb, bool frozen, char **ret_error) {
+        if (ret_error)
+                *ret_error = NULL;
+        pthread_mutex_lock(&sb->lock);
+        int r = 0;
+        bool starting = false;
+        for (exec_slot *x = sb->execs; x; x = x->next)
+                starting = starting || x->pid == 0;
+        if (!sb->serving || sb->gone)
+                r = fail(ret_error, -ESRCH, "the sandbox is not running");
+        else if (sb->frozen == frozen)
+                r = 0; /* as asked already */
+        else if (streq_ptr(sb->backend, "microvm"))
+                r = fail(ret_error, -EOPNOTSUPP,
+                        "pausing a microvm sandbox is not built yet (its guest runs in qemu, outside the "
+                        "sandbox's cgroup); use a container backend");
+        else if (!sb->cg)
+                r = fail(ret_error, -EOPNOTSUPP,
+                        "the sandbox has no cgroup to freeze: this user has no delegated cgroup here "
+                        "(sandboxer doctor says why and how to get one)");
+        else if (frozen && starting)
+                r = fail(ret_error, -EBUSY,
+                        "an exec is starting in the sandbox; pause it once that exec runs");
+        else {
+                uint64_t now = sbx_now_ns();
+                if (frozen)
+                        hold_timers(sb, true, 0);
+                int k = sbx_cgroup_freeze(sb->cg, frozen, 5000);
+                if (k < 0) {
+                        if (frozen) {
+                                (void) sbx_cgroup_freeze(sb->cg, false, 1000);
+                                hold_timers(sb, false, 0);
+                        }
+                        r = fail(ret_error, k,
+                                k == -EOPNOTSUPP ? "the sandbox's cgroups cannot freeze here (no cgroup2 "
+                                                   "group and no v1 freezer)"
+                                                 : "cannot %s the sandbox's cgroup: %s",
+                                frozen ? "freeze" : "thaw", strerror(-k));
+                } else {
+                        if (!frozen)
+                                hold_timers(sb, false, now - sb->frozen_ns);
+                        sb->frozen = frozen;
+                        sb->frozen_ns = frozen ? now : 0;
+                }
+        }
+        pthread_mutex_unlock(&sb->lock);
+        return r;
+}
+
+_public_ bool sbx_sandbox_frozen(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        bool f = sb->frozen;
+        pthread_mutex_unlock(&sb->lock);
+        return f;
 }
 
 /* sig to an exec's process and its process group (it leads one: the pipeline it runs) — the
@@ -510,7 +598,6 @@ _public_ void sbx_sandbox_add_budget_used(sbx_sandbox *sb, double seconds) {
         pthread_mutex_unlock(&sb->lock);
 }
 
-static int fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 static int fail(char **ret_error, int r, const char *fmt, ...) {
         if (ret_error) {
                 va_list ap;
@@ -658,7 +745,7 @@ _public_ int sbx_sandbox_exec(
         _cleanup_close_ int null_fd = -EBADF, pidfd = -EBADF;
         size_t rlen = 0;
         int r;
-        exec_slot slot = {0};
+        exec_slot slot = {.timer_fd = -1};
         bool registered = false;
 
         if (ret_report)
@@ -674,6 +761,10 @@ _public_ int sbx_sandbox_exec(
         if (!sb->serving || sb->gone) {
                 pthread_mutex_unlock(&sb->lock);
                 return fail(ret_error, -ESRCH, "the sandbox is not running");
+        }
+        if (sb->frozen) {
+                pthread_mutex_unlock(&sb->lock);
+                return fail(ret_error, -EBUSY, "the sandbox is paused: resume it first");
         }
         const sbx_config *cfg = sb->cfg;
         if (req->long_lived && !sbx_config_long_lived(cfg)) {
@@ -744,6 +835,11 @@ _public_ int sbx_sandbox_exec(
         slot.start_ns = t0;
         slot.rep = rep;
         slot.pidfd = -1;
+        slot.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (slot.timer_fd < 0) {
+                r = fail(ret_error, -errno, "cannot create the exec's timer: %m");
+                goto out;
+        }
         pthread_mutex_lock(&sb->lock);
         slot.serial = ++sb->next_serial;
         slot.next = sb->execs;
@@ -803,6 +899,7 @@ _public_ int sbx_sandbox_exec(
                 .output_cap = cap,
                 .start_ns = t0,
                 .timeout_s = timeout,
+                .timer_fd = &slot.timer_fd,
                 .grace_s = 2.0,
                 .oom_fd = -1,
                 .report = rep,
@@ -837,7 +934,7 @@ _public_ int sbx_sandbox_exec(
                         break;
                 }
         registered = false;
-        double used = (double) (sbx_now_ns() - t0) / 1e9;
+        double used = (double) (sbx_now_ns() - t0 - slot.paused_ns) / 1e9;
         if (!req->long_lived)
                 sb->budget_used_s += used;
         if (r >= 0) {
@@ -873,6 +970,7 @@ out:
         sb->active--;
         pthread_cond_broadcast(&sb->cond);
         pthread_mutex_unlock(&sb->lock);
+        safe_close(slot.timer_fd); /* out of the list: no freeze touches it now */
         for (int i = 0; i < 2; i++) {
                 safe_close(xs[i]);
                 safe_close(outp[i]);

@@ -573,6 +573,53 @@ int sbx_cgroup_kill(sbx_cgroup *cg) {
         }
 }
 
+int sbx_cgroup_freeze(sbx_cgroup *cg, bool frozen, int timeout_ms) {
+        if (!cg)
+                return -EINVAL;
+        uint64_t deadline = cg_now_usec() + (uint64_t) (timeout_ms > 0 ? timeout_ms : 0) * 1000;
+        /* cgroup2: the core's cgroup.freeze (5.2+), also on a hybrid host's controller-less
+         * hierarchy; done when cgroup.events says "frozen" (every task of the subtree stopped in
+         * the kernel, not at an arbitrary point) */
+        int v2 = cg->ctl_group[CG_V2_INDEX];
+        if (v2 >= 0 && cg->g[v2].created) {
+                const cg_group *g = &cg->g[v2];
+                int r = cg_write_at(g->path, "cgroup.freeze", frozen ? "1" : "0", g->real);
+                if (r < 0 || !g->real)
+                        return r;
+                for (uint64_t wait = 200;; wait = MIN(wait * 2, 10000ULL)) {
+                        uint64_t v;
+                        r = cg_read_key_u64_at(g->path, "cgroup.events", "frozen", &v);
+                        if (r < 0)
+                                return r;
+                        if ((v != 0) == frozen)
+                                return 0;
+                        if (cg_now_usec() > deadline)
+                                return -ETIMEDOUT;
+                        cg_sleep_usec(wait);
+                }
+        }
+        int fi = cg->ctl_group[SBX_CG_FREEZER];
+        if (fi >= 0 && cg->g[fi].version == SBX_CG_V1 && cg->g[fi].created) {
+                const cg_group *g = &cg->g[fi];
+                const char *want = frozen ? "FROZEN" : "THAWED";
+                int r = cg_write_at(g->path, "freezer.state", want, g->real);
+                if (r < 0 || !g->real)
+                        return r;
+                for (uint64_t wait = 200;; wait = MIN(wait * 2, 10000ULL)) {
+                        _cleanup_free_ char *t = NULL;
+                        r = cg_read_at(g->path, "freezer.state", &t);
+                        if (r < 0)
+                                return r;
+                        if (strncmp(t, want, strlen(want)) == 0)
+                                return 0; /* FREEZING: still on its way */
+                        if (cg_now_usec() > deadline)
+                                return -ETIMEDOUT;
+                        cg_sleep_usec(wait);
+                }
+        }
+        return -EOPNOTSUPP;
+}
+
 int sbx_cgroup_destroy(sbx_cgroup *cg) {
         if (!cg)
                 return 0;

@@ -154,6 +154,15 @@ int sbx_cgroup_v2_fd(sbx_cgroup *cg);
  * no group to find the processes in. */
 int sbx_cgroup_kill(sbx_cgroup *cg);
 
+/* Freeze (or thaw) every process of the sandbox: the cgroup2 group's cgroup.freeze where there is
+ * one (also a hybrid host's tracking group), else the v1 freezer's freezer.state; waits up to
+ * timeout_ms until the kernel says it is done (cgroup.events "frozen", freezer.state FROZEN). A
+ * frozen process holds its memory and its descriptors; it runs no code and takes no signal
+ * (SIGKILL included) until thawed — sbx_cgroup_kill() copes with that. 0, -ETIMEDOUT, or
+ * -EOPNOTSUPP when the sandbox has no group that can freeze (SBX_CG_CREATE_NO_TRACKING on a host
+ * whose cgroup2 hierarchy holds none of its limits, or no freezer at all). */
+int sbx_cgroup_freeze(sbx_cgroup *cg, bool frozen, int timeout_ms);
+
 #define SBX_CG_UNKNOWN UINT64_MAX
 typedef struct sbx_cgroup_stats { /* SBX_CG_UNKNOWN where the host does not tell */
         uint64_t oom_kills; /* v2 memory.events oom_kill; v1 memory.oom_control oom_kill */

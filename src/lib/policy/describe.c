@@ -135,6 +135,10 @@ static void dump_profile_yaml(const sbx_profile *p, FILE *f) {
                 put_num(f, p->ttl_idle_s);
         else
                 fputs("null", f);
+        if (p->ttl_paused_s > 0) {
+                fputs("\n  paused: ", f);
+                put_num(f, p->ttl_paused_s);
+        }
         fputs("\nplacement:\n  prefer: ", f);
         put_strv(f, p->placement_prefer);
         fputs("\n  fallback: ", f);
@@ -230,6 +234,10 @@ static void dump_profile_json(const sbx_profile *p, FILE *f) {
                 put_num(f, p->ttl_idle_s);
         else
                 fputs("null", f);
+        if (p->ttl_paused_s > 0) {
+                fputs(", \"paused\": ", f);
+                put_num(f, p->ttl_paused_s);
+        }
         fputs("}, \"placement\": {\"prefer\": ", f);
         put_strv(f, p->placement_prefer);
         fputs(", \"fallback\": ", f);
@@ -483,6 +491,8 @@ int sbx_config_describe(const sbx_config *c, bool json, FILE *f) {
                 (fputs("{\"default\": ", f), put_num(f, p->ttl_default_s), fputs(", \"max\": ", f),
                         put_num(f, p->ttl_max_s), fputs(", \"idle\": ", f),
                         (p->ttl_idle_s > 0 ? put_num(f, p->ttl_idle_s) : (void) fputs("null", f)),
+                        (p->ttl_paused_s > 0 ? (fputs(", \"paused\": ", f), put_num(f, p->ttl_paused_s))
+                                             : (void) 0),
                         fputc('}', f)));
         if (json)
                 fputs("}\n", f);

@@ -222,6 +222,7 @@ typedef struct sbx_profile {
         char **secrets;
 
         double ttl_default_s, ttl_max_s, ttl_idle_s; /* 0 = unset / null */
+        double ttl_paused_s; /* the longest a sandbox stays paused (then destroyed); 0 = unset (24 h) */
         char **placement_prefer, **placement_fallback;
         char *route_strategy;
         char **route_fallback;

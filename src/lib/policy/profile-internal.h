@@ -35,6 +35,7 @@ typedef enum profile_leaf {
         L_TTL_DEFAULT,
         L_TTL_MAX,
         L_TTL_IDLE,
+        L_TTL_PAUSED,
         L_PLACEMENT_PREFER,
         L_PLACEMENT_FALLBACK,
         L_ROUTE_STRATEGY,

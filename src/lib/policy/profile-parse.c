@@ -474,7 +474,7 @@ static int parse_env(yctx *c, yaml_node_t *n, sbx_profile *p) {
 }
 
 static int parse_ttl(yctx *c, yaml_node_t *n, sbx_profile *p) {
-        static const char *const keys[] = {"default", "max", "idle"};
+        static const char *const keys[] = {"default", "max", "idle", "paused"};
         yaml_node_t *v[ELEMENTSOF(keys)];
         int r;
 
@@ -502,6 +502,12 @@ static int parse_ttl(yctx *c, yaml_node_t *n, sbx_profile *p) {
                                 return r;
                 }
                 profile_set_leaf(p, L_TTL_IDLE);
+        }
+        if (v[3]) {
+                r = yget_duration(c, v[3], "ttl.paused", false, DURATION_MAX_S, &p->ttl_paused_s);
+                if (r < 0)
+                        return r;
+                profile_set_leaf(p, L_TTL_PAUSED);
         }
         if (v[0] && v[1] && p->ttl_default_s > p->ttl_max_s)
                 return yerr(c, v[0], "ttl.default (%.15gs) is longer than ttl.max (%.15gs)",

@@ -31,6 +31,7 @@ static const sbx_field leaf_field[_L_MAX] = {
         [L_TTL_DEFAULT] = SBX_F_TTL,
         [L_TTL_MAX] = SBX_F_TTL,
         [L_TTL_IDLE] = SBX_F_TTL,
+        [L_TTL_PAUSED] = SBX_F_TTL,
         [L_PLACEMENT_PREFER] = SBX_F_PLACEMENT,
         [L_PLACEMENT_FALLBACK] = SBX_F_PLACEMENT,
         [L_ROUTE_STRATEGY] = SBX_F_ROUTE,
@@ -259,6 +260,8 @@ int profile_inherit(sbx_profile *child, sbx_profile *parent) {
                 child->ttl_max_s = parent->ttl_max_s;
         if (!has_leaf(child, L_TTL_IDLE))
                 child->ttl_idle_s = parent->ttl_idle_s;
+        if (!has_leaf(child, L_TTL_PAUSED))
+                child->ttl_paused_s = parent->ttl_paused_s;
         if (!has_leaf(child, L_OBSERVE))
                 child->observe = parent->observe;
         if (!has_leaf(child, L_OBSERVE_FS_WRITES))

@@ -138,6 +138,7 @@ static void put_profile(FILE *f, const char *fn, const sbx_profile *p) {
         DOUBLE(f, p, ttl_default_s);
         DOUBLE(f, p, ttl_max_s);
         DOUBLE(f, p, ttl_idle_s);
+        DOUBLE(f, p, ttl_paused_s);
         field_strv(f, "placement_prefer", p->placement_prefer);
         field_strv(f, "placement_fallback", p->placement_fallback);
         field_str(f, "route_strategy", p->route_strategy);

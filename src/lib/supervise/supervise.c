@@ -988,7 +988,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 r = sbx_error_set(e, errno, "supervise: epoll", "epoll_create1: %m");
                 goto finish;
         }
-        s.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        s.timer_fd = p->timer_fd ? fcntl(*p->timer_fd, F_DUPFD_CLOEXEC, 3)
+                                 : timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (s.timer_fd < 0) {
                 r = sbx_error_set(e, errno, "supervise: timerfd", "timerfd_create: %m");
                 goto finish;
@@ -1000,10 +1001,8 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                         goto finish;
                 }
         }
-        if (s.out_fd >= 0)
-                (void) fcntl(s.out_fd, F_SETFL, O_NONBLOCK);
-        if (s.err_fd >= 0)
-                (void) fcntl(s.err_fd, F_SETFL, O_NONBLOCK);
+        for (int i = 0, *fd = &s.out_fd; i < 2; i++, fd = &s.err_fd)
+                (void) (*fd >= 0 ? fcntl(*fd, F_SETFL, O_NONBLOCK) : 0);
         if ((r = add_fd(s.ep, p->not_child ? -1 : p->pidfd, EV_PIDFD)) < 0 ||
                 (r = add_fd(s.ep, s.status_fd, EV_STATUS)) < 0 || (r = add_fd(s.ep, s.out_fd, EV_OUT)) < 0 ||
                 (r = add_fd(s.ep, s.err_fd, EV_ERR)) < 0 || (r = add_fd(s.ep, s.timer_fd, EV_TIMER)) < 0 ||

@@ -45,6 +45,9 @@ typedef struct sbx_supervise_params {
         uint64_t output_cap; /* bytes of stdout+stderr allowed; 0 = unlimited */
         uint64_t start_ns; /* CLOCK_MONOTONIC the deadline counts from */
         double timeout_s; /* 0 = none */
+        /* Optional: the caller's timerfd (CLOCK_MONOTONIC, not closed here) for the timeout and
+         * the grace, so that it can hold the clock while the sandbox is frozen (persist.c) */
+        const int *timer_fd;
         /* > 0: the command's own limit, from its start (SBX_INIT_MSG_STARTED), within timeout_s
          * (then the whole run's): a sandbox whose set-up takes seconds (a microVM's boot) */
         double command_timeout_s;

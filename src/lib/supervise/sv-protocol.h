@@ -17,8 +17,12 @@
  *      → {"ok":true,"exit":N,"report":{...},"long_lived":BOOL} | {"ok":false,"errno":N,"error":"..."}
  *      ("long_lived": true|false|"if_allowed" in; out: whether it was)
  *      (put: stdin is the file's bytes, argv[0] its path; get: stdout is the file)
- *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N}
+ *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N,
+ *      "frozen":BOOL,"usage":{...}}
  *   {"op":"signal","exec_id":ID,"signal":N} → {"ok":true} | errno ESRCH (no such exec running)
+ *   {"op":"freeze","frozen":BOOL} → {"ok":true,"frozen":BOOL} | errno EOPNOTSUPP (it cannot freeze
+ *      here), EBUSY (an exec is starting), ESRCH: pause (true) or resume (false) the sandbox
+ *      (sbx_sandbox_freeze); "info" says "frozen" too
  *   {"op":"destroy"} → {"ok":true}, then the sandbox ends and the supervisor exits.
  *   {"op":"network","egress":[RULE...],"egress_deny":[RULE...]} → {"ok":true} | errno ENOTCONN
  *      (no egress proxy), EPERM (outside the policy), EINVAL: the egress rules replaced
@@ -44,6 +48,7 @@
 #define SBX_SV_OP_SIGNAL "signal"
 #define SBX_SV_OP_DESTROY "destroy"
 #define SBX_SV_OP_NETWORK "network"
+#define SBX_SV_OP_FREEZE "freeze"
 
 #define SBX_SV_LONG_LIVED_IF_ALLOWED "if_allowed" /* "long_lived": long-lived if the profile allows */
 #define SBX_SV_KIND_RUN "run"
