@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -179,6 +180,12 @@ static void test_fake_v2(void) {
                         "v2 fake: pids current, peak (tracked, no pids.peak), events max");
                 ok(s.cpu_usage_usec == 5000 && s.cpu_throttled_usec == 17,
                         "v2 fake: cpu.stat usage/throttled");
+
+                /* pause: the core's cgroup.freeze (a fake tree: written, not waited on) */
+                is_int(sbx_cgroup_freeze(cg, true, 100), 0, "v2 fake: freeze");
+                is_str(get(leaf, "cgroup.freeze"), "1", "v2 fake: cgroup.freeze 1");
+                is_int(sbx_cgroup_freeze(cg, false, 100), 0, "v2 fake: thaw");
+                is_str(get(leaf, "cgroup.freeze"), "0", "v2 fake: cgroup.freeze 0");
 
                 /* Same name again: refused, pointing at gc. */
                 sbx_cgroup *dup = NULL;
@@ -405,11 +412,28 @@ static void test_fake_v1(void) {
                 snprintf(leaf, sizeof leaf, "%s/pids/sandboxer/sbx-v1", root);
                 is_str(get(leaf, "pids.max"), "5", "v1 fake: pids.max");
                 ok(sbx_cgroup_v2_fd(cg) < 0, "v1 fake: no v2 fd");
+                /* pause: the v1 freezer's freezer.state */
+                char fz[4096];
+                snprintf(fz, sizeof fz, "%s/freezer/sandboxer/sbx-v1", root);
+                is_int(sbx_cgroup_freeze(cg, true, 100), 0, "v1 fake: freeze");
+                is_str(get(fz, "freezer.state"), "FROZEN", "v1 fake: freezer.state FROZEN");
+                is_int(sbx_cgroup_freeze(cg, false, 100), 0, "v1 fake: thaw");
+                is_str(get(fz, "freezer.state"), "THAWED", "v1 fake: freezer.state THAWED");
                 for (int l = 0; l < _SBX_CG_LIMIT_MAX; l++)
                         is_int(sbx_cgroup_mechanism(cg, l), SBX_CG_V1, "v1 fake: %s by cgroup_v1",
                                 sbx_cg_limit_to_string(l));
                 is_int(sbx_cgroup_destroy(cg), 0, "v1 fake: destroy");
                 ok(!exists(leaf), "v1 fake: groups removed");
+                done_cg(&cg);
+        }
+        /* without a tracking group (a run, not a persistent sandbox): no freezer, pause refused */
+        r = sbx_cgroup_create(&p, "sbx-v1n", &lim, 0, SBX_CG_CREATE_NO_TRACKING, &cg, &e);
+        is_int(r, 0, "v1 fake: create without tracking (%s)", e.message);
+        if (r == 0) {
+                track(cg);
+                is_int(sbx_cgroup_freeze(cg, true, 100), -EOPNOTSUPP,
+                        "v1 fake: no freezer group: freeze refused");
+                is_int(sbx_cgroup_destroy(cg), 0, "v1 fake: destroy");
                 done_cg(&cg);
         }
         sbx_cgroup_probe_result_done(&p);
@@ -542,6 +566,14 @@ static int child_stopped_tree(void *arg) {
                 }
         raise(SIGSTOP);
         pause();
+        return 0;
+}
+
+/* Counts in shared memory until killed (a paused sandbox's process: it must stop counting). */
+static int child_count(void *arg) {
+        volatile unsigned long *n = arg;
+        for (;;)
+                (*n)++;
         return 0;
 }
 
@@ -750,6 +782,46 @@ static void test_real_v1(void) {
                 (void) waitpid(pid, &st, 0);
                 ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "real %s: stopped child died of SIGKILL",
                         what);
+                destroy_checked(&cg, what);
+        }
+
+        /* Pause: a counting process stops counting while frozen and goes on once thawed — by the
+         * v1 freezer, and by the cgroup2 group's cgroup.freeze (a hybrid host's tracking group). */
+        for (int round = 0; round < 2; round++) {
+                const char *what = round == 0 ? "freeze-v1" : "freeze-v2";
+                bool saved = p.v2.usable;
+                if (round == 0)
+                        p.v2.usable = false;
+                else if (!p.v2.usable) {
+                        skip(5, "no cgroup2 tracking group on this host");
+                        continue;
+                }
+                cg = real_create(&p, what, NULL);
+                p.v2.usable = saved;
+                if (!cg || (round == 0 && !sbx_cgroup_path(cg, SBX_CG_FREEZER))) {
+                        skip(5, round == 0 ? "no v1 freezer group here" : "no cgroup");
+                        if (cg)
+                                destroy_checked(&cg, what);
+                        continue;
+                }
+                volatile unsigned long *n =
+                        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                pid_t pid = fork_attached(cg, child_count, (void *) n);
+                usleep(50000);
+                double t0 = now_s();
+                is_int(sbx_cgroup_freeze(cg, true, 2000), 0, "real %s: frozen", what);
+                diag("%s: frozen in %.2f ms", what, (now_s() - t0) * 1000);
+                unsigned long a = *n;
+                usleep(200000);
+                unsigned long b = *n;
+                is_int(b, a, "real %s: the frozen process counts no more (%lu)", what, b);
+                is_int(sbx_cgroup_freeze(cg, false, 2000), 0, "real %s: thawed", what);
+                usleep(100000);
+                ok(*n > b, "real %s: thawed, it counts on (%lu → %lu)", what, b, *n);
+                is_int(sbx_cgroup_kill(cg), 0, "real %s: killed", what);
+                st = 0;
+                (void) waitpid(pid, &st, 0);
+                munmap((void *) n, 4096);
                 destroy_checked(&cg, what);
         }
 
