@@ -25,6 +25,8 @@ static const struct {
         {"recreate", verb_client},
         {"pause", verb_client},
         {"resume", verb_client},
+        {"snapshot", verb_client},
+        {"restore", verb_client},
         {"destroy", verb_client},
         {"events", verb_client},
         {"port-forward", verb_client},

@@ -31,6 +31,8 @@ static const struct {
         {"recreate", NULL, "destroy and provision a sandbox again"},
         {"pause", NULL, "pause a sandbox (its processes frozen, its clocks stopped)"},
         {"resume", NULL, "resume a paused sandbox"},
+        {"snapshot", NULL, "keep a sandbox's files; list and delete snapshots"},
+        {"restore", NULL, "create a sandbox from a snapshot"},
         {"destroy", NULL, "destroy a sandbox"},
         {"events", NULL, "follow the lifecycle events"},
         {"port-forward", NULL, "reach a port inside a sandbox from a local port"},

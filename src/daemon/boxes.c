@@ -35,6 +35,8 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "workspace", b->skill ? json_string("/workspace") : json_null());
         if (b->skill)
                 json_object_set_new(r, "skill", json_deep_copy(b->skill));
+        if (b->snapshot_src)
+                json_object_set_new(r, "snapshot", json_deep_copy(b->snapshot_src));
         return r;
 }
 
@@ -123,6 +125,7 @@ void mgr_box_free(box *b) {
         json_decref(b->running);
         json_decref(b->secret_names);
         json_decref(b->skill);
+        json_decref(b->snapshot_src);
         free(b->config);
         json_decref(b->surface_env);
         explicit_bzero(b->surface_token, sizeof b->surface_token);

@@ -307,11 +307,11 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         if (!body)
                 return rp->code;
         static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", "network", "skill",
-                "on_expiry", "auto_resume", NULL};
+                "on_expiry", "auto_resume", "snapshot", NULL};
         json_t *jp = json_object_get(body, "profile"), *jt = json_object_get(body, "ttl_s"),
                *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata"),
                *js = json_object_get(body, "skill"), *jx = json_object_get(body, "on_expiry"),
-               *ja = json_object_get(body, "auto_resume");
+               *ja = json_object_get(body, "auto_resume"), *jsn = json_object_get(body, "snapshot");
         sbx_network_req net = {0};
         if (!mgr_only_keys(body, keys, "", rp))
                 ;
@@ -328,6 +328,9 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                                                        streq(json_string_value(jx), "pause"))))
                 mgr_reply_err(rp, 400, "invalid_argument", "on_expiry",
                         "on_expiry: \"destroy\" (the default) or \"pause\"");
+        else if (jsn && !json_is_string(jsn))
+                mgr_reply_err(rp, 400, "invalid_argument", "snapshot",
+                        "snapshot: must be a string (a snapshot id from POST /v1/sandboxes/ID/snapshot)");
         else if (ja && !json_is_boolean(ja))
                 mgr_reply_err(rp, 400, "invalid_argument", "auto_resume", "auto_resume: true or false");
         else if (jc && !json_is_object(jc))
@@ -347,6 +350,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .skill = json_string_value(js),
                         .pause_on_expiry = jx && streq(json_string_value(jx), "pause"),
                         .auto_resume = json_is_true(ja),
+                        .snapshot = json_string_value(jsn),
                 };
                 sbx_ops_create(m, rq->who, &req, rp);
         }
@@ -377,6 +381,8 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
         }
         if (req->skill)
                 json_object_set_new(j, "skill", json_string(req->skill));
+        if (req->snapshot)
+                json_object_set_new(j, "snapshot", json_string(req->snapshot));
         if (req->pause_on_expiry)
                 json_object_set_new(j, "on_expiry", json_string("pause"));
         if (req->auto_resume)
@@ -404,9 +410,28 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
          * verified into it), its profile the one derived there */
         char skill_sid[32] = "", skill_dir[PATH_MAX] = "", skill_profile[PATH_MAX + 16] = "";
         json_t *skill = NULL;
+        json_t *snap = NULL; /* create {snapshot}: its manifest */
+        char snap_profile[256] = "";
         *rp = (sbx_mgr_reply){.stream_fd = -1};
 
-        const char *profile = req->profile ? req->profile : "profile.default";
+        if (req->snapshot) {
+                snap = mgr_valid_snapshot_id(req->snapshot)
+                               ? mgr_snapshot_take(m, req->snapshot, who->tenant, NULL)
+                               : NULL;
+                if (!snap) {
+                        mgr_reply_err(
+                                rp, 404, "not_found", "snapshot", "no snapshot '%.64s'", req->snapshot);
+                        goto out;
+                }
+                snprintf(snap_profile, sizeof snap_profile, "%s",
+                        json_string_value(json_object_get(snap, "profile")) ?: "profile.default");
+        }
+        const char *profile = req->profile ? req->profile : snap ? snap_profile : "profile.default";
+        if (req->snapshot && req->skill) {
+                mgr_reply_err(rp, 400, "invalid_argument", "snapshot",
+                        "snapshot and skill: give one (a skill's sandbox starts from its verified files)");
+                goto out;
+        }
         if (req->skill && req->profile) {
                 mgr_reply_err(rp, 400, "invalid_argument", "profile",
                         "profile and skill: give one; a skill's sandbox has the skill's own profile "
@@ -555,7 +580,9 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                         strerror(-cr));
                 goto out;
         }
-        box *warm = !(pr->secrets && pr->secrets[0]) && !skill ? pool_take(m, profile, config_sha) : NULL;
+        /* (a snapshot's files go into a fresh one: nothing of a pooled one's may mix in) */
+        box *warm = !(pr->secrets && pr->secrets[0]) && !skill && !snap ? pool_take(m, profile, config_sha)
+                                                                        : NULL;
         b = warm ? warm : calloc(1, sizeof *b);
         if (!b) {
                 mgr_reply_err(rp, 503, "unavailable", NULL, "out of memory");
@@ -599,6 +626,9 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->idle_s = pr->ttl_idle_s;
         b->paused_max_s = pr->ttl_paused_s > 0 ? pr->ttl_paused_s : 24 * 3600.0;
         b->pause_on_expiry = req->pause_on_expiry;
+        if (snap) /* where it came from, and whether the profile and policy resolve as they did then */
+                b->snapshot_src = json_pack("{s:s, s:b}", "id", req->snapshot, "config_changed",
+                        !streq_ptr(json_string_value(json_object_get(snap, "config_sha")), config_sha));
         b->auto_resume = req->auto_resume;
         b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];
         b->memory_mb = cfg->limits.value[SBX_LIMIT_MEMORY_MB];
@@ -618,8 +648,20 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         if (warm) {
                 store_first_states(&fs);
                 code = 0;
-        } else /* stored while the supervisor starts */
+        } else { /* stored while the supervisor starts */
+                if (snap) { /* its user: not deleted meanwhile */
+                        pthread_mutex_lock(&m->lock);
+                        snprintf(b->restoring, sizeof b->restoring, "%s", req->snapshot);
+                        pthread_mutex_unlock(&m->lock);
+                }
                 code = provision_hooked(m, b, 0, "provisioned", rp, store_first_states, &fs);
+                /* then the snapshot's files, before anything of its own runs */
+                if (snap && !code && (code = mgr_snapshot_restore(m, b, snap, rp)) != 0)
+                        mgr_destroy_box(m, b, "provision_error");
+                pthread_mutex_lock(&m->lock);
+                b->restoring[0] = 0;
+                pthread_mutex_unlock(&m->lock);
+        }
         pthread_mutex_lock(&m->lock);
         b->busy = false;
         pthread_mutex_unlock(&m->lock);
@@ -651,6 +693,7 @@ out:
         if (skill_dir[0]) /* prepared for a sandbox that was not made */
                 (void) sbx_rm_rf(skill_dir);
         json_decref(skill);
+        json_decref(snap);
         free(idem.sandbox_id);
         free(idem.body_sha);
         return rp->code;

@@ -66,6 +66,8 @@ typedef struct box {
         double paused_max_s; /* the profile's ttl.paused: the longest it stays paused */
         bool pause_on_expiry; /* create's on_expiry "pause": the reaper pauses it at expires_at */
         bool auto_resume; /* create's auto_resume: an exec or file operation resumes it */
+        char restoring[24]; /* the snapshot its files are being written from (create {snapshot}) */
+        json_t *snapshot_src; /* made from a snapshot: {id, config_changed}, else NULL */
         double idle_s, ttl_s;
         double metrics_cpu_s; /* the last metrics sample's CPU seconds, at metrics_ms (0: none) */
         int64_t metrics_ms;
@@ -89,7 +91,7 @@ typedef struct box {
 struct sbx_mgr {
         sbx_store *store;
         sbx_mgr_options o;
-        char *state_dir, *runtime_dir, *exe, *policy_file, *secrets_dir, *audit_path;
+        char *state_dir, *runtime_dir, *exe, *policy_file, *secrets_dir, *audit_path, *snapshot_dir;
         bool supervise_exe_lean; /* exe is sandboxer-supervise, not `sandboxer supervise` */
         pthread_mutex_t lock;
         pthread_cond_t ev_cond;
@@ -193,11 +195,20 @@ void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason);
 unsigned mgr_freeze_box(sbx_mgr *m, box *b, bool pause, const char *reason, sbx_mgr_reply *rp);
 bool mgr_auto_resume(sbx_mgr *m, box *b);
 
+/* snapshot.c: the store made whole again at start (what a killed snapshot left removed); a
+ * snapshot's manifest for a create from it (NULL: none, or another tenant's), b marked as its
+ * user; its files into b once b runs (0, or an HTTP status with rp filled). */
+void mgr_snapshots_reconcile(sbx_mgr *m);
+json_t *mgr_snapshot_take(sbx_mgr *m, const char *id, const char *tenant, box *b);
+unsigned mgr_snapshot_restore(sbx_mgr *m, box *b, const json_t *man, sbx_mgr_reply *rp);
+
 /* supervisors.c */
 int mgr_sv_connect(const box *b);
 int mgr_sv_send(int fd, json_t *req, const int *fds, int nfds);
 json_t *mgr_sv_recv(int fd, int timeout_ms);
 json_t *mgr_sv_call(const box *b, const char *op, int timeout_ms);
+/* The same with a request of the caller's (taken). */
+json_t *mgr_sv_call_body(const box *b, json_t *req, int timeout_ms);
 bool mgr_pidfd_dead(int pidfd);
 bool mgr_secret_name_ok(const char *s);
 int mgr_sv_spawn_hooked(

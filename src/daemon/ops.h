@@ -38,6 +38,8 @@ typedef struct sbx_create_req {
         const sbx_network_req *network; /* NULL: the profile's rules */
         bool pause_on_expiry; /* on_expiry "pause": paused at expires_at, not destroyed */
         bool auto_resume; /* an exec or file operation resumes it when paused */
+        const char *snapshot; /* a snapshot id: its files in the new sandbox (its profile unless
+                               * profile is given); NULL: none */
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same
@@ -93,6 +95,18 @@ unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx
  * cannot freeze here, the message says why), 410, 503. */
 unsigned sbx_ops_pause(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 unsigned sbx_ops_resume(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+/* Snapshots (snapshot.c): of a sandbox's scratch and home, frozen while read — 201
+ * {id, name, tenant, sandbox_id, profile, created_at, size, stored, sha256, files, skipped,
+ * consistent, memory}; 404, 409 (busy, `unsupported`: microvm), 413 (too many files), 429
+ * (quota.snapshot_mb), 503, 507 (the store is full: nothing is kept, the sandbox runs on). List,
+ * get and delete are the tenant's own (404 for another's); delete: 409 while a sandbox is being
+ * made from it. */
+bool mgr_valid_snapshot_id(const char *s); /* snp_ and 16 hex digits */
+unsigned sbx_ops_snapshot_create(
+        sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *name, sbx_mgr_reply *rp);
+unsigned sbx_ops_snapshot_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
+unsigned sbx_ops_snapshot_get(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+unsigned sbx_ops_snapshot_delete(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 /* 200 with the final record (also when it was already destroyed); 404. */
 unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 

@@ -14,16 +14,7 @@
 #include "supervise/sv-protocol.h"
 
 static json_t *sv_freeze(const box *b, bool frozen) {
-        int fd = mgr_sv_connect(b);
-        if (fd < 0)
-                return NULL;
-        json_t *req = json_pack("{s:s, s:b}", "op", SBX_SV_OP_FREEZE, "frozen", frozen);
-        json_t *ans = NULL;
-        if (mgr_sv_send(fd, req, NULL, 0) >= 0)
-                ans = mgr_sv_recv(fd, 10000);
-        json_decref(req);
-        close(fd);
-        return ans;
+        return mgr_sv_call_body(b, json_pack("{s:s, s:b}", "op", SBX_SV_OP_FREEZE, "frozen", frozen), 10000);
 }
 
 /* The box, claimed (busy) for the change; NULL with rp filled, or with *same set when it is

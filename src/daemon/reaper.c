@@ -190,6 +190,7 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->paused_max_s = json_number_value(json_object_get(rec, "ttl_paused_s"));
         b->pause_on_expiry = streq_ptr(json_string_value(json_object_get(rec, "on_expiry")), "pause");
         b->auto_resume = json_is_true(json_object_get(rec, "auto_resume"));
+        b->snapshot_src = json_incref(json_object_get(rec, "snapshot"));
         if (!(b->paused_max_s > 0))
                 b->paused_max_s = 24 * 3600.0;
         json_decref(rec);
@@ -225,14 +226,24 @@ void mgr_reconcile(sbx_mgr *m) {
                         mgr_ingest_exec_reports(m, b);
                         b->adopted_inflight =
                                 json_integer_value(json_object_get(info, "execs_running")) > 0 ? 2 : 0;
-                        /* paused: its supervisor kept it frozen (a pause whose record was not
-                         * saved is paused from now; one not frozen after all runs on) */
+                        /* paused: its supervisor kept it frozen. Frozen but not paused by its
+                         * record: a snapshot (or a pause) that never answered — the server died
+                         * while it read the sandbox: thawed, it runs on. */
                         bool frozen = json_is_true(json_object_get(info, "frozen"));
-                        if (frozen && b->paused_ms <= 0)
-                                b->paused_ms = mgr_now_ms();
+                        if (frozen && (b->state != SBX_STATE_PAUSED || streq(b->reason, "snapshot"))) {
+                                json_decref(mgr_sv_call_body(b,
+                                        json_pack("{s:s, s:b}", "op", SBX_SV_OP_FREEZE, "frozen", false),
+                                        10000));
+                                frozen = false;
+                                sbx_log(SBX_LOG_INFO, "thawed", "sandbox", b->id, NULL);
+                        }
                         if (!frozen)
                                 b->paused_ms = 0;
-                        mgr_set_state(m, b, frozen ? SBX_STATE_PAUSED : SBX_STATE_READY, "readopted");
+                        if (!frozen && b->state == SBX_STATE_PAUSED) /* thawed: paused → ready */
+                                mgr_set_state(m, b, SBX_STATE_READY, "readopted");
+                        else
+                                mgr_set_state(
+                                        m, b, frozen ? SBX_STATE_PAUSED : SBX_STATE_READY, "readopted");
                         atomic_fetch_add(&m->n_readopted, 1);
                         char sv[16];
                         snprintf(sv, sizeof sv, "%d", (int) b->sv_pid);

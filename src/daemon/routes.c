@@ -1,4 +1,4 @@
-/* routes.c — the native API's routes under /v1/sandboxes, /v1/skills and /v1/events. */
+/* routes.c — the native API's routes under /v1/sandboxes, /v1/skills, /v1/snapshots and /v1/events. */
 #include "daemon/mgr-internal.h"
 
 /* ---- routing ------------------------------------------------------------------------------- */
@@ -77,6 +77,22 @@ bool sbx_mgr_route(
                         sbx_ops_skill_get(m, rq->who, sid, rp);
                 else if (del)
                         sbx_ops_skill_delete(m, rq->who, sid, rp);
+                else
+                        method_not_allowed(rp, "GET, DELETE");
+                return true;
+        }
+        if (streq(path, "/v1/snapshots") || streq(path, "/v1/snapshots/")) {
+                if (get)
+                        sbx_ops_snapshot_list(m, rq->who, rp);
+                else
+                        method_not_allowed(rp, "GET");
+                return true;
+        }
+        if (strncmp(path, "/v1/snapshots/", 14) == 0) {
+                if (get)
+                        sbx_ops_snapshot_get(m, rq->who, path + 14, rp);
+                else if (del)
+                        sbx_ops_snapshot_delete(m, rq->who, path + 14, rp);
                 else
                         method_not_allowed(rp, "GET, DELETE");
                 return true;
@@ -191,6 +207,21 @@ bool sbx_mgr_route(
                         sbx_ops_recreate(m, rq->who, id, rp);
                 else
                         method_not_allowed(rp, "POST");
+        } else if (streq(sub, "/snapshot")) {
+                json_t *body = post && rq->len ? mgr_parse_body(rq, rp, false) : NULL;
+                static const char *const keys[] = {"name", NULL};
+                json_t *jn = json_object_get(body, "name");
+                if (!post)
+                        method_not_allowed(rp, "POST");
+                else if (rq->len && !body)
+                        ; /* answered */
+                else if (body && !mgr_only_keys(body, keys, "", rp))
+                        ;
+                else if (jn && !json_is_string(jn))
+                        mgr_reply_err(rp, 400, "invalid_argument", "name", "name: a string");
+                else
+                        sbx_ops_snapshot_create(m, rq->who, id, json_string_value(jn), rp);
+                json_decref(body);
         } else if (streq(sub, "/pause") || streq(sub, "/resume")) {
                 if (post)
                         (streq(sub, "/pause") ? sbx_ops_pause : sbx_ops_resume)(m, rq->who, id, rp);

@@ -25,6 +25,10 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
                 return r;
         }
         m->state_dir = strdup(o->state_dir);
+        if (o->snapshot_dir)
+                m->snapshot_dir = strdup(o->snapshot_dir);
+        else if (o->state_dir && asprintf(&m->snapshot_dir, "%s/snapshots", o->state_dir) < 0)
+                m->snapshot_dir = NULL;
         m->runtime_dir = strdup(o->runtime_dir);
         /* sandboxer-supervise next to this program (build tree, bin → libexec), else the verb */
         char lean[PATH_MAX + 64];
@@ -71,7 +75,7 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
                 }
                 (void) strv_extend(&m->warm_profiles, *w);
         }
-        if (!m->state_dir || !m->runtime_dir || !m->exe) {
+        if (!m->state_dir || !m->runtime_dir || !m->exe || !m->snapshot_dir) {
                 sbx_mgr_free(m);
                 return -ENOMEM;
         }
@@ -115,6 +119,7 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         mgr_policy_seen(m, pol);
         sbx_policy_free(pol);
         mgr_reconcile(m);
+        mgr_snapshots_reconcile(m); /* what a snapshot killed mid-way left */
         if (pthread_create(&m->reaper, NULL, mgr_reaper_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the reaper thread");
         m->reaper_started = true;
@@ -196,6 +201,7 @@ int sbx_mgr_close(sbx_mgr *m) {
                                 mgr_box_free(b);
                 }
         free(m->state_dir);
+        free(m->snapshot_dir);
         free(m->runtime_dir);
         free(m->exe);
         free(m->policy_file);

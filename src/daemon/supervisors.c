@@ -76,10 +76,15 @@ json_t *mgr_sv_recv(int fd, int timeout_ms) {
 
 /* One request without descriptors, its answer (NULL when the supervisor is not there). */
 json_t *mgr_sv_call(const box *b, const char *op, int timeout_ms) {
+        return mgr_sv_call_body(b, json_pack("{s:s}", "op", op), timeout_ms);
+}
+
+json_t *mgr_sv_call_body(const box *b, json_t *req, int timeout_ms) {
         int fd = mgr_sv_connect(b);
-        if (fd < 0)
+        if (fd < 0) {
+                json_decref(req);
                 return NULL;
-        json_t *req = json_pack("{s:s}", "op", op);
+        }
         json_t *ans = NULL;
         if (mgr_sv_send(fd, req, NULL, 0) >= 0)
                 ans = mgr_sv_recv(fd, timeout_ms);

@@ -98,6 +98,7 @@ TEMPLATES = [
     ("/v1/sandboxes/{id}/previews", "/previews"), ("/v1/sandboxes/{id}/metadata", "/metadata"),
     ("/v1/sandboxes/{id}/metrics", "/metrics"),
     ("/v1/sandboxes/{id}/pause", "/pause"), ("/v1/sandboxes/{id}/resume", "/resume"),
+    ("/v1/sandboxes/{id}/snapshot", "/snapshot"),
 ]
 validated = [0]
 invalid = []
@@ -107,6 +108,8 @@ def template(path):
     p = path.split("?")[0]
     if p.startswith("/v1/p/"):
         return "/v1/p/{token}/{path}"
+    if p.startswith("/v1/snapshots/"):
+        return "/v1/snapshots/{snapshot_id}"
     if p.startswith("/v1/sandboxes/"):
         rest = p[len("/v1/sandboxes/"):]
         if "/ports/" in rest:
@@ -364,6 +367,143 @@ def pause_tests():
     r = wait_state(psid, ("destroyed",), 6)
     is_(((r or {}).get("state"), (r or {}).get("reason")), ("destroyed", "paused_expired"),
         "paused longer than ttl.paused: destroyed, reason paused_expired")
+
+
+def snap_store():
+    d = os.path.join(ST, "snapshots", "objects")
+    objs = [f for sub in (os.listdir(d) if os.path.isdir(d) else []) for f in os.listdir(os.path.join(d, sub))]
+    top = os.listdir(os.path.join(ST, "snapshots")) if os.path.isdir(os.path.join(ST, "snapshots")) else []
+    return sorted(objs), sorted(top)
+
+
+def snapshot_tests():
+    """snapshots (DESIGN.md, Persistence): a sandbox's scratch kept, sandboxes made from it."""
+    s, r, _ = create()
+    sid = r.get("id", "")
+    setup = ("cd $TMPDIR && mkdir -p d/e && echo hello > d/e/f.txt && ln -s /etc/shadow link && "
+             "ln -s d/e/f.txt rel && head -c 300000 /dev/urandom > big && echo one > x && chmod 751 x && "
+             "mkfifo fifo && for i in $(seq 40); do echo src $i > d/s$i.c; done")
+    s, r, _ = exec_(sid, ["sh", "-c", setup])
+    ok(s == 200 and r.get("exit_code") == 0, "snapshot: files written in the sandbox", r)
+    objs0, _ = snap_store()
+    s, a, _ = req("POST", "/v1/sandboxes/%s/snapshot" % sid, {"name": "first"})
+    ok(s == 201 and a.get("id", "").startswith("snp_") and a.get("name") == "first" and a.get("sandbox_id") == sid,
+       "snapshot: 201 with its id, name and sandbox", a)
+    is_((a.get("files"), a.get("skipped"), a.get("memory")), (43, 1, None),
+        "snapshot: 43 regular files kept, the fifo skipped, no memory")
+    ok(a.get("consistent") is True or a.get("consistent") is False, "snapshot: says whether it was frozen while read")
+    s, r, _ = req("GET", "/v1/sandboxes/" + sid)
+    is_(r.get("state"), "ready", "snapshot: the sandbox runs on (thawed)")
+    s, lst, _ = req("GET", "/v1/snapshots")
+    ok(s == 200 and a.get("id") in [x["id"] for x in lst.get("items", [])], "GET /v1/snapshots lists it", lst)
+    s, g, _ = req("GET", "/v1/snapshots/" + a.get("id", ""))
+    is_((s, g.get("sha256")), (200, a.get("sha256")), "GET /v1/snapshots/ID")
+    s, r, _ = req("GET", "/v1/snapshots/snp_0000000000000000")
+    is_(s, 404, "an unknown snapshot: 404")
+    # two sandboxes from it: each sees the state and diverges on its own
+    s, b1, _ = create(snapshot=a.get("id"))
+    s2, b2, _ = create(snapshot=a.get("id"))
+    ok(s == 201 and s2 == 201 and b1.get("snapshot", {}).get("id") == a.get("id"),
+       "two sandboxes created from it (the record names the snapshot)", (b1, b2))
+    chk = "cd $TMPDIR && cat d/e/f.txt rel x d/s40.c && sha256sum big | cut -c1-16 && readlink link && stat -c %a x"
+    s, x1, _ = exec_(b1.get("id", ""), ["sh", "-c", chk])
+    s, x0, _ = exec_(sid, ["sh", "-c", chk])
+    ok(x1.get("stdout") == x0.get("stdout") and "hello\nhello\none\nsrc 40\n" in x1.get("stdout", ""),
+       "the new sandbox has the files, links and modes the snapshot kept", (x0.get("stdout"), x1.get("stdout")))
+    exec_(b1.get("id", ""), ["sh", "-c", "echo diverged > $TMPDIR/x"])
+    s, y2, _ = exec_(b2.get("id", ""), ["sh", "-c", "cat $TMPDIR/x"])
+    s, y1, _ = exec_(b1.get("id", ""), ["sh", "-c", "cat $TMPDIR/x"])
+    is_((y1.get("stdout"), y2.get("stdout")), ("diverged\n", "one\n"), "each diverges on its own")
+    s, r, _ = exec_(b1.get("id", ""), ["sh", "-c", "cat $TMPDIR/link"])
+    ok(r.get("exit_code") != 0, "the symlink to /etc/shadow stayed a link: nothing of the host came with it", r)
+    # deduplication: a second snapshot after one file changed stores little
+    exec_(sid, ["sh", "-c", "echo changed > $TMPDIR/d/s1.c"])
+    s, a2, _ = req("POST", "/v1/sandboxes/%s/snapshot" % sid)
+    ok(s == 201 and a2.get("stored", 1 << 30) < 4096 and a2.get("size") == a.get("size") + 2,
+       "a second snapshot after a 1-file change stores only that file (%s of %s bytes)" %
+       (a2.get("stored"), a2.get("size")), a2)
+    # the CLI
+    out = subprocess.run([SBX, "snapshot", "--server", "unix:" + SOCK, "--name", "cli", sid], env=ENV,
+                         capture_output=True, text=True)
+    csnap = out.stdout.strip()
+    ok(out.returncode == 0 and csnap.startswith("snp_"), "sandboxer snapshot ID --name N prints its id", out.stderr)
+    out = subprocess.run([SBX, "restore", "--server", "unix:" + SOCK, csnap], env=ENV, capture_output=True, text=True)
+    rsid = out.stdout.strip()
+    ok(out.returncode == 0 and rsid.startswith("sbx_"), "sandboxer restore SNAPSHOT prints the new sandbox", out.stderr)
+    out = subprocess.run([SBX, "snapshot", "--server", "unix:" + SOCK, "ls"], env=ENV, capture_output=True, text=True)
+    ok(out.returncode == 0 and csnap in out.stdout and "cli" in out.stdout, "sandboxer snapshot ls", out.stdout)
+    out = subprocess.run([SBX, "snapshot", "--server", "unix:" + SOCK, "rm", csnap], env=ENV, capture_output=True,
+                         text=True)
+    is_(out.returncode, 0, "sandboxer snapshot rm SNAPSHOT")
+    # bad input
+    for body, code, field in [({"name": 7}, 400, "name"), ({"nope": 1}, 400, "nope")]:
+        s, r, _ = req("POST", "/v1/sandboxes/%s/snapshot" % sid, body)
+        is_((s, r.get("error", {}).get("field")), (code, field), "snapshot %s: %d naming %s" % (json.dumps(body), code, field))
+    s, r, _ = create(snapshot="snp_0000000000000000")
+    is_((s, r.get("error", {}).get("field")), (404, "snapshot"), "create {snapshot: unknown}: 404 naming snapshot")
+    s, r, _ = create(snapshot=5)
+    is_(s, 400, "create {snapshot: 5}: 400")
+    # delete: gone from the list, and the objects only it named with it
+    for x in (b1, b2, {"id": rsid}):
+        req("DELETE", "/v1/sandboxes/" + x.get("id", ""))
+    s, r, _ = req("DELETE", "/v1/snapshots/" + a2.get("id", ""))
+    s, r, _ = req("DELETE", "/v1/snapshots/" + a.get("id", ""))
+    is_(s, 200, "DELETE /v1/snapshots/ID: 200")
+    s, r, _ = req("GET", "/v1/snapshots/" + a.get("id", ""))
+    is_(s, 404, "a deleted snapshot: 404")
+    objs, top = snap_store()
+    is_((objs, [t for t in top if t != "objects"]), (objs0, []), "its objects are gone with it: the store as before")
+
+    # kill -9 of the server mid-snapshot: nothing half-made is listed, nothing is left
+    exec_(sid, ["sh", "-c", "head -c 150000000 /dev/urandom > $TMPDIR/huge"])
+    box = {}
+
+    def snap():
+        box["r"] = req("POST", "/v1/sandboxes/%s/snapshot" % sid, timeout=120)
+    th = threading.Thread(target=snap)
+    th.start()
+    time.sleep(0.4)
+    stop(signal.SIGKILL)
+    th.join()
+    ok(start(), "serve comes back after kill -9 mid-snapshot")
+    s, lst, _ = req("GET", "/v1/snapshots")
+    objs, top = snap_store()
+    ok(s == 200 and lst.get("items") == [] and [t for t in top if t != "objects"] == [] and objs == objs0,
+       "kill -9 mid-snapshot: nothing listed, no manifest, temporary or object left", (lst, top, len(objs)))
+    s, r, _ = req("GET", "/v1/sandboxes/" + sid)
+    is_(r.get("state"), "ready", "kill -9 mid-snapshot: the sandbox it froze runs on (thawed at the restart)")
+    s, r, _ = exec_(sid, ["sh", "-c", "rm $TMPDIR/huge; echo ok"])
+    is_(r.get("stdout"), "ok\n", "and takes execs")
+
+    # the store full mid-snapshot (root: a 2 MiB tmpfs as --snapshot-dir), and the byte quota
+    small = os.path.join(TMP, "small-snaps")
+    os.makedirs(small, exist_ok=True)
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", small]).returncode == 0
+    stop()
+    ok(start(["--snapshot-dir", small, "--quota-snapshot-mb", "1" if not mounted else "100"]),
+       "serve restarts with --snapshot-dir and --quota-snapshot-mb")
+    exec_(sid, ["sh", "-c", "head -c 4000000 /dev/urandom > $TMPDIR/rand4m"])
+    s, r, _ = req("POST", "/v1/sandboxes/%s/snapshot" % sid)
+    if mounted:
+        ok(s == 507 and "full" in r.get("error", {}).get("message", ""), "the store full mid-snapshot: 507, saying so", r)
+        left = [f for f in os.listdir(small)]
+        objs = os.listdir(os.path.join(small, "objects")) if os.path.isdir(os.path.join(small, "objects")) else []
+        is_((left, [o for o in objs if os.listdir(os.path.join(small, "objects", o))]), (["objects"], []),
+            "the store full: nothing listed, nothing left, its space returned")
+    else:
+        ok(s == 429 and r.get("error", {}).get("field") == "quota.snapshot_mb", "past quota.snapshot_mb: 429 naming it", r)
+        skip("the store full mid-snapshot: root only (a small tmpfs)")
+    s, r, _ = exec_(sid, ["echo", "alive"])
+    is_(r.get("stdout"), "alive\n", "the sandbox runs on")
+    stop()
+    if mounted:
+        subprocess.run(["umount", small])
+        ok(start(["--quota-snapshot-mb", "1"]), "serve restarts with --quota-snapshot-mb 1")
+        s, r, _ = req("POST", "/v1/sandboxes/%s/snapshot" % sid)
+        ok(s == 429 and r.get("error", {}).get("field") == "quota.snapshot_mb", "past quota.snapshot_mb: 429 naming it", r)
+        stop()
+    ok(start(), "serve restarts as before")
+    req("DELETE", "/v1/sandboxes/" + sid)
 
 
 def main():
@@ -886,6 +1026,7 @@ def main():
        "restart: its supervisor is gone after destroy", sv_before)
 
     pause_tests()
+    snapshot_tests()
 
     def slow_create():
         box["c"] = create()

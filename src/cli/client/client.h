@@ -55,6 +55,8 @@ void client_print_json(json_t *j);
 int client_create(int argc, char **argv);
 int client_ls(int argc, char **argv);
 int client_simple(const char *verb, int argc, char **argv);
+/* snapshot ID | snapshot ls | snapshot rm SNAPSHOT, and restore SNAPSHOT (snap.c) */
+int client_snapshot(const char *verb, int argc, char **argv);
 int client_exec(int argc, char **argv);
 /* exec --tty (tty.c): body holds argv and the rest; POST it with tty, attach, relay. */
 /* A socket to the server (unix or TCP, as o says): the fd, or -errno. */

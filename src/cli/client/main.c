@@ -41,6 +41,8 @@ int verb_client(int argc, char **argv) {
         if (streq(v, "get") || streq(v, "extend") || streq(v, "recreate") || streq(v, "destroy") ||
                 streq(v, "pause") || streq(v, "resume"))
                 return client_simple(v, argc, argv);
+        if (streq(v, "snapshot") || streq(v, "restore"))
+                return client_snapshot(v, argc, argv);
         cli_error("unknown client verb '%s'", v);
         return SBX_EXIT_FAILURE;
 }

@@ -165,8 +165,24 @@ static void op_create(cx_req *rq) {
                 json_decref(body);
                 return;
         }
+        /* a sandbox snapshot of the caller's (createSnapshot), by id or by name: a sandbox made from it */
+        char snap_id[32] = "";
+        if (snap && *snap) {
+                sbx_mgr_reply lr;
+                (void) sbx_ops_snapshot_list(rq->m, &rq->caller, &lr);
+                json_t *s;
+                size_t i;
+                json_array_foreach(json_object_get(lr.json, "items"), i, s) {
+                        if (streq_ptr(json_string_value(json_object_get(s, "id")), snap) ||
+                                streq_ptr(json_string_value(json_object_get(s, "name")), snap))
+                                snprintf(snap_id, sizeof snap_id, "%s",
+                                        json_string_value(json_object_get(s, "id")));
+                }
+                sbx_mgr_reply_done(&lr);
+        }
         sbx_create_req creq = {
-                .profile = profile,
+                .profile = snap_id[0] ? NULL : profile,
+                .snapshot = snap_id[0] ? snap_id : NULL,
                 .ttl_s = minutes * 60,
                 .ttl_given = minutes > 0,
                 .metadata = json_is_object(jl) && json_object_size(jl) ? jl : NULL,
@@ -503,6 +519,47 @@ static void sandboxes(cx_req *rq, const char *path) {
                         cx_respond_json(rq, 200, json_pack("{s:s}", "url", tb));
                         json_decref(rec);
                 }
+        } else if (streq(sub, "/snapshot") && post) {
+                /* createSnapshot(name): the sandbox's files kept; a create {snapshot: name} makes
+                 * sandboxes from it */
+                json_t *body = json_loadb(rq->body ? rq->body : "", rq->len, 0, NULL);
+                json_t *jn = json_object_get(body, "name");
+                sbx_mgr_reply rp;
+                if (jn && !json_is_string(jn))
+                        cx_daytona_err(rq, 400, "name: a string");
+                else if (sbx_ops_snapshot_create(rq->m, &rq->caller, id, json_string_value(jn), &rp) ==
+                         201) {
+                        sbx_mgr_reply_done(&rp);
+                        if ((rec = dt_record(rq, id, false))) {
+                                cx_respond_json(rq, 200, sandbox_json(rq, rec));
+                                json_decref(rec);
+                        }
+                } else {
+                        dt_native_err(rq, rp.code, rp.json);
+                        sbx_mgr_reply_done(&rp);
+                }
+                json_decref(body);
+        } else if (streq(sub, "/fork") && post) {
+                /* fork: a snapshot, a sandbox from it, the snapshot gone */
+                sbx_mgr_reply sp, cp, dp;
+                if (sbx_ops_snapshot_create(rq->m, &rq->caller, id, NULL, &sp) != 201)
+                        dt_native_err(rq, sp.code, sp.json);
+                else {
+                        sbx_create_req creq = {
+                                .snapshot = json_string_value(json_object_get(sp.json, "id"))};
+                        unsigned code = sbx_ops_create(rq->m, &rq->caller, &creq, &cp);
+                        if (code == 201 || code == 200) {
+                                char token[65];
+                                cx_box_set(rq->m, json_string_value(json_object_get(cp.json, "id")) ?: "",
+                                        &rq->caller, NULL, token);
+                                cx_respond_json(rq, 200, sandbox_json(rq, cp.json));
+                        } else
+                                dt_native_err(rq, code, cp.json);
+                        sbx_mgr_reply_done(&cp);
+                        (void) sbx_ops_snapshot_delete(rq->m, &rq->caller, creq.snapshot, &dp);
+                        sbx_mgr_reply_done(&dp);
+                }
+                sbx_mgr_reply_done(&sp);
         } else if ((streq(sub, "/start") || streq(sub, "/stop") || streq(sub, "/pause")) && post) {
                 /* stop and pause: its processes frozen (memory kept); start: resumed */
                 if ((rec = dt_record(rq, id, true))) {
@@ -566,9 +623,7 @@ static void sandboxes(cx_req *rq, const char *path) {
                         json_decref(rec);
                 }
         } else
-                cx_daytona_err(rq, 501,
-                        "%s %s is not implemented by sandboxer's Daytona surface (sandboxes cannot be "
-                        "archived or resized yet)",
+                cx_daytona_err(rq, 501, "%s %s is not implemented by sandboxer's Daytona surface",
                         rq->method, path);
 }
 

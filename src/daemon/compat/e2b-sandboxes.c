@@ -192,8 +192,11 @@ static void op_create(cx_req *rq) {
         }
         const char *profile = profile_of(json_string_value(jt), pb, sizeof pb);
         double timeout = json_is_number(jto) ? json_number_value(jto) : DEFAULT_TIMEOUT_S;
+        /* a snapshot's id as the template: a sandbox made from it (Sandbox.create(snapshotId)) */
+        const char *snapshot = mgr_valid_snapshot_id(json_string_value(jt)) ? json_string_value(jt) : NULL;
         sbx_create_req creq = {
-                .profile = profile,
+                .profile = snapshot ? NULL : profile,
+                .snapshot = snapshot,
                 .ttl_s = timeout,
                 .ttl_given = true,
                 .metadata = json_is_object(jm) && json_object_size(jm) ? jm : NULL,
@@ -450,9 +453,139 @@ static void op_pause(cx_req *rq, const char *id) {
         sbx_mgr_reply_done(&rp);
 }
 
+/* createSnapshot: 201 {snapshotID, names} */
+static void op_snapshot(cx_req *rq, const char *id) {
+        json_t *body = rq->len ? json_loadb(rq->body, rq->len, 0, NULL) : NULL;
+        json_t *jn = json_object_get(body, "name");
+        if (jn && !json_is_string(jn)) {
+                e2b_api_err(rq, 400, "name: must be a string");
+                json_decref(body);
+                return;
+        }
+        sbx_mgr_reply rp;
+        unsigned code = sbx_ops_snapshot_create(rq->m, &rq->caller, id, json_string_value(jn), &rp);
+        if (code != 201)
+                api_native_err(rq, code, rp.json);
+        else {
+                json_t *names = json_array();
+                if (json_string_value(json_object_get(rp.json, "name")))
+                        json_array_append(names, json_object_get(rp.json, "name"));
+                cx_respond_json(rq, 201,
+                        json_pack(
+                                "{s:O, s:o}", "snapshotID", json_object_get(rp.json, "id"), "names", names));
+        }
+        sbx_mgr_reply_done(&rp);
+        json_decref(body);
+}
+
+/* listSnapshots: [{snapshotID, names}], filtered by sandboxID and name */
+static void op_snapshots(cx_req *rq) {
+        const char *sid = cx_query(rq, "sandboxID"), *name = cx_query(rq, "name");
+        sbx_mgr_reply rp;
+        (void) sbx_ops_snapshot_list(rq->m, &rq->caller, &rp);
+        json_t *out = json_array(), *s;
+        size_t i;
+        json_array_foreach(json_object_get(rp.json, "items"), i, s) {
+                const char *n = json_string_value(json_object_get(s, "name"));
+                if ((sid && !streq_ptr(json_string_value(json_object_get(s, "sandbox_id")), sid)) ||
+                        (name && !streq_ptr(n, name)))
+                        continue;
+                json_t *names = json_array();
+                if (n)
+                        json_array_append_new(names, json_string(n));
+                json_array_append_new(out,
+                        json_pack("{s:O, s:o}", "snapshotID", json_object_get(s, "id"), "names", names));
+        }
+        sbx_mgr_reply_done(&rp);
+        cx_respond_json(rq, 200, out);
+}
+
+/* fork {timeout, count}: a snapshot, then count sandboxes from it (the snapshot goes after) —
+ * [{sandbox: {sandboxID, ...}} | {error: {code, message}}] */
+static void op_fork(cx_req *rq, const char *id) {
+        json_t *body = rq->len ? json_loadb(rq->body, rq->len, 0, NULL) : NULL;
+        json_t *jc = json_object_get(body, "count"), *jto = json_object_get(body, "timeout");
+        json_int_t count = json_is_integer(jc) ? json_integer_value(jc) : 1;
+        json_decref(body);
+        if (count < 1 || count > 16) {
+                e2b_api_err(rq, 400, "count: 1 to 16");
+                return;
+        }
+        json_t *rec = live_record(rq, id);
+        if (!rec)
+                return;
+        sbx_mgr_reply sp;
+        unsigned code = sbx_ops_snapshot_create(rq->m, &rq->caller, id, NULL, &sp);
+        if (code != 201) {
+                api_native_err(rq, code, sp.json);
+                sbx_mgr_reply_done(&sp);
+                json_decref(rec);
+                return;
+        }
+        char snap[32];
+        snprintf(snap, sizeof snap, "%s", json_string_value(json_object_get(sp.json, "id")) ?: "");
+        sbx_mgr_reply_done(&sp);
+        json_t *out = json_array();
+        for (json_int_t k = 0; k < count; k++) {
+                sbx_create_req creq = {.snapshot = snap,
+                        .ttl_s = json_is_number(jto) ? json_number_value(jto) : DEFAULT_TIMEOUT_S,
+                        .ttl_given = true};
+                sbx_mgr_reply rp;
+                unsigned c = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
+                if (c != 201 && c != 200) {
+                        json_array_append_new(out, json_pack("{s:{s:i, s:s}}", "error", "code", (int) c,
+                                                           "message", e2b_native_message(rp.json)));
+                        sbx_mgr_reply_done(&rp);
+                        continue;
+                }
+                const char *nid = json_string_value(json_object_get(rp.json, "id")) ?: "";
+                char token[65];
+                cx_box_set(rq->m, nid, &rq->caller, NULL, token);
+                json_t *sb = json_pack("{s:s, s:s, s:s}", "sandboxID", nid, "envdVersion", ENVD_VERSION,
+                        "envdAccessToken", token);
+                ports_fields(rq, nid, sb);
+                json_array_append_new(out, json_pack("{s:o}", "sandbox", sb));
+                sbx_mgr_reply_done(&rp);
+        }
+        sbx_mgr_reply dp;
+        (void) sbx_ops_snapshot_delete(rq->m, &rq->caller, snap, &dp);
+        sbx_mgr_reply_done(&dp);
+        cx_respond_json(rq, 200, out);
+        json_decref(rec);
+}
+
 void e2b_control(cx_req *rq, const char *path) {
         if (!api_auth(rq))
                 return;
+        if (streq(path, "/snapshots")) {
+                if (streq(rq->method, "GET"))
+                        op_snapshots(rq);
+                else
+                        e2b_api_err(rq, 405, "use GET");
+                return;
+        }
+        if (strncmp(path, "/templates/", 11) == 0) { /* deleteSnapshot: a snapshot's id */
+                if (!mgr_valid_snapshot_id(path + 11)) {
+                        e2b_api_err(rq, 404,
+                                "template %.64s not found (sandboxer's templates are profiles; a "
+                                "snapshot's id is snp_…)",
+                                path + 11);
+                        return;
+                }
+                sbx_mgr_reply rp;
+                unsigned code = streq(rq->method, "DELETE")
+                                        ? sbx_ops_snapshot_delete(rq->m, &rq->caller, path + 11, &rp)
+                                        : 405;
+                if (code == 200)
+                        cx_respond(rq, 204, NULL, "", 0);
+                else if (code == 405)
+                        e2b_api_err(rq, 405, "use DELETE");
+                else
+                        api_native_err(rq, code, rp.json);
+                if (code != 405)
+                        sbx_mgr_reply_done(&rp);
+                return;
+        }
         bool get = streq(rq->method, "GET"), post = streq(rq->method, "POST"),
              del = streq(rq->method, "DELETE");
         if (streq(path, "/sandboxes") || streq(path, "/v2/sandboxes")) {
@@ -496,6 +629,10 @@ void e2b_control(cx_req *rq, const char *path) {
                 op_metrics(rq, id);
         else if (streq(sub, "/pause") && post)
                 op_pause(rq, id);
+        else if (streq(sub, "/snapshots") && post)
+                op_snapshot(rq, id);
+        else if (streq(sub, "/fork") && post)
+                op_fork(rq, id);
         else
                 e2b_api_err(
                         rq, 501, "%s %s is not implemented by sandboxer's E2B surface", rq->method, path);

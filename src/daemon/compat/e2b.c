@@ -307,7 +307,8 @@ bool cx_e2b_handle(cx_req *rq) {
         }
         const char *u = rq->url;
         if (streq(u, "/sandboxes") || strncmp(u, "/sandboxes/", 11) == 0 || streq(u, "/v2/sandboxes") ||
-                strncmp(u, "/v2/sandboxes/", 14) == 0) {
+                strncmp(u, "/v2/sandboxes/", 14) == 0 || streq(u, "/snapshots") ||
+                strncmp(u, "/templates/", 11) == 0) {
                 e2b_control(rq, u);
                 return true;
         }
