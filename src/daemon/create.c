@@ -681,6 +681,10 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                         json_string_value(json_object_get(b->skill, "digest")),
                         json_string_value(json_object_get(b->skill, "key_id")) ?: "none");
                 mgr_audit(m, who, "sandbox.create", b->id, "ok", detail);
+        } else if (snap) {
+                char detail[400];
+                snprintf(detail, sizeof detail, "%s from snapshot %s", profile, req->snapshot);
+                mgr_audit(m, who, "sandbox.create", b->id, "ok", detail);
         } else
                 mgr_audit(m, who, "sandbox.create", b->id, "ok", profile);
         rp->code = 201;
