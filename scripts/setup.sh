@@ -35,6 +35,7 @@ PACKAGES=(
         python3 python3-jsonschema # report schema checks, test helpers
         libpython3.11-testsuite python3-seccomp # CPython's own tests inside profile.python (test-python-regrtest.sh)
         iproute2 procps util-linux passwd coreutils # namespaces, ps, runuser/setpriv, useradd
+        e2fsprogs mount # volumes: an ext4 image each, loop-mounted (serve as root)
         bubblewrap firejail hyperfine sudo # the bwrap and firejail backends, benchmarks
         podman runc catatonit # the podman and docker backends (runc: crun refuses hybrid cgroups; catatonit: the docker API's init)
         man-db groff-base # man page rendering checks

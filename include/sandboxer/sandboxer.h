@@ -40,6 +40,10 @@ SBX_PUBLIC int sbx_run_set_backend(sbx_run *run, const char *backend);
 /* "balanced" or "strict". */
 SBX_PUBLIC int sbx_run_set_mode(sbx_run *run, const char *mode);
 SBX_PUBLIC int sbx_run_set_workspace(sbx_run *run, const char *host_dir);
+/* A volume (the control plane's): the host directory host_dir bound at target inside, read-only
+ * unless rw; the native backend only (others refuse the run, naming it). -EINVAL for a target that
+ * is not absolute, is /, under /proc, /dev or /sys, or has a .. (or more than 16 volumes). */
+SBX_PUBLIC int sbx_run_add_volume(sbx_run *run, const char *host_dir, const char *target, bool rw);
 SBX_PUBLIC int sbx_run_set_cwd(sbx_run *run, const char *dir);
 /* "NAME=VALUE", added after the profile's env. */
 SBX_PUBLIC int sbx_run_add_env(sbx_run *run, const char *name_value);

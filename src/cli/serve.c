@@ -26,7 +26,8 @@ static void help(void) {
                "                [--quota-sandboxes N] [--quota-execs N] [--quota-memory-mb N]\n"
                "                [--stop-sandboxes] [--secrets-dir DIR] [--warm-pool N] [--warm-profile "
                "P]...\n"
-               "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n\n"
+               "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n"
+               "                [--quota-volume-mb N]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -47,6 +48,7 @@ static void help(void) {
                "  --quota-memory-mb N  sum of the sandboxes' memory_mb per tenant (default 0 = no limit)\n"
                "  --quota-snapshot-mb N  the stored bytes of a tenant's snapshots (default 0 = no limit)\n"
                "  --snapshot-dir DIR  the snapshot store (default: snapshots/ in the state dir)\n"
+               "  --quota-volume-mb N  the sizes of a tenant's volumes (default 0 = no limit)\n"
                "  --stop-sandboxes  destroy every sandbox when stopping\n"
                "  --warm-pool N     keep N sandboxes of each warm profile started ahead, unassigned: a\n"
                "                    create takes one and the pool refills behind it (default 0)\n"
@@ -112,7 +114,8 @@ int verb_serve(int argc, char **argv) {
                 ARG_WARM_PROFILE,
                 ARG_DOMAIN,
                 ARG_SNAPDIR,
-                ARG_QSNAP
+                ARG_QSNAP,
+                ARG_QVOL
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -130,13 +133,14 @@ int verb_serve(int argc, char **argv) {
                 {"domain", required_argument, NULL, ARG_DOMAIN},
                 {"snapshot-dir", required_argument, NULL, ARG_SNAPDIR},
                 {"quota-snapshot-mb", required_argument, NULL, ARG_QSNAP},
+                {"quota-volume-mb", required_argument, NULL, ARG_QVOL},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
         size_t n_addrs = 0;
         const char *state_flag = NULL, *store_url = NULL, *policy = NULL;
         unsigned long quota_sandboxes = 1000, quota_execs = 256;
-        double quota_mem = 0, quota_snap = 0;
+        double quota_mem = 0, quota_snap = 0, quota_vol = 0;
         const char *snapshot_dir = NULL;
         bool stop_sandboxes = false;
         const char *secrets_dir = NULL, *domain = NULL;
@@ -199,12 +203,16 @@ int verb_serve(int argc, char **argv) {
                         }
                         break;
                 case ARG_QSNAP:
-                        quota_snap = strtod(optarg, &end);
-                        if (*end || !*optarg || !(quota_snap >= 0)) {
-                                cli_error("serve: --quota-snapshot-mb: '%s' is not a number of MiB", optarg);
+                case ARG_QVOL: {
+                        double q = strtod(optarg, &end);
+                        if (*end || !*optarg || !(q >= 0)) {
+                                cli_error("serve: --quota-%s-mb: '%s' is not a number of MiB",
+                                        c == ARG_QSNAP ? "snapshot" : "volume", optarg);
                                 return SBX_EXIT_FAILURE;
                         }
+                        *(c == ARG_QSNAP ? &quota_snap : &quota_vol) = q;
                         break;
+                }
                 case ARG_SNAPDIR:
                         if (!*optarg || optarg[0] != '/') {
                                 cli_error("serve: --snapshot-dir: '%s' is not an absolute path", optarg);
@@ -342,6 +350,7 @@ int verb_serve(int argc, char **argv) {
                 .quota_execs = (unsigned) quota_execs,
                 .quota_memory_mb = quota_mem,
                 .quota_snapshot_mb = quota_snap,
+                .quota_volume_mb = quota_vol,
                 .snapshot_dir = snapshot_dir,
                 .stop_sandboxes = stop_sandboxes,
                 .domain = domain};

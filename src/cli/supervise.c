@@ -441,7 +441,7 @@ static void usage(FILE *f) {
         fprintf(f, "Usage: sandboxer supervise --id ID --socket PATH --state DIR [--profile NAME|FILE]\n"
                    "                           [--policy FILE] [--backend NAME] [--workspace DIR]\n"
                    "                           [--ready-fd N] [--budget-used SECONDS] [--secrets-fd N]\n"
-                   "                           [--config-fd N]\n\n"
+                   "                           [--config-fd N] [--volume HOST:TARGET:ro|rw]...\n\n"
                    "The supervisor of one persistent sandbox, started by 'sandboxer serve' (internal:\n"
                    "it is not meant to be run by hand). It starts the sandbox and serves requests on\n"
                    "the unix socket PATH until the sandbox is destroyed.\n\n"
@@ -452,6 +452,7 @@ static void usage(FILE *f) {
                    "  --policy FILE       the site policy file\n"
                    "  --backend NAME      native or landlock (default: the policy's choice)\n"
                    "  --workspace DIR     the host directory mounted as the workspace\n"
+                   "  --volume HOST:TARGET:ro|rw  a volume's filesystem bound at TARGET (repeatable)\n"
                    "  --ready-fd N        write 'ready INIT_PID PID BACKEND SCRATCH' or\n"
                    "                      'error MESSAGE' there, once\n"
                    "  --budget-used S     seconds of budget_s already spent (recreate)\n"
@@ -471,6 +472,7 @@ int verb_supervise(int argc, char **argv) {
                 {"policy", required_argument, NULL, 'P'},
                 {"backend", required_argument, NULL, 'b'},
                 {"workspace", required_argument, NULL, 'w'},
+                {"volume", required_argument, NULL, 'V'},
                 {"ready-fd", required_argument, NULL, 'r'},
                 {"budget-used", required_argument, NULL, 'u'},
                 {"secrets-fd", required_argument, NULL, 'S'},
@@ -508,6 +510,19 @@ int verb_supervise(int argc, char **argv) {
                 case 'w':
                         rc = sbx_run_set_workspace(run, optarg);
                         break;
+                case 'V': { /* HOST:TARGET:ro|rw */
+                        char *copy = strdup(optarg), *t = copy ? strchr(copy, ':') : NULL,
+                             *a = t ? strrchr(t + 1, ':') : NULL;
+                        if (!a || (strcmp(a + 1, "ro") != 0 && strcmp(a + 1, "rw") != 0)) {
+                                free(copy);
+                                cli_error("--volume: '%s' is not HOST:TARGET:ro|rw", optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        *t = *a = 0;
+                        rc = sbx_run_add_volume(run, copy, t + 1, strcmp(a + 1, "rw") == 0);
+                        free(copy);
+                        break;
+                }
                 case 'r': {
                         char *end;
                         long v = strtol(optarg, &end, 10);

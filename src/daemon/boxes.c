@@ -37,6 +37,7 @@ json_t *mgr_box_record(const box *b) {
                 json_object_set_new(r, "skill", json_deep_copy(b->skill));
         if (b->snapshot_src)
                 json_object_set_new(r, "snapshot", json_deep_copy(b->snapshot_src));
+        json_object_set_new(r, "volumes", b->volumes ? json_deep_copy(b->volumes) : json_array());
         return r;
 }
 
@@ -126,6 +127,7 @@ void mgr_box_free(box *b) {
         json_decref(b->secret_names);
         json_decref(b->skill);
         json_decref(b->snapshot_src);
+        json_decref(b->volumes);
         free(b->config);
         json_decref(b->surface_env);
         explicit_bzero(b->surface_token, sizeof b->surface_token);

@@ -307,7 +307,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
         if (!body)
                 return rp->code;
         static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", "network", "skill",
-                "on_expiry", "auto_resume", "snapshot", NULL};
+                "on_expiry", "auto_resume", "snapshot", "volumes", NULL};
         json_t *jp = json_object_get(body, "profile"), *jt = json_object_get(body, "ttl_s"),
                *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata"),
                *js = json_object_get(body, "skill"), *jx = json_object_get(body, "on_expiry"),
@@ -351,6 +351,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .pause_on_expiry = jx && streq(json_string_value(jx), "pause"),
                         .auto_resume = json_is_true(ja),
                         .snapshot = json_string_value(jsn),
+                        .volumes = json_object_get(body, "volumes"),
                 };
                 sbx_ops_create(m, rq->who, &req, rp);
         }
@@ -383,6 +384,8 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
                 json_object_set_new(j, "skill", json_string(req->skill));
         if (req->snapshot)
                 json_object_set_new(j, "snapshot", json_string(req->snapshot));
+        if (req->volumes)
+                json_object_set(j, "volumes", req->volumes);
         if (req->pause_on_expiry)
                 json_object_set_new(j, "on_expiry", json_string("pause"));
         if (req->auto_resume)
@@ -411,6 +414,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         char skill_sid[32] = "", skill_dir[PATH_MAX] = "", skill_profile[PATH_MAX + 16] = "";
         json_t *skill = NULL;
         json_t *snap = NULL; /* create {snapshot}: its manifest */
+        json_t *vols = NULL; /* create {volumes}: as the record keeps them */
         char snap_profile[256] = "";
         *rp = (sbx_mgr_reply){.stream_fd = -1};
 
@@ -427,6 +431,48 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                         json_string_value(json_object_get(snap, "profile")) ?: "profile.default");
         }
         const char *profile = req->profile ? req->profile : snap ? snap_profile : "profile.default";
+        /* volumes: [{name, mount, access}], each the tenant's (mounted on the host here) */
+        if (req->volumes && !json_is_null(req->volumes)) {
+                json_t *v;
+                size_t i;
+                if (!json_is_array(req->volumes) || json_array_size(req->volumes) > 16) {
+                        mgr_reply_err(rp, 400, "invalid_argument", "volumes",
+                                "volumes: an array of at most 16 {name, mount, access: ro|rw}");
+                        goto out;
+                }
+                vols = json_array();
+                json_array_foreach(req->volumes, i, v) {
+                        const char *name = json_string_value(json_object_get(v, "name")),
+                                   *mount = json_string_value(json_object_get(v, "mount")),
+                                   *access = json_string_value(json_object_get(v, "access"));
+                        json_t *ja = json_object_get(v, "access");
+                        if (!json_is_object(v) || json_object_size(v) > 3 || !name || !mount ||
+                                mount[0] != '/' || streq(mount, "/") || strstr(mount, "..") ||
+                                strlen(mount) > 256 ||
+                                (ja && !(access && (streq(access, "ro") || streq(access, "rw"))))) {
+                                mgr_reply_err(rp, 400, "invalid_argument", "volumes",
+                                        "volumes[%zu]: {name, mount (an absolute path inside, not /), "
+                                        "access: ro|rw}",
+                                        i);
+                                json_decref(vols);
+                                vols = NULL;
+                                goto out;
+                        }
+                        char host[PATH_MAX];
+                        int err = 0;
+                        if (!mgr_volume_host(m, who->tenant, name, host, sizeof host, &err)) {
+                                mgr_reply_err(rp, err == -ENOENT ? 404 : 503,
+                                        err == -ENOENT ? "not_found" : "unavailable", "volumes",
+                                        "volume '%.64s': %s", name,
+                                        err == -ENOENT ? "no such volume" : strerror(-err));
+                                json_decref(vols);
+                                vols = NULL;
+                                goto out;
+                        }
+                        json_array_append_new(vols, json_pack("{s:s, s:s, s:s}", "name", name, "mount",
+                                                            mount, "access", access ? access : "rw"));
+                }
+        }
         if (req->snapshot && req->skill) {
                 mgr_reply_err(rp, 400, "invalid_argument", "snapshot",
                         "snapshot and skill: give one (a skill's sandbox starts from its verified files)");
@@ -581,8 +627,9 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 goto out;
         }
         /* (a snapshot's files go into a fresh one: nothing of a pooled one's may mix in) */
-        box *warm = !(pr->secrets && pr->secrets[0]) && !skill && !snap ? pool_take(m, profile, config_sha)
-                                                                        : NULL;
+        box *warm = !(pr->secrets && pr->secrets[0]) && !skill && !snap && !vols
+                            ? pool_take(m, profile, config_sha)
+                            : NULL;
         b = warm ? warm : calloc(1, sizeof *b);
         if (!b) {
                 mgr_reply_err(rp, 503, "unavailable", NULL, "out of memory");
@@ -626,6 +673,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->idle_s = pr->ttl_idle_s;
         b->paused_max_s = pr->ttl_paused_s > 0 ? pr->ttl_paused_s : 24 * 3600.0;
         b->pause_on_expiry = req->pause_on_expiry;
+        b->volumes = TAKE_PTR(vols);
         if (snap) /* where it came from, and whether the profile and policy resolve as they did then */
                 b->snapshot_src = json_pack("{s:s, s:b}", "id", req->snapshot, "config_changed",
                         !streq_ptr(json_string_value(json_object_get(snap, "config_sha")), config_sha));
@@ -698,6 +746,7 @@ out:
                 (void) sbx_rm_rf(skill_dir);
         json_decref(skill);
         json_decref(snap);
+        json_decref(vols);
         free(idem.sandbox_id);
         free(idem.body_sha);
         return rp->code;

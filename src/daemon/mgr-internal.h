@@ -68,6 +68,7 @@ typedef struct box {
         bool auto_resume; /* create's auto_resume: an exec or file operation resumes it */
         char restoring[24]; /* the snapshot its files are being written from (create {snapshot}) */
         json_t *snapshot_src; /* made from a snapshot: {id, config_changed}, else NULL */
+        json_t *volumes; /* the volumes it mounts: [{name, mount, access}], or NULL */
         double idle_s, ttl_s;
         double metrics_cpu_s; /* the last metrics sample's CPU seconds, at metrics_ms (0: none) */
         int64_t metrics_ms;
@@ -201,6 +202,11 @@ bool mgr_auto_resume(sbx_mgr *m, box *b);
 void mgr_snapshots_reconcile(sbx_mgr *m);
 json_t *mgr_snapshot_take(sbx_mgr *m, const char *id, const char *tenant, box *b);
 unsigned mgr_snapshot_restore(sbx_mgr *m, box *b, const json_t *man, sbx_mgr_reply *rp);
+
+/* volumes.c: where the tenant's volume `name` is mounted on the host (mounted first when it is
+ * not), into buf; NULL with *err (-ENOENT: no such volume). */
+const char *mgr_volume_host(
+        sbx_mgr *m, const char *tenant, const char *name, char *buf, size_t size, int *err);
 
 /* supervisors.c */
 int mgr_sv_connect(const box *b);

@@ -38,6 +38,7 @@ typedef struct sbx_create_req {
         const sbx_network_req *network; /* NULL: the profile's rules */
         bool pause_on_expiry; /* on_expiry "pause": paused at expires_at, not destroyed */
         bool auto_resume; /* an exec or file operation resumes it when paused */
+        json_t *volumes; /* [{name, mount, access: ro|rw}] (borrowed), or NULL */
         const char *snapshot; /* a snapshot id: its files in the new sandbox (its profile unless
                                * profile is given); NULL: none */
 } sbx_create_req;
@@ -101,6 +102,14 @@ unsigned sbx_ops_resume(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_m
  * (quota.snapshot_mb), 503, 507 (the store is full: nothing is kept, the sandbox runs on). List,
  * get and delete are the tenant's own (404 for another's); delete: 409 while a sandbox is being
  * made from it. */
+/* Volumes (volumes.c): named per tenant, {id, name, tenant, size_mb, created_at}. Create: 201;
+ * 400, 409 (the name is taken; `unsupported`: the server is not root), 429 (quota.volume_mb), 503,
+ * 507. Delete: 409 while a live sandbox mounts it (naming it). */
+unsigned sbx_ops_volume_create(
+        sbx_mgr *m, const sbx_caller *who, const char *name, double size_mb, sbx_mgr_reply *rp);
+unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
+unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
+unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
 bool mgr_valid_snapshot_id(const char *s); /* snp_ and 16 hex digits */
 unsigned sbx_ops_snapshot_create(
         sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *name, sbx_mgr_reply *rp);

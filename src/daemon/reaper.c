@@ -191,6 +191,8 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->pause_on_expiry = streq_ptr(json_string_value(json_object_get(rec, "on_expiry")), "pause");
         b->auto_resume = json_is_true(json_object_get(rec, "auto_resume"));
         b->snapshot_src = json_incref(json_object_get(rec, "snapshot"));
+        if (json_array_size(json_object_get(rec, "volumes")))
+                b->volumes = json_incref(json_object_get(rec, "volumes"));
         if (!(b->paused_max_s > 0))
                 b->paused_max_s = 24 * 3600.0;
         json_decref(rec);

@@ -81,6 +81,35 @@ bool sbx_mgr_route(
                         method_not_allowed(rp, "GET, DELETE");
                 return true;
         }
+        if (streq(path, "/v1/volumes") || streq(path, "/v1/volumes/")) {
+                json_t *body = post ? mgr_parse_body(rq, rp, false) : NULL;
+                static const char *const keys[] = {"name", "size_mb", NULL};
+                json_t *jn = json_object_get(body, "name"), *js = json_object_get(body, "size_mb");
+                if (get)
+                        sbx_ops_volume_list(m, rq->who, rp);
+                else if (!post)
+                        method_not_allowed(rp, "GET, POST");
+                else if (!body || !mgr_only_keys(body, keys, "", rp))
+                        ; /* answered */
+                else if (!json_is_string(jn))
+                        mgr_reply_err(rp, 400, "invalid_argument", "name", "name: a string is required");
+                else if (!json_is_number(js))
+                        mgr_reply_err(rp, 400, "invalid_argument", "size_mb",
+                                "size_mb: a number of MiB is required");
+                else
+                        sbx_ops_volume_create(m, rq->who, json_string_value(jn), json_number_value(js), rp);
+                json_decref(body);
+                return true;
+        }
+        if (strncmp(path, "/v1/volumes/", 12) == 0) {
+                if (get)
+                        sbx_ops_volume_get(m, rq->who, path + 12, rp);
+                else if (del)
+                        sbx_ops_volume_delete(m, rq->who, path + 12, rp);
+                else
+                        method_not_allowed(rp, "GET, DELETE");
+                return true;
+        }
         if (streq(path, "/v1/snapshots") || streq(path, "/v1/snapshots/")) {
                 if (get)
                         sbx_ops_snapshot_list(m, rq->who, rp);

@@ -34,6 +34,7 @@ typedef struct sbx_mgr_options {
         unsigned quota_sandboxes, quota_execs; /* per tenant; 0 = unlimited */
         double quota_memory_mb;
         double quota_snapshot_mb; /* the bytes of a tenant's snapshots (their stored size); 0 = unlimited */
+        double quota_volume_mb; /* the sizes of a tenant's volumes; 0 = unlimited */
         const char *snapshot_dir; /* the snapshot store; NULL = STATE/snapshots */
         bool stop_sandboxes; /* destroy every sandbox when the server stops */
         /* A warm pool: this many sandboxes of each of warm_profiles (NULL: profile.default) kept

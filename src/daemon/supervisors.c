@@ -238,7 +238,8 @@ static int sv_spawn_inner(
         char budget[32], logpath[PATH_MAX + 32], ws[PATH_MAX + 16], pref[PATH_MAX + 16];
         snprintf(budget, sizeof budget, "%.3f", budget_used);
         snprintf(logpath, sizeof logpath, "%s/supervisor.log", b->dir);
-        char *argv[24];
+        char *argv[24 + 2 * 16];
+        char vols[16][PATH_MAX + 300];
         int n = 0;
         argv[n++] = m->exe;
         if (!m->supervise_exe_lean)
@@ -263,6 +264,26 @@ static int sv_spawn_inner(
                 snprintf(ws, sizeof ws, "%s/workspace", b->dir);
                 argv[n++] = (char *) "--workspace";
                 argv[n++] = ws;
+        }
+        /* its volumes (volumes.c): each mounted on the host, bound inside by the supervisor */
+        json_t *v;
+        size_t vi;
+        json_array_foreach(b->volumes, vi, v) {
+                if (vi >= 16)
+                        break;
+                char host[PATH_MAX];
+                int err = 0;
+                const char *name = json_string_value(json_object_get(v, "name"));
+                if (!mgr_volume_host(m, b->tenant, name ?: "", host, sizeof host, &err)) {
+                        snprintf(msg, msgsz, "volume '%.64s': %s", name ?: "",
+                                err == -ENOENT ? "no such volume (deleted?)" : strerror(-err));
+                        return err < 0 ? err : -ENOENT;
+                }
+                snprintf(vols[vi], sizeof vols[vi], "%s:%s:%s", host,
+                        json_string_value(json_object_get(v, "mount")) ?: "",
+                        streq_ptr(json_string_value(json_object_get(v, "access")), "ro") ? "ro" : "rw");
+                argv[n++] = (char *) "--volume";
+                argv[n++] = vols[vi];
         }
         int sfd = secrets_fd(m, b, msg, msgsz);
         if (sfd < -1)

@@ -40,6 +40,8 @@ struct sbx_run {
         char *error;
         sbx_secret *secrets;
         size_t n_secrets;
+        sbx_volume *volumes;
+        size_t n_volumes;
         char *resolved; /* sbx_run_set_resolved_config() */
         size_t resolved_len;
         char skill_name[65], skill_version[65], skill_digest[65], skill_key_id[17];
@@ -84,6 +86,11 @@ _public_ sbx_run *sbx_run_free(sbx_run *r) {
                 free(r->secrets[i].value);
         }
         free(r->secrets);
+        for (size_t i = 0; i < r->n_volumes; i++) {
+                free(r->volumes[i].host);
+                free(r->volumes[i].target);
+        }
+        free(r->volumes);
         free(r->resolved);
         free(r);
         return NULL;
@@ -219,6 +226,27 @@ _public_ int sbx_run_add_secret(sbx_run *r, const char *name, const void *value,
         return 0;
 }
 
+_public_ int sbx_run_add_volume(sbx_run *r, const char *host, const char *target, bool rw) {
+        if (!host || host[0] != '/' || !target || target[0] != '/' || streq(target, "/") ||
+                strstr(target, "/..") || strstr(target, "/./") || strlen(target) > 256 ||
+                strncmp(target, "/proc", 5) == 0 || strncmp(target, "/dev", 4) == 0 ||
+                strncmp(target, "/sys", 4) == 0 || r->n_volumes >= 16)
+                return -EINVAL;
+        sbx_volume *n = realloc(r->volumes, (r->n_volumes + 1) * sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        r->volumes = n;
+        sbx_volume *v = &r->volumes[r->n_volumes];
+        *v = (sbx_volume){.host = strdup(host), .target = strdup(target), .rw = rw};
+        if (!v->host || !v->target) {
+                free(v->host);
+                free(v->target);
+                return -ENOMEM;
+        }
+        r->n_volumes++;
+        return 0;
+}
+
 /* Every secret the profile names must be given (fail closed), and only the native backend can
  * deliver them (a tmpfs at /run/secrets in its own mount namespace). */
 static int check_secrets(sbx_run *r, const sbx_config *cfg, const sbx_backend *b, sbx_error *e) {
@@ -233,6 +261,11 @@ static int check_secrets(sbx_run *r, const sbx_config *cfg, const sbx_backend *b
                                 "the control plane ('sandboxer serve --secrets-dir DIR', a file DIR/%s)",
                                 *name, *name);
         }
+        if (r->n_volumes > 0 && b && b->id != SBX_BACKEND_NATIVE)
+                return sbx_error_set(e, EOPNOTSUPP, "volumes",
+                        "volumes are bound into the sandbox's own mount namespace, which needs the native "
+                        "backend; %s cannot: choose native in the profile or the policy",
+                        sbx_backend_to_string(b->id));
         if (r->n_secrets > 0 && b && b->id != SBX_BACKEND_NATIVE)
                 return sbx_error_set(e, EOPNOTSUPP, "secrets",
                         "secrets are delivered as files on a tmpfs at /run/secrets, which needs the native "
@@ -422,7 +455,9 @@ _public_ int sbx_run_execute(sbx_run *r) {
                         .handle_signals = r->handle_signals,
                         .tty = r->tty,
                         .secrets = r->secrets,
-                        .n_secrets = r->n_secrets};
+                        .n_secrets = r->n_secrets,
+                        .volumes = r->volumes,
+                        .n_volumes = r->n_volumes};
                 unsigned tried = 0;
                 for (;;) {
                         ret = b->run(cfg, r->argv, &io, rep, &e);
@@ -501,7 +536,9 @@ _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
                         .handle_signals = r->handle_signals,
                         .persist = sb,
                         .secrets = r->secrets,
-                        .n_secrets = r->n_secrets};
+                        .n_secrets = r->n_secrets,
+                        .volumes = r->volumes,
+                        .n_volumes = r->n_volumes};
                 ret = null_fd < 0 ? sbx_error_set(&e, errno, "persist", "open /dev/null: %m")
                                   : b->start(cfg, &io, rep, &e);
                 safe_close(null_fd);

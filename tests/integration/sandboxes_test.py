@@ -110,6 +110,8 @@ def template(path):
         return "/v1/p/{token}/{path}"
     if p.startswith("/v1/snapshots/"):
         return "/v1/snapshots/{snapshot_id}"
+    if p.startswith("/v1/volumes/"):
+        return "/v1/volumes/{name}"
     if p.startswith("/v1/sandboxes/"):
         rest = p[len("/v1/sandboxes/"):]
         if "/ports/" in rest:
@@ -527,6 +529,52 @@ def snapshot_tests():
         stop()
     ok(start(), "serve restarts as before")
     req("DELETE", "/v1/sandboxes/" + sid)
+
+
+def volume_tests():
+    """volumes (DESIGN.md, Persistence): named filesystems mounted into sandboxes, outliving them."""
+    s, v, _ = req("POST", "/v1/volumes", {"name": "data", "size_mb": 8})
+    if os.geteuid() != 0:
+        ok(s == 409 and v.get("error", {}).get("code") == "unsupported" and "root" in v["error"]["message"],
+           "volumes as an ordinary user: 409 unsupported, saying they need root", v)
+        return
+    ok(s == 201 and v.get("id", "").startswith("vol_") and v.get("size_mb") == 8, "POST /v1/volumes: 201", v)
+    s, r, _ = req("POST", "/v1/volumes", {"name": "data", "size_mb": 8})
+    is_((s, r.get("error", {}).get("field")), (409, "name"), "the same name again: 409")
+    for body, field in [({"name": "../x", "size_mb": 8}, "name"), ({"name": "x", "size_mb": 0}, "size_mb"),
+                        ({"name": "x"}, "size_mb"), ({"name": "x", "size_mb": 8, "extra": 1}, "extra")]:
+        s, r, _ = req("POST", "/v1/volumes", body)
+        is_((s, r.get("error", {}).get("field")), (400, field), "volume %s: 400 naming %s" % (json.dumps(body), field))
+    s, lst, _ = req("GET", "/v1/volumes")
+    is_([x["name"] for x in lst.get("items", [])], ["data"], "GET /v1/volumes lists it")
+    for vols, why in [([{"name": "nope", "mount": "/data"}], "an unknown volume"),
+                      ([{"name": "data", "mount": "data"}], "a relative mount"),
+                      ([{"name": "data", "mount": "/data", "access": "rwx"}], "a bad access")]:
+        s, r, _ = create(volumes=vols)
+        ok(s in (400, 404) and r.get("error", {}).get("field") == "volumes", "create with %s: %d naming volumes" % (why, s), r)
+    s, a, _ = create(volumes=[{"name": "data", "mount": "/data"}])
+    aid = a.get("id", "")
+    is_((s, a.get("volumes")), (201, [{"name": "data", "mount": "/data", "access": "rw"}]),
+        "a sandbox mounting it: the record says so")
+    s, r, _ = exec_(aid, ["sh", "-c", "echo kept > /data/f && cat /data/f"])
+    is_(r.get("stdout"), "kept\n", "it writes to the volume")
+    s, r, _ = exec_(aid, ["sh", "-c", "dd if=/dev/zero of=/data/big bs=1M count=20 2>&1 | grep -o 'No space left on device' | head -1; rm -f /data/big; echo alive"])
+    is_(r.get("stdout"), "No space left on device\nalive\n", "a full volume: the writer gets ENOSPC, the sandbox runs on")
+    s, r, _ = req("DELETE", "/v1/volumes/data")
+    ok(s == 409 and aid in r.get("error", {}).get("message", ""), "deleting a volume in use: 409 naming the sandbox", r)
+    req("DELETE", "/v1/sandboxes/" + aid)
+    stop()
+    ok(start(), "serve restarts")
+    s, b, _ = create(volumes=[{"name": "data", "mount": "/mnt/v", "access": "ro"}])
+    bid = b.get("id", "")
+    s, r, _ = exec_(bid, ["sh", "-c", "cat /mnt/v/f; echo x > /mnt/v/g 2>/dev/null; echo rc=$?"])
+    is_(r.get("stdout"), "kept\nrc=2\n", "after its sandbox and a restart: another reads it (read-only: writes refused)")
+    req("DELETE", "/v1/sandboxes/" + bid)
+    s, r, _ = req("DELETE", "/v1/volumes/data")
+    mnts = open("/proc/mounts").read()
+    ok(s == 200 and ST not in mnts, "DELETE /v1/volumes/NAME: 200, unmounted and gone", (s, r))
+    s, r, _ = req("GET", "/v1/volumes/data")
+    is_(s, 404, "a deleted volume: 404")
 
 
 def main():
@@ -1050,6 +1098,7 @@ def main():
 
     pause_tests()
     snapshot_tests()
+    volume_tests()
 
     def slow_create():
         box["c"] = create()

@@ -17,6 +17,13 @@ typedef struct sbx_secret {
         size_t len;
 } sbx_secret;
 
+/* A volume of the control plane: a host directory (its filesystem's own: a loop-mounted image)
+ * bound at target inside, read-only unless rw. */
+typedef struct sbx_volume {
+        char *host, *target;
+        bool rw;
+} sbx_volume;
+
 typedef struct sbx_run_io {
         int in_fd, out_fd, err_fd; /* the caller's stdio for the command */
         bool handle_signals;
@@ -24,6 +31,8 @@ typedef struct sbx_run_io {
         struct sbx_sandbox *persist; /* a persistent sandbox: no command, execs on request */
         const sbx_secret *secrets; /* the profile's secrets, resolved (control plane) */
         size_t n_secrets;
+        const sbx_volume *volumes; /* the control plane's volumes (native backend only) */
+        size_t n_volumes;
 } sbx_run_io;
 
 /* What a backend declares it enforces, limits and observes (docs/backends.md has the table with

@@ -101,6 +101,25 @@ static int build_mounts(const sbx_config *cfg, const sbx_run_plan *rp, const sbx
                         return sbx_error_set(e, r, "mount plan", "out of memory");
         }
 
+        /* Volumes: the control plane's filesystems (loop-mounted images), bound where asked. */
+        for (size_t i = 0; i < io->n_volumes; i++) {
+                const sbx_volume *v = &io->volumes[i];
+                struct stat vst;
+                /* as root: a fresh volume's root (root's, from mkfs) made the command's (run_as) */
+                if (rp->root && v->rw && stat(v->host, &vst) == 0 && vst.st_uid == 0)
+                        (void) !chown(v->host, rp->uid, rp->gid);
+                /* the tree cloned here, with our credentials (the store is root's, 0700), and only
+                 * attached inside */
+                int fd = v->rw ? sbx_mount_rw_tree(v->host, e) : sbx_mount_ro_tree(v->host, e);
+                if (fd < 0)
+                        return fd;
+                (void) sbx_report_add_mount(rep, v->host, v->target, v->rw ? "volume-rw" : "volume-ro");
+                if ((r = sbx_mount_plan_add(
+                             plan, SBX_MOP_MKDIR, NULL, v->target, NULL, 0, false, true, 0755)) < 0 ||
+                        (r = sbx_mount_plan_add_fd(plan, fd, v->target, true)) < 0)
+                        return sbx_error_set(e, r, "mount plan", "out of memory");
+        }
+
         /* Secrets: files on a tmpfs of their own, read-only once written, never in the
          * environment. The report names the mount, not the contents. */
         if (io->n_secrets > 0) {
@@ -245,8 +264,8 @@ static const sbx_spawn_path_rule inside_rules[] = {
  * the empty network namespace is the fence: Landlock rules cannot tell loopback from the rest);
  * abstract unix sockets and signals are scoped where the ABI has it (the namespaces isolate them
  * already). */
-static int build_landlock(
-        const sbx_config *cfg, const sbx_run_plan *rp, int *ret_fd, int *ret_abi, sbx_error *e) {
+static int build_landlock(const sbx_config *cfg, const sbx_run_plan *rp, const sbx_run_io *io, int *ret_fd,
+        int *ret_abi, sbx_error *e) {
         const sbx_profile *pr = cfg->profile;
         sbx_landlock_request req = {
                 .deny_tcp = !pr->net_allow && !pr->loopback && !sbx_profile_egress_proxied(pr),
@@ -266,6 +285,10 @@ static int build_landlock(
                                  (sbx_backend_exec_allowed(pr, rp->ws_target) ? SBX_LL_EXEC : 0),
                          e)) < 0)
                 return r;
+        for (size_t i = 0; i < io->n_volumes; i++)
+                if ((r = sbx_backend_ll_add_host(fd, info.abi, io->volumes[i].host,
+                             SBX_LL_READ | (io->volumes[i].rw ? SBX_LL_WRITE : 0), e)) < 0)
+                        return r;
         if ((r = sbx_backend_ll_add_commands(fd, info.abi, pr, e)) < 0)
                 return r;
         *ret_abi = info.abi;
@@ -336,7 +359,7 @@ static int native_run(
                 return r;
         sbx_debug_mark("mount plan built");
         if (!sbx_backend_bench_disabled("landlock")) {
-                r = build_landlock(cfg, &rp, &ll_fd, &ll_abi, e);
+                r = build_landlock(cfg, &rp, io, &ll_fd, &ll_abi, e);
                 if (r < 0)
                         return r;
         }
@@ -434,6 +457,9 @@ static int native_run(
         if (sbx_backend_writable_set(cfg, SCRATCH_DIR, rp.ws_rw, &writable) < 0 ||
                 (rp.home && strv_extend(&writable, rp.home) < 0))
                 return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
+        for (size_t i = 0; i < io->n_volumes; i++)
+                if (io->volumes[i].rw && strv_extend(&writable, io->volumes[i].target) < 0)
+                        return sbx_error_set(e, ENOMEM, "writable set", "out of memory");
         return sbx_backend_launch(cfg, io, rep, &sp, cg, sc_fd >= 0 ? &sc_opts : NULL, writable, e);
 }
 

@@ -185,6 +185,20 @@ int sbx_mount_ro_tree(const char *host_path, sbx_error *e) {
         return tree;
 }
 
+int sbx_mount_rw_tree(const char *host_path, sbx_error *e) {
+        int tree = open_tree(AT_FDCWD, host_path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0)
+                return sbx_error_set(
+                        e, errno, "volume: open_tree", "cannot clone the mount tree of %s: %m", host_path);
+        struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+                int r = sbx_error_set(e, errno, "volume", "cannot set nosuid,nodev on %s: %m", host_path);
+                close(tree);
+                return r;
+        }
+        return tree;
+}
+
 int sbx_mkdir_p(const char *path, mode_t mode) {
         char buf[4096];
         size_t n = strlen(path);

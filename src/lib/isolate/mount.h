@@ -67,6 +67,8 @@ int sbx_mount_idmapped_tree(const char *host_path, uid_t disk_uid, gid_t disk_gi
 /* Parent side: a detached read-only copy of the tree at host_path (open_tree + mount_setattr),
  * resolved with the caller's credentials: the sandbox's uid need not reach host_path. */
 int sbx_mount_ro_tree(const char *host_path, sbx_error *e);
+/* The same, writable (nosuid, nodev): a volume's filesystem, cloned with our credentials. */
+int sbx_mount_rw_tree(const char *host_path, sbx_error *e);
 /* Add a MOVE_FD op; takes ownership of fd. */
 int sbx_mount_plan_add_fd(sbx_mount_plan *p, int fd, const char *target, bool is_dir);
 
