@@ -165,3 +165,9 @@ void cx_box_set(sbx_mgr *m, const char *id, const sbx_caller *who, json_t *env /
  * the caller, when the token (or NULL: skip the check) matches. false: unknown / bad token. */
 bool cx_box_get(sbx_mgr *m, const char *id, const char *token, sbx_caller *ret_who, char ***ret_env);
 void cx_strv_free(char **v);
+
+/* volumes.c: E2B's /volumes and Daytona's /api/volumes (path after /api), and the name of the
+ * caller's volume whose id is id (NULL: none) for a create that mounts it by id. */
+void e2b_volumes(cx_req *rq, const char *path);
+void dt_volumes(cx_req *rq, const char *path);
+const char *cx_volume_name(cx_req *rq, const char *id, char *buf, size_t size);

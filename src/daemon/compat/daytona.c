@@ -180,7 +180,21 @@ static void op_create(cx_req *rq) {
                 }
                 sbx_mgr_reply_done(&lr);
         }
+        /* volumes [{volumeId, mountPath}]: the tenant's volumes (by id), mounted writable */
+        json_t *vols = NULL, *x;
+        size_t vi;
+        json_array_foreach(json_object_get(body, "volumes"), vi, x) {
+                char vname[80];
+                const char *vid = json_string_value(json_object_get(x, "volumeId"));
+                if (!vols)
+                        vols = json_array();
+                json_array_append_new(
+                        vols, json_pack("{s:s, s:O?}", "name",
+                                      vid && cx_volume_name(rq, vid, vname, sizeof vname) ? vname : "",
+                                      "mount", json_object_get(x, "mountPath")));
+        }
         sbx_create_req creq = {
+                .volumes = vols,
                 .profile = snap_id[0] ? NULL : profile,
                 .snapshot = snap_id[0] ? snap_id : NULL,
                 .ttl_s = minutes * 60,
@@ -198,6 +212,7 @@ static void op_create(cx_req *rq) {
                 code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
         }
         sbx_network_req_done(&net);
+        json_decref(vols);
         if (code != 201 && code != 200) {
                 dt_native_err(rq, code, rp.json);
                 sbx_mgr_reply_done(&rp);
@@ -649,6 +664,8 @@ bool cx_daytona_handle(cx_req *rq) {
                 sandboxes(rq, path);
         else if (strncmp(path, "/toolbox/", 9) == 0)
                 dt_toolbox(rq, path);
+        else if (streq(path, "/volumes") || strncmp(path, "/volumes/", 9) == 0)
+                dt_volumes(rq, path);
         else
                 cx_daytona_err(rq, 404, "Cannot %s %s", rq->method, u);
         return true;

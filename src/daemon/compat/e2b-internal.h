@@ -20,6 +20,8 @@ void e2b_api_err(cx_req *rq, unsigned code, const char *fmt, ...) _printf_(3, 4)
 void e2b_rpc_err(cx_req *rq, const char *code, const char *fmt, ...) _printf_(3, 4);
 /* The message of a native refusal ({"error": {"message": ...}}), or "refused". */
 const char *e2b_native_message(const json_t *j);
+/* The control plane's credential (X-API-KEY, else the unix socket's peer): true, or 401 answered. */
+bool e2b_api_auth(cx_req *rq);
 /* The Connect code of a native HTTP status. */
 const char *e2b_connect_code(unsigned http);
 

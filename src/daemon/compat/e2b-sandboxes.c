@@ -121,7 +121,7 @@ static void op_metrics(cx_req *rq, const char *id) {
         cx_respond_json(rq, 200, json_pack("[o]", m));
 }
 
-static bool api_auth(cx_req *rq) {
+bool e2b_api_auth(cx_req *rq) {
         const char *key = cx_header(rq, "X-API-KEY");
         if (key ? cx_auth_token(rq, key) : cx_auth_who(rq))
                 return true;
@@ -161,6 +161,7 @@ static void op_create(cx_req *rq) {
                *jm = json_object_get(body, "metadata"), *je_ = json_object_get(body, "envVars");
         char pb[256];
         sbx_network_req net = {0};
+        json_t *vols = NULL;
         if (jt && !json_is_string(jt)) {
                 e2b_api_err(rq, 400,
                         "templateID: must be a string (a sandboxer profile: base is profile.default)");
@@ -192,6 +193,15 @@ static void op_create(cx_req *rq) {
         }
         const char *profile = profile_of(json_string_value(jt), pb, sizeof pb);
         double timeout = json_is_number(jto) ? json_number_value(jto) : DEFAULT_TIMEOUT_S;
+        /* volumeMounts [{name, path}]: the tenant's volumes, mounted (writable) at path */
+        json_t *vm = json_object_get(body, "volumeMounts"), *x;
+        size_t vi;
+        if (json_is_array(vm) && json_array_size(vm)) {
+                vols = json_array();
+                json_array_foreach(vm, vi, x) json_array_append_new(
+                        vols, json_pack("{s:O?, s:O?}", "name", json_object_get(x, "name"), "mount",
+                                      json_object_get(x, "path")));
+        }
         /* a snapshot's id as the template: a sandbox made from it (Sandbox.create(snapshotId)) */
         const char *snapshot = mgr_valid_snapshot_id(json_string_value(jt)) ? json_string_value(jt) : NULL;
         sbx_create_req creq = {
@@ -204,6 +214,7 @@ static void op_create(cx_req *rq) {
                 /* lifecycle.onTimeout "pause": paused at its timeout; autoResume: by an envd call */
                 .pause_on_expiry = json_is_true(json_object_get(body, "autoPause")),
                 .auto_resume = json_is_true(json_object_get(jar, "enabled")),
+                .volumes = vols,
         };
         sbx_mgr_reply rp;
         unsigned code = sbx_ops_create(rq->m, &rq->caller, &creq, &rp);
@@ -262,6 +273,7 @@ static void op_create(cx_req *rq) {
         json_decref(rec);
 out:
         sbx_network_req_done(&net);
+        json_decref(vols);
         json_decref(body);
 }
 
@@ -555,7 +567,7 @@ static void op_fork(cx_req *rq, const char *id) {
 }
 
 void e2b_control(cx_req *rq, const char *path) {
-        if (!api_auth(rq))
+        if (!e2b_api_auth(rq))
                 return;
         if (streq(path, "/snapshots")) {
                 if (streq(rq->method, "GET"))

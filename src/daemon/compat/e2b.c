@@ -312,5 +312,10 @@ bool cx_e2b_handle(cx_req *rq) {
                 e2b_control(rq, u);
                 return true;
         }
+        if (streq(u, "/volumes") || strncmp(u, "/volumes/", 9) == 0) {
+                if (e2b_api_auth(rq))
+                        e2b_volumes(rq, u);
+                return true;
+        }
         return false;
 }
