@@ -32,7 +32,8 @@ static void rec(uint32_t type, uint32_t id, const void *p, size_t n) {
                 data_bytes += n;
         size_t i = n_sent < 64 ? n_sent++ : 63;
         sent[i].type = type, sent[i].id = id, sent[i].n = n;
-        memcpy(sent[i].data, p, n < sizeof sent[i].data ? n : sizeof sent[i].data);
+        if (n) /* (memcpy from NULL is undefined even for 0 bytes) */
+                memcpy(sent[i].data, p, n < sizeof sent[i].data ? n : sizeof sent[i].data);
 }
 
 static bool frame(uint32_t type, uint32_t id, const void *p, size_t n) {
