@@ -28,7 +28,7 @@ import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--runs", type=int, default=20)
-ap.add_argument("--mb", type=int, default=100)
+ap.add_argument("--mb", type=int, default=100)  # within the default scratch_mb (512) of each sandbox
 args = ap.parse_args()
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SBX = os.environ.get("SANDBOXER", os.path.join(ROOT, "build", "src", "cli", "sandboxer"))
@@ -62,11 +62,11 @@ def timed(method, path, body=None):
 
 
 with open(os.path.join(T, "profile.bench.yaml"), "w") as f:
-    f.write('id: profile.bench\nversion: "1.0.0"\nextends: profile.default\n'
-            "limits: { scratch_mb: %d, timeout_s: 600, budget_s: 3600 }\n" % (args.mb * 3 + 256))
+    f.write('id: profile.bench\nversion: "1.0.0"\nextends: profile.default\n')
 env = dict(os.environ, SANDBOXER_RUNTIME_DIR=os.path.join(T, "rt"), SANDBOXER_PROFILE_PATH=T)
+LOG = open(os.path.join(T, "serve.log"), "wb")
 srv = subprocess.Popen([SBX, "serve", "--listen", "unix:" + SOCK, "--state-dir", os.path.join(T, "st"),
-                        "--stop-sandboxes"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        "--stop-sandboxes"], env=env, stdout=LOG, stderr=LOG)
 try:
     for _ in range(200):
         if os.path.exists(SOCK):
@@ -78,8 +78,14 @@ try:
     sid = box["id"]
     # a process that runs all along (long-lived where the profile allows it; else a long exec in the background)
     import threading
-    threading.Thread(target=lambda: req("POST", "/v1/sandboxes/%s/exec" % sid,
-                                        {"argv": ["sh", "-c", "while :; do sleep 0.05; done"], "timeout_s": 500}),
+
+    def bg(*a):
+        try:
+            req(*a)
+        except Exception:  # noqa: BLE001 — it ends with the server
+            pass
+    threading.Thread(target=lambda: bg("POST", "/v1/sandboxes/%s/exec" % sid,
+                                        {"argv": ["sh", "-c", "while :; do sleep 0.05; done"], "timeout_s": 40}),
                      daemon=True).start()
     time.sleep(0.5)
     pz, rs = [], []
@@ -131,6 +137,10 @@ print(i, total)
           (ms1, a["size"] / 1048576, a["stored"] / 1048576, a["size"] / max(a["stored"], 1), a["consistent"]))
     print("  create from it: %7.0f ms   beside a plain create: %.0f ms (median of 3 each)" % (med(rest), med(plain)))
     print("  second snapshot after a 1-file change: %7.0f ms, stored %d bytes" % (ms2, a2["stored"]))
+except Exception as ex:  # noqa: BLE001 — said with the server's last words
+    print("persistence.py: %s; serve %s; its log ends:\n%s" % (ex, "exited %s" % srv.poll() if srv.poll() is not None else "runs",
+          open(os.path.join(T, "serve.log"), "rb").read()[-1500:].decode(errors="replace")))
+    sys.exit(1)
 finally:
     srv.send_signal(signal.SIGTERM)
     try:

@@ -71,7 +71,43 @@ static int objects_dir(sbx_mgr *m) {
 
 /* src's bytes into the store: hashed and compressed into a temporary object, then named by the
  * hash (or dropped: the store has it). 0, or -errno (-ENOSPC: the disk is full). */
+/* The SHA-256 of what src holds (read from its start), as hex. 0 or -errno. */
+static int hash_fd(int src, char hex[static 65], uint64_t *ret_size) {
+        sha256_ctx h;
+        sha256_init(&h);
+        uint64_t size = 0;
+        char buf[65536];
+        for (ssize_t k; (k = pread(src, buf, sizeof buf, (off_t) size)) != 0;) {
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                sha256_update(&h, buf, (size_t) k);
+                size += (uint64_t) k;
+        }
+        uint8_t d[SHA256_DIGEST_SIZE];
+        sha256_final(&h, d);
+        for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+                snprintf(hex + 2 * i, 3, "%02x", d[i]);
+        *ret_size = size;
+        return 0;
+}
+
 static int object_put(int objfd, int src, char hex[static 65], uint64_t *ret_size, uint64_t *ret_stored) {
+        /* the hash first: a file the store has already (an unchanged one, a second snapshot's
+         * most) costs one read and no compression */
+        char known[80];
+        uint64_t hsize = 0;
+        int hr = hash_fd(src, hex, &hsize);
+        if (hr < 0)
+                return hr;
+        snprintf(known, sizeof known, "%.2s/%s", hex, hex);
+        if (faccessat(objfd, known, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+                *ret_size = hsize;
+                *ret_stored = 0;
+                return 0;
+        }
         char tmp[64];
         snprintf(tmp, sizeof tmp, "tmp-%d-%lx", (int) getpid(), (unsigned long) random());
         int out = openat(objfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
