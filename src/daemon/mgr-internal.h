@@ -66,6 +66,7 @@ typedef struct box {
         double paused_max_s; /* the profile's ttl.paused: the longest it stays paused */
         bool pause_on_expiry; /* create's on_expiry "pause": the reaper pauses it at expires_at */
         bool auto_resume; /* create's auto_resume: an exec or file operation resumes it */
+        bool idle_pause; /* on_idle "pause": idle_s without an exec pauses it (else destroys it) */
         char restoring[24]; /* the snapshot its files are being written from (create {snapshot}) */
         json_t *snapshot_src; /* made from a snapshot: {id, config_changed}, else NULL */
         json_t *volumes; /* the volumes it mounts: [{name, mount, access}], or NULL */

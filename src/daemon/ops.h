@@ -91,6 +91,16 @@ unsigned sbx_ops_metrics(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_
 unsigned sbx_ops_set_metadata(
         sbx_mgr *m, const sbx_caller *who, const char *id, json_t *metadata, sbx_mgr_reply *rp);
 unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+/* A sandbox's lifecycle settings (pause.c), each given one replaced: idle_s (0: none), on_idle
+ * (pause: idle_s without an exec pauses it, else destroys it), paused_max_s (how long it stays
+ * paused, 1 s to 30 days). 200 with the record; 400, 404, 409, 410. */
+typedef struct sbx_lifecycle_req {
+        double idle_s, paused_max_s;
+        bool idle_pause;
+        bool has_idle, has_on_idle, has_paused_max;
+} sbx_lifecycle_req;
+unsigned sbx_ops_set_lifecycle(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const sbx_lifecycle_req *l, sbx_mgr_reply *rp);
 /* Pause (its processes frozen, its clocks stopped) or resume a sandbox (pause.c): 200 with the
  * record (also when it was so already); 404, 409 (busy, another state, or `unsupported`: it
  * cannot freeze here, the message says why), 410, 503. */

@@ -145,3 +145,41 @@ unsigned sbx_ops_pause(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mg
 unsigned sbx_ops_resume(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
         return freeze_op(m, who, id, false, rp);
 }
+
+unsigned sbx_ops_set_lifecycle(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const sbx_lifecycle_req *l, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        if (l->has_idle && !(l->idle_s >= 0 && l->idle_s <= 366 * 86400.0))
+                return mgr_reply_err(
+                        rp, 400, "invalid_argument", "idle_s", "idle_s: 0 (none) to 366 days of seconds");
+        if (l->has_paused_max && !(l->paused_max_s >= 1 && l->paused_max_s <= 30 * 86400.0))
+                return mgr_reply_err(rp, 400, "invalid_argument", "paused_max_s",
+                        "paused_max_s: 1 s to 30 days of seconds");
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, who->tenant) : NULL;
+        if (b) { /* a paused one's settings may change too */
+                pthread_mutex_lock(&m->lock);
+                bool ok = !b->busy && (sbx_state_usable(b->state) || b->state == SBX_STATE_PAUSED);
+                if (ok) {
+                        if (l->has_idle)
+                                b->idle_s = l->idle_s;
+                        if (l->has_on_idle)
+                                b->idle_pause = l->idle_pause;
+                        if (l->has_paused_max)
+                                b->paused_max_s = l->paused_max_s;
+                        b->updated_ms = mgr_now_ms();
+                }
+                pthread_mutex_unlock(&m->lock);
+                if (ok) {
+                        (void) mgr_box_save(m, b);
+                        mgr_audit(m, who, "sandbox.lifecycle", b->id, "ok", NULL);
+                        return mgr_reply_box(m, b, rp);
+                }
+                mgr_box_put(m, b);
+        }
+        b = mgr_usable_box(m, who, id, rp); /* the usual answers: 404, 410, 409 */
+        if (b) {
+                mgr_box_put(m, b);
+                mgr_reply_err(rp, 409, "conflict", NULL, "sandbox %s is being changed; try again", id);
+        }
+        return rp->code;
+}

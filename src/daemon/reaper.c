@@ -45,7 +45,7 @@ void *mgr_reaper_main(void *arg) {
                                 w = b->pause_on_expiry && t < b->ttl_max_ms ? "ttl_pause" : "ttl_expiry";
                         else if (b->idle_s > 0 && b->execs_running == 0 &&
                                  t - b->last_active_ms >= (int64_t) (b->idle_s * 1000))
-                                w = "idle";
+                                w = b->idle_pause ? "idle_pause" : "idle";
                         if (w) {
                                 b->busy = true;
                                 b->refs++;
@@ -80,20 +80,22 @@ void *mgr_reaper_main(void *arg) {
                         snprintf(rep, sizeof rep, "%s/sandbox.json", b->dir);
                         if (streq(why[i], "supervisor_lost") && access(rep, F_OK) == 0)
                                 why[i] = "sandbox_ended";
-                        /* on_expiry "pause": paused at its TTL (destroyed when it cannot be) */
-                        if (streq(why[i], "ttl_pause")) {
-                                unsigned code = mgr_freeze_box(m, b, true, "ttl_expiry", NULL);
+                        /* on_expiry "pause": paused at its TTL; on_idle "pause": after idle_s
+                         * (destroyed when it cannot be) */
+                        if (streq(why[i], "ttl_pause") || streq(why[i], "idle_pause")) {
+                                const char *as = streq(why[i], "ttl_pause") ? "ttl_expiry" : "idle";
+                                unsigned code = mgr_freeze_box(m, b, true, as, NULL);
                                 if (!code) {
-                                        mgr_audit(m, NULL, "sandbox.pause", b->id, "ok", "ttl_expiry");
+                                        mgr_audit(m, NULL, "sandbox.pause", b->id, "ok", as);
                                         pthread_mutex_lock(&m->lock);
                                         b->busy = false;
                                         pthread_mutex_unlock(&m->lock);
                                         mgr_box_put(m, b);
                                         continue;
                                 }
-                                sbx_log(SBX_LOG_WARNING, "pause_failed", "sandbox", b->id, "reason",
-                                        "ttl_expiry", NULL);
-                                why[i] = "ttl_expiry";
+                                sbx_log(SBX_LOG_WARNING, "pause_failed", "sandbox", b->id, "reason", as,
+                                        NULL);
+                                why[i] = as;
                         }
                         if (streq(why[i], "supervisor_lost") || streq(why[i], "sandbox_ended")) {
                                 atomic_fetch_add(&m->n_failed, 1);
@@ -190,6 +192,7 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->paused_max_s = json_number_value(json_object_get(rec, "ttl_paused_s"));
         b->pause_on_expiry = streq_ptr(json_string_value(json_object_get(rec, "on_expiry")), "pause");
         b->auto_resume = json_is_true(json_object_get(rec, "auto_resume"));
+        b->idle_pause = streq_ptr(json_string_value(json_object_get(rec, "on_idle")), "pause");
         b->snapshot_src = json_incref(json_object_get(rec, "snapshot"));
         if (json_array_size(json_object_get(rec, "volumes")))
                 b->volumes = json_incref(json_object_get(rec, "volumes"));

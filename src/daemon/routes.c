@@ -251,6 +251,33 @@ bool sbx_mgr_route(
                 else
                         sbx_ops_snapshot_create(m, rq->who, id, json_string_value(jn), rp);
                 json_decref(body);
+        } else if (streq(sub, "/lifecycle")) {
+                json_t *body = put ? mgr_parse_body(rq, rp, false) : NULL;
+                static const char *const keys[] = {"idle_s", "on_idle", "paused_max_s", NULL};
+                json_t *ji = json_object_get(body, "idle_s"), *jo = json_object_get(body, "on_idle"),
+                       *jp = json_object_get(body, "paused_max_s");
+                const char *on = json_string_value(jo);
+                if (!put)
+                        method_not_allowed(rp, "PUT");
+                else if (!body || !mgr_only_keys(body, keys, "", rp))
+                        ; /* answered */
+                else if ((ji && !json_is_number(ji)) || (jp && !json_is_number(jp)))
+                        mgr_reply_err(rp, 400, "invalid_argument",
+                                ji && !json_is_number(ji) ? "idle_s" : "paused_max_s",
+                                "a number of seconds");
+                else if (jo && !(on && (streq(on, "pause") || streq(on, "destroy"))))
+                        mgr_reply_err(
+                                rp, 400, "invalid_argument", "on_idle", "on_idle: \"destroy\" or \"pause\"");
+                else {
+                        sbx_lifecycle_req lc = {.idle_s = json_number_value(ji),
+                                .paused_max_s = json_number_value(jp),
+                                .idle_pause = on && streq(on, "pause"),
+                                .has_idle = ji != NULL,
+                                .has_on_idle = jo != NULL,
+                                .has_paused_max = jp != NULL};
+                        sbx_ops_set_lifecycle(m, rq->who, id, &lc, rp);
+                }
+                json_decref(body);
         } else if (streq(sub, "/pause") || streq(sub, "/resume")) {
                 if (post)
                         (streq(sub, "/pause") ? sbx_ops_pause : sbx_ops_resume)(m, rq->who, id, rp);

@@ -32,7 +32,7 @@ const watchdog = setTimeout(async () => { console.log('not ok - the coverage run
 // counted as not working (and expected); one that works is flagged to move out of the list.
 const METRICS = "metrics over time: Daytona's SDK reads them from its analytics service (/api/config), which sandboxer does not run; getMetricsLatest works", MCP = "E2B's MCP gateway is a template of E2B's own, not sandboxer's",
   STOP = 'archived sandboxes come with snapshots (#25); a stopped sandbox is a paused one (frozen, kept until ttl.paused)',
-  AUTOPAUSE = 'pausing after an idle interval: sandboxer pauses at the TTL (on_expiry: pause), not after idleness yet',
+
   RESIZE = 'resizing a running sandbox: limits are fixed at create (the profile)', SSH = 'SSH access is not offered (exec -t and PTYs are)',
   LSP = "language servers (LSP): none is in sandboxer's images, and the toolbox's /lsp is not served (not this issue's)",
   SECRETS = "sandbox-level secrets: sandboxer's secrets are profile secrets (secrets dir), not settable per sandbox";
@@ -40,8 +40,8 @@ const DEFERRED = {
   'e2b sandbox.getMcpUrl': MCP, 'e2b sandbox.getMcpToken': MCP,
 
   'daytona sandbox.archive': STOP, 'daytona sandbox.recover': STOP,
-  'daytona sandbox.setAutoPauseInterval': AUTOPAUSE, 'daytona sandbox.setAutoArchiveInterval': STOP,
-  'daytona sandbox.setAutoDeleteInterval': STOP,
+ 'daytona sandbox.setAutoArchiveInterval': STOP,
+
   'daytona sandbox.getMetrics': METRICS,
   'daytona sandbox.resize': RESIZE,
   'daytona sandbox.createSshAccess': SSH, 'daytona sandbox.revokeSshAccess': SSH, 'daytona sandbox.validateSshAccess': SSH,

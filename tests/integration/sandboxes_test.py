@@ -98,7 +98,7 @@ TEMPLATES = [
     ("/v1/sandboxes/{id}/previews", "/previews"), ("/v1/sandboxes/{id}/metadata", "/metadata"),
     ("/v1/sandboxes/{id}/metrics", "/metrics"),
     ("/v1/sandboxes/{id}/pause", "/pause"), ("/v1/sandboxes/{id}/resume", "/resume"),
-    ("/v1/sandboxes/{id}/snapshot", "/snapshot"),
+    ("/v1/sandboxes/{id}/snapshot", "/snapshot"), ("/v1/sandboxes/{id}/lifecycle", "/lifecycle"),
 ]
 validated = [0]
 invalid = []
@@ -362,6 +362,21 @@ def pause_tests():
     ok(r.get("state") in ("ready", "active") and r.get("paused_at") is None or r.get("state") == "paused",
        "auto_resume: it runs on, a TTL of its own again (or it is paused at that TTL already)", r)
     req("DELETE", "/v1/sandboxes/" + tsid)
+    # lifecycle settings: on_idle pause (Daytona's auto-pause), paused_max_s (its auto-delete)
+    s, r, _ = create()
+    lsid = r.get("id", "")
+    for body, field in [({"idle_s": -1}, "idle_s"), ({"on_idle": "sleep"}, "on_idle"), ({"paused_max_s": 0}, "paused_max_s"),
+                        ({"nope": 1}, "nope")]:
+        s, r, _ = req("PUT", "/v1/sandboxes/%s/lifecycle" % lsid, body)
+        is_((s, r.get("error", {}).get("field")), (400, field), "lifecycle %s: 400 naming %s" % (json.dumps(body), field))
+    s, r, _ = req("PUT", "/v1/sandboxes/%s/lifecycle" % lsid, {"idle_s": 1, "on_idle": "pause", "paused_max_s": 2})
+    is_((s, r.get("on_idle"), r.get("idle_s"), r.get("ttl_paused_s")), (200, "pause", 1.0, 2.0),
+        "PUT …/lifecycle {idle_s, on_idle: pause, paused_max_s}: the record says so")
+    r = wait_state(lsid, ("paused",), 6)
+    is_(((r or {}).get("state"), (r or {}).get("reason")), ("paused", "idle"), "on_idle pause: paused after idle_s without an exec")
+    r = wait_state(lsid, ("destroyed",), 8)
+    is_(((r or {}).get("state"), (r or {}).get("reason")), ("destroyed", "paused_expired"),
+        "then destroyed after paused_max_s")
     s, r, _ = create(profile="profile.shortpause")
     psid = r.get("id", "")
     is_(r.get("ttl_paused_s"), 1.0, "the profile's ttl.paused is in the record")
@@ -445,6 +460,20 @@ def snapshot_tests():
     is_((s, r.get("error", {}).get("field")), (404, "snapshot"), "create {snapshot: unknown}: 404 naming snapshot")
     s, r, _ = create(snapshot=5)
     is_(s, 400, "create {snapshot: 5}: 400")
+    # the policy changed since the snapshot: the one of now applies, and the record says so
+    pol2 = os.path.join(TMP, "policy-changed.yaml")
+    with open(pol2, "w") as f:
+        base = open(POLICY).read() if POLICY else "version: 1\n"
+        f.write(base.replace("network: { egress_allowed: [], allow_host: false }", "") +
+                'network: { egress_allowed: [], hosts: { "changed.example": "127.0.0.1" } }\n')
+    stop()
+    ok(start(["--policy", pol2]), "serve restarts with another policy")
+    s, b3, _ = create(snapshot=a.get("id"))
+    is_((s, b3.get("snapshot")), (201, {"id": a.get("id"), "config_changed": True}),
+        "a sandbox from a snapshot taken under another policy: made under this one, config_changed says so")
+    req("DELETE", "/v1/sandboxes/" + b3.get("id", ""))
+    stop()
+    ok(start(), "serve restarts with the policy of before")
     # delete: gone from the list, and the objects only it named with it
     for x in (b1, b2, {"id": rsid}):
         req("DELETE", "/v1/sandboxes/" + x.get("id", ""))
@@ -1053,6 +1082,26 @@ def main():
     ok(s == 200 and lst["items"] == [], "tenant b: its list is empty", lst)
     s, r, _ = req("GET", "/v1/sandboxes", target=tcp)
     is_(s, 401, "TCP without a token: 401")
+    # snapshots and volumes are the tenant's own: another's is 404
+    s, sa, _ = req("POST", "/v1/sandboxes/%s/snapshot" % asid, {}, headers=A, target=tcp)
+    sn = sa.get("id", "")
+    s1, _, _ = req("GET", "/v1/snapshots/" + sn, headers=B, target=tcp)
+    s2, lb, _ = req("GET", "/v1/snapshots", headers=B, target=tcp)
+    s3, _, _ = req("DELETE", "/v1/snapshots/" + sn, headers=B, target=tcp)
+    s4, _, _ = req("POST", "/v1/sandboxes/%s/snapshot" % asid, {}, headers=B, target=tcp)
+    s5, _, _ = req("POST", "/v1/sandboxes", {"snapshot": sn}, headers=B, target=tcp)
+    is_((s1, lb.get("items"), s3, s4, s5), (404, [], 404, 404, 404),
+        "tenant b: another tenant's snapshot is 404 (get, list, delete, create from it), and so is snapshotting its sandbox")
+    req("DELETE", "/v1/snapshots/" + sn, headers=A, target=tcp)
+    if os.geteuid() == 0:
+        s, va, _ = req("POST", "/v1/volumes", {"name": "tv", "size_mb": 4}, headers=A, target=tcp)
+        s1, _, _ = req("GET", "/v1/volumes/tv", headers=B, target=tcp)
+        s2, _, _ = req("DELETE", "/v1/volumes/tv", headers=B, target=tcp)
+        s3, vb, _ = req("POST", "/v1/sandboxes", {"volumes": [{"name": "tv", "mount": "/v"}]}, headers=B, target=tcp)
+        is_((s1, s2, s3), (404, 404, 404), "tenant b: another tenant's volume is 404 (get, delete, mount)")
+        req("DELETE", "/v1/volumes/tv", headers=A, target=tcp)
+    else:
+        skip("volumes: root only")
     s, r, _ = req("DELETE", "/v1/sandboxes/" + asid, headers=A, target=tcp)
     is_((s, r.get("state")), (200, "destroyed"), "tenant a destroys its own")
 
@@ -1325,7 +1374,10 @@ def main():
        and any('"sandbox.exec"' in l for l in log), "audit: create, exec and destroy are logged")
     first = POLICY if POLICY else "builtin"
     pl = [l for l in log if '"policy.load"' in l and '"target":%s' % json.dumps(first) in l]
-    ok(len(pl) == 1, "audit: the policy file is logged when first seen, not at every start", pl)
+    shas = [re.search(r'sha256 ([0-9a-f]{64})', l).group(1) for l in log if '"policy.load"' in l]
+    # (the snapshot tests start the server once under another policy and once more under this one)
+    ok(len(pl) >= 1 and all(a != b for a, b in zip(shas, shas[1:])),
+       "audit: the policy file is logged when first seen and when it changed, not at every start", pl)
     with open(os.path.join(ST, "audit.log"), "w") as f:
         f.write("\n".join(log[:-1] + [log[-1].replace('"time":"2', '"time":"3', 1)]) + "\n")
     v = subprocess.run([SBX, "audit", "verify", "--state-dir", ST], env=ENV, capture_output=True, text=True)

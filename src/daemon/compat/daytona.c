@@ -528,7 +528,37 @@ static void sandboxes(cx_req *rq, const char *path) {
                 op_delete(rq, id);
         else if (strncmp(sub, "/autostop/", 10) == 0 && post)
                 op_autostop(rq, id, sub + 10);
-        else if (streq(sub, "/toolbox-proxy-url") && get) {
+        else if ((strncmp(sub, "/autopause/", 11) == 0 || strncmp(sub, "/autodelete/", 12) == 0) && post) {
+                /* autopause/MIN: paused after MIN minutes without activity (0: never); autodelete/MIN:
+                 * deleted after MIN minutes stopped (0: at once, -1: kept as long as sandboxer keeps
+                 * a paused sandbox, 30 days) */
+                bool pause = sub[5] == 'p';
+                const char *arg = sub + (pause ? 11 : 12);
+                char *end;
+                long minutes = strtol(arg, &end, 10);
+                sbx_lifecycle_req lc = {0};
+                if (pause)
+                        lc = (sbx_lifecycle_req){.idle_s = minutes * 60.0,
+                                .idle_pause = minutes > 0,
+                                .has_idle = true,
+                                .has_on_idle = true};
+                else
+                        lc = (sbx_lifecycle_req){.paused_max_s = minutes < 0    ? 30 * 86400.0
+                                                                 : minutes == 0 ? 1
+                                                                                : minutes * 60.0,
+                                .has_paused_max = true};
+                sbx_mgr_reply rp;
+                if (*end || !*arg || minutes < -1 || (pause && minutes < 0))
+                        cx_daytona_err(rq, 400, "%s: a number of minutes is required",
+                                pause ? "autopause" : "autodelete");
+                else if (sbx_ops_set_lifecycle(rq->m, &rq->caller, id, &lc, &rp) == 200) {
+                        cx_respond(rq, 200, "application/json", "", 0);
+                        sbx_mgr_reply_done(&rp);
+                } else {
+                        dt_native_err(rq, rp.code, rp.json);
+                        sbx_mgr_reply_done(&rp);
+                }
+        } else if (streq(sub, "/toolbox-proxy-url") && get) {
                 if ((rec = dt_record(rq, id, false))) {
                         toolbox_url(rq, tb, sizeof tb);
                         cx_respond_json(rq, 200, json_pack("{s:s}", "url", tb));
