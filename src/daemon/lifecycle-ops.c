@@ -209,6 +209,10 @@ unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx
 }
 
 unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
+        return sbx_ops_destroy_as(m, who, id, "user_delete", rp);
+}
+
+unsigned sbx_ops_destroy_as(sbx_mgr *m, const sbx_caller *who, const char *id, const char *reason, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, who->tenant) : NULL;
         if (!b) {
@@ -230,8 +234,8 @@ unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_
                         usleep(50000);
                 }
         } else {
-                mgr_destroy_box(m, b, "user_delete");
-                mgr_audit(m, who, "sandbox.destroy", b->id, "ok", NULL);
+                mgr_destroy_box(m, b, reason);
+                mgr_audit(m, who, "sandbox.destroy", b->id, "ok", streq(reason, "user_delete") ? NULL : reason);
         }
         return mgr_reply_box(m, b, rp);
 }

@@ -23,3 +23,6 @@ void dt_network_info(json_t *j, const json_t *rec);
 json_t *dt_record(cx_req *rq, const char *id, bool live);
 /* /toolbox/ID/…: the toolbox (daytona-toolbox.c). */
 void dt_toolbox(cx_req *rq, const char *path);
+
+/* daytona.c: the id an archived (then started) sandbox's old id stands for, in place. */
+void dt_alias_resolve(char *id, size_t size);

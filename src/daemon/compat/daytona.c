@@ -4,6 +4,7 @@
  * signed file URLs. The API key is a sandboxer token (Authorization: Bearer, which http.c
  * checks). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,77 @@ void cx_iso_time(int64_t ms, char buf[static 40]) {
         snprintf(buf + n, 40 - n, ".%03dZ", (int) (ms % 1000));
 }
 
+static const char *state_of(const json_t *rec);
+
+/* An archived sandbox started is a new sandbox: its old id stays a name for it (the SDK's toolbox
+ * client keeps the id it was made with). In memory: a restart of serve forgets it (the new id
+ * works on). */
+static pthread_mutex_t alias_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { char from[32], to[32]; } aliases[256];
+/* an archived sandbox's sandbox-wide env (envVars), for the sandbox its start makes */
+static struct {
+        char id[32];
+        json_t *env;
+} archived_env[64];
+static size_t n_aliases;
+
+static void alias_set(const char *from, const char *to) {
+        pthread_mutex_lock(&alias_lock);
+        for (size_t i = 0; i < n_aliases; i++) /* an id that was archived before, and again */
+                if (streq(aliases[i].to, from))
+                        snprintf(aliases[i].to, sizeof aliases[i].to, "%s", to);
+        size_t k = n_aliases < ELEMENTSOF(aliases) ? n_aliases++ : (n_aliases - 1);
+        snprintf(aliases[k].from, sizeof aliases[k].from, "%s", from);
+        snprintf(aliases[k].to, sizeof aliases[k].to, "%s", to);
+        pthread_mutex_unlock(&alias_lock);
+}
+
+static void env_keep(const char *id, json_t *env /* stolen */) {
+        pthread_mutex_lock(&alias_lock);
+        size_t k = 0;
+        for (size_t i = 0; i < ELEMENTSOF(archived_env); i++)
+                if (!archived_env[i].env) {
+                        k = i;
+                        break;
+                }
+        json_decref(archived_env[k].env);
+        snprintf(archived_env[k].id, sizeof archived_env[k].id, "%s", id);
+        archived_env[k].env = env;
+        pthread_mutex_unlock(&alias_lock);
+}
+
+static json_t *env_take(const char *id) {
+        json_t *env = NULL;
+        pthread_mutex_lock(&alias_lock);
+        for (size_t i = 0; i < ELEMENTSOF(archived_env) && !env; i++)
+                if (archived_env[i].env && streq(archived_env[i].id, id)) {
+                        env = archived_env[i].env;
+                        archived_env[i].env = NULL;
+                }
+        pthread_mutex_unlock(&alias_lock);
+        return env;
+}
+
+void dt_alias_resolve(char *id, size_t size) {
+        pthread_mutex_lock(&alias_lock);
+        for (size_t i = 0; i < n_aliases; i++)
+                if (streq(aliases[i].from, id)) {
+                        snprintf(id, size, "%s", aliases[i].to);
+                        break;
+                }
+        pthread_mutex_unlock(&alias_lock);
+}
+
+/* Whether the caller's sandbox id was archived (its record destroyed for it); nothing answered. */
+static bool archived(cx_req *rq, const char *id) {
+        unsigned code;
+        json_t *rec = cx_record(rq, id, &code);
+        bool a = rec && streq_ptr(json_string_value(json_object_get(rec, "state")), "destroyed") &&
+                 streq_ptr(json_string_value(json_object_get(rec, "reason")), "archived");
+        json_decref(rec);
+        return a;
+}
+
 static const char *state_of(const json_t *rec) {
         const char *s = json_string_value(json_object_get(rec, "state")) ?: "";
         if (streq(s, "ready") || streq(s, "active"))
@@ -62,7 +134,9 @@ static const char *state_of(const json_t *rec) {
         if (streq(s, "expired") || streq(s, "destroying"))
                 return "destroying";
         if (streq(s, "destroyed"))
-                return "destroyed";
+                return streq_ptr(json_string_value(json_object_get(rec, "reason")), "archived")
+                               ? "archived"
+                               : "destroyed";
         if (streq(s, "paused")) /* stop and pause alike: frozen, memory kept */
                 return "stopped";
         return "error";
@@ -101,9 +175,10 @@ static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
                 "snapshot", profile, "user", streq(profile, "profile.daytona") ? "daytona" : "sandbox",
                 "env", envj, "labels", md ? md : json_object(), "public", 0, "target", "local", "state",
                 state_of(rec), "desiredState",
-                streq(state_of(rec), "destroyed") ? "destroyed"
-                : streq(state_of(rec), "stopped") ? "stopped"
-                                                  : "started",
+                streq(state_of(rec), "destroyed")  ? "destroyed"
+                : streq(state_of(rec), "archived") ? "archived"
+                : streq(state_of(rec), "stopped")  ? "stopped"
+                                                   : "started",
                 "createdAt", created, "updatedAt", updated, "autoDestroyAt", expires, "toolboxProxyUrl", tb,
                 "daemonVersion", "sandboxer");
         json_object_set_new(
@@ -516,6 +591,7 @@ static void sandboxes(cx_req *rq, const char *path) {
         }
         memcpy(id, rest, l);
         id[l] = 0;
+        dt_alias_resolve(id, sizeof id);
         const char *sub = slash ? slash : "";
         json_t *rec;
         char tb[512];
@@ -564,6 +640,59 @@ static void sandboxes(cx_req *rq, const char *path) {
                         cx_respond_json(rq, 200, json_pack("{s:s}", "url", tb));
                         json_decref(rec);
                 }
+        } else if (streq(sub, "/archive") && post) {
+                /* archive: its files kept as the snapshot "archive:ID", the sandbox destroyed (reason
+                 * archived: the record says "archived"); start makes a sandbox from it */
+                char name[96];
+                snprintf(name, sizeof name, "archive:%s", id);
+                sbx_mgr_reply sp, dp;
+                if ((rec = dt_record(rq, id, true))) {
+                        json_t *env = NULL;
+                        (void) sbx_mgr_surface_get(rq->m, id, NULL, NULL, &env);
+                        if (sbx_ops_snapshot_create(rq->m, &rq->caller, id, name, &sp) != 201) {
+                                dt_native_err(rq, sp.code, sp.json);
+                                json_decref(env);
+                        } else if (sbx_ops_destroy_as(rq->m, &rq->caller, id, "archived", &dp) != 200) {
+                                dt_native_err(rq, dp.code, dp.json);
+                                sbx_mgr_reply_done(&dp);
+                                json_decref(env);
+                        } else {
+                                if (env) /* for the sandbox its start makes */
+                                        env_keep(id, env);
+                                cx_respond_json(rq, 200, sandbox_json(rq, dp.json));
+                                sbx_mgr_reply_done(&dp);
+                        }
+                        sbx_mgr_reply_done(&sp);
+                        json_decref(rec);
+                }
+        } else if (streq(sub, "/start") && post && archived(rq, id)) {
+                /* an archived sandbox started: a new one from its archive (the SDK takes its id) */
+                char name[96], snap[32] = "";
+                snprintf(name, sizeof name, "archive:%s", id);
+                sbx_mgr_reply lr, cr, dr;
+                (void) sbx_ops_snapshot_list(rq->m, &rq->caller, &lr);
+                json_t *s;
+                size_t i;
+                json_array_foreach(json_object_get(lr.json, "items"), i,
+                        s) if (streq_ptr(json_string_value(json_object_get(s, "name")), name))
+                        snprintf(snap, sizeof snap, "%s", json_string_value(json_object_get(s, "id")));
+                sbx_mgr_reply_done(&lr);
+                sbx_create_req creq = {.snapshot = snap};
+                unsigned code = snap[0] ? sbx_ops_create(rq->m, &rq->caller, &creq, &cr) : 404;
+                if (!snap[0])
+                        cx_daytona_err(rq, 404, "Sandbox %s is archived, but its archive is gone", id);
+                else if (code == 201 || code == 200) {
+                        char token[65];
+                        cx_box_set(rq->m, json_string_value(json_object_get(cr.json, "id")) ?: "",
+                                &rq->caller, env_take(id), token);
+                        cx_respond_json(rq, 200, sandbox_json(rq, cr.json));
+                        alias_set(id, json_string_value(json_object_get(cr.json, "id")) ?: "");
+                        (void) sbx_ops_snapshot_delete(rq->m, &rq->caller, snap, &dr);
+                        sbx_mgr_reply_done(&dr);
+                } else
+                        dt_native_err(rq, code, cr.json);
+                if (snap[0])
+                        sbx_mgr_reply_done(&cr);
         } else if (streq(sub, "/snapshot") && post) {
                 /* createSnapshot(name): the sandbox's files kept; a create {snapshot: name} makes
                  * sandboxes from it */
