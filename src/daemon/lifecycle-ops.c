@@ -212,7 +212,8 @@ unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_
         return sbx_ops_destroy_as(m, who, id, "user_delete", rp);
 }
 
-unsigned sbx_ops_destroy_as(sbx_mgr *m, const sbx_caller *who, const char *id, const char *reason, sbx_mgr_reply *rp) {
+unsigned sbx_ops_destroy_as(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const char *reason, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, who->tenant) : NULL;
         if (!b) {
@@ -235,7 +236,8 @@ unsigned sbx_ops_destroy_as(sbx_mgr *m, const sbx_caller *who, const char *id, c
                 }
         } else {
                 mgr_destroy_box(m, b, reason);
-                mgr_audit(m, who, "sandbox.destroy", b->id, "ok", streq(reason, "user_delete") ? NULL : reason);
+                mgr_audit(m, who, "sandbox.destroy", b->id, "ok",
+                        streq(reason, "user_delete") ? NULL : reason);
         }
         return mgr_reply_box(m, b, rp);
 }

@@ -129,7 +129,8 @@ unsigned sbx_ops_snapshot_delete(sbx_mgr *m, const sbx_caller *who, const char *
 /* 200 with the final record (also when it was already destroyed); 404. */
 unsigned sbx_ops_destroy(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 /* The same for a reason of the caller's (the record's, the audit line's): Daytona's "archived". */
-unsigned sbx_ops_destroy_as(sbx_mgr *m, const sbx_caller *who, const char *id, const char *reason, sbx_mgr_reply *rp);
+unsigned sbx_ops_destroy_as(
+        sbx_mgr *m, const sbx_caller *who, const char *id, const char *reason, sbx_mgr_reply *rp);
 
 /* A file inside the sandbox, read by the sandbox itself (its fences apply): 200 with its bytes
  * in rp->raw; written: 200 {path, size}. 400, 403, 404, 409, 410, 413. */
