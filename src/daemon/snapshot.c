@@ -435,12 +435,12 @@ void mgr_snapshots_reconcile(sbx_mgr *m) {
         pthread_mutex_unlock(&snap_lock);
 }
 
-/* The bytes of the tenant's snapshots (their `stored`), for quota.snapshot_mb. */
-static double tenant_mb(sbx_mgr *m, const char *tenant) {
+/* The records of the tenant's snapshots (without their entries). */
+static json_t *records(sbx_mgr *m, const char *tenant) {
         char p[PATH_MAX];
         snap_path(m, NULL, p, sizeof p);
+        json_t *items = json_array();
         DIR *d = opendir(p);
-        double mb = 0;
         for (struct dirent *de; d && (de = readdir(d));) {
                 size_t l = strlen(de->d_name);
                 if (l != 25 || !streq(de->d_name + 20, ".json"))
@@ -448,11 +448,23 @@ static double tenant_mb(sbx_mgr *m, const char *tenant) {
                 char id[21];
                 snprintf(id, sizeof id, "%.20s", de->d_name);
                 json_t *man = load_manifest(m, id, tenant);
-                mb += json_number_value(json_object_get(man, "stored")) / (1024.0 * 1024.0);
+                if (man)
+                        json_array_append_new(items, snapshot_record(man));
                 json_decref(man);
         }
         if (d)
                 closedir(d);
+        return items;
+}
+
+/* The bytes of the tenant's snapshots (their `stored`), for quota.snapshot_mb. */
+static double tenant_mb(sbx_mgr *m, const char *tenant) {
+        json_t *items = records(m, tenant), *s;
+        size_t i;
+        double mb = 0;
+        json_array_foreach(items, i, s) mb +=
+                json_number_value(json_object_get(s, "stored")) / (1024.0 * 1024.0);
+        json_decref(items);
         return mb;
 }
 
@@ -591,25 +603,8 @@ unsigned sbx_ops_snapshot_create(
 
 unsigned sbx_ops_snapshot_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
-        char p[PATH_MAX];
-        snap_path(m, NULL, p, sizeof p);
-        json_t *items = json_array();
-        DIR *d = opendir(p);
-        for (struct dirent *de; d && (de = readdir(d));) {
-                size_t l = strlen(de->d_name);
-                if (l != 25 || !streq(de->d_name + 20, ".json"))
-                        continue;
-                char id[21];
-                snprintf(id, sizeof id, "%.20s", de->d_name);
-                json_t *man = load_manifest(m, id, who->tenant);
-                if (man)
-                        json_array_append_new(items, snapshot_record(man));
-                json_decref(man);
-        }
-        if (d)
-                closedir(d);
         rp->code = 200;
-        rp->json = json_pack("{s:o}", "items", items);
+        rp->json = json_pack("{s:o}", "items", records(m, who->tenant));
         return 200;
 }
 

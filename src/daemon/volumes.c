@@ -45,30 +45,7 @@ static void vol_path(sbx_mgr *m, const char *id, const char *suffix, char *buf, 
                 buf, n, "%s/volumes%s%s%s", m->state_dir, id ? "/" : "", id ? id : "", suffix ? suffix : "");
 }
 
-/* The tenant's volume named name: its record (NULL: none). */
-static json_t *find(sbx_mgr *m, const char *tenant, const char *name) {
-        char dir[PATH_MAX];
-        vol_path(m, NULL, NULL, dir, sizeof dir);
-        DIR *d = opendir(dir);
-        json_t *found = NULL;
-        for (struct dirent *de; d && !found && (de = readdir(d));) {
-                size_t l = strlen(de->d_name);
-                if (l != 25 || strncmp(de->d_name, "vol_", 4) != 0 || !streq(de->d_name + 20, ".json"))
-                        continue;
-                char p[PATH_MAX + 64];
-                snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-                json_t *j = json_load_file(p, 0, NULL);
-                if (j && streq_ptr(json_string_value(json_object_get(j, "tenant")), tenant) &&
-                        streq_ptr(json_string_value(json_object_get(j, "name")), name))
-                        found = j;
-                else
-                        json_decref(j);
-        }
-        if (d)
-                closedir(d);
-        return found;
-}
-
+/* The tenant's volumes (every tenant's: NULL), their records. */
 static json_t *list(sbx_mgr *m, const char *tenant) {
         char dir[PATH_MAX];
         vol_path(m, NULL, NULL, dir, sizeof dir);
@@ -88,6 +65,17 @@ static json_t *list(sbx_mgr *m, const char *tenant) {
         if (d)
                 closedir(d);
         return items;
+}
+
+/* The tenant's volume named name: its record (NULL: none). */
+static json_t *find(sbx_mgr *m, const char *tenant, const char *name) {
+        json_t *items = list(m, tenant), *v, *found = NULL;
+        size_t i;
+        json_array_foreach(items, i,
+                v) if (!found && streq_ptr(json_string_value(json_object_get(v, "name")), name)) found =
+                json_incref(v);
+        json_decref(items);
+        return found;
 }
 
 /* Run argv (a tool of the host's), its output dropped: 0, or -EIO with its status. */

@@ -8,16 +8,8 @@
 
 #include "basic/macro.h"
 #include "cli/client/client.h"
+#include "daemon/ops.h"
 #include "verbs.h"
-
-static bool snap_id_ok(const char *s) {
-        if (!s || strlen(s) != 20 || strncmp(s, "snp_", 4) != 0)
-                return false;
-        for (const char *p = s + 4; *p; p++)
-                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-                        return false;
-        return true;
-}
 
 enum { O_NAME = 0x300 };
 
@@ -75,7 +67,7 @@ int client_snapshot(const char *verb, int argc, char **argv) {
                 return SBX_EXIT_FAILURE;
         }
         const char *target = rm ? a1 : a0;
-        if (!ls && (restore || rm ? !snap_id_ok(target) : !client_id_ok(target))) {
+        if (!ls && (restore || rm ? !mgr_valid_snapshot_id(target) : !client_id_ok(target))) {
                 cli_error("%s: '%s' is not a %s id (%s and hex digits)", verb, target,
                         restore || rm ? "snapshot" : "sandbox", restore || rm ? "snp_" : "sbx_");
                 return SBX_EXIT_FAILURE;
