@@ -1,6 +1,8 @@
 /* doctor.c — `sandboxer doctor [--json]`: the kernel features sandboxer relies on, and for each
  * backend whether it can run here or exactly why not. Exit 0 when at least one backend can. */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -10,6 +12,7 @@
 #include "basic/error.h"
 #include "basic/host.h"
 #include "basic/jsonw.h"
+#include "isolate/cgroup.h"
 #include "isolate/probe.h"
 #include "policy/policy.h"
 #include "verbs.h"
@@ -369,6 +372,43 @@ static void check_backends(
         *ret_n = n;
 }
 
+/* What `serve`'s persistence can use here: a freezer for pause (a cgroup2 group of the
+ * sandbox's own, or the v1 freezer, usable by this user), and a checkpointer for memory across a
+ * host restart (CRIU: found or not; sandboxer does not use it — Debian 12's 3.17 fails on these
+ * kernels — so a paused sandbox's memory lives as long as its supervisor). */
+static void persistence_facts(bool *freezer, char *fdetail, size_t fsize, char *cdetail, size_t csize) {
+        sbx_cgroup_probe_result p = {0};
+        *freezer = false;
+        if (sbx_cgroup_probe("/sys/fs/cgroup", NULL, &p) >= 0) {
+                bool v2 = p.v2.usable && p.v2.real, v1 = p.ctl[SBX_CG_FREEZER].usable &&
+                                                         p.ctl[SBX_CG_FREEZER].real &&
+                                                         p.ctl[SBX_CG_FREEZER].version == SBX_CG_V1;
+                *freezer = v2 || v1;
+                snprintf(fdetail, fsize, "%s",
+                        v2   ? "cgroup2 cgroup.freeze (a group of each sandbox's own): pause and snapshots"
+                        : v1 ? "the v1 freezer: pause and snapshots"
+                             : "no cgroup this user may freeze: pause is refused, snapshots read running "
+                               "sandboxes");
+                sbx_cgroup_probe_result_done(&p);
+        } else
+                snprintf(fdetail, fsize, "the cgroups could not be probed: pause is refused");
+        const char *path = getenv("PATH");
+        char found[PATH_MAX] = "";
+        for (const char *d = path ? path : "/usr/sbin:/usr/bin:/sbin:/bin"; *d && !found[0];) {
+                const char *c = strchr(d, ':');
+                size_t l = c ? (size_t) (c - d) : strlen(d);
+                char cand[PATH_MAX];
+                snprintf(cand, sizeof cand, "%.*s/criu", (int) l, d);
+                if (access(cand, X_OK) == 0)
+                        snprintf(found, sizeof found, "%s", cand);
+                d += l + (c ? 1 : 0);
+        }
+        snprintf(cdetail, csize,
+                "%s%s: memory is not kept across a host restart (a paused sandbox's memory lives with its "
+                "supervisor; snapshots keep files)",
+                found[0] ? "CRIU at " : "no CRIU", found[0] ? found : "");
+}
+
 static int print_json(const char *kernel, int landlock_abi, const sbx_probe_result res[_F_MAX],
         const backend_line *lines, size_t n) {
         _cleanup_jsonw_ jsonw w;
@@ -404,6 +444,23 @@ static int print_json(const char *kernel, int landlock_abi, const sbx_probe_resu
                 }
                 jsonw_end_object(&w);
         }
+        jsonw_end_object(&w);
+
+        bool fz;
+        char fdetail[200], cdetail[PATH_MAX + 200];
+        persistence_facts(&fz, fdetail, sizeof fdetail, cdetail, sizeof cdetail);
+        jsonw_key(&w, "persistence");
+        jsonw_begin_object(&w);
+        jsonw_key(&w, "freezer");
+        jsonw_begin_object(&w);
+        jsonw_kv_bool(&w, "available", fz);
+        jsonw_kv_string(&w, "detail", fdetail);
+        jsonw_end_object(&w);
+        jsonw_key(&w, "checkpoint");
+        jsonw_begin_object(&w);
+        jsonw_kv_bool(&w, "available", false);
+        jsonw_kv_string(&w, "detail", cdetail);
+        jsonw_end_object(&w);
         jsonw_end_object(&w);
 
         jsonw_key(&w, "backends");
@@ -467,6 +524,11 @@ static void print_table(const char *kernel, int landlock_abi, const sbx_probe_re
         for (int i = 0; i < _F_MAX; i++)
                 printf("%-*s  %-6s  %s\n", w, feature_names[i], res[i].available ? "yes" : "no",
                         res[i].detail);
+        bool fz;
+        char fdetail[200], cdetail[PATH_MAX + 200];
+        persistence_facts(&fz, fdetail, sizeof fdetail, cdetail, sizeof cdetail);
+        printf("%-*s  %-6s  %s\n", w, "freezer", fz ? "yes" : "no", fdetail);
+        printf("%-*s  %-6s  %s\n", w, "checkpoint", "no", cdetail);
         printf("\n%-*s  %-6s  %s\n", w, "BACKEND", "STATUS", "REASON");
         for (size_t i = 0; i < n; i++)
                 printf("%-*s  %-6s  %s\n", w, lines[i].name, lines[i].available ? "yes" : "no",

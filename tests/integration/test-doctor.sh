@@ -24,7 +24,7 @@ skip() {
 }
 diag() { sed 's/^/# /' "$@"; }
 
-echo "1..20"
+echo "1..21"
 
 "$SANDBOXER" doctor --json >"$tmp/out.json" 2>"$tmp/err"
 rc=$?
@@ -181,5 +181,8 @@ printf 'version: 1\nstrict: { allow_emulation: maybe }\n' >"$tmp/bad2.yaml"
 ok $([ $rc -eq 125 ] && grep -q strict.allow_emulation "$tmp/e3"; echo $?) "doctor --policy, strict.allow_emulation not a bool: 125, names the key (got $rc)"
 "$SANDBOXER" doctor --policy >/dev/null 2>"$tmp/e4"; rc=$?
 ok $([ $rc -eq 125 ] && grep -q "needs a FILE" "$tmp/e4"; echo $?) "doctor --policy without FILE: 125 (got $rc)"
+
+# persistence: whether pause has a freezer here (said either way) and that no checkpointer is used
+ok $(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["persistence"]; sys.exit(0 if isinstance(p["freezer"]["available"], bool) and p["freezer"]["detail"] and p["checkpoint"]["available"] is False and "host restart" in p["checkpoint"]["detail"] else 1)' "$tmp/out.json"; echo $?) "doctor --json says whether pause has a freezer here, and that memory is not kept across a host restart"
 
 [ $failed -eq 0 ]
