@@ -277,7 +277,7 @@ paths = {
         "delete": {"operationId": "deleteVolume", "responses": {"200": resp("Deleted: unmounted, its image removed", ref("Volume")),
                                                                 "409": resp("A live sandbox mounts it (the message names it)", err), **errs("401", "404", "503")}}},
     "/v1/snapshots": {"get": {"operationId": "listSnapshots", "responses": {"200": resp("The tenant's snapshots", ref("SnapshotList")), **errs("401")}}},
-    "/v1/snapshots/{snapshot_id}": {"parameters": [{"name": "snapshot_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+    "/v1/snapshots/{id}": {"parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
         "get": {"operationId": "getSnapshot", "responses": {"200": resp("The snapshot", ref("Snapshot")), **errs("401", "404")}},
         "delete": {"operationId": "deleteSnapshot", "responses": {"200": resp("Deleted: the snapshot it was (its files only it held go with it)", ref("Snapshot")),
                                                                   "409": resp("A sandbox is being made from it", err), **errs("401", "404", "503")}}},

@@ -109,7 +109,7 @@ def template(path):
     if p.startswith("/v1/p/"):
         return "/v1/p/{token}/{path}"
     if p.startswith("/v1/snapshots/"):
-        return "/v1/snapshots/{snapshot_id}"
+        return "/v1/snapshots/{id}"
     if p.startswith("/v1/volumes/"):
         return "/v1/volumes/{name}"
     if p.startswith("/v1/sandboxes/"):

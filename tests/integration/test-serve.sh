@@ -194,8 +194,8 @@ is "$(json_get "$SBX_TMP/body" '[p["id"] for p in d["items"] if p["id"] == "prof
         '["profile.default"]' "lists the built-in profiles with their versions"
 req "unix:$SOCK" GET /v1/sandboxes
 is "$H_STATUS $(json_get "$SBX_TMP/body" 'd["items"]')" "200 []" "GET /v1/sandboxes: 200, no sandboxes yet"
-req "unix:$SOCK" GET /v1/snapshots
-is "$H_STATUS $(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "404 not_found" "GET /v1/snapshots (not built): 404 not_found JSON"
+req "unix:$SOCK" GET /v1/snapshots/snp_0000000000000000
+is "$H_STATUS $(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "404 not_found" "GET /v1/snapshots/UNKNOWN: 404 not_found JSON"
 req "unix:$SOCK" POST /healthz
 is "$H_STATUS $(json_get "$SBX_TMP/body" 'd["error"]["code"]')" "405 method_not_allowed" "POST /healthz: 405 JSON"
 
