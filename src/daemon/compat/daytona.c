@@ -60,10 +60,12 @@ static const char *state_of(const json_t *rec);
  * client keeps the id it was made with). In memory: a restart of serve forgets it (the new id
  * works on). */
 static pthread_mutex_t alias_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { char from[32], to[32]; } aliases[256];
+static struct {
+        char from[64], to[64];
+} aliases[256];
 /* an archived sandbox's sandbox-wide env (envVars), for the sandbox its start makes */
 static struct {
-        char id[32];
+        char id[64];
         json_t *env;
 } archived_env[64];
 static size_t n_aliases;
