@@ -26,6 +26,7 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "on_expiry", json_string(b->pause_on_expiry ? "pause" : "destroy"));
         json_object_set_new(r, "auto_resume", json_boolean(b->auto_resume));
         json_object_set_new(r, "on_idle", json_string(b->idle_pause ? "pause" : "destroy"));
+        json_object_set_new(r, "on_paused_max", json_string(b->paused_snapshot ? "snapshot" : "destroy"));
         json_object_set_new(r, "budget_s", json_real(b->budget_s));
         json_object_set_new(r, "budget_used_s", json_real(b->budget_used_s));
         json_object_set_new(r, "execs", json_integer(b->execs));

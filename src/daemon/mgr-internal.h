@@ -67,6 +67,9 @@ typedef struct box {
         bool pause_on_expiry; /* create's on_expiry "pause": the reaper pauses it at expires_at */
         bool auto_resume; /* create's auto_resume: an exec or file operation resumes it */
         bool idle_pause; /* on_idle "pause": idle_s without an exec pauses it (else destroys it) */
+        bool paused_snapshot; /* on_paused_max "snapshot": kept as a snapshot ("archive:ID") before
+                               * it is destroyed at its paused cap (reason archived) */
+        int64_t archive_retry_ms; /* that snapshot failed: not tried again before */
         char restoring[24]; /* the snapshot its files are being written from (create {snapshot}) */
         json_t *snapshot_src; /* made from a snapshot: {id, config_changed}, else NULL */
         json_t *volumes; /* the volumes it mounts: [{name, mount, access}], or NULL */
@@ -203,11 +206,26 @@ bool mgr_auto_resume(sbx_mgr *m, box *b);
 void mgr_snapshots_reconcile(sbx_mgr *m);
 json_t *mgr_snapshot_take(sbx_mgr *m, const char *id, const char *tenant, box *b);
 unsigned mgr_snapshot_restore(sbx_mgr *m, box *b, const json_t *man, sbx_mgr_reply *rp);
+/* A snapshot named name of b, which the caller holds busy (the reaper: its tenant's, made by the
+ * server): 201 with rp filled, or the error. */
+unsigned mgr_snapshot_held(sbx_mgr *m, box *b, const char *name, sbx_mgr_reply *rp);
 
 /* volumes.c: where the tenant's volume `name` is mounted on the host (mounted first when it is
  * not), into buf; NULL with *err (-ENOENT: no such volume). */
 const char *mgr_volume_host(
         sbx_mgr *m, const char *tenant, const char *name, char *buf, size_t size, int *err);
+/* volume-files.c: /v1/volumes/NAME/{files,dir,stat} (sub: "/files", …) decoded and answered. */
+void mgr_volume_files_route(sbx_mgr *m, const char *method, const sbx_mgr_request *rq, const char *name,
+        const char *sub, sbx_mgr_reply *rp);
+/* volumes.c: the record of the volume whose id is id (any tenant's), NULL: none. */
+json_t *mgr_volume_by_id(sbx_mgr *m, const char *id);
+/* volumes.c: an event about a volume (type volume.*), in its tenant's stream. */
+void mgr_volume_event(sbx_mgr *m, const json_t *vol, const char *type, json_t *data /* stolen */);
+
+/* ports.c: 32 hex digits of HMAC(the server's key, text) (false: no key could be made); two
+ * strings compared in constant time (for equal lengths). */
+bool mgr_mac(sbx_mgr *m, const char *text, char ret[static 33]);
+bool mgr_same(const char *a, const char *b);
 
 /* supervisors.c */
 int mgr_sv_connect(const box *b);

@@ -97,7 +97,8 @@ unsigned sbx_ops_recreate(sbx_mgr *m, const sbx_caller *who, const char *id, sbx
 typedef struct sbx_lifecycle_req {
         double idle_s, paused_max_s;
         bool idle_pause;
-        bool has_idle, has_on_idle, has_paused_max;
+        bool paused_snapshot; /* on_paused_max "snapshot" (else "destroy") */
+        bool has_idle, has_on_idle, has_paused_max, has_on_paused_max;
 } sbx_lifecycle_req;
 unsigned sbx_ops_set_lifecycle(
         sbx_mgr *m, const sbx_caller *who, const char *id, const sbx_lifecycle_req *l, sbx_mgr_reply *rp);
@@ -120,6 +121,38 @@ unsigned sbx_ops_volume_create(
 unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
+/* The token that lets E2B's volume content API reach volume vol (its record) alone: "vt_" and 32
+ * hex digits of an HMAC by the server's key (false: no key); the volume whose id is id when token
+ * is its token (its record; NULL otherwise). */
+bool sbx_ops_volume_token(sbx_mgr *m, const json_t *vol, char ret[static 36]);
+json_t *sbx_ops_volume_by_token(sbx_mgr *m, const char *id, const char *token);
+/* A volume's files without a sandbox (volume-files.c), path relative to its root ("/" or "" is
+ * the root): read (raw bytes), write (the bytes; missing parents made), stat and list (entries
+ * {name, path, type, size, mode, uid, gid, atime, mtime, ctime, target?}; list: {items}), mkdir,
+ * set uid/gid/mode, remove (a directory with what is in it). New entries belong to the owner of
+ * the volume's root unless uid/gid say otherwise. A symlink is never followed (400 naming it).
+ * 200 (write, mkdir: 201); 400, 404 (no volume, no such path), 409 (exists, not a directory, is a
+ * directory), 413, 507 (the volume is full: nothing is left half-written). */
+typedef enum {
+        SBX_VOLF_READ,
+        SBX_VOLF_WRITE,
+        SBX_VOLF_STAT,
+        SBX_VOLF_LIST,
+        SBX_VOLF_MKDIR,
+        SBX_VOLF_CHMETA,
+        SBX_VOLF_REMOVE,
+} sbx_volf_op;
+typedef struct sbx_volf_req {
+        sbx_volf_op op;
+        const char *path;
+        const void *data; /* write */
+        size_t len;
+        int depth; /* list: 1 (default) to 16 */
+        bool parents; /* mkdir: make missing parents too (E2B's force) */
+        long long uid, gid, mode; /* -1: not given */
+} sbx_volf_req;
+unsigned sbx_ops_volume_files(
+        sbx_mgr *m, const sbx_caller *who, const char *name, const sbx_volf_req *r, sbx_mgr_reply *rp);
 bool mgr_valid_snapshot_id(const char *s); /* snp_ and 16 hex digits */
 unsigned sbx_ops_snapshot_create(
         sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *name, sbx_mgr_reply *rp);

@@ -166,6 +166,8 @@ unsigned sbx_ops_set_lifecycle(
                                 b->idle_pause = l->idle_pause;
                         if (l->has_paused_max)
                                 b->paused_max_s = l->paused_max_s;
+                        if (l->has_on_paused_max)
+                                b->paused_snapshot = l->paused_snapshot;
                         b->updated_ms = mgr_now_ms();
                 }
                 pthread_mutex_unlock(&m->lock);

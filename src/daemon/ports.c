@@ -58,7 +58,7 @@ static bool key_locked(sbx_mgr *m) {
 }
 
 /* 32 hex digits of HMAC(port key, text). */
-static bool mac(sbx_mgr *m, const char *text, char ret[static 33]) {
+bool mgr_mac(sbx_mgr *m, const char *text, char ret[static 33]) {
         uint8_t d[SHA256_DIGEST_SIZE];
         pthread_mutex_lock(&m->lock);
         bool ok = key_locked(m);
@@ -72,7 +72,7 @@ static bool mac(sbx_mgr *m, const char *text, char ret[static 33]) {
         return true;
 }
 
-static bool same(const char *a, const char *b) { /* in constant time for equal lengths */
+bool mgr_same(const char *a, const char *b) { /* in constant time for equal lengths */
         size_t n = strlen(a);
         if (n != strlen(b))
                 return false;
@@ -85,13 +85,13 @@ static bool same(const char *a, const char *b) { /* in constant time for equal l
 bool sbx_ports_preview_token(sbx_mgr *m, const char *id, char ret[static 33]) {
         char text[64];
         snprintf(text, sizeof text, "sandboxer-preview-v1 %s", id);
-        return mac(m, text, ret);
+        return mgr_mac(m, text, ret);
 }
 
 bool sbx_ports_sign(sbx_mgr *m, const char *id, unsigned port, int64_t exp, char *buf, size_t size) {
         char text[96], h[33];
         snprintf(text, sizeof text, "sandboxer-signed-v1 %s %u %lld", id, port, (long long) exp);
-        if (!mac(m, text, h))
+        if (!mgr_mac(m, text, h))
                 return false;
         return (size_t) snprintf(buf, size, "%s.%u.%lld.%s", id, port, (long long) exp, h) < size;
 }
@@ -114,7 +114,7 @@ static unsigned check_signed(
         if (*end || p < 1 || p > 65535 || exp <= 0)
                 return 403;
         char want[128];
-        if (!sbx_ports_sign(m, pid, (unsigned) p, exp, want, sizeof want) || !same(want, token))
+        if (!sbx_ports_sign(m, pid, (unsigned) p, exp, want, sizeof want) || !mgr_same(want, token))
                 return 403;
         if (exp <= mgr_now_ms() / 1000) {
                 snprintf(why, size, "the signed URL has expired (at %lld)", exp);
@@ -684,7 +684,7 @@ bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, 
         if (!tok)
                 tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "e2b-traffic-access-token");
         bool allowed = signed_ok || pub || (who && streq(who->tenant, tenant)) ||
-                       (tok && sbx_ports_preview_token(m, id, want) && same(tok, want));
+                       (tok && sbx_ports_preview_token(m, id, want) && mgr_same(tok, want));
         if (!allowed) {
                 *ret_code = err(ret_resp, who ? 404 : 401, who ? "not_found" : "unauthenticated",
                         who ? "no sandbox '%.64s'"

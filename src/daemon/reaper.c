@@ -38,7 +38,8 @@ void *mgr_reaper_main(void *arg) {
                                 w = "supervisor_lost";
                         else if (paused) /* its clocks stand still; only ttl.paused runs */
                                 w = b->paused_max_s > 0 &&
-                                                    t - b->paused_ms >= (int64_t) (b->paused_max_s * 1000)
+                                                    t - b->paused_ms >= (int64_t) (b->paused_max_s * 1000) &&
+                                                    t >= b->archive_retry_ms
                                             ? "paused_expired"
                                             : NULL;
                         else if (t >= b->expires_ms)
@@ -96,6 +97,30 @@ void *mgr_reaper_main(void *arg) {
                                 sbx_log(SBX_LOG_WARNING, "pause_failed", "sandbox", b->id, "reason", as,
                                         NULL);
                                 why[i] = as;
+                        }
+                        /* on_paused_max "snapshot": its files kept as "archive:ID" first; when that
+                         * fails it stays paused (nothing lost) and is tried again in 5 minutes */
+                        if (streq(why[i], "paused_expired") && b->paused_snapshot) {
+                                char name[64];
+                                snprintf(name, sizeof name, "archive:%s", b->id);
+                                sbx_mgr_reply sr;
+                                unsigned code = mgr_snapshot_held(m, b, name, &sr);
+                                if (code != 201) {
+                                        sbx_log(SBX_LOG_WARNING, "archive_failed", "sandbox", b->id, "error",
+                                                json_string_value(json_object_get(
+                                                        json_object_get(sr.json, "error"), "message"))
+                                                        ?: "?",
+                                                NULL);
+                                        sbx_mgr_reply_done(&sr);
+                                        pthread_mutex_lock(&m->lock);
+                                        b->archive_retry_ms = mgr_now_ms() + 300 * 1000;
+                                        b->busy = false;
+                                        pthread_mutex_unlock(&m->lock);
+                                        mgr_box_put(m, b);
+                                        continue;
+                                }
+                                sbx_mgr_reply_done(&sr);
+                                why[i] = "archived";
                         }
                         if (streq(why[i], "supervisor_lost") || streq(why[i], "sandbox_ended")) {
                                 atomic_fetch_add(&m->n_failed, 1);
@@ -193,6 +218,7 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->pause_on_expiry = streq_ptr(json_string_value(json_object_get(rec, "on_expiry")), "pause");
         b->auto_resume = json_is_true(json_object_get(rec, "auto_resume"));
         b->idle_pause = streq_ptr(json_string_value(json_object_get(rec, "on_idle")), "pause");
+        b->paused_snapshot = streq_ptr(json_string_value(json_object_get(rec, "on_paused_max")), "snapshot");
         b->snapshot_src = json_incref(json_object_get(rec, "snapshot"));
         if (json_array_size(json_object_get(rec, "volumes")))
                 b->volumes = json_incref(json_object_get(rec, "volumes"));

@@ -102,7 +102,16 @@ bool sbx_mgr_route(
                 return true;
         }
         if (strncmp(path, "/v1/volumes/", 12) == 0) {
-                if (get)
+                const char *slash = strchr(path + 12, '/');
+                if (slash) {
+                        char name[64];
+                        if ((size_t) (slash - (path + 12)) >= sizeof name)
+                                mgr_reply_err(rp, 404, "not_found", NULL, "no volume '%.64s'", path + 12);
+                        else {
+                                snprintf(name, sizeof name, "%.*s", (int) (slash - (path + 12)), path + 12);
+                                mgr_volume_files_route(m, method, rq, name, slash, rp);
+                        }
+                } else if (get)
                         sbx_ops_volume_get(m, rq->who, path + 12, rp);
                 else if (del)
                         sbx_ops_volume_delete(m, rq->who, path + 12, rp);
@@ -253,10 +262,12 @@ bool sbx_mgr_route(
                 json_decref(body);
         } else if (streq(sub, "/lifecycle")) {
                 json_t *body = put ? mgr_parse_body(rq, rp, false) : NULL;
-                static const char *const keys[] = {"idle_s", "on_idle", "paused_max_s", NULL};
+                static const char *const keys[] = {
+                        "idle_s", "on_idle", "paused_max_s", "on_paused_max", NULL};
                 json_t *ji = json_object_get(body, "idle_s"), *jo = json_object_get(body, "on_idle"),
-                       *jp = json_object_get(body, "paused_max_s");
-                const char *on = json_string_value(jo);
+                       *jp = json_object_get(body, "paused_max_s"),
+                       *jm = json_object_get(body, "on_paused_max");
+                const char *on = json_string_value(jo), *onm = json_string_value(jm);
                 if (!put)
                         method_not_allowed(rp, "PUT");
                 else if (!body || !mgr_only_keys(body, keys, "", rp))
@@ -268,13 +279,18 @@ bool sbx_mgr_route(
                 else if (jo && !(on && (streq(on, "pause") || streq(on, "destroy"))))
                         mgr_reply_err(
                                 rp, 400, "invalid_argument", "on_idle", "on_idle: \"destroy\" or \"pause\"");
+                else if (jm && !(onm && (streq(onm, "snapshot") || streq(onm, "destroy"))))
+                        mgr_reply_err(rp, 400, "invalid_argument", "on_paused_max",
+                                "on_paused_max: \"destroy\" or \"snapshot\"");
                 else {
                         sbx_lifecycle_req lc = {.idle_s = json_number_value(ji),
                                 .paused_max_s = json_number_value(jp),
                                 .idle_pause = on && streq(on, "pause"),
                                 .has_idle = ji != NULL,
                                 .has_on_idle = jo != NULL,
-                                .has_paused_max = jp != NULL};
+                                .has_paused_max = jp != NULL,
+                                .paused_snapshot = onm && streq(onm, "snapshot"),
+                                .has_on_paused_max = jm != NULL};
                         sbx_ops_set_lifecycle(m, rq->who, id, &lc, rp);
                 }
                 json_decref(body);

@@ -468,30 +468,11 @@ static double tenant_mb(sbx_mgr *m, const char *tenant) {
         return mb;
 }
 
-unsigned sbx_ops_snapshot_create(
-        sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *name, sbx_mgr_reply *rp) {
-        *rp = (sbx_mgr_reply){.stream_fd = -1};
-        if (name && (strlen(name) > 128 || !*name))
-                return mgr_reply_err(rp, 400, "invalid_argument", "name", "name: 1 to 128 characters");
-        if (m->o.quota_snapshot_mb > 0 && tenant_mb(m, who->tenant) >= m->o.quota_snapshot_mb)
-                return mgr_reply_err(rp, 429, "quota_exceeded", "quota.snapshot_mb",
-                        "tenant '%s' holds %.1f MiB of snapshots (quota snapshot_mb: %g); delete one first",
-                        who->tenant, tenant_mb(m, who->tenant), m->o.quota_snapshot_mb);
-        box *b = mgr_valid_sandbox_id(sandbox_id) ? mgr_box_get(m, sandbox_id, who->tenant) : NULL;
-        if (!b)
-                return mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", sandbox_id);
-        pthread_mutex_lock(&m->lock);
-        bool paused = b->state == SBX_STATE_PAUSED;
-        bool ok = !b->busy && (paused || sbx_state_usable(b->state)) && !m->stopping;
-        if (ok)
-                b->busy = true;
-        pid_t pid = b->init_pid;
-        pthread_mutex_unlock(&m->lock);
-        if (!ok) {
-                mgr_box_put(m, b);
-                return mgr_reply_err(
-                        rp, 409, "conflict", NULL, "sandbox %s is being changed or not running", sandbox_id);
-        }
+/* The snapshot of b (busy: ours), its reply in rp; with held, b stays busy and referenced (the
+ * caller's), else both are given back. */
+static unsigned take(sbx_mgr *m, const sbx_caller *who, box *b, const char *name, bool paused, pid_t pid,
+        bool held, sbx_mgr_reply *rp) {
+        const char *sandbox_id = b->id;
         unsigned code = 0;
         if (streq(b->backend, "microvm"))
                 code = mgr_reply_err(rp, 409, "unsupported", NULL,
@@ -586,9 +567,11 @@ unsigned sbx_ops_snapshot_create(
         json_decref(roots);
         if (froze)
                 (void) mgr_freeze_box(m, b, false, "snapshot", NULL);
-        pthread_mutex_lock(&m->lock);
-        b->busy = false;
-        pthread_mutex_unlock(&m->lock);
+        if (!held) {
+                pthread_mutex_lock(&m->lock);
+                b->busy = false;
+                pthread_mutex_unlock(&m->lock);
+        }
         if (!code) {
                 mgr_emit(m, b, "sandbox.snapshot", json_pack("{s:s}", "snapshot_id", id));
                 mgr_audit(m, who, "snapshot.create", id, "ok", b->id);
@@ -597,8 +580,47 @@ unsigned sbx_ops_snapshot_create(
         } else
                 mgr_audit(m, who, "snapshot.create", b->id, "failed", NULL);
         json_decref(man);
-        mgr_box_put(m, b);
+        if (!held)
+                mgr_box_put(m, b);
         return rp->code;
+}
+
+unsigned sbx_ops_snapshot_create(
+        sbx_mgr *m, const sbx_caller *who, const char *sandbox_id, const char *name, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        if (name && (strlen(name) > 128 || !*name))
+                return mgr_reply_err(rp, 400, "invalid_argument", "name", "name: 1 to 128 characters");
+        if (m->o.quota_snapshot_mb > 0 && tenant_mb(m, who->tenant) >= m->o.quota_snapshot_mb)
+                return mgr_reply_err(rp, 429, "quota_exceeded", "quota.snapshot_mb",
+                        "tenant '%s' holds %.1f MiB of snapshots (quota snapshot_mb: %g); delete one first",
+                        who->tenant, tenant_mb(m, who->tenant), m->o.quota_snapshot_mb);
+        box *b = mgr_valid_sandbox_id(sandbox_id) ? mgr_box_get(m, sandbox_id, who->tenant) : NULL;
+        if (!b)
+                return mgr_reply_err(rp, 404, "not_found", NULL, "no sandbox '%.64s'", sandbox_id);
+        pthread_mutex_lock(&m->lock);
+        bool paused = b->state == SBX_STATE_PAUSED;
+        bool ok = !b->busy && (paused || sbx_state_usable(b->state)) && !m->stopping;
+        if (ok)
+                b->busy = true;
+        pid_t pid = b->init_pid;
+        pthread_mutex_unlock(&m->lock);
+        if (!ok) {
+                mgr_box_put(m, b);
+                return mgr_reply_err(
+                        rp, 409, "conflict", NULL, "sandbox %s is being changed or not running", sandbox_id);
+        }
+        return take(m, who, b, name, paused, pid, false, rp);
+}
+
+unsigned mgr_snapshot_held(sbx_mgr *m, box *b, const char *name, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        sbx_caller sys = {.kind = "adm", .name = "reaper"};
+        snprintf(sys.tenant, sizeof sys.tenant, "%s", b->tenant);
+        pthread_mutex_lock(&m->lock);
+        bool paused = b->state == SBX_STATE_PAUSED;
+        pid_t pid = b->init_pid;
+        pthread_mutex_unlock(&m->lock);
+        return take(m, &sys, b, name, paused, pid, true, rp);
 }
 
 unsigned sbx_ops_snapshot_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp) {
@@ -799,8 +821,11 @@ unsigned mgr_snapshot_restore(sbx_mgr *m, box *b, const json_t *man, sbx_mgr_rep
         pthread_mutex_lock(&m->lock);
         b->restoring[0] = 0;
         pthread_mutex_unlock(&m->lock);
-        if (r == 0)
+        if (r == 0) {
+                mgr_emit(m, b, "sandbox.restore",
+                        json_pack("{s:O}", "snapshot_id", json_object_get(man, "id")));
                 return 0;
+        }
         return mgr_reply_err(rp, r == -ENOSPC || r == -EDQUOT ? 507 : 503,
                 r == -ENOSPC || r == -EDQUOT ? "insufficient_storage" : "provision_failed", NULL,
                 "the snapshot's files did not fit into the new sandbox (%s: %s)%s", what, strerror(-r),

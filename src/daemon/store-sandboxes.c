@@ -152,6 +152,16 @@ int64_t sbx_store_event_add(sbx_store *s, const char *sandbox_id, const char *ty
         return r < 0 ? r : seq;
 }
 
+int64_t sbx_store_event_add_tenant(sbx_store *s, const char *subject_id, const char *tenant,
+        const char *type, int64_t at, const char *data_json) {
+        int64_t seq = 0;
+        int r = SQL(s,
+                "INSERT INTO events (sandbox_id, tenant, type, at, data_json) VALUES (?,?,?,?,?) RETURNING "
+                "seq",
+                first_num, &seq, NULL, "sssis", subject_id, tenant, type, at, data_json);
+        return r < 0 ? r : seq;
+}
+
 int64_t sbx_store_event_last(sbx_store *s) {
         int64_t seq = 0;
         (void) SQL(s, "SELECT MAX(seq) FROM events", first_num, &seq, NULL, "");
@@ -172,9 +182,9 @@ int sbx_store_events_after(sbx_store *s, int64_t after, const char *tenant, cons
         sbx_store_event_row_fn fn, void *ud) {
         ev_ctx c = {fn, ud};
         return SQL(s,
-                "SELECT e.seq, e.type, e.data_json FROM events e JOIN sandboxes s ON s.id = e.sandbox_id "
-                "WHERE e.seq > ?1 AND s.tenant = ?2 AND (?3 = '' OR e.sandbox_id = ?3) ORDER BY e.seq "
-                "LIMIT 500",
+                "SELECT e.seq, e.type, e.data_json FROM events e LEFT JOIN sandboxes s ON s.id = "
+                "e.sandbox_id WHERE e.seq > ?1 AND COALESCE(s.tenant, e.tenant) = ?2 AND (?3 = '' OR "
+                "e.sandbox_id = ?3) ORDER BY e.seq LIMIT 500",
                 ev_row, &c, NULL, "iss", after, tenant, sandbox_id ? sandbox_id : "");
 }
 

@@ -69,6 +69,9 @@ int sbx_store_idempotency_put(sbx_store *s, const char *key, const char *tenant,
 int64_t sbx_store_event_add(sbx_store *s, const char *sandbox_id, const char *type, const char *state,
         const char *reason, int64_t at, const char *data_json);
 /* The last sequence number given (0: none yet). */
+/* An event of something that is not a sandbox (a volume: subject_id its id), in tenant's stream. */
+int64_t sbx_store_event_add_tenant(sbx_store *s, const char *subject_id, const char *tenant,
+        const char *type, int64_t at, const char *data_json);
 int64_t sbx_store_event_last(sbx_store *s);
 /* The tenant's events after seq `after` (of one sandbox, unless sandbox_id is NULL or ""), in
  * order, at most 500. */

@@ -98,6 +98,8 @@ static const char *const migrations[] = {
         "  ended_at INTEGER,"
         "  report_json TEXT);"
         "CREATE INDEX execs_sandbox ON execs(sandbox_id);",
+        /* 3: events of what is not a sandbox (volumes) carry their tenant */
+        "ALTER TABLE events ADD COLUMN tenant TEXT;",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == SBX_STORE_SCHEMA_VERSION,

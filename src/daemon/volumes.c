@@ -129,6 +129,58 @@ const char *mgr_volume_host(
         return r == 0 ? buf : NULL;
 }
 
+json_t *mgr_volume_by_id(sbx_mgr *m, const char *id) {
+        pthread_mutex_lock(&vol_lock);
+        json_t *items = list(m, NULL), *v, *found = NULL;
+        size_t i;
+        json_array_foreach(items, i, v) if (!found && streq_ptr(json_string_value(json_object_get(v, "id")),
+                                                              id)) found = json_incref(v);
+        json_decref(items);
+        pthread_mutex_unlock(&vol_lock);
+        return found;
+}
+
+bool sbx_ops_volume_token(sbx_mgr *m, const json_t *vol, char ret[static 36]) {
+        char text[256], mac[33];
+        snprintf(text, sizeof text, "volume:%.128s:%.64s",
+                json_string_value(json_object_get(vol, "tenant")) ?: "",
+                json_string_value(json_object_get(vol, "id")) ?: "");
+        if (!mgr_mac(m, text, mac))
+                return false;
+        snprintf(ret, 36, "vt_%s", mac);
+        return true;
+}
+
+json_t *sbx_ops_volume_by_token(sbx_mgr *m, const char *id, const char *token) {
+        json_t *v = id && token ? mgr_volume_by_id(m, id) : NULL;
+        char want[36];
+        if (v && (!sbx_ops_volume_token(m, v, want) || !mgr_same(want, token))) {
+                json_decref(v);
+                v = NULL;
+        }
+        return v;
+}
+
+void mgr_volume_event(sbx_mgr *m, const json_t *vol, const char *type, json_t *data /* stolen */) {
+        int64_t at = mgr_now_ms();
+        if (!data)
+                data = json_object();
+        const char *id = json_string_value(json_object_get(vol, "id")) ?: "";
+        json_object_set_new(data, "volume_id", json_string(id));
+        json_object_set(data, "name", json_object_get(vol, "name"));
+        json_object_set_new(data, "at", mgr_time_json(at));
+        char *text = json_dumps(data, JSON_COMPACT);
+        json_decref(data);
+        int64_t seq = sbx_store_event_add_tenant(
+                m->store, id, json_string_value(json_object_get(vol, "tenant")) ?: "", type, at, text);
+        free(text);
+        pthread_mutex_lock(&m->lock);
+        if (seq > m->last_seq)
+                m->last_seq = seq;
+        pthread_cond_broadcast(&m->ev_cond);
+        pthread_mutex_unlock(&m->lock);
+}
+
 static double tenant_mb(sbx_mgr *m, const char *tenant) {
         json_t *items = list(m, tenant), *v;
         size_t i;
@@ -204,6 +256,8 @@ unsigned sbx_ops_volume_create(
         }
         pthread_mutex_unlock(&vol_lock);
         mgr_audit(m, who, "volume.create", name, code ? "failed" : "ok", code ? NULL : id);
+        if (!code)
+                mgr_volume_event(m, rp->json, "volume.created", json_pack("{s:f}", "size_mb", size_mb));
         return code ? code : 201;
 }
 
@@ -274,6 +328,7 @@ unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *na
                 json_decref(v);
                 return code;
         }
+        mgr_volume_event(m, v, "volume.deleted", NULL);
         rp->code = 200;
         rp->json = v;
         return 200;

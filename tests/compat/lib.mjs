@@ -3,7 +3,7 @@
 // for Host routing), the native API, and a GET naming another host (what DNS for the domain would
 // do). SANDBOXER is the binary; POLICY, when set, the policy file for an unprivileged user.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, openSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -31,6 +31,11 @@ export async function startServer(SBX, TMP) {
     server.kill('SIGTERM');
     for (let i = 0; i < 100 && !exited; i++) await new Promise((r) => setTimeout(r, 100));
     if (!exited) server.kill('SIGKILL');
+    // volumes a failed step left (a volume stays mounted on the host until it is deleted)
+    for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
+      const mnt = line.split(' ')[1];
+      if (mnt && mnt.startsWith(path.join(ST, 'volumes') + '/')) try { execFileSync('umount', ['-l', mnt]); } catch { /* gone */ }
+    }
   };
   const native = (method, p, body) => fetch(BASE + p, { method, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
   const viaHost = (host, p, headers = {}) => new Promise((resolve) => {
@@ -61,5 +66,6 @@ export async function startServer(SBX, TMP) {
   process.env.E2B_API_KEY = KEY;
   process.env.E2B_API_URL = BASE;
   process.env.E2B_SANDBOX_URL = BASE;
+  process.env.E2B_VOLUME_API_URL = BASE; // the volume content API (Volume#readFile, …)
   return { BASE, port, KEY, OTHER, native, viaHost, stop, exited: () => exited };
 }

@@ -111,6 +111,9 @@ def template(path):
     if p.startswith("/v1/snapshots/"):
         return "/v1/snapshots/{id}"
     if p.startswith("/v1/volumes/"):
+        for sfx in ("/files", "/dir", "/stat"):
+            if p.endswith(sfx):
+                return "/v1/volumes/{name}" + sfx
         return "/v1/volumes/{name}"
     if p.startswith("/v1/sandboxes/"):
         rest = p[len("/v1/sandboxes/"):]
@@ -384,6 +387,27 @@ def pause_tests():
     r = wait_state(psid, ("destroyed",), 6)
     is_(((r or {}).get("state"), (r or {}).get("reason")), ("destroyed", "paused_expired"),
         "paused longer than ttl.paused: destroyed, reason paused_expired")
+    # on_paused_max snapshot (Daytona's auto-archive): its files kept as archive:ID, then destroyed
+    s, r, _ = create()
+    asid = r.get("id", "")
+    exec_(asid, ["sh", "-c", "echo archived-data > $TMPDIR/keep"])
+    s, r, _ = req("PUT", "/v1/sandboxes/%s/lifecycle" % asid, {"on_paused_max": "keep"})
+    is_((s, r.get("error", {}).get("field")), (400, "on_paused_max"), "lifecycle on_paused_max 'keep': 400 naming it")
+    s, r, _ = req("PUT", "/v1/sandboxes/%s/lifecycle" % asid, {"paused_max_s": 1, "on_paused_max": "snapshot"})
+    is_((s, r.get("on_paused_max")), (200, "snapshot"), "PUT …/lifecycle {on_paused_max: snapshot}: the record says so")
+    req("POST", "/v1/sandboxes/%s/pause" % asid)
+    r = wait_state(asid, ("destroyed",), 10)
+    s, lst, _ = req("GET", "/v1/snapshots")
+    arch = [x for x in lst.get("items", []) if x.get("name") == "archive:" + asid]
+    ok(((r or {}).get("reason")) == "archived" and len(arch) == 1 and arch[0].get("consistent") is True,
+       "at its paused cap: kept as the snapshot archive:ID (read frozen), then destroyed, reason archived",
+       ((r or {}).get("reason"), arch))
+    if arch:
+        s, c, _ = create(snapshot=arch[0]["id"])
+        s2, r, _ = exec_(c.get("id", ""), ["sh", "-c", "cat $TMPDIR/keep"])
+        is_(r.get("stdout"), "archived-data\n", "a sandbox made from the archive has its files")
+        req("DELETE", "/v1/sandboxes/" + c.get("id", ""))
+        req("DELETE", "/v1/snapshots/" + arch[0]["id"])
 
 
 def snap_store():
@@ -431,6 +455,10 @@ def snapshot_tests():
     s, y2, _ = exec_(b2.get("id", ""), ["sh", "-c", "cat $TMPDIR/x"])
     s, y1, _ = exec_(b1.get("id", ""), ["sh", "-c", "cat $TMPDIR/x"])
     is_((y1.get("stdout"), y2.get("stdout")), ("diverged\n", "one\n"), "each diverges on its own")
+    ev_src = [t for t, e in events_now(1.0, "?sandbox=" + sid) if t == "sandbox.snapshot"]
+    ev_new = [(t, e.get("snapshot_id")) for t, e in events_now(1.0, "?sandbox=" + b1.get("id", "")) if t == "sandbox.restore"]
+    ok(ev_src and ev_new == [("sandbox.restore", a.get("id"))],
+       "events: sandbox.snapshot on the source, sandbox.restore (naming the snapshot) on the new one", (ev_src, ev_new))
     s, r, _ = exec_(b1.get("id", ""), ["sh", "-c", "cat $TMPDIR/link"])
     ok(r.get("exit_code") != 0, "the symlink to /etc/shadow stayed a link: nothing of the host came with it", r)
     # deduplication: a second snapshot after one file changed stores little
@@ -560,6 +588,95 @@ def snapshot_tests():
     req("DELETE", "/v1/sandboxes/" + sid)
 
 
+def events_now(secs=1.0, query=""):
+    """The tenant's stored events (SSE from the start), read for secs."""
+    c = Unix(SOCK, 5)
+    c.request("GET", "/v1/events" + query)
+    resp = c.getresponse()
+    buf, t_end = b"", time.time() + secs
+    c.sock.settimeout(secs)
+    while time.time() < t_end:
+        try:
+            chunk = resp.read1(65536)
+        except OSError:  # a timeout: the stored ones came at once, nothing more for now
+            break
+        if not chunk:
+            break
+        buf += chunk
+    c.close()
+    out, typ = [], None
+    for line in buf.decode().splitlines():
+        if line.startswith("event: "):
+            typ = line[7:]
+        elif line.startswith("data: "):
+            out.append((typ, json.loads(line[6:])))
+    return out
+
+
+def volume_files_tests(aid):
+    """a volume's files through the API, without a sandbox; a sandbox's symlinks never followed."""
+    s, r, _ = req("GET", "/v1/volumes/data/files?path=/f", raw=True)
+    is_((s, r), (200, b"kept\n"), "GET /v1/volumes/NAME/files: what the sandbox wrote")
+    s, r, _ = req("PUT", "/v1/volumes/data/files?path=/sub/dir/g&mode=0600", b"from the API\n")
+    ok(s == 200 and r.get("path") == "/sub/dir/g" and r.get("size") == 13 and r.get("mode") == 0o600
+       and r.get("type") == "file", "PUT .../files: written, its parents made, its mode as asked", r)
+    s, r, _ = exec_(aid, ["sh", "-c", "cat /data/sub/dir/g && echo more >> /data/sub/dir/g && echo appended"])
+    is_(r.get("stdout"), "from the API\nappended\n",
+        "the sandbox reads it and may write it (new entries are the volume owner's, not root's)")
+    s, r, _ = exec_(aid, ["sh", "-c", "ln -s /etc /data/etc && ln -s /etc/hostname /data/hn && echo linked"])
+    is_(r.get("stdout"), "linked\n", "the sandbox plants symlinks to the host's /etc in the volume")
+    s, r, _ = req("GET", "/v1/volumes/data/files?path=/hn", raw=True)
+    is_(s, 400, "reading a file through a symlink: 400, not followed")
+    s, r, _ = req("PUT", "/v1/volumes/data/files?path=/etc/sbx-volume-escape", b"x")
+    ok(s == 400 and not os.path.exists("/etc/sbx-volume-escape"),
+       "writing through a symlinked directory: 400, and nothing lands in the host's /etc", (s, r))
+    s, r, _ = req("POST", "/v1/volumes/data/dir?path=/etc/x&parents=true")
+    ok(s == 400 and not os.path.exists("/etc/x"), "mkdir through a symlink: 400", (s, r))
+    s, r, _ = req("GET", "/v1/volumes/data/stat?path=/hn")
+    is_((s, r.get("type"), r.get("target")), (200, "symlink", "/etc/hostname"), "stat of a symlink: its own, with its target")
+    s, r, _ = req("DELETE", "/v1/volumes/data/files?path=/etc")
+    ok(s == 200 and os.path.isfile("/etc/hostname"), "removing a symlink to a directory removes the link only", (s, r))
+    s, r, _ = req("GET", "/v1/volumes/data/dir?path=/&depth=3")
+    is_([e["path"] for e in r.get("items", [])],
+        ["/f", "/hn", "/lost+found", "/sub", "/sub/dir", "/sub/dir/g"], "GET .../dir: by name, depth levels down")
+    s, r, _ = req("POST", "/v1/volumes/data/dir?path=/a/b")
+    is_(s, 404, "mkdir without its parent: 404")
+    s, r, _ = req("POST", "/v1/volumes/data/dir?path=/a/b&parents=true&mode=0750")
+    is_((s, r.get("type"), r.get("mode")), (201, "directory", 0o750), "mkdir with parents=true: 201")
+    s, r, _ = req("POST", "/v1/volumes/data/dir?path=/a/b&parents=true")
+    is_(s, 200, "mkdir with parents=true of one that is there: 200")
+    s, r, _ = req("POST", "/v1/volumes/data/dir?path=/a/b")
+    is_(s, 409, "mkdir of one that is there: 409")
+    s, r, _ = req("PATCH", "/v1/volumes/data/stat?path=/a", {"mode": 0o700})
+    is_((s, r.get("mode")), (200, 0o700), "PATCH .../stat: the mode changed")
+    for method, path, body, code, why in [
+            ("GET", "/v1/volumes/data/files?path=/a/../f", None, 400, "a '..' component"),
+            ("GET", "/v1/volumes/data/files?path=/", None, 400, "the root as a file"),
+            ("GET", "/v1/volumes/data/files?path=/a", None, 409, "a directory as a file"),
+            ("GET", "/v1/volumes/data/files?path=/nope", None, 404, "a missing file"),
+            ("GET", "/v1/volumes/data/dir?path=/&depth=0", None, 400, "depth 0"),
+            ("PUT", "/v1/volumes/data/files?path=/x&mode=abc", b"x", 400, "a mode that is not a number"),
+            ("PATCH", "/v1/volumes/data/stat?path=/a", {"mode": 99999}, 400, "a mode past 07777"),
+            ("PATCH", "/v1/volumes/data/stat?path=/a", {"owner": 1}, 400, "an unknown key"),
+            ("DELETE", "/v1/volumes/data/files?path=/", None, 400, "removing the root"),
+            ("POST", "/v1/volumes/data/files?path=/x", b"x", 405, "POST to files"),
+            ("GET", "/v1/volumes/nope/files?path=/f", None, 404, "another (or no) volume")]:
+        s, r, _ = req(method, path, body)
+        is_(s, code, "volume files, %s: %d" % (why, code))
+    s, r, _ = req("PUT", "/v1/volumes/data/files?path=/huge", b"\0" * (9 * 1024 * 1024))
+    s2, lst, _ = req("GET", "/v1/volumes/data/dir?path=/")
+    names = [e["name"] for e in lst.get("items", [])]
+    ok(s == 507 and "huge" not in names and not any(n.startswith(".sbx-upload") for n in names),
+       "a write past the volume's size: 507, nothing half-written left", (s, r, names))
+    s, r, _ = req("DELETE", "/v1/volumes/data/files?path=/a")
+    s2, r2, _ = req("GET", "/v1/volumes/data/stat?path=/a")
+    is_((s, s2), (200, 404), "DELETE .../files of a directory: it and what it holds")
+    evs = events_now(1.0)
+    vol = [(t, e.get("op")) for t, e in evs if e.get("name") == "data" and (t or "").startswith("volume.")]
+    ok(vol[:1] == [("volume.created", None)] and ("volume.changed", "put") in vol and ("volume.changed", "remove") in vol,
+       "events: the volume's creation and each change through the API", vol[:8])
+
+
 def volume_tests():
     """volumes (DESIGN.md, Persistence): named filesystems mounted into sandboxes, outliving them."""
     s, v, _ = req("POST", "/v1/volumes", {"name": "data", "size_mb": 8})
@@ -589,6 +706,7 @@ def volume_tests():
     is_(r.get("stdout"), "kept\n", "it writes to the volume")
     s, r, _ = exec_(aid, ["sh", "-c", "dd if=/dev/zero of=/data/big bs=1M count=20 2>&1 | grep -o 'No space left on device' | head -1; rm -f /data/big; echo alive"])
     is_(r.get("stdout"), "No space left on device\nalive\n", "a full volume: the writer gets ENOSPC, the sandbox runs on")
+    volume_files_tests(aid)
     s, r, _ = req("DELETE", "/v1/volumes/data")
     ok(s == 409 and aid in r.get("error", {}).get("message", ""), "deleting a volume in use: 409 naming the sandbox", r)
     req("DELETE", "/v1/sandboxes/" + aid)
@@ -1412,6 +1530,12 @@ def cleanup():
             os.kill(p, signal.SIGKILL)
         except OSError:
             pass
+    # volumes a failed test left mounted (a volume stays mounted on the host until it is deleted)
+    vols = os.path.join(ST, "volumes")
+    with open("/proc/mounts") as f:
+        mnts = [l.split()[1] for l in f if l.split()[1].startswith(vols + "/")]
+    for mnt in mnts:
+        subprocess.run(["umount", "-l", mnt], capture_output=True)
 
 
 if __name__ == "__main__":  # pty_test.py imports the helpers above

@@ -169,5 +169,6 @@ void cx_strv_free(char **v);
 /* volumes.c: E2B's /volumes and Daytona's /api/volumes (path after /api), and the name of the
  * caller's volume whose id is id (NULL: none) for a create that mounts it by id. */
 void e2b_volumes(cx_req *rq, const char *path);
+void e2b_volume_content(cx_req *rq, const char *path);
 void dt_volumes(cx_req *rq, const char *path);
 const char *cx_volume_name(cx_req *rq, const char *id, char *buf, size_t size);

@@ -60,9 +60,7 @@ static const char *state_of(const json_t *rec);
  * client keeps the id it was made with). In memory: a restart of serve forgets it (the new id
  * works on). */
 static pthread_mutex_t alias_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-        char from[64], to[64];
-} aliases[256];
+static struct { char from[64], to[64]; } aliases[256];
 /* an archived sandbox's sandbox-wide env (envVars), for the sandbox its start makes */
 static struct {
         char id[64];
@@ -606,12 +604,15 @@ static void sandboxes(cx_req *rq, const char *path) {
                 op_delete(rq, id);
         else if (strncmp(sub, "/autostop/", 10) == 0 && post)
                 op_autostop(rq, id, sub + 10);
-        else if ((strncmp(sub, "/autopause/", 11) == 0 || strncmp(sub, "/autodelete/", 12) == 0) && post) {
+        else if ((strncmp(sub, "/autopause/", 11) == 0 || strncmp(sub, "/autodelete/", 12) == 0 ||
+                         strncmp(sub, "/autoarchive/", 13) == 0) &&
+                 post) {
                 /* autopause/MIN: paused after MIN minutes without activity (0: never); autodelete/MIN:
                  * deleted after MIN minutes stopped (0: at once, -1: kept as long as sandboxer keeps
-                 * a paused sandbox, 30 days) */
-                bool pause = sub[5] == 'p';
-                const char *arg = sub + (pause ? 11 : 12);
+                 * a paused sandbox, 30 days); autoarchive/MIN: archived after MIN minutes stopped (0:
+                 * the longest, 30 days) — one cap with one action: the last of the two set wins */
+                bool pause = sub[5] == 'p', archive = sub[5] == 'a';
+                const char *arg = sub + (pause ? 11 : archive ? 13 : 12);
                 char *end;
                 long minutes = strtol(arg, &end, 10);
                 sbx_lifecycle_req lc = {0};
@@ -620,15 +621,26 @@ static void sandboxes(cx_req *rq, const char *path) {
                                 .idle_pause = minutes > 0,
                                 .has_idle = true,
                                 .has_on_idle = true};
+                else if (archive)
+                        lc = (sbx_lifecycle_req){.paused_max_s = minutes == 0
+                                                                         ? 30 * 86400.0
+                                                                         : MIN(minutes * 60.0, 30 * 86400.0),
+                                .has_paused_max = true,
+                                .paused_snapshot = true,
+                                .has_on_paused_max = true};
                 else
-                        lc = (sbx_lifecycle_req){.paused_max_s = minutes < 0    ? 30 * 86400.0
-                                                                 : minutes == 0 ? 1
-                                                                                : minutes * 60.0,
-                                .has_paused_max = true};
+                        lc = (sbx_lifecycle_req){.paused_max_s = minutes < 0 ? 30 * 86400.0
+                                                                 : minutes == 0
+                                                                         ? 1
+                                                                         : MIN(minutes * 60.0, 30 * 86400.0),
+                                .has_paused_max = true,
+                                .has_on_paused_max = true};
                 sbx_mgr_reply rp;
-                if (*end || !*arg || minutes < -1 || (pause && minutes < 0))
+                if (*end || !*arg || minutes < -1 || ((pause || archive) && minutes < 0))
                         cx_daytona_err(rq, 400, "%s: a number of minutes is required",
-                                pause ? "autopause" : "autodelete");
+                                pause     ? "autopause"
+                                : archive ? "autoarchive"
+                                          : "autodelete");
                 else if (sbx_ops_set_lifecycle(rq->m, &rq->caller, id, &lc, &rp) == 200) {
                         cx_respond(rq, 200, "application/json", "", 0);
                         sbx_mgr_reply_done(&rp);
@@ -747,6 +759,27 @@ static void sandboxes(cx_req *rq, const char *path) {
                         else
                                 dt_native_err(rq, code, rp.json);
                         sbx_mgr_reply_done(&rp);
+                        json_decref(rec);
+                }
+        } else if (streq(sub, "/recover") && post) {
+                /* recover: a sandbox in error (failed: its supervisor or init died) went with its
+                 * processes and files, so there is nothing to bring back — said; one that runs,
+                 * or is stopped, has nothing to recover: its record */
+                if ((rec = dt_record(rq, id, false))) {
+                        const char *why = json_string_value(json_object_get(rec, "reason")) ?: "";
+                        if (streq(state_of(rec), "error") || streq(why, "supervisor_lost") ||
+                                streq(why, "sandbox_ended") || streq(why, "provision_error"))
+                                cx_daytona_err(rq, 409,
+                                        "Sandbox %s cannot be recovered: it failed (%s) and its processes "
+                                        "and files "
+                                        "went with it; create another (a snapshot or an archive keeps "
+                                        "files)",
+                                        id, *why ? why : "?");
+                        else if (streq(state_of(rec), "destroyed") || streq(state_of(rec), "archived"))
+                                cx_daytona_err(rq, 409, "Sandbox %s is %s, not in an error state", id,
+                                        state_of(rec));
+                        else
+                                cx_respond_json(rq, 200, sandbox_json(rq, rec));
                         json_decref(rec);
                 }
         } else if (strncmp(sub, "/ports/", 7) == 0) {

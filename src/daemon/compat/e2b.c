@@ -312,6 +312,10 @@ bool cx_e2b_handle(cx_req *rq) {
                 e2b_control(rq, u);
                 return true;
         }
+        if (strncmp(u, "/volumecontent/", 15) == 0) {
+                e2b_volume_content(rq, u);
+                return true;
+        }
         if (streq(u, "/volumes") || strncmp(u, "/volumes/", 9) == 0) {
                 if (e2b_api_auth(rq))
                         e2b_volumes(rq, u);

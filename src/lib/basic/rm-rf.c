@@ -51,13 +51,13 @@ static int rm_children(int dfd, dev_t dev, unsigned depth) {
         return ret;
 }
 
-int sbx_rm_rf(const char *path) {
-        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+int sbx_rm_rf_at(int dirfd, const char *name) {
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 0;
                 if (errno == ENOTDIR || errno == ELOOP)
-                        return unlink(path) < 0 ? -errno : 0;
+                        return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
                 return -errno;
         }
         struct stat st;
@@ -68,7 +68,11 @@ int sbx_rm_rf(const char *path) {
         }
         (void) fchmod(fd, 0700);
         int r = rm_children(fd, st.st_dev, 0);
-        if (rmdir(path) < 0)
+        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
                 r = r ?: -errno;
         return r;
+}
+
+int sbx_rm_rf(const char *path) {
+        return sbx_rm_rf_at(AT_FDCWD, path);
 }

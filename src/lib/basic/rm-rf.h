@@ -5,3 +5,6 @@
 
 /* Remove path and everything below it. 0, or the first -errno met (removal goes on past it). */
 int sbx_rm_rf(const char *path);
+
+/* The same for name in the directory dirfd (never following a symlink there either). */
+int sbx_rm_rf_at(int dirfd, const char *name);
