@@ -218,3 +218,7 @@ json_t *mgr_base64_json(const unsigned char *s, size_t n) {
         free(o);
         return r;
 }
+
+const char *sbx_ops_state_dir(sbx_mgr *m) {
+        return m->state_dir;
+}

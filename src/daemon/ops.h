@@ -121,6 +121,8 @@ unsigned sbx_ops_volume_create(
 unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
+/* The server's state directory (what the compatibility surfaces keep of their own goes there). */
+const char *sbx_ops_state_dir(sbx_mgr *m);
 /* The token that lets E2B's volume content API reach volume vol (its record) alone: "vt_" and 32
  * hex digits of an HMAC by the server's key (false: no key); the volume whose id is id when token
  * is its token (its record; NULL otherwise). */

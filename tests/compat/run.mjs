@@ -747,6 +747,27 @@ if (process.getuid && process.getuid() === 0) {
 } else
   console.log(`ok ${++n} # SKIP volumes: root only (a loop-mounted image each)`);
 
+// Daytona's archive outlives a restart of serve: the old id still names what its start makes, and
+// the envVars wait for it (STATE/compat-daytona.json). Last: it restarts the server.
+await step('persistence: a Daytona archive across a restart of serve', async () => {
+  const d = await daytona.create({ envVars: { KEEP: 'me' } });
+  await d.fs.uploadFile(Buffer.from('before'), '/home/daytona/r.txt');
+  await d.archive();
+  const oldId = d.id;
+  await stop();
+  const srv2 = await startServer(SBX, TMP);
+  if (typeof srv2 === 'string') { ok(false, 'serve starts again', srv2); return; }
+  try {
+    const daytona2 = new Daytona({ apiKey: srv2.KEY, apiUrl: `${srv2.BASE}/api`, target: 'local' });
+    const d2 = await daytona2.get(oldId);
+    is(d2.state, 'archived', 'daytona: after a restart of serve the sandbox is still archived');
+    await d2.start();
+    is((await d2.fs.downloadFile('/home/daytona/r.txt')).toString(), 'before', 'daytona: start after the restart: its files, through the old id');
+    is((await d2.process.executeCommand('echo $KEEP')).result, 'me\n', 'daytona: and its envVars');
+    await d2.delete();
+  } finally { await srv2.stop(); }
+});
+
 clearTimeout(watchdog);
 await stop();
 console.log(`1..${n}`);

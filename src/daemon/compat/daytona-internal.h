@@ -25,4 +25,4 @@ json_t *dt_record(cx_req *rq, const char *id, bool live);
 void dt_toolbox(cx_req *rq, const char *path);
 
 /* daytona.c: the id an archived (then started) sandbox's old id stands for, in place. */
-void dt_alias_resolve(char *id, size_t size);
+void dt_alias_resolve(sbx_mgr *m, char *id, size_t size);

@@ -605,7 +605,7 @@ void dt_toolbox(cx_req *rq, const char *path) {
         }
         memcpy(id, rest, l);
         id[l] = 0;
-        dt_alias_resolve(id, sizeof id); /* an archived sandbox started again: its new one */
+        dt_alias_resolve(rq->m, id, sizeof id); /* an archived sandbox started again: its new one */
         const char *op = slash;
         box b = {.rq = rq, .id = id};
         if (!(b.rec = dt_record(rq, id, true)))

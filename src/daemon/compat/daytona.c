@@ -4,6 +4,8 @@
  * signed file URLs. The API key is a sandboxer token (Authorization: Bearer, which http.c
  * checks). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,12 +13,14 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "basic/sha256.h"
 #include "basic/strv.h"
 #include "daemon/compat/compat.h"
 #include "daemon/compat/daytona-internal.h"
+#include "daemon/log.h"
 #include "daemon/ports.h"
 
 const char *const dt_homes[] = {"/home/daytona", NULL};
@@ -57,61 +61,89 @@ void cx_iso_time(int64_t ms, char buf[static 40]) {
 static const char *state_of(const json_t *rec);
 
 /* An archived sandbox started is a new sandbox: its old id stays a name for it (the SDK's toolbox
- * client keeps the id it was made with). In memory: a restart of serve forgets it (the new id
- * works on). */
+ * client keeps the id it was made with); an archived sandbox's sandbox-wide env (envVars) waits
+ * for the sandbox its start makes. Both are kept in STATE/compat-daytona.json (0600: env values
+ * may be secrets), read at the first use, rewritten whole on each change: they outlive restarts of
+ * serve as the archive itself does. {aliases: {OLD: NEW}, env: {ID: {…}}} */
+#define ALIASES_MAX 4096
+
 static pthread_mutex_t alias_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { char from[64], to[64]; } aliases[256];
-/* an archived sandbox's sandbox-wide env (envVars), for the sandbox its start makes */
-static struct {
-        char id[64];
-        json_t *env;
-} archived_env[64];
-static size_t n_aliases;
+static json_t *kept; /* under alias_lock */
 
-static void alias_set(const char *from, const char *to) {
+static json_t *kept_locked(sbx_mgr *m, char *path, size_t size) {
+        snprintf(path, size, "%s/compat-daytona.json", sbx_ops_state_dir(m));
+        if (!kept) {
+                kept = json_load_file(path, 0, NULL);
+                if (!json_is_object(kept)) {
+                        json_decref(kept);
+                        kept = json_object();
+                }
+                if (!json_is_object(json_object_get(kept, "aliases")))
+                        json_object_set_new(kept, "aliases", json_object());
+                if (!json_is_object(json_object_get(kept, "env")))
+                        json_object_set_new(kept, "env", json_object());
+        }
+        return kept;
+}
+
+static void save_locked(const char *path) {
+        char tmp[PATH_MAX + 8];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        bool ok = fd >= 0 && json_dumpfd(kept, fd, JSON_COMPACT) == 0 && fsync(fd) == 0;
+        if (fd >= 0)
+                close(fd);
+        if (!ok || rename(tmp, path) < 0) {
+                (void) unlink(tmp);
+                sbx_log(SBX_LOG_WARNING, "compat_state_unsaved", "path", path, NULL);
+        }
+}
+
+static void alias_set(sbx_mgr *m, const char *from, const char *to) {
+        char path[PATH_MAX];
         pthread_mutex_lock(&alias_lock);
-        for (size_t i = 0; i < n_aliases; i++) /* an id that was archived before, and again */
-                if (streq(aliases[i].to, from))
-                        snprintf(aliases[i].to, sizeof aliases[i].to, "%s", to);
-        size_t k = n_aliases < ELEMENTSOF(aliases) ? n_aliases++ : (n_aliases - 1);
-        snprintf(aliases[k].from, sizeof aliases[k].from, "%s", from);
-        snprintf(aliases[k].to, sizeof aliases[k].to, "%s", to);
+        json_t *al = json_object_get(kept_locked(m, path, sizeof path), "aliases"), *v;
+        const char *k;
+        json_object_foreach(al, k, v) if (streq_ptr(json_string_value(v), from)) /* archived again */
+                json_object_set_new(al, k, json_string(to));
+        if (json_object_size(al) >= ALIASES_MAX) { /* the oldest goes */
+                void *it = json_object_iter(al);
+                if (it)
+                        json_object_del(al, json_object_iter_key(it));
+        }
+        json_object_set_new(al, from, json_string(to));
+        save_locked(path);
         pthread_mutex_unlock(&alias_lock);
 }
 
-static void env_keep(const char *id, json_t *env /* stolen */) {
+static void env_keep(sbx_mgr *m, const char *id, json_t *env /* stolen */) {
+        char path[PATH_MAX];
         pthread_mutex_lock(&alias_lock);
-        size_t k = 0;
-        for (size_t i = 0; i < ELEMENTSOF(archived_env); i++)
-                if (!archived_env[i].env) {
-                        k = i;
-                        break;
-                }
-        json_decref(archived_env[k].env);
-        snprintf(archived_env[k].id, sizeof archived_env[k].id, "%s", id);
-        archived_env[k].env = env;
+        json_object_set_new(json_object_get(kept_locked(m, path, sizeof path), "env"), id, env);
+        save_locked(path);
         pthread_mutex_unlock(&alias_lock);
 }
 
-static json_t *env_take(const char *id) {
-        json_t *env = NULL;
+static json_t *env_take(sbx_mgr *m, const char *id) {
+        char path[PATH_MAX];
         pthread_mutex_lock(&alias_lock);
-        for (size_t i = 0; i < ELEMENTSOF(archived_env) && !env; i++)
-                if (archived_env[i].env && streq(archived_env[i].id, id)) {
-                        env = archived_env[i].env;
-                        archived_env[i].env = NULL;
-                }
+        json_t *all = json_object_get(kept_locked(m, path, sizeof path), "env");
+        json_t *env = json_incref(json_object_get(all, id));
+        if (env) {
+                json_object_del(all, id);
+                save_locked(path);
+        }
         pthread_mutex_unlock(&alias_lock);
         return env;
 }
 
-void dt_alias_resolve(char *id, size_t size) {
+void dt_alias_resolve(sbx_mgr *m, char *id, size_t size) {
+        char path[PATH_MAX];
         pthread_mutex_lock(&alias_lock);
-        for (size_t i = 0; i < n_aliases; i++)
-                if (streq(aliases[i].from, id)) {
-                        snprintf(id, size, "%s", aliases[i].to);
-                        break;
-                }
+        const char *to = json_string_value(
+                json_object_get(json_object_get(kept_locked(m, path, sizeof path), "aliases"), id));
+        if (to)
+                snprintf(id, size, "%s", to);
         pthread_mutex_unlock(&alias_lock);
 }
 
@@ -591,7 +623,7 @@ static void sandboxes(cx_req *rq, const char *path) {
         }
         memcpy(id, rest, l);
         id[l] = 0;
-        dt_alias_resolve(id, sizeof id);
+        dt_alias_resolve(rq->m, id, sizeof id);
         const char *sub = slash ? slash : "";
         json_t *rec;
         char tb[512];
@@ -672,7 +704,7 @@ static void sandboxes(cx_req *rq, const char *path) {
                                 json_decref(env);
                         } else {
                                 if (env) /* for the sandbox its start makes */
-                                        env_keep(id, env);
+                                        env_keep(rq->m, id, env);
                                 cx_respond_json(rq, 200, sandbox_json(rq, dp.json));
                                 sbx_mgr_reply_done(&dp);
                         }
@@ -698,9 +730,9 @@ static void sandboxes(cx_req *rq, const char *path) {
                 else if (code == 201 || code == 200) {
                         char token[65];
                         cx_box_set(rq->m, json_string_value(json_object_get(cr.json, "id")) ?: "",
-                                &rq->caller, env_take(id), token);
+                                &rq->caller, env_take(rq->m, id), token);
                         cx_respond_json(rq, 200, sandbox_json(rq, cr.json));
-                        alias_set(id, json_string_value(json_object_get(cr.json, "id")) ?: "");
+                        alias_set(rq->m, id, json_string_value(json_object_get(cr.json, "id")) ?: "");
                         (void) sbx_ops_snapshot_delete(rq->m, &rq->caller, snap, &dr);
                         sbx_mgr_reply_done(&dr);
                 } else
