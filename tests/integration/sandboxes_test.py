@@ -1444,6 +1444,20 @@ def main():
         rep = r.get("report") if s == 200 else None
         is_((timeout_of(rep), (rep or {}).get("config", {}).get("policy_sha256")), (45, sha_a),
             "the policy edited between create and the supervisor's start: the supervisor runs what create resolved")
+        # a snapshot in use: deleting it while a sandbox is being made from it
+        s, sn, _ = req("POST", "/v1/sandboxes/%s/snapshot" % sid)
+        mk = {}
+        th = threading.Thread(target=lambda: mk.update(r=create(snapshot=sn.get("id"))))
+        th.start()
+        time.sleep(0.6)
+        s, r, _ = req("DELETE", "/v1/snapshots/" + sn.get("id", ""))
+        th.join(30)
+        s2, made, _ = mk.get("r", (0, {}, {}))
+        ok(s == 409 and "being made from it" in r.get("error", {}).get("message", "") and made.get("id", "x") in r["error"]["message"]
+           and s2 == 201, "deleting a snapshot a sandbox is being made from: 409 naming that sandbox (which is made)", (s, r, s2))
+        req("DELETE", "/v1/sandboxes/" + made.get("id", ""))
+        s, r, _ = req("DELETE", "/v1/snapshots/" + sn.get("id", ""))
+        is_(s, 200, "then it is deleted")
         with open(pol, "w") as f:
             f.write("modes: [this is not a policy\n")
         s, r, _ = req("POST", "/v1/sandboxes/%s/recreate" % sid)

@@ -54,7 +54,7 @@ trap cleanup EXIT
 mkdir -p "$SBX_TMP/st" "$SBX_TMP/sec"
 chmod 700 "$SBX_TMP/sec"
 
-plan 26
+plan 29
 
 serve_start
 id=$("$SANDBOXER" create "${C[@]}" --profile t-vm 2>"$SBX_TMP/create.err")
@@ -124,6 +124,28 @@ is "$(cat "$SBX_TMP/down.txt" 2>/dev/null)" payload "a file in and back out of t
 
 "$SANDBOXER" exec "${C[@]}" -t "$id" -- /bin/true >/dev/null 2>"$SBX_TMP/tty.err"
 like "$(cat "$SBX_TMP/tty.err")" "no terminal in a guest yet" "a terminal is refused, by name"
+
+# pause: the relay and its qemu frozen by their cgroup (the guest's vCPUs stop, its memory stays);
+# a counting exec stands still while paused, goes on after resume, and ends well
+"$SANDBOXER" exec "${C[@]}" "$id" -- /bin/sh -c 'i=0; while [ $i -lt 40 ]; do i=$((i+1)); echo $i > /tmp/c; sleep 0.1; done; echo counted' \
+        >"$SBX_TMP/count.out" 2>&1 &
+cpid=$!
+sleep 1.5
+c0=$("$SANDBOXER" exec "${C[@]}" "$id" -- cat /tmp/c 2>/dev/null)
+"$SANDBOXER" pause "${C[@]}" "$id" >"$SBX_TMP/pause.out" 2>&1
+prc=$?
+qticks() { local q; for q in $(qemus_below "$SRV"); do awk '{print $14 + $15}' "/proc/$q/stat"; done | awk '{s += $1} END {print s + 0}'; }
+"$SANDBOXER" get "${C[@]}" --json "$id" >"$SBX_TMP/prec.json"
+is "$prc:$(json_get "$SBX_TMP/prec.json" 'd["state"]')" "0:paused" "pause: a microvm sandbox is paused $(head -c 200 "$SBX_TMP/pause.out")"
+sleep 0.3
+t0=$(qticks)
+sleep 2.2
+t1=$(qticks)
+"$SANDBOXER" resume "${C[@]}" "$id" >/dev/null 2>&1
+c1=$("$SANDBOXER" exec "${C[@]}" "$id" -- cat /tmp/c 2>/dev/null)
+ok "$([ -n "$c0" ] && [ -n "$c1" ] && [ $((c1 - c0)) -le 2 ] && [ $((t1 - t0)) -le 2 ] && echo 0 || echo 1)" "paused 2.5 s: the count stood still ($c0 before, $c1 after) and qemu used no CPU ($((t1 - t0)) ticks in 2.2 s)"
+wait "$cpid"
+is "$?:$(tail -1 "$SBX_TMP/count.out")" "0:counted" "the exec that was running goes on after resume and ends well"
 
 qs=$(qemus_below "$SRV")
 "$SANDBOXER" destroy "${C[@]}" "$id" >/dev/null

@@ -83,6 +83,11 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
  * named for its owner run (rep->id): sbx_cgroup_create() with flags. */
 int sbx_backend_cgroup_for_run(const sbx_config *cfg, const sbx_report *rep,
         const sbx_cgroup_probe_result *probe, unsigned flags, sbx_cgroup **ret, sbx_error *e);
+/* A group with no limits that a persistent sandbox's processes join so that it can be paused (a
+ * microvm's relay and qemu: its limits are the guest's), and fds[] (at most max, numbered above
+ * 3, O_CLOEXEC) that a child writes "0" to, first thing, to join it (sbx_cgroup_self_attach()):
+ * *ret_n of them. NULL (*ret_n 0) when no group can be had here: pause then says why. */
+sbx_cgroup *sbx_backend_freeze_group(const sbx_report *rep, int *fds, size_t max, int *ret_n);
 /* What enforces limit l in cg, as the report names it (none without cg or a controller). */
 sbx_mechanism sbx_backend_cg_mechanism(const sbx_cgroup *cg, sbx_cg_limit l);
 /* Kill, remove and free; NULL ok; returns NULL. */

@@ -2,6 +2,9 @@
  */
 #include "backend/common.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 sbx_cgroup *sbx_backend_cgroup_destroy(sbx_cgroup *cg) {
         if (cg) {
                 (void) sbx_cgroup_destroy(cg);
@@ -31,6 +34,50 @@ int sbx_backend_cgroup_for_run(const sbx_config *cfg, const sbx_report *rep,
         if (sbx_cgroup_owned_name(rep->id, name, sizeof name) < 0)
                 snprintf(name, sizeof name, "%s", rep->id);
         return sbx_cgroup_create(probe, name, &cl, all, flags, ret, e);
+}
+
+sbx_cgroup *sbx_backend_freeze_group(const sbx_report *rep, int *fds, size_t max, int *ret_n) {
+        sbx_cgroup_probe_result probe = {0};
+        sbx_cgroup *cg = NULL;
+        *ret_n = 0;
+        if (sbx_cgroup_probe("/sys/fs/cgroup", NULL, &probe) >= 0) {
+                char name[64];
+                if (sbx_cgroup_owned_name(rep->id, name, sizeof name) < 0)
+                        snprintf(name, sizeof name, "%s", rep->id);
+                sbx_cgroup_limits none = {0};
+                sbx_error ce = {0};
+                if (sbx_cgroup_create(&probe, name, &none, 0, SBX_CG_CREATE_MOVE_SELF, &cg, &ce) < 0)
+                        cg = NULL;
+        }
+        sbx_cgroup_probe_result_done(&probe);
+        int n = cg && max > 1 ? sbx_cgroup_self_attach_fds(cg, fds, max - 1) : -1;
+        int v2 = cg ? sbx_cgroup_v2_fd(cg) : -1;
+        if (n >= 0 && v2 >= 0) {
+                int fd = openat(v2, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (fd >= 0)
+                        fds[n++] = fd;
+                else
+                        n = -1;
+        }
+        /* above 0-3, which a relay's start makes its stdio and status socket */
+        for (int i = 0; n > 0 && i < n; i++) {
+                int hi = fcntl(fds[i], F_DUPFD_CLOEXEC, 4);
+                close(fds[i]);
+                fds[i] = hi;
+                if (hi < 0) {
+                        for (int k = 0; k < i; k++)
+                                close(fds[k]);
+                        for (int k = i + 1; k < n; k++)
+                                close(fds[k]);
+                        n = -1;
+                }
+        }
+        if (n <= 0) { /* nothing to join it by: no group */
+                cg = sbx_backend_cgroup_destroy(cg);
+                n = 0;
+        }
+        *ret_n = n;
+        return cg;
 }
 
 /* Clean-up of what runs killed with SIGKILL left behind: their cgroups (mounts and scratch live

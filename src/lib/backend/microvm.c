@@ -154,6 +154,10 @@ typedef struct microvm_run {
         bool drop;
         uid_t uid;
         gid_t gid, kvm_gid;
+        /* a persistent sandbox: the group the relay joins first thing (with qemu after it), what
+         * pause freezes — "0" to each fd (sbx_backend_freeze_group) */
+        int cg_fds[8];
+        int n_cg_fds;
 } microvm_run;
 
 struct vm_facts {
@@ -586,6 +590,8 @@ static _noreturn_ void relay_main(microvm_run *m) {
         guest g;
         const char *why = NULL;
         int attempt = 1, r;
+        if (m->n_cg_fds > 0 && (r = sbx_cgroup_self_attach(m->cg_fds, (size_t) m->n_cg_fds)) < 0)
+                relay_fail(-r, "cannot join the sandbox's cgroup");
         if (m->egress_ports[0] && (r = sbx_vm_net_listen(m->egress_ports, &why)) < 0)
                 relay_fail(-r, why);
         /* One more guest for one that stopped before its command started (under emulation, about
@@ -1049,7 +1055,14 @@ static int microvm_run_cfg(
                 .egress = m.egress_ports[0] != 0, /* its sockets come from the relay (microvm-net.c) */
                 .persist_envp = env,
                 .persist_cwd = cwd};
+        /* pause: the relay and its qemu in a group of their own, frozen as one (the guest's vCPUs
+         * and devices stop, its memory stays); where none can be had, pause says why */
+        if (m.persist)
+                l.freeze_cg = sbx_backend_freeze_group(rep, m.cg_fds, ELEMENTSOF(m.cg_fds), &m.n_cg_fds);
         r = sbx_oci_run(cfg, io, rep, &l, e);
+        for (int i = 0; i < m.n_cg_fds; i++)
+                close(m.cg_fds[i]);
+        l.freeze_cg = sbx_backend_cgroup_destroy(l.freeze_cg);
         struct vm_facts facts = {0};
         if (read(factp[0], &facts, sizeof facts) == (ssize_t) sizeof facts &&
                 facts.ready_ns > facts.qemu_ns) {

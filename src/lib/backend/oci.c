@@ -611,8 +611,8 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
                 if (ctl < 0)
                         r = sbx_error_set(e, errno, "persist", "dup: %m");
                 else
-                        r = sbx_persist_attach(io->persist, cfg, rep, &svp, l->cg, ctl, pid, pidfd,
-                                l->persist_envp, l->persist_cwd, e);
+                        r = sbx_persist_attach(io->persist, cfg, rep, &svp, l->cg ?: l->freeze_cg, ctl, pid,
+                                pidfd, l->persist_envp, l->persist_cwd, e);
                 if (r < 0) {
                         (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
                         svp.timeout_s = 0.001;

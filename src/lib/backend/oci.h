@@ -88,6 +88,9 @@ typedef struct sbx_oci_launch {
          * environment and working directory its execs start from, inside */
         char *const *persist_envp;
         const char *persist_cwd;
+        /* A persistent sandbox's group with no limits, which its client joined: what pause
+         * freezes (a microvm's), when there is no cg */
+        sbx_cgroup *freeze_cg;
 } sbx_oci_launch;
 
 /* The common start of an engine client (a relay): fork a child of ours that dies with us

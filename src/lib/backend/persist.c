@@ -323,10 +323,6 @@ _public_ int sbx_sandbox_freeze(sbx_sandbox *sb, bool frozen, char **ret_error) 
                 r = fail(ret_error, -ESRCH, "the sandbox is not running");
         else if (sb->frozen == frozen)
                 r = 0; /* as asked already */
-        else if (streq_ptr(sb->backend, "microvm"))
-                r = fail(ret_error, -EOPNOTSUPP,
-                        "pausing a microvm sandbox is not built yet (its guest runs in qemu, outside the "
-                        "sandbox's cgroup); use a container backend");
         else if (!sb->cg)
                 r = fail(ret_error, -EOPNOTSUPP,
                         "the sandbox has no cgroup to freeze: this user has no delegated cgroup here "
