@@ -26,9 +26,9 @@ export async function startServer(SBX, TMP) {
   const server = spawn(SBX, args, { env: ENV, stdio: ['ignore', log, log] });
   let exited = false;
   server.on('exit', () => { exited = true; });
-  const stop = async () => {
+  const stop = async (sig = 'SIGTERM') => { // SIGKILL: its sandboxes stay (--stop-sandboxes is TERM's)
     if (exited) return;
-    server.kill('SIGTERM');
+    server.kill(sig);
     for (let i = 0; i < 100 && !exited; i++) await new Promise((r) => setTimeout(r, 100));
     if (!exited) server.kill('SIGKILL');
     // volumes a failed step left (a volume stays mounted on the host until it is deleted)

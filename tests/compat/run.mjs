@@ -749,16 +749,47 @@ if (process.getuid && process.getuid() === 0) {
 
 // Daytona's archive outlives a restart of serve: the old id still names what its start makes, and
 // the envVars wait for it (STATE/compat-daytona.json). Last: it restarts the server.
-await step('persistence: a Daytona archive across a restart of serve', async () => {
+await step('persistence: across a restart of serve (E2B pause, Daytona stop and archive)', async () => {
   const d = await daytona.create({ envVars: { KEEP: 'me' } });
   await d.fs.uploadFile(Buffer.from('before'), '/home/daytona/r.txt');
   await d.archive();
   const oldId = d.id;
-  await stop();
+  // paused ones: a counter frozen, and files, kept by their supervisors while serve restarts
+  let e = null, ds = null;
+  const probe = await Sandbox.create({ timeoutMs: 60000 });
+  const canPause = await probe.pause().then(() => true, () => false);
+  await Sandbox.kill(probe.sandboxId);
+  if (canPause) {
+    e = await Sandbox.create({ timeoutMs: 120000 });
+    await e.files.write('/home/user/kept.txt', 'kept');
+    await e.commands.run('i=0; while :; do i=$((i+1)); echo $i > /tmp/c; sleep 0.1; done', { background: true });
+    await new Promise((r) => setTimeout(r, 600));
+    await e.pause();
+    ds = await daytona.create();
+    await ds.fs.uploadFile(Buffer.from('stopped'), '/home/daytona/s.txt');
+    await ds.stop();
+  }
+  await stop('SIGKILL'); // a crash: what its supervisors keep, a new serve adopts
   const srv2 = await startServer(SBX, TMP);
   if (typeof srv2 === 'string') { ok(false, 'serve starts again', srv2); return; }
   try {
+    if (e) {
+      const e2 = await Sandbox.connect(e.sandboxId); // resumes it
+      const c1 = Number((await e2.commands.run('cat /tmp/c')).stdout);
+      await new Promise((r) => setTimeout(r, 500));
+      const c2 = Number((await e2.commands.run('cat /tmp/c')).stdout);
+      ok(c1 > 0 && c1 < 15 && c2 > c1, `e2b: paused across a restart of serve, connect resumes it: the counter went on from where it stopped (${c1}, then ${c2})`);
+      is(await e2.files.read('/home/user/kept.txt'), 'kept', 'e2b: and its files are there');
+      await e2.kill();
+    } else console.log(`ok ${++n} # SKIP pause across a restart: this host cannot freeze this user's sandboxes`);
     const daytona2 = new Daytona({ apiKey: srv2.KEY, apiUrl: `${srv2.BASE}/api`, target: 'local' });
+    if (ds) {
+      const ds2 = await daytona2.get(ds.id);
+      is(ds2.state, 'stopped', 'daytona: stopped across a restart of serve');
+      await ds2.start();
+      is((await ds2.fs.downloadFile('/home/daytona/s.txt')).toString(), 'stopped', 'daytona: start after the restart: its files');
+      await ds2.delete();
+    }
     const d2 = await daytona2.get(oldId);
     is(d2.state, 'archived', 'daytona: after a restart of serve the sandbox is still archived');
     await d2.start();
