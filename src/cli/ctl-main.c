@@ -27,6 +27,7 @@ static const struct {
         {"resume", verb_client},
         {"snapshot", verb_client},
         {"restore", verb_client},
+        {"volume", verb_client},
         {"destroy", verb_client},
         {"events", verb_client},
         {"port-forward", verb_client},

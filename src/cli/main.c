@@ -33,6 +33,7 @@ static const struct {
         {"resume", NULL, "resume a paused sandbox"},
         {"snapshot", NULL, "keep a sandbox's files; list and delete snapshots"},
         {"restore", NULL, "create a sandbox from a snapshot"},
+        {"volume", NULL, "volumes: create, list, delete; their files without a sandbox"},
         {"destroy", NULL, "destroy a sandbox"},
         {"events", NULL, "follow the lifecycle events"},
         {"port-forward", NULL, "reach a port inside a sandbox from a local port"},

@@ -671,6 +671,33 @@ def volume_files_tests(aid):
     s, r, _ = req("DELETE", "/v1/volumes/data/files?path=/a")
     s2, r2, _ = req("GET", "/v1/volumes/data/stat?path=/a")
     is_((s, s2), (200, 404), "DELETE .../files of a directory: it and what it holds")
+    # the CLI
+    def cli(*args, stdin=None):
+        return subprocess.run([SBX, "volume", "--server", "unix:" + SOCK] + list(args), env=ENV, input=stdin,
+                              capture_output=True, text=True)
+    out = cli("ls")
+    ok(out.returncode == 0 and "data" in out.stdout, "sandboxer volume ls lists it", out.stderr)
+    out = cli("cp", "-", "data:/cli/in.txt", stdin="via the CLI\n")
+    out2 = cli("cp", "data:/cli/in.txt", "-")
+    is_((out.returncode, out2.returncode, out2.stdout), (0, 0, "via the CLI\n"), "sandboxer volume cp in and out (- for stdin/stdout)")
+    out = cli("ls", "data:/cli", "--json")
+    ok(out.returncode == 0 and [e["name"] for e in json.loads(out.stdout or "{}").get("items", [])] == ["in.txt"],
+       "sandboxer volume ls NAME:PATH --json", out.stdout + out.stderr)
+    out = cli("mkdir", "data:/cli/x/y")
+    out2 = cli("rm", "data:/cli")
+    s, r, _ = req("GET", "/v1/volumes/data/stat?path=/cli")
+    is_((out.returncode, out2.returncode, s), (0, 0, 404), "sandboxer volume mkdir NAME:PATH, rm NAME:PATH")
+    for args, why in [(["create", "x", "--size-mb", "0"], "a size of 0"), (["create", "x"], "no --size-mb"),
+                      (["cp", "a", "b"], "cp without NAME:PATH"), (["cp", "data:/a", "data:/b"], "cp between two volume paths"),
+                      (["ls", "../x:/"], "a bad volume name"), (["frob"], "an unknown subcommand"),
+                      (["cp", "data:/nope", "-"], "a missing file (the server's 404)")]:
+        out = cli(*args)
+        ok(out.returncode != 0 and out.stderr.strip(), "sandboxer volume %s: %s → non-zero, saying why" % (" ".join(args), why),
+           (out.returncode, out.stderr))
+    out = cli("create", "cli-vol", "--size-mb", "4")
+    out2 = cli("rm", "cli-vol")
+    ok(out.returncode == 0 and out.stdout.startswith("vol_") and out2.returncode == 0,
+       "sandboxer volume create NAME --size-mb N prints its id; volume rm NAME deletes it", (out.stdout, out.stderr, out2.stderr))
     evs = events_now(1.0)
     vol = [(t, e.get("op")) for t, e in evs if e.get("name") == "data" and (t or "").startswith("volume.")]
     ok(vol[:1] == [("volume.created", None)] and ("volume.changed", "put") in vol and ("volume.changed", "remove") in vol,

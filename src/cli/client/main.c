@@ -43,6 +43,8 @@ int verb_client(int argc, char **argv) {
                 return client_simple(v, argc, argv);
         if (streq(v, "snapshot") || streq(v, "restore"))
                 return client_snapshot(v, argc, argv);
+        if (streq(v, "volume"))
+                return client_volume(argc, argv);
         cli_error("unknown client verb '%s'", v);
         return SBX_EXIT_FAILURE;
 }
