@@ -370,6 +370,7 @@ static json_t *load_manifest(sbx_mgr *m, const char *id, const char *tenant) {
 static json_t *snapshot_record(const json_t *man) {
         json_t *r = json_deep_copy(man);
         json_object_del(r, "roots");
+        json_object_set(r, "snapshot_id", json_object_get(r, "id")); /* DESIGN.md's name for it */
         return r;
 }
 
