@@ -21,7 +21,14 @@ def errs(*codes):
              "426": "Not a WebSocket upgrade (attach is one)",
              "415": "Not a tar (Content-Type other than application/x-tar)"}
     return {c: resp(names[c], err) for c in codes}
-consumer = {"type": "object", "additionalProperties": False, "properties": {k: {"type": "string", "maxLength": 256} for k in ["harness", "session_id", "run_id", "job_id"]}}
+consumer = {"type": "object", "additionalProperties": False, "properties": {k: {"type": "string", "maxLength": 256} for k in ["actor", "harness", "session_id", "run_id", "job_id"]}}
+seed_ws = {"type": "object", "additionalProperties": False,
+           "properties": {"mode": {"type": "string", "enum": ["mirror", "remote-canonical"]},
+                          "access": {"type": "string", "enum": ["none", "ro", "rw"], "description": "narrows the profile's workspace access (none < ro < rw); wider: 403"}}}
+seed_setup = {"type": "object", "additionalProperties": False,
+              "properties": {"instructions": {"type": "string"}, "instructions_ref": {"type": "string"},
+                             "secret_refs": {"type": "array", "maxItems": 32, "items": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"},
+                                             "description": "secrets at /run/secrets/NAME: the tenant's own (PUT /v1/secrets/NAME), else the server's --secrets-dir; missing: 422"}}}
 strmap = {"type": "object", "additionalProperties": {"type": "string"}}
 limits = {"type": "object", "additionalProperties": {"type": "number"},
           "required": ["timeout_s", "budget_s", "cpus", "memory_mb", "pids", "output_mb", "scratch_mb"]}
@@ -41,6 +48,10 @@ record = {"type": "object", "required": ["id", "state", "reason", "profile", "ba
               "profile": {"type": "string"},
               "backend": {"type": "string", "nullable": True},
               "tenant": {"type": "string"}, "actor": {"type": "string"},
+              "scope": {"type": "string", "nullable": True, "enum": ["session", "agent", "shared", None]},
+              "workspace_request": {**seed_ws, "nullable": True, "description": "the create's workspace {mode, access}, as given"},
+              "inputs": {"type": "object", "nullable": True}, "setup_metadata": {**seed_setup, "nullable": True},
+              "on_paused_max": {"type": "string", "enum": ["destroy", "snapshot"]},
               "consumer": {"type": "object", "additionalProperties": {"type": "string"}},
               "metadata": strmap,
               "network": {**network, "nullable": True,
@@ -119,6 +130,10 @@ schemas = {
     "CreateRequest": {"type": "object", "additionalProperties": False,
                       "properties": {"profile": {"type": "string", "pattern": "^[a-z0-9._-]{1,200}$"},
                                      "ttl_s": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
+                                     "ttl": {"type": "string", "description": "a duration (\"2h\", \"30m\", \"90s\"): ttl_s's other spelling; not both"},
+                                     "scope": {"type": "string", "enum": ["session", "agent", "shared"]},
+                                     "workspace": seed_ws, "inputs": {"type": "object", "description": "kept in the record as given, and handed to the extension that holds the sandbox"},
+                                     "setup_metadata": seed_setup,
                                      "consumer": consumer, "metadata": strmap,
                                      "network": {**network, "description": "each list given replaces the profile's "
                                                  "(a sandbox with any rule has the egress proxy, so its rules can "
@@ -147,6 +162,8 @@ schemas = {
                                    "size": {"type": "integer"}, "mode": {"type": "integer", "description": "permission bits"},
                                    "uid": {"type": "integer"}, "gid": {"type": "integer"},
                                    "atime": ts, "mtime": ts, "ctime": ts, "target": {"type": "string", "description": "a symlink's (never followed)"}}},
+    "SecretInfo": {"type": "object", "required": ["name", "created_at"], "additionalProperties": False,
+                   "properties": {"name": {"type": "string"}, "created_at": ts}},
     "VolumeEntryList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/VolumeEntry"}}}},
     "VolumeList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Volume"}}}},
     "SnapshotRequest": {"type": "object", "additionalProperties": False,
@@ -220,6 +237,7 @@ paths = {
                  "responses": {"201": resp("Created, ready", ref("SandboxRecord")),
                                "200": resp("An Idempotency-Key replay: the same sandbox", ref("SandboxRecord")),
                                "404": resp("create {skill}: no such skill (or another tenant's)", err),
+                               "403": resp("Asks more than the profile or the policy allows (field: network.egress beyond the policy, workspace.access wider than the profile's)", err),
                                "422": resp("Unknown profile, a secret not in the store, or (skill) refused by its verification with the policy of now (skill_rejected)", err),
                                **errs("400", "401", "409", "413", "429", "503")}},
         "get": {"operationId": "listSandboxes",
@@ -304,6 +322,13 @@ paths = {
         "patch": {"operationId": "setVolumePathMeta",
                   "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "properties": {"uid": {"type": "integer"}, "gid": {"type": "integer"}, "mode": {"type": "integer", "maximum": 4095}}}}}},
                   "responses": {"200": resp("Changed", ref("VolumeEntry")), **errs("400", "401", "404", "409", "503")}}},
+    "/v1/secrets": {"get": {"operationId": "listSecrets", "description": "The tenant's own secrets: names and when each was set, never a value.",
+                            "responses": {"200": resp("The tenant's secrets", {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": ref("SecretInfo")}}}), **errs("401")}}},
+    "/v1/secrets/{name}": {"parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"}}],
+        "put": {"operationId": "putSecret", "description": "Set a secret of the tenant's (the body is its value, at most 64 KiB). Write-only: nothing returns it; the audit log names it, never its value.",
+                "requestBody": {"required": True, "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+                "responses": {"201": resp("Set", ref("SecretInfo")), "200": resp("Replaced", ref("SecretInfo")), **errs("400", "401", "413", "503")}},
+        "delete": {"operationId": "deleteSecret", "responses": {"200": resp("Deleted", {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}), **errs("401", "404", "503")}}},
     "/v1/snapshots": {"get": {"operationId": "listSnapshots", "responses": {"200": resp("The tenant's snapshots", ref("SnapshotList")), **errs("401")}}},
     "/v1/snapshots/{id}": {"parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
         "get": {"operationId": "getSnapshot", "responses": {"200": resp("The snapshot", ref("Snapshot")), **errs("401", "404")}},

@@ -27,6 +27,11 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "auto_resume", json_boolean(b->auto_resume));
         json_object_set_new(r, "on_idle", json_string(b->idle_pause ? "pause" : "destroy"));
         json_object_set_new(r, "on_paused_max", json_string(b->paused_snapshot ? "snapshot" : "destroy"));
+        static const char *const seeds[] = {"scope", "workspace_request", "inputs", "setup_metadata"};
+        for (size_t i = 0; i < ELEMENTSOF(seeds); i++) {
+                json_t *x = json_object_get(b->seed, seeds[i]);
+                json_object_set_new(r, seeds[i], x ? json_deep_copy(x) : json_null());
+        }
         json_object_set_new(r, "budget_s", json_real(b->budget_s));
         json_object_set_new(r, "budget_used_s", json_real(b->budget_used_s));
         json_object_set_new(r, "execs", json_integer(b->execs));
@@ -127,6 +132,7 @@ void mgr_box_free(box *b) {
         json_decref(b->limits);
         json_decref(b->running);
         json_decref(b->secret_names);
+        json_decref(b->seed);
         json_decref(b->skill);
         json_decref(b->snapshot_src);
         json_decref(b->volumes);

@@ -2,6 +2,8 @@
  * taken; the warm pool. */
 #include "daemon/mgr-internal.h"
 
+#include "basic/strv.h"
+
 #include "basic/rm-rf.h"
 #include "basic/sha256.h"
 
@@ -300,20 +302,94 @@ void *mgr_filler_main(void *arg) {
         return NULL;
 }
 
+/* setup_metadata.secret_refs: at most 32 secret names, each once. */
+static bool mgr_secret_refs_ok(json_t *refs, sbx_mgr_reply *rp) {
+        json_t *x;
+        size_t i;
+        if (!json_is_array(refs) || json_array_size(refs) > 32) {
+                mgr_reply_err(rp, 400, "invalid_argument", "setup_metadata.secret_refs",
+                        "setup_metadata.secret_refs: an array of at most 32 secret names");
+                return false;
+        }
+        json_array_foreach(refs, i, x) {
+                const char *n = json_string_value(x);
+                bool dup = false;
+                for (size_t k = 0; k < i && n; k++)
+                        dup = dup || streq_ptr(json_string_value(json_array_get(refs, k)), n);
+                if (!mgr_secret_name_ok(n) || dup) {
+                        mgr_reply_err(rp, 400, "invalid_argument", "setup_metadata.secret_refs",
+                                "setup_metadata.secret_refs[%zu]: %s", i,
+                                dup ? "named twice" : "a secret's name: 1 to 128 of [A-Za-z0-9._-]");
+                        return false;
+                }
+        }
+        return true;
+}
+
 /* POST /v1/sandboxes: the body decoded into a create request (its keys and their types), then
  * the typed operation. */
 unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         json_t *body = mgr_parse_body(rq, rp, true);
         if (!body)
                 return rp->code;
-        static const char *const keys[] = {"profile", "ttl_s", "consumer", "metadata", "network", "skill",
-                "on_expiry", "auto_resume", "snapshot", "volumes", NULL};
+        static const char *const keys[] = {"profile", "ttl_s", "ttl", "consumer", "metadata", "network",
+                "skill", "on_expiry", "auto_resume", "snapshot", "volumes", "scope", "workspace", "inputs",
+                "setup_metadata", NULL};
+        static const char *const wkeys[] = {"mode", "access", NULL}, *const skeys[] = {"instructions",
+                                                                             "instructions_ref",
+                                                                             "secret_refs", NULL};
         json_t *jp = json_object_get(body, "profile"), *jt = json_object_get(body, "ttl_s"),
                *jc = json_object_get(body, "consumer"), *jm = json_object_get(body, "metadata"),
                *js = json_object_get(body, "skill"), *jx = json_object_get(body, "on_expiry"),
                *ja = json_object_get(body, "auto_resume"), *jsn = json_object_get(body, "snapshot");
+        json_t *jtt = json_object_get(body, "ttl"), *jsc = json_object_get(body, "scope"),
+               *jw = json_object_get(body, "workspace"), *ji = json_object_get(body, "inputs"),
+               *jsm = json_object_get(body, "setup_metadata"), *jrefs = json_object_get(jsm, "secret_refs");
+        const char *wmode = json_string_value(json_object_get(jw, "mode")),
+                   *wacc = json_string_value(json_object_get(jw, "access")), *scope = json_string_value(jsc);
+        double ttl_str_s = 0;
         sbx_network_req net = {0};
         if (!mgr_only_keys(body, keys, "", rp))
+                ;
+        else if (jt && jtt)
+                mgr_reply_err(rp, 400, "invalid_argument", "ttl", "ttl and ttl_s: give one of them");
+        else if (jtt &&
+                 (!json_is_string(jtt) || sbx_parse_duration(json_string_value(jtt), &ttl_str_s) < 0 ||
+                         !(ttl_str_s > 0)))
+                mgr_reply_err(rp, 400, "invalid_argument", "ttl",
+                        "ttl: a duration such as \"2h\", \"30m\" or \"90s\" (or ttl_s, a number of "
+                        "seconds)");
+        else if (jsc &&
+                 !(scope && (streq(scope, "session") || streq(scope, "agent") || streq(scope, "shared"))))
+                mgr_reply_err(
+                        rp, 400, "invalid_argument", "scope", "scope: \"session\", \"agent\" or \"shared\"");
+        else if (jw && (!json_is_object(jw) || !mgr_only_keys(jw, wkeys, "workspace.", rp)))
+                rp->code ? (void) 0
+                         : (void) mgr_reply_err(rp, 400, "invalid_argument", "workspace",
+                                   "workspace: an object {mode: mirror|remote-canonical, access: "
+                                   "none|ro|rw}");
+        else if (json_object_get(jw, "mode") &&
+                 !(wmode && (streq(wmode, "mirror") || streq(wmode, "remote-canonical"))))
+                mgr_reply_err(rp, 400, "invalid_argument", "workspace.mode",
+                        "workspace.mode: \"mirror\" or \"remote-canonical\"");
+        else if (json_object_get(jw, "access") &&
+                 !(wacc && (streq(wacc, "none") || streq(wacc, "ro") || streq(wacc, "rw"))))
+                mgr_reply_err(rp, 400, "invalid_argument", "workspace.access",
+                        "workspace.access: \"none\", \"ro\" or \"rw\"");
+        else if (ji && !json_is_object(ji))
+                mgr_reply_err(rp, 400, "invalid_argument", "inputs", "inputs: an object");
+        else if (jsm && (!json_is_object(jsm) || !mgr_only_keys(jsm, skeys, "setup_metadata.", rp)))
+                rp->code ? (void) 0
+                         : (void) mgr_reply_err(rp, 400, "invalid_argument", "setup_metadata",
+                                   "setup_metadata: an object {instructions?, instructions_ref?, "
+                                   "secret_refs?}");
+        else if ((json_object_get(jsm, "instructions") &&
+                         !json_is_string(json_object_get(jsm, "instructions"))) ||
+                 (json_object_get(jsm, "instructions_ref") &&
+                         !json_is_string(json_object_get(jsm, "instructions_ref"))))
+                mgr_reply_err(rp, 400, "invalid_argument", "setup_metadata",
+                        "setup_metadata.instructions and .instructions_ref: strings");
+        else if (jrefs && !mgr_secret_refs_ok(jrefs, rp))
                 ;
         else if (js && !json_is_string(js))
                 mgr_reply_err(rp, 400, "invalid_argument", "skill",
@@ -352,7 +428,16 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .auto_resume = json_is_true(ja),
                         .snapshot = json_string_value(jsn),
                         .volumes = json_object_get(body, "volumes"),
+                        .scope = scope,
+                        .workspace = jw,
+                        .inputs = ji,
+                        .setup_metadata = jsm,
+                        .secret_refs = jrefs,
                 };
+                if (jtt) {
+                        req.ttl_s = ttl_str_s;
+                        req.ttl_given = true;
+                }
                 sbx_ops_create(m, rq->who, &req, rp);
         }
         sbx_network_req_done(&net);
@@ -390,6 +475,14 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
                 json_object_set_new(j, "on_expiry", json_string("pause"));
         if (req->auto_resume)
                 json_object_set_new(j, "auto_resume", json_true());
+        if (req->scope)
+                json_object_set_new(j, "scope", json_string(req->scope));
+        if (req->workspace)
+                json_object_set(j, "workspace", req->workspace);
+        if (req->inputs)
+                json_object_set(j, "inputs", req->inputs);
+        if (req->setup_metadata)
+                json_object_set(j, "setup_metadata", req->setup_metadata);
         char *canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, out);
         free(canon);
@@ -401,7 +494,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         _cleanup_free_ char *config = NULL;
         size_t config_len = 0;
         char config_sha[65] = "";
-        static const char *const ckeys[] = {"harness", "session_id", "run_id", "job_id", NULL};
+        static const char *const ckeys[] = {"actor", "harness", "session_id", "run_id", "job_id", NULL};
         idem_row idem = {0};
         box *b = NULL;
         unsigned code = 0;
@@ -601,15 +694,28 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 goto out;
         }
         for (char **sn = pr->secrets; sn && *sn; sn++) {
-                char path[PATH_MAX];
-                snprintf(path, sizeof path, "%.3900s/%.128s", m->secrets_dir ? m->secrets_dir : "", *sn);
-                if (!m->secrets_dir || !mgr_secret_name_ok(*sn) || access(path, R_OK) < 0) {
+                int sfd = mgr_secret_open(m, who_tenant, *sn, NULL, 0);
+                if (sfd < 0) {
                         mgr_reply_err(rp, 422, "secret_unavailable", "secrets",
-                                "profile %s needs the secret '%s', which %s", profile, *sn,
-                                m->secrets_dir ? "is not in the server's secret store"
-                                               : "cannot be resolved: the server has no --secrets-dir");
+                                "profile %s needs the secret '%s', which is neither the tenant's (PUT "
+                                "/v1/secrets/%s) nor in the server's secret store%s",
+                                profile, *sn, *sn, m->secrets_dir ? "" : " (it has no --secrets-dir)");
                         goto out;
                 }
+                close(sfd);
+        }
+        json_t *ref;
+        size_t ri;
+        json_array_foreach(req->secret_refs, ri, ref) {
+                int sfd = mgr_secret_open(m, who_tenant, json_string_value(ref), NULL, 0);
+                if (sfd < 0) {
+                        mgr_reply_err(rp, 422, "secret_unavailable", "setup_metadata.secret_refs",
+                                "setup_metadata.secret_refs: '%s' is neither the tenant's secret (PUT "
+                                "/v1/secrets/%s) nor in the server's secret store",
+                                json_string_value(ref), json_string_value(ref));
+                        goto out;
+                }
+                close(sfd);
         }
         char qmsg[512];
         const char *q = mgr_quota_check(
@@ -617,6 +723,21 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         if (q) {
                 mgr_reply_err(rp, 429, "quota_exceeded", q, "%s", qmsg);
                 goto out;
+        }
+
+        /* workspace.access narrows the profile's (none < ro < rw), never widens it */
+        const char *wacc = json_string_value(json_object_get(req->workspace, "access"));
+        if (wacc) {
+                sbx_access want = streq(wacc, "rw")   ? SBX_ACCESS_RW
+                                  : streq(wacc, "ro") ? SBX_ACCESS_RO
+                                                      : SBX_ACCESS_NONE;
+                if (want > cfg->profile->ws_access) {
+                        mgr_reply_err(rp, 403, "forbidden", "workspace.access",
+                                "workspace.access: %s asks more than profile %s allows (%s)", wacc, profile,
+                                sbx_access_to_string(cfg->profile->ws_access));
+                        goto out;
+                }
+                cfg->profile->ws_access = want;
         }
 
         /* What its supervisor is handed: this resolution, not the names to resolve again. */
@@ -627,7 +748,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 goto out;
         }
         /* (a snapshot's files go into a fresh one: nothing of a pooled one's may mix in) */
-        box *warm = !(pr->secrets && pr->secrets[0]) && !skill && !snap && !vols
+        box *warm = !(pr->secrets && pr->secrets[0]) && !json_array_size(req->secret_refs) && !skill &&
+                                    !snap && !vols
                             ? pool_take(m, profile, config_sha)
                             : NULL;
         b = warm ? warm : calloc(1, sizeof *b);
@@ -664,6 +786,9 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->secret_names = json_array();
         for (char **sn = pr->secrets; sn && *sn; sn++)
                 json_array_append_new(b->secret_names, json_string(*sn));
+        json_array_foreach(req->secret_refs, ri, ref) /* the create's own, once each */
+                if (!strv_contains(pr->secrets, json_string_value(ref)))
+                        json_array_append(b->secret_names, ref);
         b->skill = TAKE_PTR(skill);
         skill_dir[0] = 0; /* b's directory now: removed with it */
         b->created_ms = b->updated_ms = mgr_now_ms();
@@ -678,6 +803,16 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 b->snapshot_src = json_pack("{s:s, s:b}", "id", req->snapshot, "config_changed",
                         !streq_ptr(json_string_value(json_object_get(snap, "config_sha")), config_sha));
         b->auto_resume = req->auto_resume;
+        json_decref(b->seed); /* the seeds' shapes, as given */
+        b->seed = json_object();
+        if (req->scope)
+                json_object_set_new(b->seed, "scope", json_string(req->scope));
+        if (req->workspace)
+                json_object_set(b->seed, "workspace_request", req->workspace);
+        if (req->inputs)
+                json_object_set(b->seed, "inputs", req->inputs);
+        if (req->setup_metadata)
+                json_object_set(b->seed, "setup_metadata", req->setup_metadata);
         b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];
         b->memory_mb = cfg->limits.value[SBX_LIMIT_MEMORY_MB];
         if (!warm) {

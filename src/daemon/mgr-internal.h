@@ -42,6 +42,7 @@ typedef struct box {
         char home[256]; /* the profile's filesystem.home, "" without one */
         char user[64]; /* the name of uid 1000 inside (the profile's user), "" when not known */
         json_t *consumer, *metadata, *limits;
+        json_t *seed; /* the create's {scope, workspace_request, inputs, setup_metadata} as given */
         json_t *network; /* {egress, egress_deny}: the rules in force (NULL: not known) */
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */
@@ -221,6 +222,10 @@ void mgr_volume_files_route(sbx_mgr *m, const char *method, const sbx_mgr_reques
 json_t *mgr_volume_by_id(sbx_mgr *m, const char *id);
 /* volumes.c: an event about a volume (type volume.*), in its tenant's stream. */
 void mgr_volume_event(sbx_mgr *m, const json_t *vol, const char *type, json_t *data /* stolen */);
+
+/* secrets.c: the secret name for tenant: the tenant's own, else the server's --secrets-dir; an
+ * O_RDONLY fd, where it was found in where (a description), or -errno (-ENOENT: neither has it). */
+int mgr_secret_open(sbx_mgr *m, const char *tenant, const char *name, char *where, size_t size);
 
 /* ports.c: 32 hex digits of HMAC(the server's key, text) (false: no key could be made); two
  * strings compared in constant time (for equal lengths). */

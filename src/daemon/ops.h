@@ -41,6 +41,13 @@ typedef struct sbx_create_req {
         json_t *volumes; /* [{name, mount, access: ro|rw}] (borrowed), or NULL */
         const char *snapshot; /* a snapshot id: its files in the new sandbox (its profile unless
                                * profile is given); NULL: none */
+        /* The seeds' shapes (DESIGN.md, "Create, seeds' shapes"), kept in the record as given
+         * (NULL: not given): scope (session|agent|shared), workspace {mode, access} (access
+         * narrows the profile's), inputs (an object), setup_metadata {instructions?,
+         * instructions_ref?, secret_refs?} — secret_refs (an array of names, borrowed) resolved
+         * like a profile's secrets, at /run/secrets/NAME. */
+        const char *scope;
+        json_t *workspace, *inputs, *setup_metadata, *secret_refs;
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same
@@ -121,6 +128,13 @@ unsigned sbx_ops_volume_create(
 unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
+/* A tenant's own secrets (secrets.c): put (the value, at most 64 KiB; 201 new, 200 replaced:
+ * {name, created_at}), list ({items: [{name, created_at}]}: never a value), delete (200 {name};
+ * 404). Write-only: no call returns a value. */
+unsigned sbx_ops_secret_put(sbx_mgr *m, const sbx_caller *who, const char *name, const void *data,
+        size_t len, sbx_mgr_reply *rp);
+unsigned sbx_ops_secret_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
+unsigned sbx_ops_secret_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
 /* The server's state directory (what the compatibility surfaces keep of their own goes there). */
 const char *sbx_ops_state_dir(sbx_mgr *m);
 /* The token that lets E2B's volume content API reach volume vol (its record) alone: "vt_" and 32

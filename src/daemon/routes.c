@@ -119,6 +119,22 @@ bool sbx_mgr_route(
                         method_not_allowed(rp, "GET, DELETE");
                 return true;
         }
+        if (streq(path, "/v1/secrets") || streq(path, "/v1/secrets/")) {
+                if (get)
+                        sbx_ops_secret_list(m, rq->who, rp);
+                else
+                        method_not_allowed(rp, "GET");
+                return true;
+        }
+        if (strncmp(path, "/v1/secrets/", 12) == 0) {
+                if (put)
+                        sbx_ops_secret_put(m, rq->who, path + 12, rq->body, rq->len, rp);
+                else if (del)
+                        sbx_ops_secret_delete(m, rq->who, path + 12, rp);
+                else
+                        method_not_allowed(rp, "PUT, DELETE (a secret is write-only)");
+                return true;
+        }
         if (streq(path, "/v1/snapshots") || streq(path, "/v1/snapshots/")) {
                 if (get)
                         sbx_ops_snapshot_list(m, rq->who, rp);

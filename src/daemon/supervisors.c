@@ -2,6 +2,8 @@
  * that ran while the server was away. */
 #include "daemon/mgr-internal.h"
 
+#include "basic/strv.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -124,15 +126,16 @@ static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
                 b->secret_names = json_array();
                 for (char **s = pr->secrets; s && *s; s++)
                         json_array_append_new(b->secret_names, json_string(*s));
+                json_t *ref;
+                size_t ri;
+                json_array_foreach(
+                        json_object_get(json_object_get(b->seed, "setup_metadata"), "secret_refs"), ri,
+                        ref) if (!strv_contains(pr->secrets, json_string_value(ref)))
+                        json_array_append(b->secret_names, ref);
                 sbx_profile_free(pr);
         }
         if (json_array_size(b->secret_names) == 0)
                 return -1;
-        if (!m->secrets_dir) {
-                snprintf(msg, msgsz, "profile %.200s needs secrets, and this server has no --secrets-dir",
-                        b->profile);
-                return -ENOKEY;
-        }
         json_t *all = json_object();
         size_t i;
         json_t *n;
@@ -145,12 +148,12 @@ static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
                         r = -EINVAL;
                         break;
                 }
-                snprintf(path, sizeof path, "%.3900s/%s", m->secrets_dir, name);
-                int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                int fd = mgr_secret_open(m, b->tenant, name, path, sizeof path);
                 struct stat st;
                 if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 65536) {
-                        snprintf(msg, msgsz, "secret '%s' is not in the secret store (%.900s: %s)", name,
-                                path, fd < 0 ? strerror(errno) : "not a regular file of at most 64 KiB");
+                        snprintf(msg, msgsz,
+                                "secret '%s' is neither the tenant's nor in the server's secret store (%s)",
+                                name, fd < 0 ? strerror(-fd) : "not a regular file of at most 64 KiB");
                         if (fd >= 0)
                                 close(fd);
                         r = -ENOKEY;

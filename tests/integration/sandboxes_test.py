@@ -110,6 +110,8 @@ def template(path):
         return "/v1/p/{token}/{path}"
     if p.startswith("/v1/snapshots/"):
         return "/v1/snapshots/{id}"
+    if p.startswith("/v1/secrets/"):
+        return "/v1/secrets/{name}"
     if p.startswith("/v1/volumes/"):
         for sfx in ("/files", "/dir", "/stat"):
             if p.endswith(sfx):
@@ -704,6 +706,97 @@ def volume_files_tests(aid):
        "events: the volume's creation and each change through the API", vol[:8])
 
 
+# The meta-framework's three integration examples, as they call create (DESIGN.md, "Create, seeds'
+# shapes"): an agent harness, an end-to-end validator, a code generator.
+SEED_CALLS = [
+    ("an agent harness", {
+        "profile": "profile.default", "scope": "session",
+        "workspace": {"mode": "remote-canonical", "access": "none"},
+        "inputs": {"repo": "git@example.com:team/app.git", "branch": "main"},
+        "setup_metadata": {"instructions_ref": "docs/AGENTS.md", "secret_refs": ["api_key"]},
+        "consumer": {"actor": "agent", "harness": "claude-code", "session_id": "sess-42"},
+        "ttl": "2h"}),
+    ("an end-to-end validator", {
+        "profile": "profile.default", "scope": "agent",
+        "workspace": {"mode": "mirror", "access": "ro"},
+        "inputs": {"commit": "4f2a9c1", "suite": "e2e"},
+        "setup_metadata": {"instructions": "run the suite; report failures"},
+        "consumer": {"actor": "ci", "harness": "validator", "run_id": "run-7", "job_id": "job-3"},
+        "ttl": "30m"}),
+    ("a code generator", {
+        "profile": "profile.python", "scope": "shared",
+        "workspace": {"mode": "mirror", "access": "none"},
+        "inputs": {"language": "python", "task": "fizzbuzz"},
+        "setup_metadata": {"instructions": "check the generated code", "secret_refs": []},
+        "consumer": {"actor": "codegen", "harness": "generator"},
+        "ttl": "15m"}),
+]
+
+
+def seed_tests():
+    """the seeds' create calls, verbatim; tenant secrets (write-only)."""
+    for what, body in SEED_CALLS:
+        s, r, _ = req("POST", "/v1/sandboxes", body)
+        secs = None
+        if s == 201:
+            import datetime
+            p = lambda t: datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ")
+            secs = (p(r["expires_at"]) - p(r["created_at"])).total_seconds()
+        want = {"2h": 7200, "30m": 1800, "15m": 900}[body["ttl"]]
+        ok(s == 201 and r.get("scope") == body["scope"] and r.get("inputs") == body["inputs"]
+           and r.get("setup_metadata") == body["setup_metadata"] and r.get("workspace_request") == body["workspace"]
+           and r.get("consumer", {}).get("actor") == body["consumer"]["actor"] and abs((secs or 0) - want) < 2,
+           "the seeds' create, %s, works verbatim: scope, inputs, setup_metadata, workspace and ttl kept" % what, (s, r))
+        if s == 201 and body["setup_metadata"].get("secret_refs"):
+            s2, x, _ = exec_(r["id"], ["cat", "/run/secrets/api_key"])
+            is_(x.get("stdout"), "k3y-V4LUE-123\n", "%s: its secret_refs are at /run/secrets (the server's store)" % what)
+        req("DELETE", "/v1/sandboxes/" + r.get("id", "x"))
+    for body, code, field in [
+            ({"ttl": "2 hours"}, 400, "ttl"), ({"ttl": "2h", "ttl_s": 60}, 400, "ttl"), ({"ttl": 7200}, 400, "ttl"),
+            ({"scope": "team"}, 400, "scope"), ({"workspace": {"access": "write"}}, 400, "workspace.access"),
+            ({"workspace": {"mode": "copy"}}, 400, "workspace.mode"), ({"workspace": {"x": 1}}, 400, "workspace.x"),
+            ({"workspace": "ro"}, 400, "workspace"), ({"inputs": []}, 400, "inputs"),
+            ({"setup_metadata": {"secret_refs": ["../x"]}}, 400, "setup_metadata.secret_refs"),
+            ({"setup_metadata": {"secret_refs": ["a", "a"]}}, 400, "setup_metadata.secret_refs"),
+            ({"setup_metadata": {"other": 1}}, 400, "setup_metadata.other"),
+            ({"setup_metadata": {"secret_refs": ["nope"]}}, 422, "setup_metadata.secret_refs"),
+            ({"workspace": {"access": "rw"}}, 403, "workspace.access"),
+            ({"consumer": {"actor": 7}}, 400, "consumer")]:
+        s, r, _ = req("POST", "/v1/sandboxes", body)
+        is_((s, r.get("error", {}).get("field")), (code, field), "create %s: %d naming %s" % (json.dumps(body), code, field))
+    # the tenant's own secrets: write-only, resolved before the server's
+    s, r, _ = req("PUT", "/v1/secrets/tok", "t0p-s3cret")
+    s2, r2, _ = req("PUT", "/v1/secrets/tok", "t0p-s3cret-2")
+    is_((s, r.get("name"), s2), (201, "tok", 200), "PUT /v1/secrets/NAME: 201, then 200 replacing it")
+    s, lst, _ = req("GET", "/v1/secrets", raw=True)
+    ok(s == 200 and b'"tok"' in lst and b"s3cret" not in lst, "GET /v1/secrets: names only, never a value", lst)
+    s, r, _ = req("GET", "/v1/secrets/tok")
+    is_(s, 405, "a secret cannot be read back (405)")
+    s, r, _ = req("PUT", "/v1/secrets/api_key", "the-tenant's-own")
+    s, c, _ = req("POST", "/v1/sandboxes", {"setup_metadata": {"secret_refs": ["tok", "api_key"]}})
+    s2, x, _ = exec_(c.get("id", ""), ["sh", "-c", "cat /run/secrets/tok; echo; cat /run/secrets/api_key"])
+    is_(x.get("stdout"), "t0p-s3cret-2\nthe-tenant's-own",
+        "secret_refs resolve from the tenant's own first, then the server's --secrets-dir")
+    s, r, _ = req("POST", "/v1/sandboxes/%s/recreate" % c.get("id", ""))
+    s2, x, _ = exec_(c.get("id", ""), ["cat", "/run/secrets/tok"])
+    is_(x.get("stdout"), "t0p-s3cret-2", "a recreate hands the same secret_refs again")
+    req("DELETE", "/v1/sandboxes/" + c.get("id", ""))
+    for method, path, body, code, why in [
+            ("PUT", "/v1/secrets/bad$name", "x", 400, "a bad name"),
+            ("PUT", "/v1/secrets/big", "x" * 70000, 413, "a value over 64 KiB"),
+            ("DELETE", "/v1/secrets/nope", None, 404, "deleting one that is not there"),
+            ("POST", "/v1/secrets", "{}", 405, "POST to the list")]:
+        s, r, _ = req(method, path, body)
+        is_(s, code, "secrets, %s: %d" % (why, code))
+    s, r, _ = req("DELETE", "/v1/secrets/tok")
+    s2, r2, _ = req("DELETE", "/v1/secrets/api_key")
+    s3, lst, _ = req("GET", "/v1/secrets")
+    is_((s, s2, lst.get("items")), (200, 200, []), "DELETE /v1/secrets/NAME")
+    audit = open(os.path.join(ST, "audit.log")).read()
+    ok("secret.put" in audit and "s3cret" not in audit and "tenant's-own" not in audit,
+       "the audit log names each secret change, never a value")
+
+
 def volume_tests():
     """volumes (DESIGN.md, Persistence): named filesystems mounted into sandboxes, outliving them."""
     s, v, _ = req("POST", "/v1/volumes", {"name": "data", "size_mb": 8})
@@ -1247,6 +1340,14 @@ def main():
         req("DELETE", "/v1/volumes/tv", headers=A, target=tcp)
     else:
         skip("volumes: root only")
+    # secrets are the tenant's own too
+    req("PUT", "/v1/secrets/mine", "a-value", headers=A, target=tcp)
+    s1, lb, _ = req("GET", "/v1/secrets", headers=B, target=tcp)
+    s2, _, _ = req("DELETE", "/v1/secrets/mine", headers=B, target=tcp)
+    s3, r3, _ = req("POST", "/v1/sandboxes", {"setup_metadata": {"secret_refs": ["mine"]}}, headers=B, target=tcp)
+    is_((lb.get("items"), s2, s3), ([], 404, 422),
+        "tenant b: another tenant's secret is not listed, not deletable, not resolvable (422)")
+    req("DELETE", "/v1/secrets/mine", headers=A, target=tcp)
     s, r, _ = req("DELETE", "/v1/sandboxes/" + asid, headers=A, target=tcp)
     is_((s, r.get("state")), (200, "destroyed"), "tenant a destroys its own")
 
@@ -1293,6 +1394,7 @@ def main():
     pause_tests()
     snapshot_tests()
     volume_tests()
+    seed_tests()
 
     def slow_create():
         box["c"] = create()
