@@ -51,7 +51,7 @@ record = {"type": "object", "required": ["id", "state", "reason", "profile", "ba
               "scope": {"type": "string", "nullable": True, "enum": ["session", "agent", "shared", None]},
               "workspace_request": {**seed_ws, "nullable": True, "description": "the create's workspace {mode, access}, as given"},
               "inputs": {"type": "object", "nullable": True}, "setup_metadata": {**seed_setup, "nullable": True},
-              "on_paused_max": {"type": "string", "enum": ["destroy", "snapshot"]},
+              "webhook": {"type": "object", "nullable": True, "properties": {"url": {"type": "string"}}, "description": "the create's webhook, as given"},
               "consumer": {"type": "object", "additionalProperties": {"type": "string"}},
               "metadata": strmap,
               "network": {**network, "nullable": True,
@@ -134,6 +134,9 @@ schemas = {
                                      "scope": {"type": "string", "enum": ["session", "agent", "shared"]},
                                      "workspace": seed_ws, "inputs": {"type": "object", "description": "kept in the record as given, and handed to the extension that holds the sandbox"},
                                      "setup_metadata": seed_setup,
+                                     "webhook": {"type": "object", "additionalProperties": False, "required": ["url"],
+                                                 "properties": {"url": {"type": "string", "maxLength": 2048, "pattern": "^https?://"}},
+                                                 "description": "each state transition POSTed there, signed with the tenant's webhook key (GET /v1/webhooks/key)"},
                                      "consumer": consumer, "metadata": strmap,
                                      "network": {**network, "description": "each list given replaces the profile's "
                                                  "(a sandbox with any rule has the egress proxy, so its rules can "
@@ -322,6 +325,9 @@ paths = {
         "patch": {"operationId": "setVolumePathMeta",
                   "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "properties": {"uid": {"type": "integer"}, "gid": {"type": "integer"}, "mode": {"type": "integer", "maximum": 4095}}}}}},
                   "responses": {"200": resp("Changed", ref("VolumeEntry")), **errs("400", "401", "404", "409", "503")}}},
+    "/v1/webhooks/key": {"get": {"operationId": "getWebhookKey",
+        "description": "The tenant's webhook signing key: a create's webhook {url} receives each state transition as {event_id, sandbox_id, state, reason, at}, with Sandboxer-Signature: sha256=HMAC-SHA-256(key, body) and Sandboxer-Event-Id (deliveries are at least once: drop an event_id seen). Retried with backoff (1 s doubling to 5 min, for 24 h); kept across restarts of serve. URLs reaching loopback, private or link-local addresses are refused unless serve --webhook-allow-private.",
+        "responses": {"200": resp("The key", {"type": "object", "required": ["tenant", "key"], "properties": {"tenant": {"type": "string"}, "key": {"type": "string", "pattern": "^whk_[0-9a-f]{32}$"}}}), **errs("401")}}},
     "/v1/secrets": {"get": {"operationId": "listSecrets", "description": "The tenant's own secrets: names and when each was set, never a value.",
                             "responses": {"200": resp("The tenant's secrets", {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": ref("SecretInfo")}}}), **errs("401")}}},
     "/v1/secrets/{name}": {"parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"}}],

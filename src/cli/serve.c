@@ -27,7 +27,7 @@ static void help(void) {
                "                [--stop-sandboxes] [--secrets-dir DIR] [--warm-pool N] [--warm-profile "
                "P]...\n"
                "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n"
-               "                [--quota-volume-mb N]\n\n"
+               "                [--quota-volume-mb N] [--webhook-allow-private]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -50,6 +50,9 @@ static void help(void) {
                "  --snapshot-dir DIR  the snapshot store (default: snapshots/ in the state dir)\n"
                "  --quota-volume-mb N  the sizes of a tenant's volumes (default 0 = no limit)\n"
                "  --stop-sandboxes  destroy every sandbox when stopping\n"
+               "  --webhook-allow-private  let create's webhook URLs reach loopback, private and\n"
+               "                    link-local addresses (refused by default: a tenant's URL must not\n"
+               "                    reach the server's own network)\n"
                "  --warm-pool N     keep N sandboxes of each warm profile started ahead, unassigned: a\n"
                "                    create takes one and the pool refills behind it (default 0)\n"
                "  --warm-profile P  a profile to keep warm (repeatable; default profile.default)\n"
@@ -115,7 +118,8 @@ int verb_serve(int argc, char **argv) {
                 ARG_DOMAIN,
                 ARG_SNAPDIR,
                 ARG_QSNAP,
-                ARG_QVOL
+                ARG_QVOL,
+                ARG_WH_PRIVATE
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -134,6 +138,7 @@ int verb_serve(int argc, char **argv) {
                 {"snapshot-dir", required_argument, NULL, ARG_SNAPDIR},
                 {"quota-snapshot-mb", required_argument, NULL, ARG_QSNAP},
                 {"quota-volume-mb", required_argument, NULL, ARG_QVOL},
+                {"webhook-allow-private", no_argument, NULL, ARG_WH_PRIVATE},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -143,6 +148,7 @@ int verb_serve(int argc, char **argv) {
         double quota_mem = 0, quota_snap = 0, quota_vol = 0;
         const char *snapshot_dir = NULL;
         bool stop_sandboxes = false;
+        bool webhook_private = false;
         const char *secrets_dir = NULL, *domain = NULL;
         unsigned long warm = 0;
         _cleanup_strv_free_ char **warm_profiles = NULL;
@@ -222,6 +228,9 @@ int verb_serve(int argc, char **argv) {
                         break;
                 case ARG_STOP:
                         stop_sandboxes = true;
+                        break;
+                case ARG_WH_PRIVATE:
+                        webhook_private = true;
                         break;
                 case ARG_WARM:
                         errno = 0;
@@ -353,6 +362,7 @@ int verb_serve(int argc, char **argv) {
                 .quota_volume_mb = quota_vol,
                 .snapshot_dir = snapshot_dir,
                 .stop_sandboxes = stop_sandboxes,
+                .webhook_allow_private = webhook_private,
                 .domain = domain};
         sbx_mgr *mgr = NULL;
         if (sbx_mgr_new(store, &mo, &mgr, &e) < 0 || sbx_mgr_start(mgr, &e) < 0) {

@@ -27,7 +27,8 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "auto_resume", json_boolean(b->auto_resume));
         json_object_set_new(r, "on_idle", json_string(b->idle_pause ? "pause" : "destroy"));
         json_object_set_new(r, "on_paused_max", json_string(b->paused_snapshot ? "snapshot" : "destroy"));
-        static const char *const seeds[] = {"scope", "workspace_request", "inputs", "setup_metadata"};
+        static const char *const seeds[] = {
+                "scope", "workspace_request", "inputs", "setup_metadata", "webhook"};
         for (size_t i = 0; i < ELEMENTSOF(seeds); i++) {
                 json_t *x = json_object_get(b->seed, seeds[i]);
                 json_object_set_new(r, seeds[i], x ? json_deep_copy(x) : json_null());

@@ -334,7 +334,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                 return rp->code;
         static const char *const keys[] = {"profile", "ttl_s", "ttl", "consumer", "metadata", "network",
                 "skill", "on_expiry", "auto_resume", "snapshot", "volumes", "scope", "workspace", "inputs",
-                "setup_metadata", NULL};
+                "setup_metadata", "webhook", NULL};
         static const char *const wkeys[] = {"mode", "access", NULL}, *const skeys[] = {"instructions",
                                                                              "instructions_ref",
                                                                              "secret_refs", NULL};
@@ -391,6 +391,13 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         "setup_metadata.instructions and .instructions_ref: strings");
         else if (jrefs && !mgr_secret_refs_ok(jrefs, rp))
                 ;
+        else if (json_object_get(body, "webhook") &&
+                 (!json_is_object(json_object_get(body, "webhook")) ||
+                         json_object_size(json_object_get(body, "webhook")) != 1 ||
+                         !mgr_webhook_url_ok(json_string_value(
+                                 json_object_get(json_object_get(body, "webhook"), "url")))))
+                mgr_reply_err(rp, 400, "invalid_argument", "webhook",
+                        "webhook: {url}, an http:// or https:// URL of at most 2048 bytes");
         else if (js && !json_is_string(js))
                 mgr_reply_err(rp, 400, "invalid_argument", "skill",
                         "skill: must be a string (a skill id from POST /v1/skills)");
@@ -433,6 +440,8 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .inputs = ji,
                         .setup_metadata = jsm,
                         .secret_refs = jrefs,
+                        .webhook_url =
+                                json_string_value(json_object_get(json_object_get(body, "webhook"), "url")),
                 };
                 if (jtt) {
                         req.ttl_s = ttl_str_s;
@@ -483,6 +492,8 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
                 json_object_set(j, "inputs", req->inputs);
         if (req->setup_metadata)
                 json_object_set(j, "setup_metadata", req->setup_metadata);
+        if (req->webhook_url)
+                json_object_set_new(j, "webhook", json_string(req->webhook_url));
         char *canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, out);
         free(canon);
@@ -813,6 +824,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 json_object_set(b->seed, "inputs", req->inputs);
         if (req->setup_metadata)
                 json_object_set(b->seed, "setup_metadata", req->setup_metadata);
+        if (req->webhook_url)
+                json_object_set_new(b->seed, "webhook", json_pack("{s:s}", "url", req->webhook_url));
         b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];
         b->memory_mb = cfg->limits.value[SBX_LIMIT_MEMORY_MB];
         if (!warm) {
@@ -826,6 +839,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->next = m->boxes;
         m->boxes = b;
         pthread_mutex_unlock(&m->lock);
+        if (req->webhook_url) /* from its first event: a failed provision is told too */
+                mgr_webhook_add(m, b->id, who_tenant, req->webhook_url);
         first_states fs = {
                 .m = m, .b = b, .key = key, .tenant = who_tenant, .body_sha = body_sha, .warm = warm};
         if (warm) {

@@ -111,6 +111,8 @@ struct sbx_mgr {
         char **warm_profiles;
         pthread_t filler;
         bool filler_started;
+        pthread_t webhooks; /* webhooks.c */
+        bool webhooks_started;
         /* detached threads (exec streams, event streams, the compat surfaces' execs): counted, so
          * that the manager outlives them; stop_efd wakes the ones that wait on a sandbox */
         unsigned workers;
@@ -222,6 +224,15 @@ void mgr_volume_files_route(sbx_mgr *m, const char *method, const sbx_mgr_reques
 json_t *mgr_volume_by_id(sbx_mgr *m, const char *id);
 /* volumes.c: an event about a volume (type volume.*), in its tenant's stream. */
 void mgr_volume_event(sbx_mgr *m, const json_t *vol, const char *type, json_t *data /* stolen */);
+
+/* webhooks.c: a create's webhook {url} (http or https, ≤ 2048 bytes); its subscription (the
+ * sandbox's state events from its first, delivered by the webhooks thread); the subscriptions
+ * kept in the state dir, read at start; the thread; the tenant's signing key ("whk_" + 32 hex). */
+bool mgr_webhook_url_ok(const char *url);
+void mgr_webhook_add(sbx_mgr *m, const char *sandbox, const char *tenant, const char *url);
+void mgr_webhooks_load(sbx_mgr *m);
+void *mgr_webhooks_main(void *ud);
+void mgr_webhook_key(sbx_mgr *m, const char *tenant, char ret[static 37]);
 
 /* secrets.c: the secret name for tenant: the tenant's own, else the server's --secrets-dir; an
  * O_RDONLY fd, where it was found in where (a description), or -errno (-ENOENT: neither has it). */

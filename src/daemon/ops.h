@@ -48,6 +48,7 @@ typedef struct sbx_create_req {
          * like a profile's secrets, at /run/secrets/NAME. */
         const char *scope;
         json_t *workspace, *inputs, *setup_metadata, *secret_refs;
+        const char *webhook_url; /* webhook {url}: each state transition POSTed there (webhooks.c) */
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same
@@ -128,6 +129,9 @@ unsigned sbx_ops_volume_create(
 unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
+/* The tenant's webhook signing key (webhooks.c): 200 {tenant, key}; a webhook's body is signed
+ * with it (Sandboxer-Signature: sha256=HMAC-SHA-256(key, body)). */
+unsigned sbx_ops_webhook_key(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 /* A tenant's own secrets (secrets.c): put (the value, at most 64 KiB; 201 new, 200 replaced:
  * {name, created_at}), list ({items: [{name, created_at}]}: never a value), delete (200 {name};
  * 404). Write-only: no call returns a value. */

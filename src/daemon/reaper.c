@@ -220,7 +220,8 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->idle_pause = streq_ptr(json_string_value(json_object_get(rec, "on_idle")), "pause");
         b->paused_snapshot = streq_ptr(json_string_value(json_object_get(rec, "on_paused_max")), "snapshot");
         b->seed = json_object();
-        static const char *const seeds[] = {"scope", "workspace_request", "inputs", "setup_metadata"};
+        static const char *const seeds[] = {
+                "scope", "workspace_request", "inputs", "setup_metadata", "webhook"};
         for (size_t i = 0; i < ELEMENTSOF(seeds); i++)
                 if (json_object_get(rec, seeds[i]) && !json_is_null(json_object_get(rec, seeds[i])))
                         json_object_set(b->seed, seeds[i], json_object_get(rec, seeds[i]));

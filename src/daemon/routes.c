@@ -119,6 +119,13 @@ bool sbx_mgr_route(
                         method_not_allowed(rp, "GET, DELETE");
                 return true;
         }
+        if (streq(path, "/v1/webhooks/key")) {
+                if (get)
+                        sbx_ops_webhook_key(m, rq->who, rp);
+                else
+                        method_not_allowed(rp, "GET");
+                return true;
+        }
         if (streq(path, "/v1/secrets") || streq(path, "/v1/secrets/")) {
                 if (get)
                         sbx_ops_secret_list(m, rq->who, rp);

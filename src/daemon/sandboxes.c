@@ -1,6 +1,8 @@
 /* sandboxes.c — the manager: made, started, stopped, freed; its metrics. See sandboxes.h. */
 #include "daemon/mgr-internal.h"
 
+#include <curl/curl.h>
+
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include "basic/strv.h"
@@ -120,6 +122,11 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         sbx_policy_free(pol);
         mgr_reconcile(m);
         mgr_snapshots_reconcile(m); /* what a snapshot killed mid-way left */
+        (void) curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: the webhooks' */
+        mgr_webhooks_load(m);
+        if (pthread_create(&m->webhooks, NULL, mgr_webhooks_main, m) != 0)
+                return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the webhooks thread");
+        m->webhooks_started = true;
         if (pthread_create(&m->reaper, NULL, mgr_reaper_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the reaper thread");
         m->reaper_started = true;
@@ -173,6 +180,8 @@ int sbx_mgr_close(sbx_mgr *m) {
                 pthread_join(m->reaper, NULL);
         if (m->filler_started)
                 pthread_join(m->filler, NULL);
+        if (m->webhooks_started)
+                pthread_join(m->webhooks, NULL);
         while (m->pool) {
                 box *b = m->pool;
                 m->pool = b->next;

@@ -44,6 +44,8 @@ typedef struct sbx_mgr_options {
         char *const *warm_profiles;
         /* Host routing of ports (ports.h): PORT-ID.domain; NULL = by path only */
         const char *domain;
+        /* webhooks may reach loopback, private and link-local addresses (else refused) */
+        bool webhook_allow_private;
 } sbx_mgr_options;
 
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);

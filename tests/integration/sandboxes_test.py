@@ -797,6 +797,69 @@ def seed_tests():
        "the audit log names each secret change, never a value")
 
 
+def webhook_tests():
+    """lifecycle webhooks: each transition POSTed, signed, retried, kept across a restart."""
+    import hmac
+    import http.server
+    got, fail_first = [], [True]
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if fail_first[0]:
+                fail_first[0] = False
+                self.send_response(500)
+                self.end_headers()
+                got.append(("failed", dict(self.headers), body))
+                return
+            got.append(("ok", dict(self.headers), body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d/hook" % srv.server_address[1]
+    for body in [{"webhook": {"url": "ftp://x/y"}}, {"webhook": {}}, {"webhook": url},
+                 {"webhook": {"url": url, "secret": "x"}}, {"webhook": {"url": "http://a b/"}}]:
+        s, r, _ = req("POST", "/v1/sandboxes", body)
+        is_((s, r.get("error", {}).get("field")), (400, "webhook"), "create %s: 400 naming webhook" % json.dumps(body))
+    s, r, _ = req("POST", "/v1/sandboxes", {"webhook": {"url": url}})
+    wid = r.get("id", "")
+    is_((s, r.get("webhook")), (201, {"url": url}), "create {webhook: {url}}: the record keeps it")
+    time.sleep(2)
+    ok(not got and "internal address" in open(os.path.join(TMP, "serve.log")).read(),
+       "a webhook to a loopback address is refused without --webhook-allow-private (the log says why)", got)
+    req("DELETE", "/v1/sandboxes/" + wid)
+    stop()
+    ok(start(["--webhook-allow-private"]), "serve restarts with --webhook-allow-private")
+    for _ in range(100):
+        if any(b'"destroyed"' in b for st, _, b in got if st == "ok"):
+            break
+        time.sleep(0.1)
+    s, k, _ = req("GET", "/v1/webhooks/key")
+    key = k.get("key", "")
+    oks = [(h, b) for st, h, b in got if st == "ok"]
+    evs = [json.loads(b) for _, b in oks]
+    states = [e["state"] for e in evs]
+    ok(states[:3] == ["requested", "provisioning", "ready"] and states[-2:] == ["destroying", "destroyed"]
+       and all(e["sandbox_id"] == wid and set(e) == {"event_id", "sandbox_id", "state", "reason", "at"} for e in evs),
+       "after the restart each transition was delivered, in order, {event_id, sandbox_id, state, reason, at}", states)
+    ids = [e["event_id"] for e in evs]
+    ok(ids == sorted(ids) and len(set(ids)) == len(ids) and got[0][0] == "failed"
+       and json.loads(got[0][2])["event_id"] == ids[0],
+       "a failed delivery (500) is retried: the same event again, then the rest", [g[0] for g in got])
+    sig_ok = all(h.get("Sandboxer-Signature") == "sha256=" + hmac.new(key.encode(), b, "sha256").hexdigest()
+                 and h.get("Sandboxer-Event-Id") == str(json.loads(b)["event_id"]) for h, b in oks)
+    ok(key.startswith("whk_") and sig_ok, "each is signed: Sandboxer-Signature sha256=HMAC(the tenant's key, body); "
+       "Sandboxer-Event-Id is its event_id")
+    n = len(got)
+    time.sleep(1.5)
+    is_(len(got), n, "after destroyed is delivered the subscription ends")
+    srv.shutdown()
+
+
 def volume_tests():
     """volumes (DESIGN.md, Persistence): named filesystems mounted into sandboxes, outliving them."""
     s, v, _ = req("POST", "/v1/volumes", {"name": "data", "size_mb": 8})
@@ -1395,6 +1458,7 @@ def main():
     snapshot_tests()
     volume_tests()
     seed_tests()
+    webhook_tests()
 
     def slow_create():
         box["c"] = create()
