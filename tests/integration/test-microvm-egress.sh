@@ -157,3 +157,11 @@ api POST "/v1/sandboxes/$ID/exec" '{"argv":["true"]}' >"$SBX_TMP/x2.json"
 is "$(json_get "$SBX_TMP/x2.json" '[d["report"]["egress"]["allowed"], d["report"]["violations"]]')" '[0, []]' \
         "the next exec's report starts empty"
 api DELETE "/v1/sandboxes/$ID" >/dev/null
+api GET "/v1/sandboxes/$ID" >"$SBX_TMP/gone.json"
+left=""
+for _ in $(seq 50); do
+        left=$(pgrep -P "$SERVE_PID" -f qemu-system 2>/dev/null; for p in $(pgrep -f "sandboxer supervise --id $ID" 2>/dev/null); do echo "$p"; done)
+        [ -z "$left" ] && break
+        sleep 0.1
+done
+is "$(json_get "$SBX_TMP/gone.json" 'd["state"]'):$left" "destroyed:" "destroy: the sandbox is destroyed and its supervisor and guest are gone"
