@@ -27,7 +27,7 @@ static void help(void) {
                "                [--stop-sandboxes] [--secrets-dir DIR] [--warm-pool N] [--warm-profile "
                "P]...\n"
                "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n"
-               "                [--quota-volume-mb N] [--webhook-allow-private]\n\n"
+               "                [--quota-volume-mb N] [--webhook-allow-private] [--registry DIR]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -50,6 +50,8 @@ static void help(void) {
                "  --snapshot-dir DIR  the snapshot store (default: snapshots/ in the state dir)\n"
                "  --quota-volume-mb N  the sizes of a tenant's volumes (default 0 = no limit)\n"
                "  --stop-sandboxes  destroy every sandbox when stopping\n"
+               "  --registry DIR    extension files (DIR/NAME.yaml: id, kind, url, capabilities, pricing;\n"
+               "                    docs/api.md, \"Extensions and routes\") beside the built-in ext.local\n"
                "  --webhook-allow-private  let create's webhook URLs reach loopback, private and\n"
                "                    link-local addresses (refused by default: a tenant's URL must not\n"
                "                    reach the server's own network)\n"
@@ -119,7 +121,8 @@ int verb_serve(int argc, char **argv) {
                 ARG_SNAPDIR,
                 ARG_QSNAP,
                 ARG_QVOL,
-                ARG_WH_PRIVATE
+                ARG_WH_PRIVATE,
+                ARG_REGISTRY
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -139,6 +142,7 @@ int verb_serve(int argc, char **argv) {
                 {"quota-snapshot-mb", required_argument, NULL, ARG_QSNAP},
                 {"quota-volume-mb", required_argument, NULL, ARG_QVOL},
                 {"webhook-allow-private", no_argument, NULL, ARG_WH_PRIVATE},
+                {"registry", required_argument, NULL, ARG_REGISTRY},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -149,6 +153,7 @@ int verb_serve(int argc, char **argv) {
         const char *snapshot_dir = NULL;
         bool stop_sandboxes = false;
         bool webhook_private = false;
+        const char *registry_dir = NULL;
         const char *secrets_dir = NULL, *domain = NULL;
         unsigned long warm = 0;
         _cleanup_strv_free_ char **warm_profiles = NULL;
@@ -231,6 +236,13 @@ int verb_serve(int argc, char **argv) {
                         break;
                 case ARG_WH_PRIVATE:
                         webhook_private = true;
+                        break;
+                case ARG_REGISTRY:
+                        if (!*optarg) {
+                                cli_error("serve: --registry: a directory is required");
+                                return SBX_EXIT_FAILURE;
+                        }
+                        registry_dir = optarg;
                         break;
                 case ARG_WARM:
                         errno = 0;
@@ -363,6 +375,7 @@ int verb_serve(int argc, char **argv) {
                 .snapshot_dir = snapshot_dir,
                 .stop_sandboxes = stop_sandboxes,
                 .webhook_allow_private = webhook_private,
+                .registry_dir = registry_dir,
                 .domain = domain};
         sbx_mgr *mgr = NULL;
         if (sbx_mgr_new(store, &mo, &mgr, &e) < 0 || sbx_mgr_start(mgr, &e) < 0) {

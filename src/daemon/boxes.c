@@ -27,6 +27,12 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "auto_resume", json_boolean(b->auto_resume));
         json_object_set_new(r, "on_idle", json_string(b->idle_pause ? "pause" : "destroy"));
         json_object_set_new(r, "on_paused_max", json_string(b->paused_snapshot ? "snapshot" : "destroy"));
+        json_object_set_new(r, "extension",
+                json_string(json_string_value(json_object_get(b->route, "chosen")) ?: "ext.local"));
+        json_object_set_new(r, "host", json_null());
+        json_object_set_new(
+                r, "reachability", json_pack("{s:s++}", "exec_url", "/v1/sandboxes/", b->id, "/exec"));
+        json_object_set_new(r, "route", b->route ? json_deep_copy(b->route) : json_null());
         static const char *const seeds[] = {
                 "scope", "workspace_request", "inputs", "setup_metadata", "webhook"};
         for (size_t i = 0; i < ELEMENTSOF(seeds); i++) {
@@ -134,6 +140,7 @@ void mgr_box_free(box *b) {
         json_decref(b->running);
         json_decref(b->secret_names);
         json_decref(b->seed);
+        json_decref(b->route);
         json_decref(b->skill);
         json_decref(b->snapshot_src);
         json_decref(b->volumes);

@@ -334,7 +334,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                 return rp->code;
         static const char *const keys[] = {"profile", "ttl_s", "ttl", "consumer", "metadata", "network",
                 "skill", "on_expiry", "auto_resume", "snapshot", "volumes", "scope", "workspace", "inputs",
-                "setup_metadata", "webhook", NULL};
+                "setup_metadata", "webhook", "route", NULL};
         static const char *const wkeys[] = {"mode", "access", NULL}, *const skeys[] = {"instructions",
                                                                              "instructions_ref",
                                                                              "secret_refs", NULL};
@@ -391,6 +391,9 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         "setup_metadata.instructions and .instructions_ref: strings");
         else if (jrefs && !mgr_secret_refs_ok(jrefs, rp))
                 ;
+        else if (json_object_get(body, "route") &&
+                 !mgr_route_decode(json_object_get(body, "route"), "route.", rp))
+                ;
         else if (json_object_get(body, "webhook") &&
                  (!json_is_object(json_object_get(body, "webhook")) ||
                          json_object_size(json_object_get(body, "webhook")) != 1 ||
@@ -442,6 +445,7 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .secret_refs = jrefs,
                         .webhook_url =
                                 json_string_value(json_object_get(json_object_get(body, "webhook"), "url")),
+                        .route = json_object_get(body, "route"),
                 };
                 if (jtt) {
                         req.ttl_s = ttl_str_s;
@@ -494,6 +498,8 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
                 json_object_set(j, "setup_metadata", req->setup_metadata);
         if (req->webhook_url)
                 json_object_set_new(j, "webhook", json_string(req->webhook_url));
+        if (req->route)
+                json_object_set(j, "route", req->route);
         char *canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         sha256_hex(canon ? canon : "", canon ? strlen(canon) : 0, out);
         free(canon);
@@ -519,6 +525,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         json_t *skill = NULL;
         json_t *snap = NULL; /* create {snapshot}: its manifest */
         json_t *vols = NULL; /* create {volumes}: as the record keeps them */
+        json_t *route = NULL; /* the ranking (route.c) */
         char snap_profile[256] = "";
         *rp = (sbx_mgr_reply){.stream_fd = -1};
 
@@ -751,6 +758,23 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 cfg->profile->ws_access = want;
         }
 
+        /* Where it goes (route.c): this build holds sandboxes on ext.local; every other extension
+         * is a candidate passed over with its reason, and the record keeps the ranking */
+        route = mgr_route_rank(m, cfg, req->route, rp);
+        if (!route)
+                goto out;
+        const char *chosen = json_string_value(json_object_get(route, "chosen"));
+        if (!chosen || !streq(chosen, "ext.local")) {
+                mgr_reply_err(rp, chosen ? 503 : 422, chosen ? "provision_failed" : "no_route", "route",
+                        chosen ? "the route chose %s, which this build cannot provision on"
+                               : "no extension qualifies for this profile and route%s (each candidate says "
+                                 "why)",
+                        chosen ? chosen : "");
+                json_object_set(json_object_get(rp->json, "error"), "candidates",
+                        json_object_get(route, "candidates"));
+                goto out;
+        }
+
         /* What its supervisor is handed: this resolution, not the names to resolve again. */
         int cr = sbx_config_encode(cfg, &config, &config_len, config_sha);
         if (cr < 0) {
@@ -814,6 +838,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 b->snapshot_src = json_pack("{s:s, s:b}", "id", req->snapshot, "config_changed",
                         !streq_ptr(json_string_value(json_object_get(snap, "config_sha")), config_sha));
         b->auto_resume = req->auto_resume;
+        json_decref(b->route);
+        b->route = TAKE_PTR(route);
         json_decref(b->seed); /* the seeds' shapes, as given */
         b->seed = json_object();
         if (req->scope)
@@ -897,6 +923,7 @@ out:
         json_decref(skill);
         json_decref(snap);
         json_decref(vols);
+        json_decref(route);
         free(idem.sandbox_id);
         free(idem.body_sha);
         return rp->code;

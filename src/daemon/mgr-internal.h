@@ -43,6 +43,7 @@ typedef struct box {
         char user[64]; /* the name of uid 1000 inside (the profile's user), "" when not known */
         json_t *consumer, *metadata, *limits;
         json_t *seed; /* the create's {scope, workspace_request, inputs, setup_metadata} as given */
+        json_t *route; /* the ranking that placed it (route.c): {strategy, chosen, candidates, …} */
         json_t *network; /* {egress, egress_deny}: the rules in force (NULL: not known) */
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */
@@ -224,6 +225,21 @@ void mgr_volume_files_route(sbx_mgr *m, const char *method, const sbx_mgr_reques
 json_t *mgr_volume_by_id(sbx_mgr *m, const char *id);
 /* volumes.c: an event about a volume (type volume.*), in its tenant's stream. */
 void mgr_volume_event(sbx_mgr *m, const json_t *vol, const char *type, json_t *data /* stolen */);
+
+/* extensions.c: the registry — ext.local and `serve --registry DIR`'s files (0, or -EINVAL with
+ * e naming file:line:column); its entries as GET /v1/extensions lists them (a copy, ext.local's
+ * capabilities and health probed at most once a minute). */
+int mgr_registry_load(const char *dir, sbx_error *e);
+json_t *mgr_registry(sbx_mgr *m);
+
+/* route.c: a create's (or explain's) route checked (400 naming the field); the ranking for cfg
+ * under that route (the profile's when NULL): {strategy, chosen (null: nothing qualifies),
+ * allow_fallbacks, constraints, candidates: [{extension, host, ok, why_not, cost_per_hour,
+ * latency_ms}]}, NULL with rp filled (422) when the profile's route cannot be read; a provision's
+ * latency on an extension, for lowest-latency. */
+bool mgr_route_decode(json_t *r, const char *prefix, sbx_mgr_reply *rp);
+json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx_mgr_reply *rp);
+void mgr_route_observe(const char *extension, double ms);
 
 /* webhooks.c: a create's webhook {url} (http or https, ≤ 2048 bytes); its subscription (the
  * sandbox's state events from its first, delivered by the webhooks thread); the subscriptions

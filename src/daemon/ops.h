@@ -49,6 +49,8 @@ typedef struct sbx_create_req {
         const char *scope;
         json_t *workspace, *inputs, *setup_metadata, *secret_refs;
         const char *webhook_url; /* webhook {url}: each state transition POSTed there (webhooks.c) */
+        json_t *route; /* {strategy, fallback, allow_fallbacks, constraints} (route.c), or NULL: the
+                        * profile's */
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same
@@ -129,6 +131,17 @@ unsigned sbx_ops_volume_create(
 unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
+/* The registry of extensions (extensions.c): 200 {items: [{id, kind, description, url,
+ * capabilities: {isolation, backends, regions, gpu, persistence, snapshot, pause}, pricing: {model,
+ * per_second, per_creation, per_cpu_second, per_gib_second, currency}, health: {ok, checked_at,
+ * latency_ms, reason?}}]}. */
+unsigned sbx_ops_extensions(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
+/* POST /v1/route/explain (route.c): the ranking a create of profile (NULL: profile.default) with
+ * route (NULL: the profile's) would make, without creating: 200 {strategy, chosen (null: nothing
+ * qualifies, where create answers 422 no_route), allow_fallbacks, constraints, candidates}; 400,
+ * 422 (unknown profile). */
+unsigned sbx_ops_route_explain(
+        sbx_mgr *m, const sbx_caller *who, const char *profile, json_t *route, sbx_mgr_reply *rp);
 /* The tenant's webhook signing key (webhooks.c): 200 {tenant, key}; a webhook's body is signed
  * with it (Sandboxer-Signature: sha256=HMAC-SHA-256(key, body)). */
 unsigned sbx_ops_webhook_key(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);

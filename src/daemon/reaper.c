@@ -219,6 +219,8 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->auto_resume = json_is_true(json_object_get(rec, "auto_resume"));
         b->idle_pause = streq_ptr(json_string_value(json_object_get(rec, "on_idle")), "pause");
         b->paused_snapshot = streq_ptr(json_string_value(json_object_get(rec, "on_paused_max")), "snapshot");
+        if (json_is_object(json_object_get(rec, "route")))
+                b->route = json_incref(json_object_get(rec, "route"));
         b->seed = json_object();
         static const char *const seeds[] = {
                 "scope", "workspace_request", "inputs", "setup_metadata", "webhook"};

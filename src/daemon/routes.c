@@ -119,6 +119,29 @@ bool sbx_mgr_route(
                         method_not_allowed(rp, "GET, DELETE");
                 return true;
         }
+        if (streq(path, "/v1/extensions") || streq(path, "/v1/extensions/")) {
+                if (get)
+                        sbx_ops_extensions(m, rq->who, rp);
+                else
+                        method_not_allowed(rp, "GET");
+                return true;
+        }
+        if (streq(path, "/v1/route/explain")) {
+                json_t *body = post ? mgr_parse_body(rq, rp, true) : NULL;
+                static const char *const keys[] = {"profile", "route", NULL};
+                json_t *jp = json_object_get(body, "profile");
+                if (!post)
+                        method_not_allowed(rp, "POST");
+                else if (!body || !mgr_only_keys(body, keys, "", rp))
+                        ; /* answered */
+                else if (jp && !json_is_string(jp))
+                        mgr_reply_err(rp, 400, "invalid_argument", "profile", "profile: a profile id");
+                else
+                        sbx_ops_route_explain(
+                                m, rq->who, json_string_value(jp), json_object_get(body, "route"), rp);
+                json_decref(body);
+                return true;
+        }
         if (streq(path, "/v1/webhooks/key")) {
                 if (get)
                         sbx_ops_webhook_key(m, rq->who, rp);

@@ -123,6 +123,8 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         mgr_reconcile(m);
         mgr_snapshots_reconcile(m); /* what a snapshot killed mid-way left */
         (void) curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: the webhooks' */
+        if (mgr_registry_load(m->o.registry_dir, e) < 0)
+                return -EINVAL;
         mgr_webhooks_load(m);
         if (pthread_create(&m->webhooks, NULL, mgr_webhooks_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the webhooks thread");

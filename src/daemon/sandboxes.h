@@ -46,6 +46,8 @@ typedef struct sbx_mgr_options {
         const char *domain;
         /* webhooks may reach loopback, private and link-local addresses (else refused) */
         bool webhook_allow_private;
+        /* the registry's extension files (extensions.c); NULL: ext.local only */
+        const char *registry_dir;
 } sbx_mgr_options;
 
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);

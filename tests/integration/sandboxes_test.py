@@ -110,6 +110,8 @@ def template(path):
         return "/v1/p/{token}/{path}"
     if p.startswith("/v1/snapshots/"):
         return "/v1/snapshots/{id}"
+    if p.startswith("/v1/route/"):
+        return p
     if p.startswith("/v1/secrets/"):
         return "/v1/secrets/{name}"
     if p.startswith("/v1/volumes/"):
@@ -860,6 +862,69 @@ def webhook_tests():
     srv.shutdown()
 
 
+def route_tests():
+    """extensions and routes: the registry, the ranking, explain, a create's placement."""
+    s, r, _ = req("GET", "/v1/extensions")
+    loc = (r.get("items") or [{}])[0]
+    ok(s == 200 and loc.get("id") == "ext.local" and loc.get("kind") == "local" and loc.get("health", {}).get("ok") is True
+       and loc.get("capabilities", {}).get("backends") and loc.get("pricing", {}).get("currency") == "USD",
+       "GET /v1/extensions: ext.local, its backends probed, healthy, its price", r)
+    s, x, _ = req("POST", "/v1/route/explain", {"profile": "profile.default"})
+    is_((s, x.get("strategy"), x.get("chosen"), [c["extension"] for c in x.get("candidates", []) if c["ok"]]),
+        (200, "prefer-self-hosted", "ext.local", ["ext.local"]), "POST /v1/route/explain: the default strategy chooses ext.local")
+    mars = {"constraints": {"region": "mars"}}
+    s, x, _ = req("POST", "/v1/route/explain", {"route": mars})
+    ok(s == 200 and x.get("chosen") is None and "region mars" in x["candidates"][0]["why_not"],
+       "explain with a constraint nothing meets: chosen null, each candidate's reason", x)
+    s, r, _ = req("POST", "/v1/sandboxes", {"route": mars})
+    ok(s == 422 and r["error"]["code"] == "no_route" and "region mars" in r["error"]["candidates"][0]["why_not"],
+       "create with a constraint nothing meets: 422 no_route with each candidate's reason", r)
+    s, r, _ = req("POST", "/v1/sandboxes", {"route": {"strategy": "lowest-cost", "constraints": {"max_cost_per_hour": 0}}})
+    ok(s == 201 and r.get("extension") == "ext.local" and r.get("host") is None
+       and r.get("reachability") == {"exec_url": "/v1/sandboxes/%s/exec" % r.get("id")}
+       and r.get("route", {}).get("chosen") == "ext.local" and r["route"]["strategy"] == "lowest-cost",
+       "create with a route: the record keeps the extension, reachability and the ranking", r)
+    req("DELETE", "/v1/sandboxes/" + r.get("id", "x"))
+    for body, field in [({"strategy": "cheapest"}, "route.strategy"), ({"strategy": "explicit"}, "route.fallback"),
+                        ({"constraints": {"gpu": True}}, "route.constraints.gpu"), ({"allow_fallbacks": "no"}, "route.allow_fallbacks"),
+                        ({"fallback": ["local"]}, "route.fallback"), ({"constraints": {"max_cost_per_hour": -1}}, "route.constraints.max_cost_per_hour"),
+                        ({"constraints": {"require_isolation": "vm"}}, "route.constraints.require_isolation"), ({"x": 1}, "route.x")]:
+        s, r, _ = req("POST", "/v1/sandboxes", {"route": body})
+        is_((s, r.get("error", {}).get("field")), (400, field), "create route %s: 400 naming %s" % (json.dumps(body), field))
+    # a registry: another extension (a kind this build cannot reach yet) beside ext.local
+    reg = os.path.join(TMP, "registry")
+    os.makedirs(reg, exist_ok=True)
+    with open(os.path.join(reg, "farm.yaml"), "w") as f:
+        f.write("id: ext.farm\nkind: sandboxer\nurl: https://farm.example:8443\n"
+                "capabilities: {isolation: [container], regions: [eu-west]}\n"
+                "pricing: {per_second: 0, currency: USD}\n")
+    with open(os.path.join(reg, "ext.local.yaml"), "w") as f:
+        f.write("id: ext.local\nkind: local\npricing: {per_second: 0.001, currency: USD}\n")
+    stop()
+    ok(start(["--registry", reg]), "serve starts with --registry DIR")
+    s, r, _ = req("GET", "/v1/extensions")
+    items = {x["id"]: x for x in r.get("items", [])}
+    ok(set(items) == {"ext.local", "ext.farm"} and items["ext.farm"]["health"]["ok"] is False
+       and "not built yet" in items["ext.farm"]["health"]["reason"] and items["ext.local"]["pricing"]["per_second"] == 0.001,
+       "the registry's extension is listed, unhealthy saying it is not built; the site re-prices ext.local", items)
+    s, x, _ = req("POST", "/v1/route/explain", {"route": {"strategy": "lowest-cost"}})
+    cands = {c["extension"]: c for c in x.get("candidates", [])}
+    ok(x.get("chosen") == "ext.local" and cands.get("ext.farm", {}).get("ok") is False
+       and "unhealthy" in cands["ext.farm"]["why_not"] and abs(cands["ext.local"]["cost_per_hour"] - 3.6) < 1e-9,
+       "lowest-cost: the cheaper ext.farm is passed over (unhealthy, why_not says so); ext.local costs 3.6 an hour", x)
+    s, x, _ = req("POST", "/v1/route/explain", {"route": {"strategy": "explicit", "fallback": ["ext.farm"]}})
+    is_(x.get("chosen"), None, "explicit: only the listed extensions, here one that cannot hold it")
+    stop()
+    with open(os.path.join(reg, "bad.yaml"), "w") as f:
+        f.write("id: ext.bad\nkind: sandboxer\nurl: https://x\ncolour: blue\n")
+    out = subprocess.run([SBX, "serve", "--listen", "unix:" + SOCK, "--state-dir", ST, "--registry", reg], env=ENV,
+                         capture_output=True, text=True, timeout=30)
+    ok(out.returncode != 0 and "bad.yaml:4:1" in out.stderr and "colour" in out.stderr,
+       "a bad registry file stops serve, naming file:line:column and the key", out.stderr)
+    os.unlink(os.path.join(reg, "bad.yaml"))
+    ok(start(), "serve starts again")
+
+
 def volume_tests():
     """volumes (DESIGN.md, Persistence): named filesystems mounted into sandboxes, outliving them."""
     s, v, _ = req("POST", "/v1/volumes", {"name": "data", "size_mb": 8})
@@ -1459,6 +1524,7 @@ def main():
     volume_tests()
     seed_tests()
     webhook_tests()
+    route_tests()
 
     def slow_create():
         box["c"] = create()

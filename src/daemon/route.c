@@ -1,0 +1,278 @@
+/* route.c — which extension holds a sandbox (DESIGN.md, "Extensions, hosts and routes"), with
+ * the semantics people know from LLM routers: constraints are hard filters (nothing qualifies:
+ * 422 with each candidate's reason), the strategy only orders what qualifies, fallbacks are on
+ * unless allow_fallbacks is false, an unhealthy candidate is passed over, and the record keeps
+ * every candidate with why it was or was not chosen. POST /v1/route/explain answers the same
+ * ranking without creating.
+ *
+ * Strategies: prefer-self-hosted (the default: local, sandboxer and compose-ssh kinds before the
+ * hosted services, then by cost), lowest-cost (by cost_per_hour: the extension's per_second,
+ * per_cpu_second × cpus and per_gib_second × memory over an hour, plus per_creation), lowest-latency
+ * (by the provision latency measured for each extension, an average of its last creates; unknown
+ * ones after), explicit (the fallback list, in its order, and nothing else). Constraints:
+ * max_cost_per_hour, require_isolation (policy | container | microvm), region. */
+#include "daemon/mgr-internal.h"
+
+#include <math.h>
+
+static pthread_mutex_t lat_lock = PTHREAD_MUTEX_INITIALIZER;
+static json_t *latency; /* extension id → average provision ms (under lat_lock) */
+
+void mgr_route_observe(const char *extension, double ms) {
+        pthread_mutex_lock(&lat_lock);
+        if (!latency)
+                latency = json_object();
+        json_t *x = json_object_get(latency, extension);
+        double avg = x ? 0.8 * json_number_value(x) + 0.2 * ms : ms;
+        json_object_set_new(latency, extension, json_real(avg));
+        pthread_mutex_unlock(&lat_lock);
+}
+
+static double latency_of(const char *extension) {
+        pthread_mutex_lock(&lat_lock);
+        json_t *x = json_object_get(latency, extension);
+        double v = x ? json_number_value(x) : -1;
+        pthread_mutex_unlock(&lat_lock);
+        return v;
+}
+
+static const char *const strategies[] = {
+        "prefer-self-hosted", "lowest-cost", "lowest-latency", "explicit", NULL};
+static const char *const ckeys[] = {"max_cost_per_hour", "require_isolation", "region", NULL};
+
+bool mgr_route_decode(json_t *r, const char *prefix, sbx_mgr_reply *rp) {
+        static const char *const keys[] = {"strategy", "fallback", "allow_fallbacks", "constraints", NULL};
+        char f[128];
+        if (!json_is_object(r)) {
+                mgr_reply_err(rp, 400, "invalid_argument", "route",
+                        "route: an object {strategy, fallback, allow_fallbacks, constraints}");
+                return false;
+        }
+        if (!mgr_only_keys(r, keys, "route.", rp))
+                return false;
+        const char *s = json_string_value(json_object_get(r, "strategy"));
+        bool known = false;
+        for (size_t i = 0; s && strategies[i]; i++)
+                known = known || streq(s, strategies[i]);
+        json_t *fb = json_object_get(r, "fallback"), *x, *c = json_object_get(r, "constraints");
+        size_t i;
+        if (json_object_get(r, "strategy") && !known)
+                return mgr_reply_err(rp, 400, "invalid_argument", "route.strategy",
+                               "route.strategy: prefer-self-hosted, lowest-cost, lowest-latency or "
+                               "explicit"),
+                       false;
+        if (fb && (!json_is_array(fb) || json_array_size(fb) > 16))
+                return mgr_reply_err(rp, 400, "invalid_argument", "route.fallback",
+                               "route.fallback: a list of at most 16 extension ids"),
+                       false;
+        json_array_foreach(fb, i, x) if (!json_is_string(x) || strncmp(json_string_value(x), "ext.", 4) !=
+                                                                       0) return mgr_reply_err(rp, 400,
+                "invalid_argument", "route.fallback", "route.fallback[%zu]: an extension id (ext.NAME)", i),
+                false;
+        if (s && streq(s, "explicit") && json_array_size(fb) == 0)
+                return mgr_reply_err(rp, 400, "invalid_argument", "route.fallback",
+                               "route.strategy explicit: route.fallback names the extensions, in order"),
+                       false;
+        if (json_object_get(r, "allow_fallbacks") && !json_is_boolean(json_object_get(r, "allow_fallbacks")))
+                return mgr_reply_err(rp, 400, "invalid_argument", "route.allow_fallbacks",
+                               "route.allow_fallbacks: true or false"),
+                       false;
+        if (c && (!json_is_object(c) || !mgr_only_keys(c, ckeys, "route.constraints.", rp)))
+                return rp->code ? false
+                                : (mgr_reply_err(rp, 400, "invalid_argument", "route.constraints",
+                                           "route.constraints: an object {max_cost_per_hour, "
+                                           "require_isolation, "
+                                           "region}"),
+                                          false);
+        json_t *mc = json_object_get(c, "max_cost_per_hour"), *ri = json_object_get(c, "require_isolation"),
+               *rg = json_object_get(c, "region");
+        const char *ris = json_string_value(ri);
+        snprintf(f, sizeof f, "%sconstraints", prefix);
+        if (mc && !(json_is_number(mc) && json_number_value(mc) >= 0))
+                return mgr_reply_err(rp, 400, "invalid_argument", "route.constraints.max_cost_per_hour",
+                               "route.constraints.max_cost_per_hour: a number, 0 or more"),
+                       false;
+        if (ri && !(ris && (streq(ris, "policy") || streq(ris, "container") || streq(ris, "microvm"))))
+                return mgr_reply_err(rp, 400, "invalid_argument", "route.constraints.require_isolation",
+                               "route.constraints.require_isolation: policy, container or microvm"),
+                       false;
+        if (rg && !json_is_string(rg))
+                return mgr_reply_err(rp, 400, "invalid_argument", "route.constraints.region",
+                               "route.constraints.region: a string"),
+                       false;
+        return true;
+}
+
+/* The route in force: the request's, else the profile's (its constraints "k=v" strv). NULL with
+ * rp filled (422) when the profile's names a constraint this server does not know. */
+static json_t *route_of(const sbx_profile *pr, json_t *req, sbx_mgr_reply *rp) {
+        if (req)
+                return json_deep_copy(req);
+        json_t *r = json_object(), *c = json_object();
+        if (pr->route_strategy)
+                json_object_set_new(r, "strategy", json_string(pr->route_strategy));
+        json_t *fb = json_array();
+        for (char **p = pr->route_fallback; p && *p; p++)
+                json_array_append_new(fb, json_string(*p));
+        json_object_set_new(r, "fallback", fb);
+        for (char **p = pr->route_constraints; p && *p; p++) {
+                const char *eq = strchr(*p, '=');
+                char k[64];
+                snprintf(k, sizeof k, "%.*s", eq ? (int) (eq - *p) : 0, *p);
+                if (streq(k, "max_cost_per_hour"))
+                        json_object_set_new(c, k, json_real(strtod(eq + 1, NULL)));
+                else if (streq(k, "require_isolation") || streq(k, "region"))
+                        json_object_set_new(c, k, json_string(eq + 1));
+                else {
+                        json_decref(r);
+                        json_decref(c);
+                        mgr_reply_err(rp, 422, "invalid_profile", "route.constraints",
+                                "the profile's route.constraints.%s is not one this server knows "
+                                "(max_cost_per_hour, require_isolation, region)",
+                                k);
+                        return NULL;
+                }
+        }
+        json_object_set_new(r, "constraints", c);
+        return r;
+}
+
+static bool self_hosted(const char *kind) {
+        return streq_ptr(kind, "local") || streq_ptr(kind, "sandboxer") || streq_ptr(kind, "compose-ssh");
+}
+
+static bool has_str(json_t *a, const char *s) {
+        json_t *x;
+        size_t i;
+        json_array_foreach(a, i, x) if (streq_ptr(json_string_value(x), s)) return true;
+        return false;
+}
+
+typedef struct cand {
+        json_t *j;
+        const char *id, *kind;
+        double cost, lat;
+        int fb_pos; /* in route.fallback, or -1 */
+        bool ok;
+} cand;
+
+static int cmp_cand(const void *pa, const void *pb, void *ud) {
+        const cand *a = pa, *b = pb;
+        if (a->ok != b->ok)
+                return a->ok ? -1 : 1;
+        const char *s = ud;
+        if (streq(s, "explicit") || (a->fb_pos >= 0 && b->fb_pos >= 0 && !streq(s, "lowest-cost") &&
+                                            !streq(s, "lowest-latency"))) {
+                if (a->fb_pos != b->fb_pos)
+                        return a->fb_pos < 0 ? 1 : b->fb_pos < 0 ? -1 : a->fb_pos - b->fb_pos;
+        }
+        if (streq(s, "prefer-self-hosted") && self_hosted(a->kind) != self_hosted(b->kind))
+                return self_hosted(a->kind) ? -1 : 1;
+        if (streq(s, "lowest-latency") && a->lat != b->lat)
+                return a->lat < 0 ? 1 : b->lat < 0 ? -1 : (a->lat < b->lat ? -1 : 1);
+        if (a->cost != b->cost)
+                return a->cost < b->cost ? -1 : 1;
+        if (self_hosted(a->kind) != self_hosted(b->kind))
+                return self_hosted(a->kind) ? -1 : 1;
+        return strcmp(a->id, b->id);
+}
+
+unsigned sbx_ops_route_explain(
+        sbx_mgr *m, const sbx_caller *who, const char *profile, json_t *route, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        if (route && !mgr_route_decode(route, "route.", rp))
+                return rp->code;
+        sbx_request rreq = {.profile = profile ? profile : "profile.default", .policy_file = m->policy_file};
+        sbx_error e = {0};
+        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        if (sbx_config_resolve(&rreq, &cfg, &e) < 0) {
+                char buf[1200];
+                bool unknown = e.errnum == ENOENT;
+                return mgr_reply_err(rp, unknown ? 422 : 400,
+                        unknown ? "unknown_profile" : "invalid_argument", "profile", "%s",
+                        sbx_error_format(&e, buf, sizeof buf));
+        }
+        json_t *r = mgr_route_rank(m, cfg, route, rp);
+        if (!r)
+                return rp->code;
+        rp->code = 200;
+        rp->json = r;
+        return 200;
+}
+
+json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx_mgr_reply *rp) {
+        json_t *route = route_of(cfg->profile, req_route, rp);
+        if (!route)
+                return NULL;
+        const char *strategy = json_string_value(json_object_get(route, "strategy")) ?: "prefer-self-hosted";
+        json_t *fb = json_object_get(route, "fallback"), *c = json_object_get(route, "constraints");
+        bool allow_fb = !json_is_false(json_object_get(route, "allow_fallbacks"));
+        double max_cost = json_is_number(json_object_get(c, "max_cost_per_hour"))
+                                  ? json_number_value(json_object_get(c, "max_cost_per_hour"))
+                                  : -1;
+        const char *need_iso = json_string_value(json_object_get(c, "require_isolation")),
+                   *region = json_string_value(json_object_get(c, "region"));
+        const char *level = sbx_level_to_string(cfg->profile->level);
+        double cpus = cfg->limits.value[SBX_LIMIT_CPUS],
+               gib = cfg->limits.value[SBX_LIMIT_MEMORY_MB] / 1024.0;
+        json_t *reg = mgr_registry(m), *x;
+        size_t n = json_array_size(reg), i;
+        cand *cs = calloc(n ? n : 1, sizeof *cs);
+        json_array_foreach(reg, i, x) {
+                cand *k = &cs[i];
+                k->id = json_string_value(json_object_get(x, "id"));
+                k->kind = json_string_value(json_object_get(x, "kind"));
+                json_t *p = json_object_get(x, "pricing"), *caps = json_object_get(x, "capabilities");
+#define PRICE(key) json_number_value(json_object_get(p, key))
+                k->cost = PRICE("per_second") * 3600 + PRICE("per_cpu_second") * cpus * 3600 +
+                          PRICE("per_gib_second") * gib * 3600 + PRICE("per_creation");
+#undef PRICE
+                k->cost = round(k->cost * 1e6) / 1e6;
+                k->lat = latency_of(k->id);
+                k->fb_pos = -1;
+                json_t *f;
+                size_t j;
+                json_array_foreach(fb, j, f) if (k->fb_pos < 0 && streq_ptr(json_string_value(f), k->id))
+                        k->fb_pos = (int) j;
+                char why[600] = "";
+                json_t *h = json_object_get(x, "health");
+                if (!json_is_true(json_object_get(h, "ok")))
+                        snprintf(why, sizeof why, "unhealthy: %s",
+                                json_string_value(json_object_get(h, "reason")) ?: "it does not answer");
+                else if (streq(strategy, "explicit") && k->fb_pos < 0)
+                        snprintf(why, sizeof why, "not in the explicit route (route.fallback)");
+                else if (!has_str(json_object_get(caps, "isolation"), level))
+                        snprintf(why, sizeof why, "cannot give the profile's isolation level (%s)", level);
+                else if (need_iso && !has_str(json_object_get(caps, "isolation"), need_iso))
+                        snprintf(why, sizeof why, "constraint require_isolation %s: it offers none",
+                                need_iso);
+                else if (region && !has_str(json_object_get(caps, "regions"), region))
+                        snprintf(why, sizeof why, "constraint region %s: not one of its regions", region);
+                else if (max_cost >= 0 && k->cost > max_cost)
+                        snprintf(why, sizeof why, "constraint max_cost_per_hour %g: it costs %g", max_cost,
+                                k->cost);
+                k->ok = !why[0];
+                k->j = json_pack("{s:s, s:n, s:b, s:o, s:f, s:o}", "extension", k->id, "host", "ok", k->ok,
+                        "why_not", why[0] ? json_string(why) : json_null(), "cost_per_hour", k->cost,
+                        "latency_ms", k->lat >= 0 ? json_real(round(k->lat * 10) / 10) : json_null());
+        }
+        qsort_r(cs, n, sizeof *cs, cmp_cand, (void *) strategy);
+        json_t *out = json_array();
+        const char *chosen = NULL;
+        for (i = 0; i < n; i++) {
+                if (cs[i].ok && !chosen)
+                        chosen = cs[i].id;
+                else if (cs[i].ok && !allow_fb) {
+                        json_object_set_new(cs[i].j, "ok", json_false());
+                        json_object_set_new(cs[i].j, "why_not", json_string("allow_fallbacks is false"));
+                }
+                json_array_append_new(out, cs[i].j);
+        }
+        json_t *res = json_pack("{s:s, s:s?, s:b, s:o}", "strategy", strategy, "chosen", chosen,
+                "allow_fallbacks", allow_fb, "candidates", out);
+        json_object_set(res, "constraints", c ? c : json_object());
+        free(cs);
+        json_decref(reg);
+        json_decref(route);
+        return res;
+}
