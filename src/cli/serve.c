@@ -27,7 +27,8 @@ static void help(void) {
                "                [--stop-sandboxes] [--secrets-dir DIR] [--warm-pool N] [--warm-profile "
                "P]...\n"
                "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n"
-               "                [--quota-volume-mb N] [--webhook-allow-private] [--registry DIR]\n\n"
+               "                [--quota-volume-mb N] [--webhook-allow-private] [--registry DIR]\n"
+               "                [--tls-cert FILE --tls-key FILE]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -50,6 +51,10 @@ static void help(void) {
                "  --snapshot-dir DIR  the snapshot store (default: snapshots/ in the state dir)\n"
                "  --quota-volume-mb N  the sizes of a tenant's volumes (default 0 = no limit)\n"
                "  --stop-sandboxes  destroy every sandbox when stopping\n"
+               "  --tls-cert FILE   with --tls-key: TCP listeners serve HTTPS with this certificate "
+               "(chain)\n"
+               "  --tls-key FILE    and key, PEM files (unix sockets stay plain); plain TCP beyond\n"
+               "                    loopback is served with a warning\n"
                "  --registry DIR    extension files (DIR/NAME.yaml: id, kind, url, capabilities, pricing;\n"
                "                    docs/api.md, \"Extensions and routes\") beside the built-in ext.local\n"
                "  --webhook-allow-private  let create's webhook URLs reach loopback, private and\n"
@@ -122,7 +127,9 @@ int verb_serve(int argc, char **argv) {
                 ARG_QSNAP,
                 ARG_QVOL,
                 ARG_WH_PRIVATE,
-                ARG_REGISTRY
+                ARG_REGISTRY,
+                ARG_TLS_CERT,
+                ARG_TLS_KEY
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -143,6 +150,8 @@ int verb_serve(int argc, char **argv) {
                 {"quota-volume-mb", required_argument, NULL, ARG_QVOL},
                 {"webhook-allow-private", no_argument, NULL, ARG_WH_PRIVATE},
                 {"registry", required_argument, NULL, ARG_REGISTRY},
+                {"tls-cert", required_argument, NULL, ARG_TLS_CERT},
+                {"tls-key", required_argument, NULL, ARG_TLS_KEY},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -153,7 +162,7 @@ int verb_serve(int argc, char **argv) {
         const char *snapshot_dir = NULL;
         bool stop_sandboxes = false;
         bool webhook_private = false;
-        const char *registry_dir = NULL;
+        const char *registry_dir = NULL, *tls_cert = NULL, *tls_key = NULL;
         const char *secrets_dir = NULL, *domain = NULL;
         unsigned long warm = 0;
         _cleanup_strv_free_ char **warm_profiles = NULL;
@@ -236,6 +245,15 @@ int verb_serve(int argc, char **argv) {
                         break;
                 case ARG_WH_PRIVATE:
                         webhook_private = true;
+                        break;
+                case ARG_TLS_CERT:
+                case ARG_TLS_KEY:
+                        if (!*optarg) {
+                                cli_error("serve: --tls-%s: a PEM file is required",
+                                        c == ARG_TLS_CERT ? "cert" : "key");
+                                return SBX_EXIT_FAILURE;
+                        }
+                        *(c == ARG_TLS_CERT ? &tls_cert : &tls_key) = optarg;
                         break;
                 case ARG_REGISTRY:
                         if (!*optarg) {
@@ -359,6 +377,10 @@ int verb_serve(int argc, char **argv) {
                 return SBX_EXIT_FAILURE;
         if (asprintf(&audit_path, "%s/%s", state_dir, SBX_AUDIT_FILE) < 0)
                 return SBX_EXIT_FAILURE;
+        if (!tls_cert != !tls_key) {
+                cli_error("serve: --tls-cert and --tls-key go together (a certificate and its key)");
+                return SBX_EXIT_FAILURE;
+        }
         sbx_mgr_options mo = {.state_dir = state_dir,
                 .runtime_dir = runtime_dir,
                 .exe = exe,
@@ -391,7 +413,17 @@ int verb_serve(int argc, char **argv) {
                 return SBX_EXIT_FAILURE;
         }
         sbx_http_server_set_sandboxes(srv, mgr);
+        if (tls_cert && sbx_http_server_set_tls(srv, tls_cert, tls_key, &e) < 0) {
+                cli_error("serve: %s", sbx_error_format(&e, buf, sizeof buf));
+                sbx_http_server_free(srv);
+                sbx_mgr_free(mgr);
+                return SBX_EXIT_FAILURE;
+        }
         for (size_t i = 0; i < n_addrs; i++) {
+                if (!addrs[i].is_unix && !tls_cert && !streq(addrs[i].host, "127.0.0.1") &&
+                        !streq(addrs[i].host, "::1") && !streq(addrs[i].host, "localhost"))
+                        sbx_log(SBX_LOG_WARNING, "plain_tcp", "listen", addrs[i].host, "hint",
+                                "tokens cross the network in clear: give --tls-cert and --tls-key", NULL);
                 r = sbx_http_server_listen(srv, &addrs[i], &e);
                 if (r < 0) {
                         cli_error("serve: %s", sbx_error_format(&e, buf, sizeof buf));

@@ -3,6 +3,7 @@
  * else is 404: endpoints are absent until built, never stubs. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -39,6 +40,7 @@ typedef struct listener {
 struct sbx_http_server {
         sbx_store *store;
         sbx_mgr *mgr;
+        char *tls_cert, *tls_key; /* PEM: TCP listeners serve HTTPS (unix sockets stay plain) */
         listener *l[MAX_LISTENERS];
         size_t n;
         _Atomic uint64_t codes[MAX_CODE];
@@ -746,6 +748,46 @@ static void remove_socket(listener *l) {
                 (void) unlink(l->addr.path);
 }
 
+static char *read_pem(const char *path, sbx_error *e) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                sbx_error_set(e, errno, "tls", "%s: %m", path);
+                return NULL;
+        }
+        if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > 1024 * 1024) {
+                sbx_error_set(
+                        e, EINVAL, "tls", "%s: not a PEM file (a regular file of at most 1 MiB)", path);
+                return NULL;
+        }
+        char *buf = calloc(1, (size_t) st.st_size + 1);
+        if (!buf || read(fd, buf, (size_t) st.st_size) != st.st_size || !strstr(buf, "-----BEGIN ")) {
+                free(buf);
+                sbx_error_set(e, EINVAL, "tls", "%s: not PEM (no -----BEGIN line)", path);
+                return NULL;
+        }
+        return buf;
+}
+
+int sbx_http_server_set_tls(sbx_http_server *s, const char *cert_file, const char *key_file, sbx_error *e) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+                return sbx_error_set(
+                        e, EOPNOTSUPP, "tls", "this libmicrohttpd was built without TLS (GnuTLS)");
+        char *cert = read_pem(cert_file, e);
+        char *key = cert ? read_pem(key_file, e) : NULL;
+        if (!key) {
+                free(cert);
+                return -EINVAL;
+        }
+        free(s->tls_cert);
+        if (s->tls_key)
+                explicit_bzero(s->tls_key, strlen(s->tls_key));
+        free(s->tls_key);
+        s->tls_cert = cert;
+        s->tls_key = key;
+        return 0;
+}
+
 int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_error *e) {
         if (s->n >= MAX_LISTENERS)
                 return sbx_error_set(e, E2BIG, "listen", "at most %d listeners", MAX_LISTENERS);
@@ -760,19 +802,26 @@ int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_err
                 return fd;
         }
         /* A thread per connection: an exec or an event stream blocks its own connection only. */
+        bool tls = !a->is_unix && s->tls_cert;
+        struct MHD_OptionItem tls_opts[] = {
+                {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s->tls_cert},
+                {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
+                {MHD_OPTION_END, 0, NULL},
+        };
         l->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                          MHD_USE_POLL | MHD_ALLOW_UPGRADE,
-                0, NULL, NULL, handle, l, MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd,
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 300, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                (size_t) 64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
-                MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL, MHD_OPTION_THREAD_STACK_SIZE,
-                (size_t) 512 * 1024, MHD_OPTION_END);
+                                          MHD_USE_POLL | MHD_ALLOW_UPGRADE | (tls ? MHD_USE_TLS : 0),
+                0, NULL, NULL, handle, l, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_LISTEN_SOCKET,
+                (MHD_socket) fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 300,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
+                request_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL,
+                MHD_OPTION_THREAD_STACK_SIZE, (size_t) 512 * 1024, MHD_OPTION_END);
         if (!l->mhd) {
                 close(fd);
                 remove_socket(l);
                 free(l);
-                return sbx_error_set(e, EIO, "listen", "libmicrohttpd could not start on %s",
-                        a->is_unix ? a->path : a->host);
+                return sbx_error_set(e, EIO, "listen", "libmicrohttpd could not start on %s%s",
+                        a->is_unix ? a->path : a->host,
+                        tls ? " with this certificate and key (is the key the certificate's? both PEM?)" : "");
         }
         s->l[s->n++] = l;
         return 0;
@@ -786,6 +835,10 @@ sbx_http_server *sbx_http_server_free(sbx_http_server *s) {
                 remove_socket(s->l[i]);
                 free(s->l[i]);
         }
+        free(s->tls_cert);
+        if (s->tls_key)
+                explicit_bzero(s->tls_key, strlen(s->tls_key));
+        free(s->tls_key);
         free(s);
         return NULL;
 }

@@ -27,6 +27,9 @@ int sbx_http_server_new(sbx_store *store, sbx_http_server **ret);
 /* The sandboxes behind /v1/sandboxes and /v1/events (borrowed). */
 struct sbx_mgr;
 void sbx_http_server_set_sandboxes(sbx_http_server *s, struct sbx_mgr *m);
+/* TCP listeners opened after this serve HTTPS with this certificate (chain) and key, PEM files
+ * (unix sockets stay plain). -EOPNOTSUPP when libmicrohttpd has no TLS; -EINVAL with e. */
+int sbx_http_server_set_tls(sbx_http_server *s, const char *cert_file, const char *key_file, sbx_error *e);
 /* Open a listener and start serving on it (one internal thread per listener). A unix socket
  * replaces a stale socket file (refusing if a server answers on it, -EADDRINUSE), is created
  * mode 0660 and removed again when the server is freed. */
