@@ -821,7 +821,8 @@ int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_err
                 free(l);
                 return sbx_error_set(e, EIO, "listen", "libmicrohttpd could not start on %s%s",
                         a->is_unix ? a->path : a->host,
-                        tls ? " with this certificate and key (is the key the certificate's? both PEM?)" : "");
+                        tls ? " with this certificate and key (is the key the certificate's? both PEM?)"
+                            : "");
         }
         s->l[s->n++] = l;
         return 0;
