@@ -28,6 +28,7 @@ static const struct {
         {"snapshot", verb_client},
         {"restore", verb_client},
         {"volume", verb_client},
+        {"host", verb_client},
         {"destroy", verb_client},
         {"events", verb_client},
         {"port-forward", verb_client},

@@ -34,6 +34,7 @@ static const struct {
         {"snapshot", NULL, "keep a sandbox's files; list and delete snapshots"},
         {"restore", NULL, "create a sandbox from a snapshot"},
         {"volume", NULL, "volumes: create, list, delete; their files without a sandbox"},
+        {"host", NULL, "placement hosts of extensions: add, list, remove"},
         {"destroy", NULL, "destroy a sandbox"},
         {"events", NULL, "follow the lifecycle events"},
         {"port-forward", NULL, "reach a port inside a sandbox from a local port"},

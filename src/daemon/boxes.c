@@ -29,7 +29,10 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "on_paused_max", json_string(b->paused_snapshot ? "snapshot" : "destroy"));
         json_object_set_new(r, "extension",
                 json_string(json_string_value(json_object_get(b->route, "chosen")) ?: "ext.local"));
-        json_object_set_new(r, "host", json_null());
+        json_object_set_new(r, "host",
+                json_object_get(b->route, "chosen_host")
+                        ? json_incref(json_object_get(b->route, "chosen_host"))
+                        : json_null());
         json_object_set_new(
                 r, "reachability", json_pack("{s:s++}", "exec_url", "/v1/sandboxes/", b->id, "/exec"));
         json_object_set_new(r, "route", b->route ? json_deep_copy(b->route) : json_null());

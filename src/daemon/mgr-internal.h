@@ -114,6 +114,9 @@ struct sbx_mgr {
         bool filler_started;
         pthread_t webhooks; /* webhooks.c */
         bool webhooks_started;
+        pthread_t hosts_thread; /* hosts.c: heartbeats; hosts_kick wakes it (a host added) */
+        bool hosts_started, hosts_kick;
+        pthread_cond_t hosts_cond;
         /* detached threads (exec streams, event streams, the compat surfaces' execs): counted, so
          * that the manager outlives them; stop_efd wakes the ones that wait on a sandbox */
         unsigned workers;
@@ -240,6 +243,10 @@ json_t *mgr_registry(sbx_mgr *m);
 bool mgr_route_decode(json_t *r, const char *prefix, sbx_mgr_reply *rp);
 json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx_mgr_reply *rp);
 void mgr_route_observe(const char *extension, double ms);
+
+/* hosts.c: the heartbeat thread; the hosts an extension places on (copies, NULL: none). */
+void *mgr_hosts_main(void *ud);
+json_t *mgr_hosts_of(sbx_mgr *m, const char *extension);
 
 /* webhooks.c: a create's webhook {url} (http or https, ≤ 2048 bytes); its subscription (the
  * sandbox's state events from its first, delivered by the webhooks thread); the subscriptions

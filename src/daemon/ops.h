@@ -131,6 +131,12 @@ unsigned sbx_ops_volume_create(
 unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
+/* Hosts (hosts.c): add (adm; body {id, extension, address, capacity?: {cpus, memory_mb,
+ * sandboxes}, labels?}: 201 the host; 400, 403, 404 no such extension, 409 the id is taken),
+ * list (200 {items}), delete (adm; 200 the host it was; 404). */
+unsigned sbx_ops_host_add(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_reply *rp);
+unsigned sbx_ops_host_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
+unsigned sbx_ops_host_delete(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 /* The registry of extensions (extensions.c): 200 {items: [{id, kind, description, url,
  * capabilities: {isolation, backends, regions, gpu, persistence, snapshot, pause}, pricing: {model,
  * per_second, per_creation, per_cpu_second, per_gib_second, currency}, health: {ok, checked_at,

@@ -150,9 +150,10 @@ static bool has_str(json_t *a, const char *s) {
 
 typedef struct cand {
         json_t *j;
-        const char *id, *kind;
+        const char *id, *kind, *host;
         double cost, lat;
         int fb_pos; /* in route.fallback, or -1 */
+        int pref_pos; /* in the profile's placement.prefer (extension or host), or -1 */
         bool ok;
 } cand;
 
@@ -161,6 +162,8 @@ static int cmp_cand(const void *pa, const void *pb, void *ud) {
         if (a->ok != b->ok)
                 return a->ok ? -1 : 1;
         const char *s = ud;
+        if (a->pref_pos != b->pref_pos && !streq(s, "explicit")) /* placement.prefer reorders */
+                return a->pref_pos < 0 ? 1 : b->pref_pos < 0 ? -1 : a->pref_pos - b->pref_pos;
         if (streq(s, "explicit") || (a->fb_pos >= 0 && b->fb_pos >= 0 && !streq(s, "lowest-cost") &&
                                             !streq(s, "lowest-latency"))) {
                 if (a->fb_pos != b->fb_pos)
@@ -215,63 +218,94 @@ json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx
         const char *level = sbx_level_to_string(cfg->profile->level);
         double cpus = cfg->limits.value[SBX_LIMIT_CPUS],
                gib = cfg->limits.value[SBX_LIMIT_MEMORY_MB] / 1024.0;
-        json_t *reg = mgr_registry(m), *x;
-        size_t n = json_array_size(reg), i;
-        cand *cs = calloc(n ? n : 1, sizeof *cs);
+        json_t *reg = mgr_registry(m), *x, *hostlists = json_array();
+        size_t n = 0, i;
         json_array_foreach(reg, i, x) {
-                cand *k = &cs[i];
-                k->id = json_string_value(json_object_get(x, "id"));
-                k->kind = json_string_value(json_object_get(x, "kind"));
-                json_t *p = json_object_get(x, "pricing"), *caps = json_object_get(x, "capabilities");
+                json_t *hl = mgr_hosts_of(m, json_string_value(json_object_get(x, "id")));
+                n += json_array_size(hl) ? json_array_size(hl) : 1;
+                json_array_append_new(hostlists, hl);
+        }
+        cand *cs = calloc(n ? n : 1, sizeof *cs);
+        size_t at = 0;
+        json_array_foreach(reg, i, x) {
+                json_t *hl = json_array_get(hostlists, i);
+                size_t nh = json_array_size(hl);
+                for (size_t hi = 0; hi < (nh ? nh : 1); hi++) {
+                        json_t *host = nh ? json_array_get(hl, hi) : NULL;
+                        cand *k = &cs[at++];
+                        k->id = json_string_value(json_object_get(x, "id"));
+                        k->kind = json_string_value(json_object_get(x, "kind"));
+                        k->host = json_string_value(json_object_get(host, "id"));
+                        json_t *p = json_object_get(x, "pricing"),
+                               *caps = json_object_get(x, "capabilities");
 #define PRICE(key) json_number_value(json_object_get(p, key))
-                k->cost = PRICE("per_second") * 3600 + PRICE("per_cpu_second") * cpus * 3600 +
-                          PRICE("per_gib_second") * gib * 3600 + PRICE("per_creation");
+                        k->cost = PRICE("per_second") * 3600 + PRICE("per_cpu_second") * cpus * 3600 +
+                                  PRICE("per_gib_second") * gib * 3600 + PRICE("per_creation");
 #undef PRICE
-                k->cost = round(k->cost * 1e6) / 1e6;
-                k->lat = latency_of(k->id);
-                k->fb_pos = -1;
-                json_t *f;
-                size_t j;
-                json_array_foreach(fb, j, f) if (k->fb_pos < 0 && streq_ptr(json_string_value(f), k->id))
-                        k->fb_pos = (int) j;
-                char why[600] = "";
-                json_t *h = json_object_get(x, "health");
-                if (!json_is_true(json_object_get(h, "ok")))
-                        snprintf(why, sizeof why, "unhealthy: %s",
-                                json_string_value(json_object_get(h, "reason")) ?: "it does not answer");
-                else if (streq(strategy, "explicit") && k->fb_pos < 0)
-                        snprintf(why, sizeof why, "not in the explicit route (route.fallback)");
-                else if (!has_str(json_object_get(caps, "isolation"), level))
-                        snprintf(why, sizeof why, "cannot give the profile's isolation level (%s)", level);
-                else if (need_iso && !has_str(json_object_get(caps, "isolation"), need_iso))
-                        snprintf(why, sizeof why, "constraint require_isolation %s: it offers none",
-                                need_iso);
-                else if (region && !has_str(json_object_get(caps, "regions"), region))
-                        snprintf(why, sizeof why, "constraint region %s: not one of its regions", region);
-                else if (max_cost >= 0 && k->cost > max_cost)
-                        snprintf(why, sizeof why, "constraint max_cost_per_hour %g: it costs %g", max_cost,
-                                k->cost);
-                k->ok = !why[0];
-                k->j = json_pack("{s:s, s:n, s:b, s:o, s:f, s:o}", "extension", k->id, "host", "ok", k->ok,
-                        "why_not", why[0] ? json_string(why) : json_null(), "cost_per_hour", k->cost,
-                        "latency_ms", k->lat >= 0 ? json_real(round(k->lat * 10) / 10) : json_null());
+                        k->cost = round(k->cost * 1e6) / 1e6;
+                        k->lat = latency_of(k->id);
+                        k->fb_pos = k->pref_pos = -1;
+                        json_t *f;
+                        size_t j;
+                        json_array_foreach(fb, j,
+                                f) if (k->fb_pos < 0 && streq_ptr(json_string_value(f), k->id)) k->fb_pos =
+                                (int) j;
+                        /* the profile's placement: host or extension names, preferred first */
+                        j = 0;
+                        for (char **pp = cfg->profile->placement_prefer; pp && *pp && k->pref_pos < 0;
+                                pp++, j++)
+                                if (streq(*pp, k->id) || streq_ptr(k->host, *pp))
+                                        k->pref_pos = (int) j;
+                        char why[600] = "";
+                        json_t *h = json_object_get(x, "health"), *hh = json_object_get(host, "health");
+                        if (!json_is_true(json_object_get(h, "ok")))
+                                snprintf(why, sizeof why, "unhealthy: %s",
+                                        json_string_value(json_object_get(h, "reason"))
+                                                ?: "it does not answer");
+                        else if (host && !json_is_true(json_object_get(hh, "ok")))
+                                snprintf(why, sizeof why, "host %s unhealthy: %s", k->host,
+                                        json_string_value(json_object_get(hh, "reason"))
+                                                ?: "it does not answer");
+                        else if (streq(strategy, "explicit") && k->fb_pos < 0)
+                                snprintf(why, sizeof why, "not in the explicit route (route.fallback)");
+                        else if (!has_str(json_object_get(caps, "isolation"), level))
+                                snprintf(why, sizeof why, "cannot give the profile's isolation level (%s)",
+                                        level);
+                        else if (need_iso && !has_str(json_object_get(caps, "isolation"), need_iso))
+                                snprintf(why, sizeof why, "constraint require_isolation %s: it offers none",
+                                        need_iso);
+                        else if (region && !has_str(json_object_get(caps, "regions"), region))
+                                snprintf(why, sizeof why, "constraint region %s: not one of its regions",
+                                        region);
+                        else if (max_cost >= 0 && k->cost > max_cost)
+                                snprintf(why, sizeof why, "constraint max_cost_per_hour %g: it costs %g",
+                                        max_cost, k->cost);
+                        k->ok = !why[0];
+                        k->j = json_pack("{s:s, s:o, s:b, s:o, s:f, s:o}", "extension", k->id, "host",
+                                k->host ? json_string(k->host) : json_null(), "ok", k->ok, "why_not",
+                                why[0] ? json_string(why) : json_null(), "cost_per_hour", k->cost,
+                                "latency_ms",
+                                k->lat >= 0 ? json_real(round(k->lat * 10) / 10) : json_null());
+                }
         }
         qsort_r(cs, n, sizeof *cs, cmp_cand, (void *) strategy);
         json_t *out = json_array();
-        const char *chosen = NULL;
+        const char *chosen = NULL, *chosen_host = NULL;
         for (i = 0; i < n; i++) {
-                if (cs[i].ok && !chosen)
+                if (cs[i].ok && !chosen) {
                         chosen = cs[i].id;
-                else if (cs[i].ok && !allow_fb) {
+                        chosen_host = cs[i].host;
+                } else if (cs[i].ok && !allow_fb) {
                         json_object_set_new(cs[i].j, "ok", json_false());
                         json_object_set_new(cs[i].j, "why_not", json_string("allow_fallbacks is false"));
                 }
                 json_array_append_new(out, cs[i].j);
         }
-        json_t *res = json_pack("{s:s, s:s?, s:b, s:o}", "strategy", strategy, "chosen", chosen,
-                "allow_fallbacks", allow_fb, "candidates", out);
+        json_t *res = json_pack("{s:s, s:s?, s:s?, s:b, s:o}", "strategy", strategy, "chosen", chosen,
+                "chosen_host", chosen_host, "allow_fallbacks", allow_fb, "candidates", out);
         json_object_set(res, "constraints", c ? c : json_object());
         free(cs);
+        json_decref(hostlists);
         json_decref(reg);
         json_decref(route);
         return res;

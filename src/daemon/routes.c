@@ -119,6 +119,24 @@ bool sbx_mgr_route(
                         method_not_allowed(rp, "GET, DELETE");
                 return true;
         }
+        if (streq(path, "/v1/hosts") || streq(path, "/v1/hosts/")) {
+                json_t *body = post ? mgr_parse_body(rq, rp, false) : NULL;
+                if (get)
+                        sbx_ops_host_list(m, rq->who, rp);
+                else if (!post)
+                        method_not_allowed(rp, "GET, POST");
+                else if (body)
+                        sbx_ops_host_add(m, rq->who, body, rp);
+                json_decref(body);
+                return true;
+        }
+        if (strncmp(path, "/v1/hosts/", 10) == 0) {
+                if (del)
+                        sbx_ops_host_delete(m, rq->who, path + 10, rp);
+                else
+                        method_not_allowed(rp, "DELETE");
+                return true;
+        }
         if (streq(path, "/v1/extensions") || streq(path, "/v1/extensions/")) {
                 if (get)
                         sbx_ops_extensions(m, rq->who, rp);

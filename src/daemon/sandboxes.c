@@ -17,6 +17,7 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
         pthread_cond_init(&m->ev_cond, &ca);
+        pthread_cond_init(&m->hosts_cond, &ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&m->workers_cond, &ca);
         pthread_condattr_destroy(&ca);
@@ -129,6 +130,9 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         if (pthread_create(&m->webhooks, NULL, mgr_webhooks_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the webhooks thread");
         m->webhooks_started = true;
+        if (pthread_create(&m->hosts_thread, NULL, mgr_hosts_main, m) != 0)
+                return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the hosts thread");
+        m->hosts_started = true;
         if (pthread_create(&m->reaper, NULL, mgr_reaper_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the reaper thread");
         m->reaper_started = true;
@@ -146,6 +150,7 @@ void sbx_mgr_stop(sbx_mgr *m) {
         pthread_mutex_lock(&m->lock);
         m->stopping = true;
         pthread_cond_broadcast(&m->ev_cond);
+        pthread_cond_broadcast(&m->hosts_cond);
         pthread_mutex_unlock(&m->lock);
         (void) eventfd_write(m->stop_efd, 1);
 }
@@ -184,6 +189,8 @@ int sbx_mgr_close(sbx_mgr *m) {
                 pthread_join(m->filler, NULL);
         if (m->webhooks_started)
                 pthread_join(m->webhooks, NULL);
+        if (m->hosts_started)
+                pthread_join(m->hosts_thread, NULL);
         while (m->pool) {
                 box *b = m->pool;
                 m->pool = b->next;

@@ -110,6 +110,8 @@ def template(path):
         return "/v1/p/{token}/{path}"
     if p.startswith("/v1/snapshots/"):
         return "/v1/snapshots/{id}"
+    if p.startswith("/v1/hosts/"):
+        return "/v1/hosts/{id}"
     if p.startswith("/v1/route/"):
         return p
     if p.startswith("/v1/secrets/"):
@@ -914,6 +916,47 @@ def route_tests():
        "lowest-cost: the cheaper ext.farm is passed over (unhealthy, why_not says so); ext.local costs 3.6 an hour", x)
     s, x, _ = req("POST", "/v1/route/explain", {"route": {"strategy": "explicit", "fallback": ["ext.farm"]}})
     is_(x.get("chosen"), None, "explicit: only the listed extensions, here one that cannot hold it")
+    # hosts: placement targets of an extension, with a heartbeat
+    live = socket.socket()
+    live.bind(("127.0.0.1", 0))
+    live.listen(8)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_port = dead.getsockname()[1]
+    dead.close()
+    s, h, _ = req("POST", "/v1/hosts", {"id": "b1", "extension": "ext.farm", "address": "127.0.0.1:%d" % live.getsockname()[1],
+                                       "capacity": {"cpus": 8, "memory_mb": 16384, "sandboxes": 20}, "labels": {"zone": "a"}})
+    is_((s, h.get("id"), h.get("capacity", {}).get("cpus")), (201, "b1", 8), "POST /v1/hosts: 201 with the host")
+    out = subprocess.run([SBX, "host", "add", "b2", "--server", "unix:" + SOCK, "--extension", "ext.farm",
+                          "--address", "127.0.0.1:%d" % dead_port, "--sandboxes", "5"], env=ENV, capture_output=True, text=True)
+    is_((out.returncode, out.stdout), (0, "b2\n"), "sandboxer host add ID --extension --address: prints its id")
+    hs = {}
+    for _ in range(50):
+        s, lst, _ = req("GET", "/v1/hosts")
+        hs = {x["id"]: x["health"] for x in lst.get("items", [])}
+        if hs.get("b1", {}).get("checked_at") and hs.get("b2", {}).get("checked_at"):
+            break
+        time.sleep(0.1)
+    ok(hs.get("b1", {}).get("ok") is True and hs.get("b2", {}).get("ok") is False and "does not answer" in hs["b2"].get("reason", ""),
+       "the heartbeat: the listening host is healthy, the silent one is not, saying why", hs)
+    s, x, _ = req("POST", "/v1/route/explain", {})
+    farm = [(c["extension"], c["host"]) for c in x.get("candidates", []) if c["extension"] == "ext.farm"]
+    is_(sorted(farm), [("ext.farm", "b1"), ("ext.farm", "b2")], "explain: one candidate per host of an extension")
+    for body, code, field in [({"id": "b1", "extension": "ext.farm", "address": "127.0.0.1:1"}, 409, "id"),
+                              ({"id": "b3", "extension": "ext.nope", "address": "127.0.0.1:1"}, 404, "extension"),
+                              ({"id": "b3", "extension": "ext.farm", "address": "nowhere"}, 400, "address"),
+                              ({"id": "b 3", "extension": "ext.farm", "address": "127.0.0.1:1"}, 400, "id"),
+                              ({"id": "b3", "extension": "ext.farm", "address": "127.0.0.1:1", "capacity": {"cpus": -1}}, 400, "capacity"),
+                              ({"id": "b3", "extension": "ext.farm", "address": "127.0.0.1:1", "x": 1}, 400, "x")]:
+        s, r, _ = req("POST", "/v1/hosts", body)
+        is_((s, r.get("error", {}).get("field")), (code, field), "POST /v1/hosts %s: %d naming %s" % (json.dumps(body), code, field))
+    out = subprocess.run([SBX, "host", "ls", "--server", "unix:" + SOCK], env=ENV, capture_output=True, text=True)
+    ok(out.returncode == 0 and "b1" in out.stdout and "down" in out.stdout, "sandboxer host ls: each with its health", out.stdout)
+    out = subprocess.run([SBX, "host", "rm", "b2", "--server", "unix:" + SOCK], env=ENV, capture_output=True, text=True)
+    s, r, _ = req("DELETE", "/v1/hosts/b2")
+    is_((out.returncode, s), (0, 404), "sandboxer host rm ID; then it is gone (404)")
+    req("DELETE", "/v1/hosts/b1")
+    live.close()
     stop()
     with open(os.path.join(reg, "bad.yaml"), "w") as f:
         f.write("id: ext.bad\nkind: sandboxer\nurl: https://x\ncolour: blue\n")
@@ -1468,6 +1511,9 @@ def main():
         req("DELETE", "/v1/volumes/tv", headers=A, target=tcp)
     else:
         skip("volumes: root only")
+    s1, _, _ = req("POST", "/v1/hosts", {"id": "x", "extension": "ext.local", "address": "127.0.0.1:1"}, headers=A, target=tcp)
+    s2, _, _ = req("DELETE", "/v1/hosts/x", headers=A, target=tcp)
+    is_((s1, s2), (403, 403), "hosts are the operator's: an agt token may not add or remove one (403)")
     # secrets are the tenant's own too
     req("PUT", "/v1/secrets/mine", "a-value", headers=A, target=tcp)
     s1, lb, _ = req("GET", "/v1/secrets", headers=B, target=tcp)

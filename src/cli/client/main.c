@@ -45,6 +45,8 @@ int verb_client(int argc, char **argv) {
                 return client_snapshot(v, argc, argv);
         if (streq(v, "volume"))
                 return client_volume(argc, argv);
+        if (streq(v, "host"))
+                return client_host(argc, argv);
         cli_error("unknown client verb '%s'", v);
         return SBX_EXIT_FAILURE;
 }
