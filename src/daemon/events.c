@@ -18,6 +18,10 @@ void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen
         int64_t seq = sbx_store_event_add(
                 m->store, b->id, type, sbx_state_to_string(b->state), b->reason, at, text);
         free(text);
+        mgr_event_posted(m, seq);
+}
+
+void mgr_event_posted(sbx_mgr *m, int64_t seq) {
         pthread_mutex_lock(&m->lock);
         if (seq > m->last_seq)
                 m->last_seq = seq;

@@ -27,17 +27,10 @@ static void path_of(sbx_mgr *m, char *buf, size_t size) {
 }
 
 static void save_locked(sbx_mgr *m) {
-        char path[PATH_MAX], tmp[PATH_MAX + 8];
+        char path[PATH_MAX];
         path_of(m, path, sizeof path);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        bool ok = fd >= 0 && json_dumpfd(hosts, fd, JSON_COMPACT | JSON_SORT_KEYS) == 0 && fsync(fd) == 0;
-        if (fd >= 0)
-                close(fd);
-        if (!ok || rename(tmp, path) < 0) {
-                (void) unlink(tmp);
+        if (sbx_json_file_save(path, hosts, JSON_COMPACT | JSON_SORT_KEYS) < 0)
                 sbx_log(SBX_LOG_WARNING, "hosts_unsaved", "path", path, NULL);
-        }
 }
 
 static void load_locked(sbx_mgr *m) {

@@ -193,6 +193,8 @@ box *mgr_usable_box(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_r
 
 /* events.c */
 void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */);
+/* An event stored with sequence number seq: the streams and the webhooks are woken. */
+void mgr_event_posted(sbx_mgr *m, int64_t seq);
 unsigned mgr_op_events(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
 
 /* lifecycle-ops.c */

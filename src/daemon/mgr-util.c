@@ -2,7 +2,9 @@
  * bodies, store transactions. */
 #include "daemon/mgr-internal.h"
 
+#include <fcntl.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include "basic/base64.h"
 #include "daemon/audit.h"
 
@@ -221,4 +223,18 @@ json_t *mgr_base64_json(const unsigned char *s, size_t n) {
 
 const char *sbx_ops_state_dir(sbx_mgr *m) {
         return m->state_dir;
+}
+
+int sbx_json_file_save(const char *path, json_t *j, size_t flags) {
+        char tmp[PATH_MAX + 8];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int r = fd < 0 ? -errno : json_dumpfd(j, fd, flags) < 0 ? -EIO : fsync(fd) < 0 ? -errno : 0;
+        if (fd >= 0)
+                close(fd);
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
+        return r;
 }

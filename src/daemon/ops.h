@@ -126,6 +126,7 @@ unsigned sbx_ops_resume(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_m
 /* Volumes (volumes.c): named per tenant, {id, name, tenant, size_mb, created_at}. Create: 201;
  * 400, 409 (the name is taken; `unsupported`: the server is not root), 429 (quota.volume_mb), 503,
  * 507. Delete: 409 while a live sandbox mounts it (naming it). */
+bool sbx_volume_name_ok(const char *s); /* 1 to 63 of [A-Za-z0-9._-], not starting with . or - */
 unsigned sbx_ops_volume_create(
         sbx_mgr *m, const sbx_caller *who, const char *name, double size_mb, sbx_mgr_reply *rp);
 unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
@@ -158,6 +159,9 @@ unsigned sbx_ops_secret_put(sbx_mgr *m, const sbx_caller *who, const char *name,
         size_t len, sbx_mgr_reply *rp);
 unsigned sbx_ops_secret_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_secret_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp);
+/* j written to path whole or not at all: a temporary file (0600, never through a symlink),
+ * fsync'ed, renamed over it. 0 or -errno. */
+int sbx_json_file_save(const char *path, json_t *j, size_t flags);
 /* The server's state directory (what the compatibility surfaces keep of their own goes there). */
 const char *sbx_ops_state_dir(sbx_mgr *m);
 /* The token that lets E2B's volume content API reach volume vol (its record) alone: "vt_" and 32

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/io.h"
 #include "basic/sha256.h"
 
 #define SECRET_MAX 65536
@@ -77,15 +78,9 @@ unsigned sbx_ops_secret_put(sbx_mgr *m, const sbx_caller *who, const char *name,
         bool existed = access(path, F_OK) == 0;
         int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         int err = fd < 0 ? errno : 0;
-        const char *p = data;
-        for (size_t off = 0; !err && off < len;) {
-                ssize_t k = write(fd, p + off, len - off);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        err = errno;
-                else
-                        off += (size_t) k;
+        if (!err) {
+                int w = sbx_write_all(fd, data, len);
+                err = w < 0 ? -w : 0;
         }
         if (!err && fsync(fd) < 0)
                 err = errno;

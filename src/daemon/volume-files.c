@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/io.h"
 #include "basic/rm-rf.h"
 
 #define COMPS_MAX 128
@@ -292,25 +293,16 @@ static unsigned op_read(volf *v) {
                                            : mgr_reply_err(v->rp, 400, "invalid_argument", "path",
                                                      "%.512s: not a regular file", v->path);
         }
-        if ((unsigned long long) st.st_size > FILE_MAX) {
-                close(fd);
+        char *data = NULL;
+        size_t got = 0;
+        int rr = sbx_read_fd_all(fd, FILE_MAX, &data, &got);
+        close(fd);
+        if (rr == -EFBIG)
                 return mgr_reply_err(v->rp, 413, "payload_too_large", NULL,
                         "%.512s: %lld bytes; files are read through the API up to %llu", v->path,
                         (long long) st.st_size, (unsigned long long) FILE_MAX);
-        }
-        char *data = malloc((size_t) st.st_size + 1);
-        size_t got = 0;
-        while (data && got < (size_t) st.st_size) {
-                ssize_t k = read(fd, data + got, (size_t) st.st_size - got);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        break; /* shorter now: what there is */
-                got += (size_t) k;
-        }
-        close(fd);
-        if (!data)
-                return errno_reply(v, ENOMEM, "read it");
+        if (rr < 0)
+                return errno_reply(v, -rr, "read it");
         v->rp->code = 200;
         v->rp->raw = data;
         v->rp->raw_len = got;
@@ -354,15 +346,9 @@ static unsigned op_write(volf *v, const sbx_volf_req *r) {
                         break;
         }
         int err = fd < 0 ? errno : 0;
-        const char *p = r->data;
-        for (size_t off = 0; !err && off < r->len;) {
-                ssize_t k = write(fd, p + off, r->len - off);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        err = errno;
-                else
-                        off += (size_t) k;
+        if (!err) {
+                int w = sbx_write_all(fd, r->data, r->len);
+                err = w < 0 ? -w : 0;
         }
         if (!err && fchown(fd, r->uid >= 0 ? (uid_t) r->uid : v->owner,
                             r->gid >= 0 ? (gid_t) r->gid : v->group) < 0)

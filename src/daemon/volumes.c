@@ -29,7 +29,7 @@ extern char **environ;
 
 static pthread_mutex_t vol_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool name_ok(const char *s) {
+bool sbx_volume_name_ok(const char *s) {
         size_t n = s ? strlen(s) : 0;
         if (n == 0 || n > 63 || s[0] == '.' || s[0] == '-')
                 return false;
@@ -174,11 +174,7 @@ void mgr_volume_event(sbx_mgr *m, const json_t *vol, const char *type, json_t *d
         int64_t seq = sbx_store_event_add_tenant(
                 m->store, id, json_string_value(json_object_get(vol, "tenant")) ?: "", type, at, text);
         free(text);
-        pthread_mutex_lock(&m->lock);
-        if (seq > m->last_seq)
-                m->last_seq = seq;
-        pthread_cond_broadcast(&m->ev_cond);
-        pthread_mutex_unlock(&m->lock);
+        mgr_event_posted(m, seq);
 }
 
 static double tenant_mb(sbx_mgr *m, const char *tenant) {
@@ -193,7 +189,7 @@ static double tenant_mb(sbx_mgr *m, const char *tenant) {
 unsigned sbx_ops_volume_create(
         sbx_mgr *m, const sbx_caller *who, const char *name, double size_mb, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
-        if (!name_ok(name))
+        if (!sbx_volume_name_ok(name))
                 return mgr_reply_err(rp, 400, "invalid_argument", "name",
                         "name: 1 to 63 of [A-Za-z0-9._-], not starting with . or -");
         if (!(size_mb >= 1 && size_mb <= 1024 * 1024) || size_mb != (double) (long long) size_mb)
@@ -273,7 +269,7 @@ unsigned sbx_ops_volume_list(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *r
 unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         pthread_mutex_lock(&vol_lock);
-        json_t *v = name_ok(name) ? find(m, who->tenant, name) : NULL;
+        json_t *v = sbx_volume_name_ok(name) ? find(m, who->tenant, name) : NULL;
         pthread_mutex_unlock(&vol_lock);
         if (!v)
                 return mgr_reply_err(rp, 404, "not_found", NULL, "no volume '%.64s'", name);
@@ -285,7 +281,7 @@ unsigned sbx_ops_volume_get(sbx_mgr *m, const sbx_caller *who, const char *name,
 unsigned sbx_ops_volume_delete(sbx_mgr *m, const sbx_caller *who, const char *name, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         pthread_mutex_lock(&vol_lock);
-        json_t *v = name_ok(name) ? find(m, who->tenant, name) : NULL;
+        json_t *v = sbx_volume_name_ok(name) ? find(m, who->tenant, name) : NULL;
         if (!v) {
                 pthread_mutex_unlock(&vol_lock);
                 return mgr_reply_err(rp, 404, "not_found", NULL, "no volume '%.64s'", name);

@@ -53,17 +53,10 @@ static void save_locked(sbx_mgr *m) {
                 json_object_set_new(all, s->sandbox,
                         json_pack("{s:s, s:s, s:I}", "url", s->url, "tenant", s->tenant, "cursor",
                                 (json_int_t) s->cursor));
-        char path[PATH_MAX], tmp[PATH_MAX + 8];
+        char path[PATH_MAX];
         path_of(m, path, sizeof path);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        bool ok = fd >= 0 && json_dumpfd(all, fd, JSON_COMPACT) == 0 && fsync(fd) == 0;
-        if (fd >= 0)
-                close(fd);
-        if (!ok || rename(tmp, path) < 0) {
-                (void) unlink(tmp);
+        if (sbx_json_file_save(path, all, JSON_COMPACT) < 0)
                 sbx_log(SBX_LOG_WARNING, "webhooks_unsaved", "path", path, NULL);
-        }
         json_decref(all);
 }
 

@@ -43,6 +43,10 @@ int client_http(const conn_opts *o, const char *method, const char *path, const 
 int client_http_response(int fd, response *resp, body_sink sink, void *ud);
 int client_api_error(const response *r);
 json_t *client_body_json(const response *r);
+/* A local file (- standard input) read whole into data; written whole from r's body (- standard
+ * output). 0, or -1 said on stderr as "VERB: ...". */
+int client_read_local(const char *verb, const char *local, response *data);
+int client_write_local(const char *verb, const char *local, const response *r);
 /* A body_sink that appends to the response (ud) it is given. */
 void client_collect(void *ud, const char *d, size_t n);
 int conn_option(conn_opts *o, int c, const char *arg);

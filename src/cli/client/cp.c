@@ -74,19 +74,9 @@ int client_cp(int argc, char **argv) {
         response r = {0};
         int rc = 0;
         if (dr) { /* upload */
-                const char *local = argv[optind];
-                FILE *f = streq(local, "-") ? stdin : fopen(local, "re");
-                if (!f) {
-                        cli_error("cp: cannot read %s: %m", local);
-                        return SBX_EXIT_FAILURE;
-                }
                 response data = {0};
-                char buf[65536];
-                size_t n;
-                while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-                        client_collect(&data, buf, n);
-                if (f != stdin)
-                        fclose(f);
+                if (client_read_local("cp", argv[optind], &data) < 0)
+                        return SBX_EXIT_FAILURE;
                 client_urlenc(dpath, enc, sizeof enc);
                 snprintf(path, sizeof path, "/v1/sandboxes/%s/files?path=%s", did, enc);
                 if (client_http(&o, "PUT", path, "application/octet-stream", NULL,
@@ -105,14 +95,8 @@ int client_cp(int argc, char **argv) {
                         rc = SBX_EXIT_FAILURE;
                 else if (r.status >= 300)
                         rc = client_api_error(&r);
-                else {
-                        FILE *f = streq(local, "-") ? stdout : fopen(local, "we");
-                        if (!f || fwrite(r.body ? r.body : "", 1, r.len, f) != r.len ||
-                                (f != stdout && fclose(f) != 0)) {
-                                cli_error("cp: cannot write %s: %m", local);
-                                rc = SBX_EXIT_FAILURE;
-                        }
-                }
+                else if (client_write_local("cp", local, &r) < 0)
+                        rc = SBX_EXIT_FAILURE;
         }
         free(r.body);
         return rc;

@@ -15,6 +15,38 @@
 
 /* ---- HTTP: libcurl ----------------------------------------------------------------------------- */
 
+int client_read_local(const char *verb, const char *local, response *data) {
+        FILE *f = streq(local, "-") ? stdin : fopen(local, "re");
+        if (!f) {
+                cli_error("%s: cannot read %s: %m", verb, local);
+                return -1;
+        }
+        char buf[65536];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+                client_collect(data, buf, n);
+        bool bad = ferror(f);
+        if (f != stdin)
+                fclose(f);
+        if (bad) {
+                cli_error("%s: cannot read %s", verb, local);
+                free(data->body);
+                *data = (response){0};
+                return -1;
+        }
+        return 0;
+}
+
+int client_write_local(const char *verb, const char *local, const response *r) {
+        FILE *f = streq(local, "-") ? stdout : fopen(local, "we");
+        if (!f || fwrite(r->body ? r->body : "", 1, r->len, f) != r->len ||
+                (f != stdout && fclose(f) != 0)) {
+                cli_error("%s: cannot write %s: %m", verb, local);
+                return -1;
+        }
+        return 0;
+}
+
 void client_collect(void *ud, const char *d, size_t n) {
         response *r = ud;
         char *p = realloc(r->body, r->len + n + 1);

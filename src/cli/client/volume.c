@@ -9,6 +9,7 @@
 
 #include "basic/macro.h"
 #include "cli/client/client.h"
+#include "daemon/ops.h"
 #include "verbs.h"
 
 enum { O_SIZE = 0x300, O_DEPTH };
@@ -27,17 +28,6 @@ static bool split(const char *s, char name[64], const char **path) {
                 return false;
         snprintf(name, 64, "%.*s", (int) (colon - s), s);
         *path = colon + 1;
-        return true;
-}
-
-static bool name_ok(const char *s) {
-        size_t n = strlen(s);
-        if (n == 0 || n > 63 || s[0] == '.' || s[0] == '-')
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                            *p == '.' || *p == '_' || *p == '-'))
-                        return false;
         return true;
 }
 
@@ -119,7 +109,7 @@ int client_volume(int argc, char **argv) {
                 cli_error("volume: usage:\n%s", usage_text);
                 return SBX_EXIT_FAILURE;
         }
-        if ((name[0] || name2[0]) && !name_ok(name2[0] ? name2 : name)) {
+        if ((name[0] || name2[0]) && !sbx_volume_name_ok(name2[0] ? name2 : name)) {
                 cli_error(
                         "volume: '%s' is not a volume name (1 to 63 of [A-Za-z0-9._-], not starting with . "
                         "or -)",
@@ -163,38 +153,17 @@ int client_volume(int argc, char **argv) {
                 snprintf(path, sizeof path, "/v1/volumes/%s/dir?path=%s&parents=true", name, enc);
                 rc = call(&o, "POST", path, NULL, NULL, 0, &r);
         } else if (name2[0]) { /* cp LOCAL NAME:PATH */
-                FILE *f = streq(a1, "-") ? stdin : fopen(a1, "re");
-                if (!f) {
-                        cli_error("volume: cannot read %s: %m", a1);
-                        return SBX_EXIT_FAILURE;
-                }
                 response data = {0};
-                char buf[65536];
-                size_t n;
-                while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-                        client_collect(&data, buf, n);
-                bool bad = ferror(f);
-                if (f != stdin)
-                        fclose(f);
-                if (bad) {
-                        free(data.body);
-                        cli_error("volume: cannot read %s", a1);
+                if (client_read_local("volume", a1, &data) < 0)
                         return SBX_EXIT_FAILURE;
-                }
                 snprintf(path, sizeof path, "/v1/volumes/%s/files?path=%s", name2, enc);
                 rc = call(&o, "PUT", path, "application/octet-stream", data.body, data.len, &r);
                 free(data.body);
         } else { /* cp NAME:PATH LOCAL */
                 snprintf(path, sizeof path, "/v1/volumes/%s/files?path=%s", name, enc);
                 rc = call(&o, "GET", path, NULL, NULL, 0, &r);
-                if (rc == 0) {
-                        FILE *f = streq(a2, "-") ? stdout : fopen(a2, "we");
-                        if (!f || fwrite(r.body ? r.body : "", 1, r.len, f) != r.len ||
-                                (f != stdout && fclose(f) != 0)) {
-                                cli_error("volume: cannot write %s: %m", a2);
-                                rc = SBX_EXIT_FAILURE;
-                        }
-                }
+                if (rc == 0 && client_write_local("volume", a2, &r) < 0)
+                        rc = SBX_EXIT_FAILURE;
                 free(r.body);
                 return rc;
         }

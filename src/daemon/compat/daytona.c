@@ -87,16 +87,8 @@ static json_t *kept_locked(sbx_mgr *m, char *path, size_t size) {
 }
 
 static void save_locked(const char *path) {
-        char tmp[PATH_MAX + 8];
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        bool ok = fd >= 0 && json_dumpfd(kept, fd, JSON_COMPACT) == 0 && fsync(fd) == 0;
-        if (fd >= 0)
-                close(fd);
-        if (!ok || rename(tmp, path) < 0) {
-                (void) unlink(tmp);
+        if (sbx_json_file_save(path, kept, JSON_COMPACT) < 0)
                 sbx_log(SBX_LOG_WARNING, "compat_state_unsaved", "path", path, NULL);
-        }
 }
 
 static void alias_set(sbx_mgr *m, const char *from, const char *to) {
