@@ -45,7 +45,7 @@ seed_ws = {"type": "object", "additionalProperties": False,
 seed_setup = {"type": "object", "additionalProperties": False,
               "properties": {"instructions": {"type": "string"}, "instructions_ref": {"type": "string"},
                              "secret_refs": {"type": "array", "maxItems": 32, "items": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"},
-                                             "description": "secrets at /run/secrets/NAME: the tenant's own (PUT /v1/secrets/NAME), else the server's --secrets-dir; missing: 422"}}}
+                                             "description": "the tenant's own secrets (PUT /v1/secrets/NAME) at /run/secrets/NAME (the server's --secrets-dir serves only what a profile names); missing: 422"}}}
 strmap = {"type": "object", "additionalProperties": {"type": "string"}}
 limits = {"type": "object", "additionalProperties": {"type": "number"},
           "required": ["timeout_s", "budget_s", "cpus", "memory_mb", "pids", "output_mb", "scratch_mb"]}

@@ -143,6 +143,7 @@ void mgr_box_free(box *b) {
         json_decref(b->running);
         json_decref(b->secret_names);
         json_decref(b->seed);
+        json_decref(b->profile_secrets);
         json_decref(b->route);
         json_decref(b->skill);
         json_decref(b->snapshot_src);

@@ -712,7 +712,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 goto out;
         }
         for (char **sn = pr->secrets; sn && *sn; sn++) {
-                int sfd = mgr_secret_open(m, who_tenant, *sn, NULL, 0);
+                int sfd = mgr_secret_open(m, who_tenant, *sn, true, NULL, 0);
                 if (sfd < 0) {
                         mgr_reply_err(rp, 422, "secret_unavailable", "secrets",
                                 "profile %s needs the secret '%s', which is neither the tenant's (PUT "
@@ -725,11 +725,12 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         json_t *ref;
         size_t ri;
         json_array_foreach(req->secret_refs, ri, ref) {
-                int sfd = mgr_secret_open(m, who_tenant, json_string_value(ref), NULL, 0);
+                bool granted = strv_contains(pr->secrets, json_string_value(ref)); /* the profile's too */
+                int sfd = mgr_secret_open(m, who_tenant, json_string_value(ref), granted, NULL, 0);
                 if (sfd < 0) {
                         mgr_reply_err(rp, 422, "secret_unavailable", "setup_metadata.secret_refs",
-                                "setup_metadata.secret_refs: '%s' is neither the tenant's secret (PUT "
-                                "/v1/secrets/%s) nor in the server's secret store",
+                                "setup_metadata.secret_refs: '%s' is not a secret of the tenant's (PUT "
+                                "/v1/secrets/%s; the server's own are for profiles to grant)",
                                 json_string_value(ref), json_string_value(ref));
                         goto out;
                 }
@@ -821,6 +822,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->secret_names = json_array();
         for (char **sn = pr->secrets; sn && *sn; sn++)
                 json_array_append_new(b->secret_names, json_string(*sn));
+        json_decref(b->profile_secrets);
+        b->profile_secrets = json_deep_copy(b->secret_names);
         json_array_foreach(req->secret_refs, ri, ref) /* the create's own, once each */
                 if (!strv_contains(pr->secrets, json_string_value(ref)))
                         json_array_append(b->secret_names, ref);
@@ -894,6 +897,10 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 goto out;
         }
         atomic_fetch_add(&m->n_created, 1);
+        /* lowest-latency's measure: this create's provision time on its extension (a pooled one
+         * counts too: that is what the next create there is likely to get) */
+        mgr_route_observe(json_string_value(json_object_get(b->route, "chosen")) ?: "ext.local",
+                (double) (mgr_now_ms() - b->created_ms));
         if (b->skill) {
                 /* the skill's runs are attributable from here: the sandbox id is on every exec's
                  * audit line and report */

@@ -113,6 +113,8 @@ static int beat(const char *address, double *ms, char *why, size_t whysz) {
                         socklen_t el = sizeof err;
                         if (poll(&pf, 1, 2000) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0)
                                 r = err ? -err : 0;
+                        else
+                                r = -ETIMEDOUT;
                 } else
                         r = -errno;
                 close(fd);
@@ -134,6 +136,11 @@ void *mgr_hosts_main(void *ud) {
                 const char *id;
                 json_t *h;
                 json_object_foreach(snap, id, h) {
+                        pthread_mutex_lock(&m->lock);
+                        bool stop = m->stopping;
+                        pthread_mutex_unlock(&m->lock);
+                        if (stop)
+                                break;
                         double ms = 0;
                         char why[400] = "";
                         int r = beat(json_string_value(json_object_get(h, "address")) ?: "", &ms, why,

@@ -43,6 +43,7 @@ typedef struct box {
         char user[64]; /* the name of uid 1000 inside (the profile's user), "" when not known */
         json_t *consumer, *metadata, *limits;
         json_t *seed; /* the create's {scope, workspace_request, inputs, setup_metadata} as given */
+        json_t *profile_secrets; /* the names its profile grants (the server's store may serve them) */
         json_t *route; /* the ranking that placed it (route.c): {strategy, chosen, candidates, …} */
         json_t *network; /* {egress, egress_deny}: the rules in force (NULL: not known) */
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
@@ -72,6 +73,7 @@ typedef struct box {
         bool paused_snapshot; /* on_paused_max "snapshot": kept as a snapshot ("archive:ID") before
                                * it is destroyed at its paused cap (reason archived) */
         int64_t archive_retry_ms; /* that snapshot failed: not tried again before */
+        unsigned archive_tries; /* how many times it failed (12: given up) */
         char restoring[24]; /* the snapshot its files are being written from (create {snapshot}) */
         json_t *snapshot_src; /* made from a snapshot: {id, config_changed}, else NULL */
         json_t *volumes; /* the volumes it mounts: [{name, mount, access}], or NULL */
@@ -257,11 +259,13 @@ bool mgr_webhook_url_ok(const char *url);
 void mgr_webhook_add(sbx_mgr *m, const char *sandbox, const char *tenant, const char *url);
 void mgr_webhooks_load(sbx_mgr *m);
 void *mgr_webhooks_main(void *ud);
-void mgr_webhook_key(sbx_mgr *m, const char *tenant, char ret[static 37]);
+bool mgr_webhook_key(sbx_mgr *m, const char *tenant, char ret[static 37]);
 
-/* secrets.c: the secret name for tenant: the tenant's own, else the server's --secrets-dir; an
- * O_RDONLY fd, where it was found in where (a description), or -errno (-ENOENT: neither has it). */
-int mgr_secret_open(sbx_mgr *m, const char *tenant, const char *name, char *where, size_t size);
+/* secrets.c: the secret name for tenant: the tenant's own, else (server_too: a profile names it)
+ * the server's --secrets-dir; an O_RDONLY fd, where it was found in where (a description), or
+ * -errno (-ENOENT: none has it). */
+int mgr_secret_open(
+        sbx_mgr *m, const char *tenant, const char *name, bool server_too, char *where, size_t size);
 
 /* ports.c: 32 hex digits of HMAC(the server's key, text) (false: no key could be made); two
  * strings compared in constant time (for equal lengths). */

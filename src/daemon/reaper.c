@@ -101,26 +101,37 @@ void *mgr_reaper_main(void *arg) {
                         /* on_paused_max "snapshot": its files kept as "archive:ID" first; when that
                          * fails it stays paused (nothing lost) and is tried again in 5 minutes */
                         if (streq(why[i], "paused_expired") && b->paused_snapshot) {
+                                /* on_paused_max "snapshot": its files kept as "archive:ID" first. A
+                                 * failure that can pass (the store full, the quota, the server busy)
+                                 * leaves it paused and is tried again 5 minutes later, 12 times at
+                                 * most; one that cannot (a microvm's files, too many files) or the
+                                 * 12th: destroyed as paused_expired, the log and the audit say why */
                                 char name[64];
                                 snprintf(name, sizeof name, "archive:%s", b->id);
                                 sbx_mgr_reply sr;
                                 unsigned code = mgr_snapshot_held(m, b, name, &sr);
                                 if (code != 201) {
+                                        const char *msg = json_string_value(json_object_get(
+                                                json_object_get(sr.json, "error"), "message"));
+                                        bool lasting = code == 409 || code == 413 || code == 400 ||
+                                                       ++b->archive_tries >= 12;
                                         sbx_log(SBX_LOG_WARNING, "archive_failed", "sandbox", b->id, "error",
-                                                json_string_value(json_object_get(
-                                                        json_object_get(sr.json, "error"), "message"))
-                                                        ?: "?",
-                                                NULL);
+                                                msg ?: "?", "then",
+                                                lasting ? "destroyed" : "retried in 5 minutes", NULL);
+                                        mgr_audit(m, NULL, "sandbox.archive", b->id, "failed", msg);
                                         sbx_mgr_reply_done(&sr);
-                                        pthread_mutex_lock(&m->lock);
-                                        b->archive_retry_ms = mgr_now_ms() + 300 * 1000;
-                                        b->busy = false;
-                                        pthread_mutex_unlock(&m->lock);
-                                        mgr_box_put(m, b);
-                                        continue;
+                                        if (!lasting) {
+                                                pthread_mutex_lock(&m->lock);
+                                                b->archive_retry_ms = mgr_now_ms() + 300 * 1000;
+                                                b->busy = false;
+                                                pthread_mutex_unlock(&m->lock);
+                                                mgr_box_put(m, b);
+                                                continue;
+                                        }
+                                } else {
+                                        sbx_mgr_reply_done(&sr);
+                                        why[i] = "archived";
                                 }
-                                sbx_mgr_reply_done(&sr);
-                                why[i] = "archived";
                         }
                         if (streq(why[i], "supervisor_lost") || streq(why[i], "sandbox_ended")) {
                                 atomic_fetch_add(&m->n_failed, 1);

@@ -157,27 +157,42 @@ typedef struct cand {
         bool ok;
 } cand;
 
+/* A total order (lexicographic, so transitive): qualifying ones first; then the profile's
+ * placement.prefer (listed ones first, in order; not under explicit); then the strategy's key —
+ * explicit: the fallback list's order; prefer-self-hosted: self-hosted kinds first, then cost;
+ * lowest-cost: cost, then self-hosted first; lowest-latency: measured latency (unknown last),
+ * then cost — and last the names. */
 static int cmp_cand(const void *pa, const void *pb, void *ud) {
         const cand *a = pa, *b = pb;
-        if (a->ok != b->ok)
-                return a->ok ? -1 : 1;
         const char *s = ud;
-        if (a->pref_pos != b->pref_pos && !streq(s, "explicit")) /* placement.prefer reorders */
-                return a->pref_pos < 0 ? 1 : b->pref_pos < 0 ? -1 : a->pref_pos - b->pref_pos;
-        if (streq(s, "explicit") || (a->fb_pos >= 0 && b->fb_pos >= 0 && !streq(s, "lowest-cost") &&
-                                            !streq(s, "lowest-latency"))) {
-                if (a->fb_pos != b->fb_pos)
-                        return a->fb_pos < 0 ? 1 : b->fb_pos < 0 ? -1 : a->fb_pos - b->fb_pos;
+        bool explicit = streq(s, "explicit");
+#define KEY(x, y)                                                                                           \
+        do {                                                                                                \
+                if ((x) != (y))                                                                             \
+                        return (x) < (y) ? -1 : 1;                                                          \
+        } while (0)
+        KEY(!a->ok, !b->ok);
+        if (!explicit) {
+                KEY(a->pref_pos < 0, b->pref_pos < 0);
+                KEY(a->pref_pos, b->pref_pos);
         }
-        if (streq(s, "prefer-self-hosted") && self_hosted(a->kind) != self_hosted(b->kind))
-                return self_hosted(a->kind) ? -1 : 1;
-        if (streq(s, "lowest-latency") && a->lat != b->lat)
-                return a->lat < 0 ? 1 : b->lat < 0 ? -1 : (a->lat < b->lat ? -1 : 1);
-        if (a->cost != b->cost)
-                return a->cost < b->cost ? -1 : 1;
-        if (self_hosted(a->kind) != self_hosted(b->kind))
-                return self_hosted(a->kind) ? -1 : 1;
-        return strcmp(a->id, b->id);
+        if (explicit) {
+                KEY(a->fb_pos < 0, b->fb_pos < 0);
+                KEY(a->fb_pos, b->fb_pos);
+        } else if (streq(s, "prefer-self-hosted")) {
+                KEY(!self_hosted(a->kind), !self_hosted(b->kind));
+                KEY(a->cost, b->cost);
+        } else if (streq(s, "lowest-cost")) {
+                KEY(a->cost, b->cost);
+                KEY(!self_hosted(a->kind), !self_hosted(b->kind));
+        } else { /* lowest-latency */
+                KEY(a->lat < 0, b->lat < 0);
+                KEY(a->lat, b->lat);
+                KEY(a->cost, b->cost);
+        }
+#undef KEY
+        int c = strcmp(a->id, b->id);
+        return c ? c : strcmp(a->host ? a->host : "", b->host ? b->host : "");
 }
 
 unsigned sbx_ops_route_explain(
@@ -289,6 +304,23 @@ json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx
                 }
         }
         qsort_r(cs, n, sizeof *cs, cmp_cand, (void *) strategy);
+        /* route.fallback (not explicit): after the first choice, the listed fallbacks in their
+         * order, then the others in the strategy's */
+        if (!streq(strategy, "explicit") && n > 2) {
+                size_t ok_n = 0;
+                while (ok_n < n && cs[ok_n].ok)
+                        ok_n++;
+                for (size_t a = 1; a < ok_n; a++) /* a stable insertion by fb_pos, listed first */
+                        for (size_t b = a; b > 1; b--) {
+                                cand *lo = &cs[b - 1], *hi = &cs[b];
+                                bool swap = hi->fb_pos >= 0 && (lo->fb_pos < 0 || hi->fb_pos < lo->fb_pos);
+                                if (!swap)
+                                        break;
+                                cand t = *lo;
+                                *lo = *hi;
+                                *hi = t;
+                        }
+        }
         json_t *out = json_array();
         const char *chosen = NULL, *chosen_host = NULL;
         for (i = 0; i < n; i++) {
@@ -303,7 +335,7 @@ json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx
         }
         json_t *res = json_pack("{s:s, s:s?, s:s?, s:b, s:o}", "strategy", strategy, "chosen", chosen,
                 "chosen_host", chosen_host, "allow_fallbacks", allow_fb, "candidates", out);
-        json_object_set(res, "constraints", c ? c : json_object());
+        json_object_set_new(res, "constraints", c ? json_incref(c) : json_object());
         free(cs);
         json_decref(hostlists);
         json_decref(reg);

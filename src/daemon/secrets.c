@@ -1,8 +1,9 @@
 /* secrets.c — a tenant's own secrets (DESIGN.md, "Create, seeds' shapes, secrets, webhooks"):
  * PUT /v1/secrets/{name} (the body is the value; write-only), GET /v1/secrets (names and when
- * they were set), DELETE /v1/secrets/{name}. A profile's `secrets` and a create's
- * `setup_metadata.secret_refs` resolve from the tenant's own first, then the server's
- * --secrets-dir (the operator's, every tenant's).
+ * they were set), DELETE /v1/secrets/{name}. A profile's `secrets` resolve from the tenant's own
+ * first, then the server's --secrets-dir (the operator's: a profile, which the operator's policy
+ * allows, grants it); a create's `setup_metadata.secret_refs` from the tenant's own only — a
+ * tenant cannot name its way into the operator's store.
  *
  * The store: STATE/tenant-secrets/T/NAME, T the first 32 hex digits of SHA-256(tenant) (a tenant
  * name may hold anything), each file 0600 in 0700 directories, written to a temporary name and
@@ -29,7 +30,8 @@ static void tenant_dir(sbx_mgr *m, const char *tenant, char *buf, size_t size) {
         snprintf(buf, size, "%.4000s/tenant-secrets/%.32s", m->state_dir, h);
 }
 
-int mgr_secret_open(sbx_mgr *m, const char *tenant, const char *name, char *where, size_t size) {
+int mgr_secret_open(
+        sbx_mgr *m, const char *tenant, const char *name, bool server_too, char *where, size_t size) {
         if (!mgr_secret_name_ok(name))
                 return -EINVAL;
         char dir[PATH_MAX], path[PATH_MAX + 160];
@@ -41,7 +43,9 @@ int mgr_secret_open(sbx_mgr *m, const char *tenant, const char *name, char *wher
                         snprintf(where, size, "the tenant's secrets");
                 return fd;
         }
-        if (!m->secrets_dir)
+        if (errno != ENOENT) /* the tenant's, unreadable: not the operator's of the same name instead */
+                return -errno;
+        if (!m->secrets_dir || !server_too)
                 return -ENOENT;
         snprintf(path, sizeof path, "%.3900s/%s", m->secrets_dir, name);
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -60,9 +64,9 @@ static time_t mtime_of(int dfd, const char *name) {
 unsigned sbx_ops_secret_put(sbx_mgr *m, const sbx_caller *who, const char *name, const void *data,
         size_t len, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
-        if (!mgr_secret_name_ok(name))
+        if (!mgr_secret_name_ok(name) || name[0] == '.')
                 return mgr_reply_err(rp, 400, "invalid_argument", "name",
-                        "a secret's name: 1 to 128 of [A-Za-z0-9._-] (not . or ..)");
+                        "a secret's name: 1 to 128 of [A-Za-z0-9._-], not starting with .");
         if (len > SECRET_MAX)
                 return mgr_reply_err(
                         rp, 413, "payload_too_large", NULL, "a secret is at most %d bytes", SECRET_MAX);

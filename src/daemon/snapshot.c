@@ -617,6 +617,11 @@ unsigned mgr_snapshot_held(sbx_mgr *m, box *b, const char *name, sbx_mgr_reply *
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         sbx_caller sys = {.kind = "adm", .name = "reaper"};
         snprintf(sys.tenant, sizeof sys.tenant, "%s", b->tenant);
+        if (m->o.quota_snapshot_mb > 0 &&
+                tenant_mb(m, sys.tenant) >= m->o.quota_snapshot_mb) /* before reading it all */
+                return mgr_reply_err(rp, 429, "quota_exceeded", "quota.snapshot_mb",
+                        "tenant '%s' holds %.1f MiB of snapshots (quota snapshot_mb: %g)", sys.tenant,
+                        tenant_mb(m, sys.tenant), m->o.quota_snapshot_mb);
         pthread_mutex_lock(&m->lock);
         bool paused = b->state == SBX_STATE_PAUSED;
         pid_t pid = b->init_pid;
@@ -764,7 +769,7 @@ static int restore(sbx_mgr *m, box *b, const json_t *man, char *what, size_t wsi
                                 if (mkdirat(dfd, last, mode) < 0 && errno != EEXIST)
                                         r = -errno;
                                 else
-                                        (void) !fchmodat(dfd, last, mode, 0);
+                                        (void) !fchmodat(dfd, last, mode, AT_SYMLINK_NOFOLLOW);
                         } else if (streq(t, "l")) {
                                 (void) unlinkat(dfd, last, 0);
                                 if (symlinkat(json_string_value(json_object_get(e, "l")) ?: "", dfd, last) <

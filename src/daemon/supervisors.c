@@ -112,6 +112,13 @@ bool mgr_secret_name_ok(const char *s) {
         return true;
 }
 
+static bool contains_str(json_t *a, const char *s) {
+        json_t *x;
+        size_t i;
+        json_array_foreach(a, i, x) if (streq_ptr(json_string_value(x), s)) return true;
+        return false;
+}
+
 /* The secrets b's profile names, from the secrets dir, as the supervisor reads them: a sealed
  * memfd holding {NAME: BASE64}. -1 and nothing when there are none; -errno with msg. */
 static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
@@ -126,6 +133,8 @@ static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
                 b->secret_names = json_array();
                 for (char **s = pr->secrets; s && *s; s++)
                         json_array_append_new(b->secret_names, json_string(*s));
+                json_decref(b->profile_secrets);
+                b->profile_secrets = json_deep_copy(b->secret_names);
                 json_t *ref;
                 size_t ri;
                 json_array_foreach(
@@ -148,7 +157,9 @@ static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
                         r = -EINVAL;
                         break;
                 }
-                int fd = mgr_secret_open(m, b->tenant, name, path, sizeof path);
+                /* the server's store for what the profile names; a create's own refs: the tenant's */
+                int fd = mgr_secret_open(
+                        m, b->tenant, name, contains_str(b->profile_secrets, name), path, sizeof path);
                 struct stat st;
                 if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 65536) {
                         snprintf(msg, msgsz,

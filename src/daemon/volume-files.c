@@ -145,13 +145,31 @@ static int dir_of(int pathfd) {
         return fd < 0 ? -err : fd;
 }
 
+/* A name as JSON: itself when it is UTF-8, else with each byte that is not as %XX (a sandbox
+ * may make any name). */
+static json_t *name_json(const char *s) {
+        json_t *j = json_string(s);
+        if (j)
+                return j;
+        size_t n = strlen(s);
+        char *out = malloc(3 * n + 1), *o = out;
+        if (!out)
+                return json_string("?");
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                o += *p < 0x80 && *p != '%' ? (*o = (char) *p, 1) : sprintf(o, "%%%02X", *p);
+        *o = 0;
+        j = json_string(out);
+        free(out);
+        return j ? j : json_string("?");
+}
+
 static json_t *entry(int dirfd, const char *name, const char *rel, const struct stat *st) {
         const char *type = S_ISREG(st->st_mode)   ? "file"
                            : S_ISDIR(st->st_mode) ? "directory"
                            : S_ISLNK(st->st_mode) ? "symlink"
                                                   : "unknown";
-        json_t *e = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "name", name, "path",
-                rel, "type", type, "size", (json_int_t) st->st_size, "mode",
+        json_t *e = json_pack("{s:o, s:o, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "name", name_json(name),
+                "path", name_json(rel), "type", type, "size", (json_int_t) st->st_size, "mode",
                 (json_int_t) (st->st_mode & 07777), "uid", (json_int_t) st->st_uid, "gid",
                 (json_int_t) st->st_gid, "atime",
                 mgr_time_json((int64_t) st->st_atim.tv_sec * 1000 + st->st_atim.tv_nsec / 1000000), "mtime",
@@ -162,7 +180,7 @@ static json_t *entry(int dirfd, const char *name, const char *rel, const struct 
                 ssize_t k = readlinkat(dirfd, name, t, sizeof t - 1);
                 if (k >= 0) {
                         t[k] = 0;
-                        json_object_set_new(e, "target", json_string(t));
+                        json_object_set_new(e, "target", name_json(t));
                 }
         }
         return e;
@@ -317,8 +335,9 @@ static bool meta_ok(volf *v, const sbx_volf_req *r) {
                         "uid and gid: 0 to 4294967294");
                 return false;
         }
-        if (r->mode < -1 || r->mode > 07777) {
-                mgr_reply_err(v->rp, 400, "invalid_argument", "mode", "mode: permission bits, 0 to 07777");
+        if (r->mode < -1 || r->mode > 01777) {
+                mgr_reply_err(v->rp, 400, "invalid_argument", "mode",
+                        "mode: permission bits, 0 to 01777 (setuid and setgid are not set through the API)");
                 return false;
         }
         return true;
@@ -374,14 +393,24 @@ static unsigned op_mkdir(volf *v, const sbx_volf_req *r) {
         if (dir < 0 || (dir = dir_of(dir)) < 0)
                 return errno_reply(v, -dir, "make it");
         const char *leaf = v->comp[v->n - 1];
-        int err = mkdirat(dir, leaf, r->mode >= 0 ? (mode_t) r->mode : 0755) < 0 ? errno : 0;
-        if (!err && fchownat(dir, leaf, r->uid >= 0 ? (uid_t) r->uid : v->owner,
-                            r->gid >= 0 ? (gid_t) r->gid : v->group, AT_SYMLINK_NOFOLLOW) < 0)
+        int err = mkdirat(dir, leaf, 0700) < 0 ? errno : 0;
+        /* owner and mode through an fd of what was made: the name may be a symlink by now (a
+         * sandbox can swap it), and nothing here follows one */
+        int fd = err ? -1 : openat(dir, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (!err && (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != v->dev))
+                err = fd < 0 ? (errno == ENOTDIR ? ELOOP : errno) : EXDEV;
+        if (!err && fchown(fd, r->uid >= 0 ? (uid_t) r->uid : v->owner,
+                            r->gid >= 0 ? (gid_t) r->gid : v->group) < 0)
                 err = errno;
-        if (!err && r->mode >= 0 && fchmodat(dir, leaf, (mode_t) r->mode, 0) < 0) /* past the umask */
+        if (!err && fchmod(fd, r->mode >= 0 ? (mode_t) r->mode : 0755) < 0)
                 err = errno;
+        if (fd >= 0)
+                close(fd);
+        bool is_dir =
+                err == EEXIST && fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
         close(dir);
-        if (err == EEXIST && r->parents)
+        if (err == EEXIST && r->parents && is_dir)
                 return stat_reply(v, 200); /* made already: -p's answer */
         return err ? errno_reply(v, err, "make it") : stat_reply(v, 201);
 }

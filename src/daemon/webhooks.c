@@ -41,6 +41,7 @@ typedef struct sub {
 
 static pthread_mutex_t wh_lock = PTHREAD_MUTEX_INITIALIZER;
 static sub *subs; /* under wh_lock */
+static sub *inflight; /* the one being delivered, off the list (saved with it) */
 
 static void path_of(sbx_mgr *m, char *buf, size_t size) {
         snprintf(buf, size, "%.4000s/webhooks.json", m->state_dir);
@@ -49,6 +50,10 @@ static void path_of(sbx_mgr *m, char *buf, size_t size) {
 /* Under wh_lock. */
 static void save_locked(sbx_mgr *m) {
         json_t *all = json_object();
+        if (inflight)
+                json_object_set_new(all, inflight->sandbox,
+                        json_pack("{s:s, s:s, s:I}", "url", inflight->url, "tenant", inflight->tenant,
+                                "cursor", (json_int_t) inflight->cursor));
         for (sub *s = subs; s; s = s->next)
                 json_object_set_new(all, s->sandbox,
                         json_pack("{s:s, s:s, s:I}", "url", s->url, "tenant", s->tenant, "cursor",
@@ -124,17 +129,23 @@ void mgr_webhooks_load(sbx_mgr *m) {
         json_decref(all);
 }
 
-void mgr_webhook_key(sbx_mgr *m, const char *tenant, char ret[static 37]) {
+bool mgr_webhook_key(sbx_mgr *m, const char *tenant, char ret[static 37]) {
         char text[200], mac[33] = "";
         snprintf(text, sizeof text, "webhook:%.128s", tenant);
-        (void) mgr_mac(m, text, mac);
+        if (!mgr_mac(m, text, mac)) { /* no server key (the state dir is not writable): no key */
+                ret[0] = 0;
+                return false;
+        }
         snprintf(ret, 37, "whk_%s", mac);
+        return true;
 }
 
 unsigned sbx_ops_webhook_key(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         char key[37];
-        mgr_webhook_key(m, who->tenant, key);
+        if (!mgr_webhook_key(m, who->tenant, key))
+                return mgr_reply_err(rp, 503, "unavailable", NULL,
+                        "the server has no key to sign with (it cannot write port-key in its state dir)");
         rp->code = 200;
         rp->json = json_pack("{s:s, s:s}", "tenant", who->tenant, "key", key);
         return 200;
@@ -142,25 +153,40 @@ unsigned sbx_ops_webhook_key(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *r
 
 /* ---- delivery ---------------------------------------------------------------------------- */
 
+static bool internal_v4(uint32_t a) {
+        return (a >> 24) == 0 || (a >> 24) == 10 || (a >> 24) == 127 ||
+               (a >> 16) == 0xa9fe /* 169.254/16 */ || (a >> 20) == 0xac1 /* 172.16/12 */ ||
+               (a >> 16) == 0xc0a8 /* 192.168/16 */ || (a >> 22) == (0x64400000u >> 22) /* 100.64/10 */ ||
+               (a >> 8) == 0xc00000 /* 192.0.0/24 */ || (a >> 17) == (0xc6120000u >> 17) /* 198.18/15 */ ||
+               (a >> 28) >= 0xe /* multicast, reserved */;
+}
+
+/* Whether a peer is not a global unicast one: IPv4's private, loopback, link-local, shared,
+ * benchmarking, multicast and reserved ranges; IPv6 outside 2000::/3, and the IPv6 forms that
+ * carry an IPv4 address (mapped, compatible, NAT64, 6to4: judged by that address) or tunnel to
+ * one (Teredo). */
 static bool internal_addr(const struct sockaddr *sa) {
-        if (sa->sa_family == AF_INET) {
-                uint32_t a = ntohl(((const struct sockaddr_in *) sa)->sin_addr.s_addr);
-                return (a >> 24) == 0 || (a >> 24) == 10 || (a >> 24) == 127 || (a >> 16) == 0xa9fe ||
-                       (a >> 20) == 0xac1 || (a >> 16) == 0xc0a8 || (a >> 22) == (0x64400000u >> 22) ||
-                       (a >> 28) >= 0xe;
+        if (sa->sa_family == AF_INET)
+                return internal_v4(ntohl(((const struct sockaddr_in *) sa)->sin_addr.s_addr));
+        if (sa->sa_family != AF_INET6)
+                return true;
+        const uint8_t *b = ((const struct sockaddr_in6 *) sa)->sin6_addr.s6_addr;
+        static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, zero[12] = {0};
+        uint32_t v4;
+        if (!memcmp(b, mapped, 12) || !memcmp(b, zero, 12) || !memcmp(b, nat64, 12)) {
+                memcpy(&v4, b + 12, 4);
+                return internal_v4(ntohl(v4));
         }
-        if (sa->sa_family == AF_INET6) {
-                const struct in6_addr *a = &((const struct sockaddr_in6 *) sa)->sin6_addr;
-                if (IN6_IS_ADDR_V4MAPPED(a)) {
-                        struct sockaddr_in v4 = {.sin_family = AF_INET};
-                        memcpy(&v4.sin_addr, a->s6_addr + 12, 4);
-                        return internal_addr((const struct sockaddr *) &v4);
-                }
-                return IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_UNSPECIFIED(a) || IN6_IS_ADDR_LINKLOCAL(a) ||
-                       IN6_IS_ADDR_SITELOCAL(a) || IN6_IS_ADDR_MULTICAST(a) ||
-                       (a->s6_addr[0] & 0xfe) == 0xfc;
+        if (b[0] == 0x20 && b[1] == 0x02) { /* 6to4 2002:V4::/48 */
+                memcpy(&v4, b + 2, 4);
+                return internal_v4(ntohl(v4));
         }
-        return true;
+        if ((b[0] & 0xe0) !=
+                0x20) /* not 2000::/3: loopback, link-local, ULA, multicast, 64:ff9b:1::/48... */
+                return true;
+        return (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) /* Teredo 2001::/32 */ ||
+               (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) /* documentation */;
 }
 
 static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr) {
@@ -176,6 +202,19 @@ static size_t drop_body(char *p, size_t size, size_t n, void *ud) {
         return size * n;
 }
 
+static bool stopping(sbx_mgr *m) {
+        pthread_mutex_lock(&m->lock);
+        bool s = m->stopping;
+        pthread_mutex_unlock(&m->lock);
+        return s;
+}
+
+static int progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
+        return stopping(ud)
+                       ? 1
+                       : 0; /* the server stops: this delivery is abandoned (retried at the next start) */
+}
+
 /* POST body to url: the HTTP status, or 0 with why. */
 static long post(sbx_mgr *m, const char *url, const char *tenant, int64_t seq, const char *body, char *why,
         size_t whysz) {
@@ -185,7 +224,11 @@ static long post(sbx_mgr *m, const char *url, const char *tenant, int64_t seq, c
                 return 0;
         }
         char key[37], sig[200], eid[64], hex[65];
-        mgr_webhook_key(m, tenant, key);
+        if (!mgr_webhook_key(m, tenant, key)) {
+                snprintf(why, whysz, "the server has no key to sign with (port-key in its state dir)");
+                curl_easy_cleanup(c);
+                return 0;
+        }
         uint8_t d[SHA256_DIGEST_SIZE];
         hmac_sha256(key, strlen(key), body, strlen(body), d);
         for (size_t i = 0; i < sizeof d; i++)
@@ -205,10 +248,15 @@ static long post(sbx_mgr *m, const char *url, const char *tenant, int64_t seq, c
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(
+                c, CURLOPT_PROXY, ""); /* never the environment's proxy: the address check is on the peer */
         curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
         curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, m);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drop_body);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, m);
         CURLcode r = curl_easy_perform(c);
         long status = 0;
         if (r == CURLE_OK)
@@ -260,6 +308,8 @@ static bool deliver(sbx_mgr *m, sub *s, int64_t last) {
         (void) sbx_store_events_after(m->store, s->cursor, s->tenant, s->sandbox, collect, &b);
         bool ended = false, failed = false;
         for (size_t i = 0; i < b.n; i++) {
+                if (!failed && !ended && stopping(m))
+                        failed = true; /* left for the next start, from the cursor */
                 if (failed || ended) {
                         free(b.body[i]);
                         continue;
@@ -329,6 +379,7 @@ void *mgr_webhooks_main(void *ud) {
                                 if ((*pp)->next_ms <= now && (*pp)->cursor < last) {
                                         s = *pp;
                                         *pp = s->next;
+                                        inflight = s;
                                         break;
                                 }
                         pthread_mutex_unlock(&wh_lock);
@@ -338,6 +389,7 @@ void *mgr_webhooks_main(void *ud) {
                         bool ended = deliver(m, s, last);
                         bool changed = ended || s->cursor != before;
                         pthread_mutex_lock(&wh_lock);
+                        inflight = NULL;
                         if (ended)
                                 sub_free(s);
                         else {

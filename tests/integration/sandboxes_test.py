@@ -655,6 +655,13 @@ def volume_files_tests(aid):
     is_(s, 409, "mkdir of one that is there: 409")
     s, r, _ = req("PATCH", "/v1/volumes/data/stat?path=/a", {"mode": 0o700})
     is_((s, r.get("mode")), (200, 0o700), "PATCH .../stat: the mode changed")
+    s, r, _ = req("POST", "/v1/volumes/data/dir?path=/f&parents=true")
+    is_(s, 409, "mkdir with parents=true where a file is: 409 (not the directory's 200)")
+    exec_(aid, ["sh", "-c", "printf x > \"/data/$(printf 'bad\\377name')\""])
+    s, r, _ = req("GET", "/v1/volumes/data/dir?path=/")
+    ok(s == 200 and "bad%FFname" in [e["name"] for e in r.get("items", [])],
+       "a name that is not UTF-8 is listed, its odd bytes as %XX", [e["name"] for e in r.get("items", [])])
+    req("DELETE", "/v1/volumes/data/files?path=/bad%FFname")
     for method, path, body, code, why in [
             ("GET", "/v1/volumes/data/files?path=/a/../f", None, 400, "a '..' component"),
             ("GET", "/v1/volumes/data/files?path=/", None, 400, "the root as a file"),
@@ -663,6 +670,7 @@ def volume_files_tests(aid):
             ("GET", "/v1/volumes/data/dir?path=/&depth=0", None, 400, "depth 0"),
             ("PUT", "/v1/volumes/data/files?path=/x&mode=abc", b"x", 400, "a mode that is not a number"),
             ("PATCH", "/v1/volumes/data/stat?path=/a", {"mode": 99999}, 400, "a mode past 07777"),
+            ("PATCH", "/v1/volumes/data/stat?path=/a", {"mode": 0o4755}, 400, "a setuid mode"),
             ("PATCH", "/v1/volumes/data/stat?path=/a", {"owner": 1}, 400, "an unknown key"),
             ("DELETE", "/v1/volumes/data/files?path=/", None, 400, "removing the root"),
             ("POST", "/v1/volumes/data/files?path=/x", b"x", 405, "POST to files"),
@@ -739,6 +747,8 @@ SEED_CALLS = [
 
 def seed_tests():
     """the seeds' create calls, verbatim; tenant secrets (write-only)."""
+    s, r, _ = req("PUT", "/v1/secrets/api_key", "k3y-of-the-tenant")
+    is_(s, 201, "the harness's tenant keeps its api_key (PUT /v1/secrets/api_key)")
     for what, body in SEED_CALLS:
         s, r, _ = req("POST", "/v1/sandboxes", body)
         secs = None
@@ -753,7 +763,7 @@ def seed_tests():
            "the seeds' create, %s, works verbatim: scope, inputs, setup_metadata, workspace and ttl kept" % what, (s, r))
         if s == 201 and body["setup_metadata"].get("secret_refs"):
             s2, x, _ = exec_(r["id"], ["cat", "/run/secrets/api_key"])
-            is_(x.get("stdout"), "k3y-V4LUE-123\n", "%s: its secret_refs are at /run/secrets (the server's store)" % what)
+            is_(x.get("stdout"), "k3y-of-the-tenant", "%s: its secret_refs are at /run/secrets (the tenant's own)" % what)
         req("DELETE", "/v1/sandboxes/" + r.get("id", "x"))
     for body, code, field in [
             ({"ttl": "2 hours"}, 400, "ttl"), ({"ttl": "2h", "ttl_s": 60}, 400, "ttl"), ({"ttl": 7200}, 400, "ttl"),
@@ -764,6 +774,7 @@ def seed_tests():
             ({"setup_metadata": {"secret_refs": ["a", "a"]}}, 400, "setup_metadata.secret_refs"),
             ({"setup_metadata": {"other": 1}}, 400, "setup_metadata.other"),
             ({"setup_metadata": {"secret_refs": ["nope"]}}, 422, "setup_metadata.secret_refs"),
+            ({"setup_metadata": {"secret_refs": ["db.pass"]}}, 422, "setup_metadata.secret_refs"),
             ({"workspace": {"access": "rw"}}, 403, "workspace.access"),
             ({"consumer": {"actor": 7}}, 400, "consumer")]:
         s, r, _ = req("POST", "/v1/sandboxes", body)
@@ -777,16 +788,19 @@ def seed_tests():
     s, r, _ = req("GET", "/v1/secrets/tok")
     is_(s, 405, "a secret cannot be read back (405)")
     s, r, _ = req("PUT", "/v1/secrets/api_key", "the-tenant's-own")
-    s, c, _ = req("POST", "/v1/sandboxes", {"setup_metadata": {"secret_refs": ["tok", "api_key"]}})
-    s2, x, _ = exec_(c.get("id", ""), ["sh", "-c", "cat /run/secrets/tok; echo; cat /run/secrets/api_key"])
-    is_(x.get("stdout"), "t0p-s3cret-2\nthe-tenant's-own",
-        "secret_refs resolve from the tenant's own first, then the server's --secrets-dir")
+    s, c, _ = req("POST", "/v1/sandboxes", {"profile": "profile.secretive", "setup_metadata": {"secret_refs": ["tok"]}})
+    s2, x, _ = exec_(c.get("id", ""), ["sh", "-c", "cat /run/secrets/tok; echo; cat /run/secrets/api_key; echo; "
+                                                   "od -An -c /run/secrets/db.pass | tr -d ' \n'"])
+    is_(x.get("stdout"), "t0p-s3cret-2\nthe-tenant's-own\n\\0binary377pass",
+        "a profile's secrets resolve from the tenant's own first (api_key), then the server's (db.pass); "
+        "secret_refs from the tenant's own (tok)")
     s, r, _ = req("POST", "/v1/sandboxes/%s/recreate" % c.get("id", ""))
     s2, x, _ = exec_(c.get("id", ""), ["cat", "/run/secrets/tok"])
     is_(x.get("stdout"), "t0p-s3cret-2", "a recreate hands the same secret_refs again")
     req("DELETE", "/v1/sandboxes/" + c.get("id", ""))
     for method, path, body, code, why in [
             ("PUT", "/v1/secrets/bad$name", "x", 400, "a bad name"),
+            ("PUT", "/v1/secrets/.hidden", "x", 400, "a name starting with ."),
             ("PUT", "/v1/secrets/big", "x" * 70000, 413, "a value over 64 KiB"),
             ("DELETE", "/v1/secrets/nope", None, 404, "deleting one that is not there"),
             ("POST", "/v1/secrets", "{}", 405, "POST to the list")]:

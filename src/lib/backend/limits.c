@@ -56,8 +56,11 @@ sbx_cgroup *sbx_backend_freeze_group(const sbx_report *rep, int *fds, size_t max
                 int fd = openat(v2, "cgroup.procs", O_WRONLY | O_CLOEXEC);
                 if (fd >= 0)
                         fds[n++] = fd;
-                else
+                else {
+                        for (int k = 0; k < n; k++)
+                                close(fds[k]);
                         n = -1;
+                }
         }
         /* above 0-3, which a relay's start makes its stdio and status socket */
         for (int i = 0; n > 0 && i < n; i++) {

@@ -33,7 +33,8 @@ static int rm_children(int dfd, dev_t dev, unsigned depth) {
                         }
                         int cfd = openat(
                                 dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (cfd < 0 && errno == EACCES && fchmodat(dirfd(d), de->d_name, 0700, 0) == 0)
+                        if (cfd < 0 && errno == EACCES &&
+                                fchmodat(dirfd(d), de->d_name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
                                 cfd = openat(dirfd(d), de->d_name,
                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (cfd >= 0) {
