@@ -206,7 +206,8 @@ int mgr_registry_load(const char *dir, sbx_error *e) {
         }
         if (d)
                 closedir(d);
-        qsort(names, n, sizeof *names, cmp_name);
+        if (n > 1)
+                qsort(names, n, sizeof *names, cmp_name);
         int r = 0;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 char path[PATH_MAX];

@@ -245,7 +245,8 @@ static int list_dir(volf *v, int dfd, const char *rel, int depth, json_t *out) {
                 }
                 n++;
         }
-        qsort(names, n, sizeof *names, cmp_str);
+        if (n > 1)
+                qsort(names, n, sizeof *names, cmp_str);
         for (size_t i = 0; i < n && r == 0; i++) {
                 struct stat st;
                 if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
