@@ -964,6 +964,14 @@ def route_tests():
                               ({"id": "b3", "extension": "ext.farm", "address": "127.0.0.1:1", "x": 1}, 400, "x")]:
         s, r, _ = req("POST", "/v1/hosts", body)
         is_((s, r.get("error", {}).get("field")), (code, field), "POST /v1/hosts %s: %d naming %s" % (json.dumps(body), code, field))
+    for args, why in [(["add", "b9", "--extension", "ext.farm"], "no --address"),
+                      (["add", "b9", "--extension", "ext.farm", "--address", "127.0.0.1:1", "--cpus", "abc"], "--cpus abc"),
+                      (["add", "b9", "--extension", "ext.farm", "--address", "127.0.0.1:1", "--label", "=v"], "--label =v"),
+                      (["add", "b9", "--extension", "ext.farm", "--address", "nowhere"], "an address without a port (the server's 400)"),
+                      (["frob"], "an unknown subcommand"), (["rm"], "rm without an id")]:
+        out = subprocess.run([SBX, "host", "--server", "unix:" + SOCK] + args, env=ENV, capture_output=True, text=True)
+        ok(out.returncode != 0 and out.stderr.strip(), "sandboxer host %s: %s → non-zero, saying why" % (" ".join(args), why),
+           (out.returncode, out.stderr))
     out = subprocess.run([SBX, "host", "ls", "--server", "unix:" + SOCK], env=ENV, capture_output=True, text=True)
     ok(out.returncode == 0 and "b1" in out.stdout and "down" in out.stdout, "sandboxer host ls: each with its health", out.stdout)
     out = subprocess.run([SBX, "host", "rm", "b2", "--server", "unix:" + SOCK], env=ENV, capture_output=True, text=True)
