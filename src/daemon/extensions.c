@@ -39,10 +39,6 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static json_t *registry; /* [{id, kind, ...}] as GET /v1/extensions lists them, ext.local first */
 static int64_t local_checked_ms; /* when ext.local's capabilities and health were probed */
 
-static int cmp_name(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static int kind_from(const char *s) {
         for (int i = 0; kinds[i]; i++)
                 if (streq(s, kinds[i]))
@@ -207,7 +203,7 @@ int mgr_registry_load(const char *dir, sbx_error *e) {
         if (d)
                 closedir(d);
         if (n > 1)
-                qsort(names, n, sizeof *names, cmp_name);
+                qsort(names, n, sizeof *names, mgr_cmp_strp);
         int r = 0;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 char path[PATH_MAX];

@@ -155,6 +155,9 @@ int mgr_worker_start(sbx_mgr *m, void *(*fn)(void *), void *arg);
 void mgr_worker_done(sbx_mgr *m);
 int64_t mgr_now_ms(void);
 json_t *mgr_time_json(int64_t ms);
+/* Whether the JSON array a holds the string s; qsort's comparator for an array of char *. */
+bool mgr_json_has_str(const json_t *a, const char *s);
+int mgr_cmp_strp(const void *a, const void *b);
 void mgr_random_id(const char *prefix, char *buf, size_t size);
 bool mgr_valid_sandbox_id(const char *s);
 json_t *mgr_err_json(const char *code, const char *field, const char *fmt, ...) _printf_(3, 4);

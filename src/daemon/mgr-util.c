@@ -238,3 +238,14 @@ int sbx_json_file_save(const char *path, json_t *j, size_t flags) {
                 (void) unlink(tmp);
         return r;
 }
+
+bool mgr_json_has_str(const json_t *a, const char *s) {
+        json_t *x;
+        size_t i;
+        json_array_foreach(a, i, x) if (streq_ptr(json_string_value(x), s)) return true;
+        return false;
+}
+
+int mgr_cmp_strp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}

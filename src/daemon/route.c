@@ -141,13 +141,6 @@ static bool self_hosted(const char *kind) {
         return streq_ptr(kind, "local") || streq_ptr(kind, "sandboxer") || streq_ptr(kind, "compose-ssh");
 }
 
-static bool has_str(json_t *a, const char *s) {
-        json_t *x;
-        size_t i;
-        json_array_foreach(a, i, x) if (streq_ptr(json_string_value(x), s)) return true;
-        return false;
-}
-
 typedef struct cand {
         json_t *j;
         const char *id, *kind, *host;
@@ -283,13 +276,13 @@ json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx
                                                 ?: "it does not answer");
                         else if (streq(strategy, "explicit") && k->fb_pos < 0)
                                 snprintf(why, sizeof why, "not in the explicit route (route.fallback)");
-                        else if (!has_str(json_object_get(caps, "isolation"), level))
+                        else if (!mgr_json_has_str(json_object_get(caps, "isolation"), level))
                                 snprintf(why, sizeof why, "cannot give the profile's isolation level (%s)",
                                         level);
-                        else if (need_iso && !has_str(json_object_get(caps, "isolation"), need_iso))
+                        else if (need_iso && !mgr_json_has_str(json_object_get(caps, "isolation"), need_iso))
                                 snprintf(why, sizeof why, "constraint require_isolation %s: it offers none",
                                         need_iso);
-                        else if (region && !has_str(json_object_get(caps, "regions"), region))
+                        else if (region && !mgr_json_has_str(json_object_get(caps, "regions"), region))
                                 snprintf(why, sizeof why, "constraint region %s: not one of its regions",
                                         region);
                         else if (max_cost >= 0 && k->cost > max_cost)

@@ -112,13 +112,6 @@ bool mgr_secret_name_ok(const char *s) {
         return true;
 }
 
-static bool contains_str(json_t *a, const char *s) {
-        json_t *x;
-        size_t i;
-        json_array_foreach(a, i, x) if (streq_ptr(json_string_value(x), s)) return true;
-        return false;
-}
-
 /* The secrets b's profile names, from the secrets dir, as the supervisor reads them: a sealed
  * memfd holding {NAME: BASE64}. -1 and nothing when there are none; -errno with msg. */
 static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
@@ -159,7 +152,7 @@ static int secrets_fd(sbx_mgr *m, box *b, char *msg, size_t msgsz) {
                 }
                 /* the server's store for what the profile names; a create's own refs: the tenant's */
                 int fd = mgr_secret_open(
-                        m, b->tenant, name, contains_str(b->profile_secrets, name), path, sizeof path);
+                        m, b->tenant, name, mgr_json_has_str(b->profile_secrets, name), path, sizeof path);
                 struct stat st;
                 if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 65536) {
                         snprintf(msg, msgsz,

@@ -215,10 +215,6 @@ static unsigned stat_reply(volf *v, unsigned code) {
         return code;
 }
 
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static int list_dir(volf *v, int dfd, const char *rel, int depth, json_t *out) {
         DIR *d = fdopendir(dfd);
         if (!d) {
@@ -246,7 +242,7 @@ static int list_dir(volf *v, int dfd, const char *rel, int depth, json_t *out) {
                 n++;
         }
         if (n > 1)
-                qsort(names, n, sizeof *names, cmp_str);
+                qsort(names, n, sizeof *names, mgr_cmp_strp);
         for (size_t i = 0; i < n && r == 0; i++) {
                 struct stat st;
                 if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
