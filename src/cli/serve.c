@@ -28,7 +28,7 @@ static void help(void) {
                "P]...\n"
                "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n"
                "                [--quota-volume-mb N] [--webhook-allow-private] [--registry DIR]\n"
-               "                [--tls-cert FILE --tls-key FILE]\n\n"
+               "                [--tls-cert FILE --tls-key FILE] [--heartbeat-s S] [--public-url URL]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -55,6 +55,9 @@ static void help(void) {
                "(chain)\n"
                "  --tls-key FILE    and key, PEM files (unix sockets stay plain); plain TCP beyond\n"
                "                    loopback is served with a warning\n"
+               "  --heartbeat-s S   probe hosts and other nodes this often (default 10); two misses in a\n"
+               "                    row make one unhealthy and fail the sandboxes it held (host_lost)\n"
+               "  --public-url URL  this node's URL as other nodes reach it (GET /v1/node)\n"
                "  --registry DIR    extension files (DIR/NAME.yaml: id, kind, url, capabilities, pricing;\n"
                "                    docs/api.md, \"Extensions and routes\") beside the built-in ext.local\n"
                "  --webhook-allow-private  let create's webhook URLs reach loopback, private and\n"
@@ -129,7 +132,9 @@ int verb_serve(int argc, char **argv) {
                 ARG_WH_PRIVATE,
                 ARG_REGISTRY,
                 ARG_TLS_CERT,
-                ARG_TLS_KEY
+                ARG_TLS_KEY,
+                ARG_HEARTBEAT,
+                ARG_PUBLIC_URL
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -152,6 +157,8 @@ int verb_serve(int argc, char **argv) {
                 {"registry", required_argument, NULL, ARG_REGISTRY},
                 {"tls-cert", required_argument, NULL, ARG_TLS_CERT},
                 {"tls-key", required_argument, NULL, ARG_TLS_KEY},
+                {"heartbeat-s", required_argument, NULL, ARG_HEARTBEAT},
+                {"public-url", required_argument, NULL, ARG_PUBLIC_URL},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -162,7 +169,8 @@ int verb_serve(int argc, char **argv) {
         const char *snapshot_dir = NULL;
         bool stop_sandboxes = false;
         bool webhook_private = false;
-        const char *registry_dir = NULL, *tls_cert = NULL, *tls_key = NULL;
+        const char *registry_dir = NULL, *tls_cert = NULL, *tls_key = NULL, *public_url = NULL;
+        double heartbeat = 0;
         const char *secrets_dir = NULL, *domain = NULL;
         unsigned long warm = 0;
         _cleanup_strv_free_ char **warm_profiles = NULL;
@@ -254,6 +262,25 @@ int verb_serve(int argc, char **argv) {
                                 return SBX_EXIT_FAILURE;
                         }
                         *(c == ARG_TLS_CERT ? &tls_cert : &tls_key) = optarg;
+                        break;
+                case ARG_HEARTBEAT:
+                        errno = 0;
+                        heartbeat = strtod(optarg, &end);
+                        if (errno || *end || !*optarg || !(heartbeat >= 0.2 && heartbeat <= 3600)) {
+                                cli_error(
+                                        "serve: --heartbeat-s: '%s' is not a number of seconds from 0.2 to "
+                                        "3600",
+                                        optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_PUBLIC_URL:
+                        if (strncmp(optarg, "https://", 8) != 0 && strncmp(optarg, "http://", 7) != 0) {
+                                cli_error("serve: --public-url: '%s' is not an http:// or https:// URL",
+                                        optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        public_url = optarg;
                         break;
                 case ARG_REGISTRY:
                         if (!*optarg) {
@@ -398,6 +425,8 @@ int verb_serve(int argc, char **argv) {
                 .stop_sandboxes = stop_sandboxes,
                 .webhook_allow_private = webhook_private,
                 .registry_dir = registry_dir,
+                .heartbeat_s = heartbeat,
+                .public_url = public_url,
                 .domain = domain};
         sbx_mgr *mgr = NULL;
         if (sbx_mgr_new(store, &mo, &mgr, &e) < 0 || sbx_mgr_start(mgr, &e) < 0) {

@@ -28,7 +28,9 @@ json_t *mgr_box_record(const box *b) {
         json_object_set_new(r, "on_idle", json_string(b->idle_pause ? "pause" : "destroy"));
         json_object_set_new(r, "on_paused_max", json_string(b->paused_snapshot ? "snapshot" : "destroy"));
         json_object_set_new(r, "extension",
-                json_string(json_string_value(json_object_get(b->route, "chosen")) ?: "ext.local"));
+                json_string(b->ext[0] ? b->ext
+                                      : json_string_value(json_object_get(b->route, "chosen")) ?: "ext.local"));
+        json_object_set_new(r, "front", b->front[0] ? json_pack("{s:s}", "node_id", b->front) : json_null());
         json_object_set_new(r, "host",
                 json_object_get(b->route, "chosen_host")
                         ? json_incref(json_object_get(b->route, "chosen_host"))
@@ -290,6 +292,19 @@ unsigned sbx_ops_list(sbx_mgr *m, const sbx_caller *who, const sbx_list_req *req
 
 /* The caller's live sandbox for an operation: 404 unknown, 410 destroyed, 409 not usable now. */
 box *mgr_usable_box(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
+        box *b = mgr_usable_box_held(m, who, id, rp);
+        if (b && b->ext[0]) { /* another node holds it: only the native API passes it on (remote.c) */
+                mgr_reply_err(rp, 422, "unsupported", "capability",
+                        "sandbox %s is held by %s, which this surface does not reach; use the native API "
+                        "(/v1/sandboxes/%s/...), which passes requests on to it",
+                        b->id, b->ext, b->id);
+                mgr_box_put(m, b);
+                return NULL;
+        }
+        return b;
+}
+
+box *mgr_usable_box_held(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp) {
         box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, who->tenant) : NULL;
         if (!b) {
                 json_t *rec = mgr_valid_sandbox_id(id) ? mgr_stored_record(m, id, who->tenant) : NULL;

@@ -446,6 +446,8 @@ unsigned mgr_op_create(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
                         .webhook_url =
                                 json_string_value(json_object_get(json_object_get(body, "webhook"), "url")),
                         .route = json_object_get(body, "route"),
+                        .body = body,
+                        .front = rq->header ? rq->header(rq->ctx, "Sandboxer-Front") : NULL,
                 };
                 if (jtt) {
                         req.ttl_s = ttl_str_s;
@@ -506,6 +508,184 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
         json_decref(j);
 }
 
+/* Sandboxer-Front: "node=NODE_ID; sandbox=ID" (remote.c): the front's node id and the id it asks
+ * for. false with rp filled: malformed (400), this node itself (422: a route that loops), an id
+ * taken (409). */
+static bool front_decode(
+        sbx_mgr *m, const char *h, char node[static 40], char sid[static 32], sbx_mgr_reply *rp) {
+        char n[64] = "", s[64] = "";
+        if (sscanf(h, "node=%63[^;]; sandbox=%63s", n, s) != 2 || !mgr_node_id_ok(n) ||
+                !mgr_valid_sandbox_id(s)) {
+                mgr_reply_err(rp, 400, "invalid_argument", "Sandboxer-Front",
+                        "Sandboxer-Front: \"node=NODE_ID; sandbox=ID\" (a front asking this node for a "
+                        "sandbox)");
+                return false;
+        }
+        if (streq_ptr(mgr_node_id(m), n)) {
+                mgr_reply_err(rp, 422, "route_loop", "Sandboxer-Front",
+                        "this node (%s) is the front that asks: a registry entry of kind sandboxer points "
+                        "back "
+                        "at this node; remove it",
+                        n);
+                return false;
+        }
+        box *live = mgr_box_get(m, s, NULL);
+        char *rec = live ? NULL : sbx_store_sandbox_record(m->store, s, NULL);
+        bool taken = live || rec;
+        if (live)
+                mgr_box_put(m, live);
+        free(rec);
+        if (taken) {
+                mgr_reply_err(rp, 409, "conflict", "Sandboxer-Front", "sandbox id %s is taken here", s);
+                return false;
+        }
+        snprintf(node, 40, "%s", n);
+        snprintf(sid, 32, "%s", s);
+        return true;
+}
+
+/* The route chose another node (remote.c): the front's record b made once, its sandbox
+ * provisioned on each qualifying candidate in turn (the same id) until one holds it, each
+ * failure written into its candidate's "error". 0 when a local candidate comes next (route's
+ * chosen set to ext.local: the caller provisions here), else the HTTP code with rp filled. */
+static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_create_req *req,
+        const sbx_config *cfg, json_t *route, double ttl, double ttl_max, const char *body_sha,
+        sbx_mgr_reply *rp) {
+        json_t *cands = json_object_get(route, "candidates"), *c;
+        bool allow_fb = !json_is_false(json_object_get(route, "allow_fallbacks"));
+        box *b = NULL;
+        size_t i;
+        unsigned code = 0;
+        const char *pr = req->profile       ? req->profile
+                         : cfg->profile->id ? cfg->profile->id
+                                            : "profile.default";
+        json_array_foreach(cands, i, c) {
+                const char *ext = json_string_value(json_object_get(c, "extension"));
+                if (!json_is_true(json_object_get(c, "ok")) || !ext)
+                        continue;
+                if (streq(ext, "ext.local")) {
+                        if (b) /* the remote attempts before it: that record ends failed */
+                                break;
+                        json_object_set_new(route, "chosen", json_string(ext));
+                        json_object_set(route, "chosen_host", json_object_get(c, "host"));
+                        return 0;
+                }
+                if (req->skill || req->snapshot || json_array_size(req->volumes)) {
+                        json_object_set_new(c, "ok", json_false());
+                        json_object_set_new(c, "why_not",
+                                json_string("volumes, snapshots and skills are this node's own: only "
+                                            "ext.local can take this create"));
+                        continue;
+                }
+                if (!b) {
+                        b = calloc(1, sizeof *b);
+                        if (!b)
+                                return mgr_reply_err(rp, 503, "unavailable", NULL, "out of memory");
+                        b->refs = 2;
+                        b->sv_pidfd = -1;
+                        mgr_remote_id(m, who->tenant, req->idempotency_key, b->id, sizeof b->id);
+                        snprintf(b->tenant, sizeof b->tenant, "%s", who->tenant);
+                        snprintf(b->actor, sizeof b->actor, "%s:%s", who->kind, who->name);
+                        snprintf(b->profile, sizeof b->profile, "%s", pr);
+                        snprintf(b->ext, sizeof b->ext, "%s", ext);
+                        b->consumer = req->consumer ? json_deep_copy(req->consumer) : json_object();
+                        b->metadata = req->metadata ? json_deep_copy(req->metadata) : json_object();
+                        b->limits = limits_json(cfg);
+                        b->secret_names = json_array();
+                        b->created_ms = b->updated_ms = b->last_active_ms = mgr_now_ms();
+                        b->ttl_s = ttl;
+                        b->expires_ms = b->created_ms + (int64_t) (ttl * 1000);
+                        b->ttl_max_ms = b->created_ms + (int64_t) (ttl_max * 1000);
+                        b->paused_max_s =
+                                cfg->profile->ttl_paused_s > 0 ? cfg->profile->ttl_paused_s : 24 * 3600.0;
+                        b->route = json_incref(route);
+                        b->seed = json_object();
+                        if (req->scope)
+                                json_object_set_new(b->seed, "scope", json_string(req->scope));
+                        if (req->workspace)
+                                json_object_set(b->seed, "workspace_request", req->workspace);
+                        if (req->inputs)
+                                json_object_set(b->seed, "inputs", req->inputs);
+                        if (req->setup_metadata)
+                                json_object_set(b->seed, "setup_metadata", req->setup_metadata);
+                        if (req->webhook_url)
+                                json_object_set_new(
+                                        b->seed, "webhook", json_pack("{s:s}", "url", req->webhook_url));
+                        snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
+                        snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
+                        b->state = SBX_STATE_REQUESTED;
+                        snprintf(b->reason, sizeof b->reason, "create");
+                        pthread_mutex_lock(&m->lock);
+                        bool dup = mgr_box_find_locked(m, b->id, NULL) != NULL;
+                        if (!dup) {
+                                b->busy = true;
+                                b->next = m->boxes;
+                                m->boxes = b;
+                        }
+                        pthread_mutex_unlock(&m->lock);
+                        if (dup) { /* that key's sandbox is being made by another request */
+                                mgr_box_free(b);
+                                return mgr_reply_err(rp, 409, "conflict", "Idempotency-Key",
+                                        "a create with this Idempotency-Key is under way; retry");
+                        }
+                        if (req->webhook_url)
+                                mgr_webhook_add(m, b->id, who->tenant, req->webhook_url);
+                        first_states fs = {.m = m,
+                                .b = b,
+                                .key = req->idempotency_key,
+                                .tenant = who->tenant,
+                                .body_sha = body_sha};
+                        store_first_states(&fs);
+                } else {
+                        pthread_mutex_lock(&m->lock);
+                        snprintf(b->ext, sizeof b->ext, "%s", ext);
+                        pthread_mutex_unlock(&m->lock);
+                        (void) mgr_box_save(m, b);
+                }
+                char why[800] = "";
+                if (mgr_remote_provision(m, b, ext, req->body, req->idempotency_key, why, sizeof why) == 0) {
+                        json_object_set_new(route, "chosen", json_string(ext));
+                        json_object_set(route, "chosen_host", json_object_get(c, "host"));
+                        mgr_set_state(m, b, SBX_STATE_READY, "provisioned");
+                        pthread_mutex_lock(&m->lock);
+                        b->busy = false;
+                        pthread_mutex_unlock(&m->lock);
+                        atomic_fetch_add(&m->n_created, 1);
+                        char detail[400];
+                        snprintf(detail, sizeof detail, "%s on %s", b->profile, ext);
+                        mgr_audit(m, who, "sandbox.create", b->id, "ok", detail);
+                        rp->code = 201;
+                        pthread_mutex_lock(&m->lock);
+                        rp->json = mgr_box_record(b);
+                        pthread_mutex_unlock(&m->lock);
+                        mgr_box_put(m, b);
+                        return 201;
+                }
+                json_object_set_new(c, "error", json_string(why));
+                sbx_log(SBX_LOG_WARNING, "provision_failed", "sandbox", b->id, "extension", ext, "error",
+                        why, NULL);
+                if (!allow_fb)
+                        break;
+        }
+        if (!b)
+                code = mgr_reply_err(rp, 422, "no_route", "route",
+                        "no extension qualifies for this create and route (each candidate says why)");
+        else {
+                atomic_fetch_add(&m->n_failed, 1);
+                mgr_set_state(m, b, SBX_STATE_FAILED, "provision_error");
+                b->ext_gone = true; /* each failed attempt's teardown is pending (remote.c) */
+                mgr_set_state(m, b, SBX_STATE_DESTROYED, "provision_error");
+                mgr_box_unlink(m, b);
+                mgr_audit(m, who, "sandbox.create", b->id, "failed", NULL);
+                mgr_box_put(m, b);
+                code = mgr_reply_err(rp, 503, "provision_failed", "route",
+                        "every candidate the route allows failed to provision (each candidate's error says "
+                        "why)");
+        }
+        json_object_set(json_object_get(rp->json, "error"), "candidates", cands);
+        return code;
+}
+
 unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req *req, sbx_mgr_reply *rp) {
         _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
         _cleanup_free_ char *config = NULL;
@@ -527,6 +707,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         json_t *vols = NULL; /* create {volumes}: as the record keeps them */
         json_t *route = NULL; /* the ranking (route.c) */
         char snap_profile[256] = "";
+        char front_node[40] = "", front_sid[32] = ""; /* a front's create (Sandboxer-Front) */
         *rp = (sbx_mgr_reply){.stream_fd = -1};
 
         if (req->snapshot) {
@@ -670,6 +851,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 }
         }
 
+        if (req->front && !front_decode(m, req->front, front_node, front_sid, rp))
+                goto out;
         if (req->skill) {
                 mgr_random_id("sbx_", skill_sid, sizeof skill_sid);
                 snprintf(skill_dir, sizeof skill_dir, "%.4000s/sandboxes/%s", m->state_dir, skill_sid);
@@ -765,15 +948,24 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         if (!route)
                 goto out;
         const char *chosen = json_string_value(json_object_get(route, "chosen"));
-        if (!chosen || !streq(chosen, "ext.local")) {
-                mgr_reply_err(rp, chosen ? 503 : 422, chosen ? "provision_failed" : "no_route", "route",
-                        chosen ? "the route chose %s, which this build cannot provision on"
-                               : "no extension qualifies for this profile and route%s (each candidate says "
-                                 "why)",
-                        chosen ? chosen : "");
+        if (!chosen) {
+                mgr_reply_err(rp, 422, "no_route", "route",
+                        "no extension qualifies for this profile and route (each candidate says why)");
                 json_object_set(json_object_get(rp->json, "error"), "candidates",
                         json_object_get(route, "candidates"));
                 goto out;
+        }
+        if (front_sid[0] && !streq(chosen, "ext.local")) { /* one hop: a front's create is held here */
+                mgr_reply_err(rp, 422, "no_route", "route",
+                        "a front (%s) asked this node for a sandbox, but its route here chose %s: a node "
+                        "provisions what a front asks on its own backends (ext.local)",
+                        front_node, chosen);
+                goto out;
+        }
+        if (!streq(chosen, "ext.local")) {
+                code = create_remote(m, who, req, cfg, route, ttl, ttl_max, key ? body_sha : "", rp);
+                if (code)
+                        goto out;
         }
 
         /* What its supervisor is handed: this resolution, not the names to resolve again. */
@@ -783,9 +975,10 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                         strerror(-cr));
                 goto out;
         }
-        /* (a snapshot's files go into a fresh one: nothing of a pooled one's may mix in) */
+        /* (a snapshot's files go into a fresh one: nothing of a pooled one's may mix in; a front
+         * names the id, which a pooled one's files are already named by) */
         box *warm = !(pr->secrets && pr->secrets[0]) && !json_array_size(req->secret_refs) && !skill &&
-                                    !snap && !vols
+                                    !snap && !vols && !front_sid[0]
                             ? pool_take(m, profile, config_sha)
                             : NULL;
         b = warm ? warm : calloc(1, sizeof *b);
@@ -798,6 +991,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
                 b->sv_pidfd = -1;
                 if (skill_sid[0])
                         snprintf(b->id, sizeof b->id, "%s", skill_sid);
+                else if (front_sid[0])
+                        snprintf(b->id, sizeof b->id, "%s", front_sid);
                 else
                         mgr_random_id("sbx_", b->id, sizeof b->id);
                 b->config = TAKE_PTR(config);
@@ -806,6 +1001,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         }
         snprintf(b->tenant, sizeof b->tenant, "%s", who_tenant);
         snprintf(b->actor, sizeof b->actor, "%s:%s", who->kind, who->name);
+        snprintf(b->front, sizeof b->front, "%s", front_node);
         if (skill) /* the derived profile's id (its file: mgr_box_profile_ref) */
                 snprintf(b->profile, sizeof b->profile, "skill.%s",
                         json_string_value(json_object_get(skill, "name")));

@@ -14,7 +14,12 @@
  *                    gpu: true, persistence: true, snapshot: true, pause: true}
  *     pricing: {model: per_second, per_second: 0.0001, per_creation: 0, per_cpu_second: 0,
  *               per_gib_second: 0, currency: USD}
+ *     auth: {secret: farm-token}  # the bearer token it is reached with: a secret of the tenant's,
+ *                                 # else of the server's --secrets-dir (remote.c)
+ *     tls: {ca_file: /etc/sandboxer/farm-ca.pem, pinned_key: "sha256//BASE64"}
  *
+ * A kind-sandboxer URL is https://, or http:// to a loopback address only (a token in the clear
+ * goes nowhere else).
  * Unknown keys and bad values are errors with file:line:column, and serve does not start. A kind
  * this build cannot reach yet is listed with health {ok: false} saying so, and routing passes it
  * over naming why: nothing pretends to hold a sandbox it cannot. */
@@ -68,6 +73,22 @@ static json_t *strv_json(char **l) {
         return a;
 }
 
+/* http://HOST[:PORT]/... with HOST a loopback name or address. */
+static bool loopback_url(const char *url) {
+        const char *h = url + 7;
+        char host[256];
+        size_t n = 0;
+        if (*h == '[') {
+                h++;
+                while (h[n] && h[n] != ']' && n < sizeof host - 1)
+                        n++;
+        } else
+                while (h[n] && h[n] != ':' && h[n] != '/' && n < sizeof host - 1)
+                        n++;
+        snprintf(host, sizeof host, "%.*s", (int) n, h);
+        return streq(host, "localhost") || streq(host, "::1") || strncmp(host, "127.", 4) == 0;
+}
+
 /* One registry file into an entry; -EINVAL with e (file:line:column). */
 static int parse_file(const char *path, json_t **ret, sbx_error *e) {
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -84,7 +105,11 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
         yctx c = {0};
         int r = yctx_load(&c, text, (size_t) n, path, e);
         free(text);
-        static const char *const keys[] = {"id", "kind", "description", "url", "capabilities", "pricing"};
+        static const char *const keys[] = {
+                "id", "kind", "description", "url", "capabilities", "pricing", "auth", "tls"};
+        static const char *const akeys[] = {"secret"}, *const tkeys[] = {"ca_file", "pinned_key"};
+        yaml_node_t *av[1] = {0}, *tv[2] = {0};
+        _cleanup_free_ char *secret = NULL, *ca_file = NULL, *pin = NULL;
         static const char *const ckeys[] = {
                 "isolation", "backends", "regions", "gpu", "persistence", "snapshot", "pause"};
         static const char *const pkeys[] = {
@@ -151,6 +176,33 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
                 r = yget_string(&c, pv[5], "pricing.currency", "a currency code", &currency);
         if (r >= 0 && kind != 0 && kind != 4 && !url)
                 r = yerr(&c, yctx_root(&c), "url: required for an extension of kind %s", kinds[kind]);
+        if (r >= 0 && v[6])
+                r = ymap(&c, v[6], "auth", akeys, ELEMENTSOF(akeys), av);
+        if (r >= 0 && av[0])
+                r = yget_string(&c, av[0], "auth.secret", "a secret's name", &secret);
+        if (r >= 0 && secret && !mgr_secret_name_ok(secret))
+                r = yerr(&c, av[0], "auth.secret: '%s' is not a secret's name (1 to 128 of [A-Za-z0-9._-])",
+                        secret);
+        if (r >= 0 && v[7])
+                r = ymap(&c, v[7], "tls", tkeys, ELEMENTSOF(tkeys), tv);
+        if (r >= 0 && tv[0])
+                r = yget_string(&c, tv[0], "tls.ca_file", "a file of PEM certificates", &ca_file);
+        if (r >= 0 && ca_file && (ca_file[0] != '/' || access(ca_file, R_OK) < 0))
+                r = yerr(&c, tv[0], "tls.ca_file: '%s' %s", ca_file,
+                        ca_file[0] != '/' ? "is not an absolute path" : "cannot be read");
+        if (r >= 0 && tv[1])
+                r = yget_string(
+                        &c, tv[1], "tls.pinned_key", "sha256//BASE64 (curl's pinned public key)", &pin);
+        if (r >= 0 && pin && strncmp(pin, "sha256//", 8) != 0)
+                r = yerr(&c, tv[1], "tls.pinned_key: '%s' is not sha256//BASE64 of the server's public key",
+                        pin);
+        if (r >= 0 && kind == 1 && strncmp(url, "http://", 7) == 0 && !loopback_url(url))
+                r = yerr(&c, v[3],
+                        "url: %s is plain http:// to an address that is not loopback; the token would cross "
+                        "the network in the clear (use https:// with tls.ca_file or tls.pinned_key)",
+                        url);
+        if (r >= 0 && kind == 1 && strncmp(url, "ssh://", 6) == 0)
+                r = yerr(&c, v[3], "url: an extension of kind sandboxer is reached over http(s)://");
         yctx_done(&c);
         if (r < 0)
                 return r;
@@ -164,6 +216,11 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
                 currency ? currency : "USD");
         if (!x)
                 return sbx_error_set(e, ENOMEM, "registry", "out of memory");
+        if (secret)
+                json_object_set_new(x, "auth", json_pack("{s:s}", "secret", secret));
+        if (ca_file || pin)
+                json_object_set_new(
+                        x, "tls", json_pack("{s:s*, s:s*}", "ca_file", ca_file, "pinned_key", pin));
         *ret = x;
         return 0;
 }
@@ -288,17 +345,53 @@ json_t *mgr_registry(sbx_mgr *m) {
         json_t *copy = json_deep_copy(registry), *x;
         pthread_mutex_unlock(&reg_lock);
         size_t i;
-        json_array_foreach(copy, i, x) if (!streq_ptr(json_string_value(json_object_get(x, "kind")),
-                                                   "local")) json_object_set_new(x, "health",
-                json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at", "latency_ms", "reason",
-                        "extensions of this kind are not built yet: this build holds sandboxes on "
-                        "ext.local only"));
+        json_array_foreach(copy, i, x) {
+                const char *kind = json_string_value(json_object_get(x, "kind"));
+                if (streq_ptr(kind, "sandboxer")) {
+                        if (!json_object_get(x, "health"))
+                                json_object_set_new(x, "health",
+                                        json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at",
+                                                "latency_ms", "reason", "not probed yet"));
+                } else if (!streq_ptr(kind, "local"))
+                        json_object_set_new(x, "health",
+                                json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at", "latency_ms",
+                                        "reason",
+                                        "extensions of this kind are not built yet: this build holds "
+                                        "sandboxes on ext.local and on other sandboxer nodes"));
+        }
         return copy;
+}
+
+json_t *mgr_registry_entry(const char *id) {
+        json_t *x, *found = NULL;
+        size_t i;
+        pthread_mutex_lock(&reg_lock);
+        json_array_foreach(registry, i,
+                x) if (!found && streq_ptr(json_string_value(json_object_get(x, "id")), id)) found =
+                json_deep_copy(x);
+        pthread_mutex_unlock(&reg_lock);
+        return found;
+}
+
+void mgr_registry_set_health(const char *id, json_t *health) {
+        json_t *x;
+        size_t i;
+        pthread_mutex_lock(&reg_lock);
+        json_array_foreach(registry, i, x) if (streq_ptr(json_string_value(json_object_get(x, "id")), id))
+                json_object_set(x, "health", health);
+        pthread_mutex_unlock(&reg_lock);
+        json_decref(health);
 }
 
 unsigned sbx_ops_extensions(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         rp->code = 200;
-        rp->json = json_pack("{s:o}", "items", mgr_registry(m));
+        json_t *items = mgr_registry(m), *x;
+        size_t i;
+        json_array_foreach(items, i, x) { /* how it is reached is the site's business */
+                json_object_del(x, "auth");
+                json_object_del(x, "tls");
+        }
+        rp->json = json_pack("{s:o}", "items", items);
         return 200;
 }

@@ -161,11 +161,17 @@ void *mgr_hosts_main(void *ud) {
                         json_decref(health);
                 }
                 json_decref(snap);
+                mgr_remote_probe(m); /* the other nodes this one fronts (remote.c) */
                 pthread_mutex_lock(&m->lock);
                 if (!m->stopping) {
                         struct timespec until;
                         clock_gettime(CLOCK_REALTIME, &until);
-                        until.tv_sec += BEAT_MS / 1000;
+                        int64_t beat_ms =
+                                m->o.heartbeat_s > 0 ? (int64_t) (m->o.heartbeat_s * 1000) : BEAT_MS;
+                        until.tv_sec += beat_ms / 1000;
+                        until.tv_nsec += (beat_ms % 1000) * 1000000L;
+                        if (until.tv_nsec >= 1000000000L)
+                                until.tv_sec++, until.tv_nsec -= 1000000000L;
                         while (!m->stopping &&
                                 pthread_cond_timedwait(&m->hosts_cond, &m->lock, &until) != ETIMEDOUT)
                                 if (m->hosts_kick) {

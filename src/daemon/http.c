@@ -610,7 +610,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                         .len = rc->len,
                         .query = query_arg,
                         .header = header_arg,
-                        .ctx = c};
+                        .ctx = c,
+                        .uri = rc->uri};
                 sbx_mgr_reply rp = {.stream_fd = -1};
                 if (sbx_mgr_route(l->srv->mgr, method, url, &rq, &rp)) {
                         log_request(l, method, url, rp.code, &a);

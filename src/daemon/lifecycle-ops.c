@@ -75,7 +75,11 @@ void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason) {
         pthread_mutex_unlock(&m->lock);
         if (!already)
                 (void) mgr_set_state(m, b, SBX_STATE_DESTROYING, reason);
-        mgr_sv_stop(m, b);
+        if (b->ext[0]) { /* held by another node: told to go there (remote.c) */
+                if (!b->ext_gone)
+                        mgr_remote_teardown(m, b);
+        } else
+                mgr_sv_stop(m, b);
         mgr_remove_dir(b);
         mgr_set_state(m, b, SBX_STATE_DESTROYED, reason);
         atomic_fetch_add(&m->n_destroyed, 1);
@@ -99,7 +103,7 @@ unsigned sbx_ops_extend(sbx_mgr *m, const sbx_caller *who, const char *id, doubl
         if (!(ext > 0) || ext > 366 * 86400.0)
                 return mgr_reply_err(
                         rp, 400, "invalid_argument", "extend_s", "extend_s: a positive number of seconds");
-        box *b = mgr_usable_box(m, who, id, rp);
+        box *b = mgr_usable_box_held(m, who, id, rp);
         if (!b)
                 return rp->code;
         pthread_mutex_lock(&m->lock);
@@ -120,7 +124,7 @@ unsigned sbx_ops_set_metadata(
         *rp = (sbx_mgr_reply){.stream_fd = -1};
         if (!mgr_string_map(metadata, "metadata", 64, rp))
                 return rp->code;
-        box *b = mgr_usable_box(m, who, id, rp);
+        box *b = mgr_usable_box_held(m, who, id, rp);
         if (!b)
                 return rp->code;
         pthread_mutex_lock(&m->lock);

@@ -41,6 +41,11 @@ typedef struct box {
         char scratch[512];
         char home[256]; /* the profile's filesystem.home, "" without one */
         char user[64]; /* the name of uid 1000 inside (the profile's user), "" when not known */
+        /* held by another node (remote.c): the extension that holds it, "" when it is this
+         * host's own; ext_gone: the back end no longer has it (nothing to tear down there) */
+        char ext[72];
+        bool ext_gone;
+        char front[40]; /* made for another node's front (its node id), "" when asked here */
         json_t *consumer, *metadata, *limits;
         json_t *seed; /* the create's {scope, workspace_request, inputs, setup_metadata} as given */
         json_t *profile_secrets; /* the names its profile grants (the server's store may serve them) */
@@ -195,6 +200,8 @@ void mgr_box_free(box *b);
 void mgr_box_put(sbx_mgr *m, box *b);
 void mgr_box_unlink(sbx_mgr *m, box *b);
 box *mgr_usable_box(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
+/* The same for one another node may hold (the front's own part of a TTL or metadata change). */
+box *mgr_usable_box_held(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_reply *rp);
 
 /* events.c */
 void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */);
@@ -274,6 +281,30 @@ int mgr_secret_open(
  * strings compared in constant time (for equal lengths). */
 bool mgr_mac(sbx_mgr *m, const char *text, char ret[static 33]);
 bool mgr_same(const char *a, const char *b);
+
+/* node.c: this node's id ("node_" + 32 hex; NULL: no key could be made or read) */
+const char *mgr_node_id(sbx_mgr *m);
+bool mgr_node_id_ok(const char *s);
+
+/* extensions.c: one registry entry (a copy, with its auth and tls; NULL: none such); an
+ * extension's health as its probe found it (taken) */
+json_t *mgr_registry_entry(const char *id);
+void mgr_registry_set_health(const char *id, json_t *health);
+
+/* remote.c: sandboxes held by another node (ext.sandboxer). The id a front asks the back end for
+ * (from the Idempotency-Key when there is one, so a retried create lands on the same sandbox);
+ * b provisioned on ext with the create's body (0, or -errno with why: the next candidate is
+ * tried); a request under /v1/sandboxes/ID for such a sandbox (false: not one, or the front's own
+ * operation follows: a destroy, the TTL, the metadata); b's teardown there (what cannot be told
+ * now is kept and told when it answers); the probes of the hosts thread; b at a restart. */
+void mgr_remote_id(sbx_mgr *m, const char *tenant, const char *key, char *buf, size_t n);
+int mgr_remote_provision(
+        sbx_mgr *m, box *b, const char *ext, json_t *body, const char *idem_key, char *why, size_t whysz);
+bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char *sub,
+        const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+void mgr_remote_teardown(sbx_mgr *m, box *b);
+void mgr_remote_probe(sbx_mgr *m);
+void mgr_remote_reconcile(sbx_mgr *m, box *b);
 
 /* supervisors.c */
 int mgr_sv_connect(const box *b);

@@ -51,6 +51,10 @@ typedef struct sbx_create_req {
         const char *webhook_url; /* webhook {url}: each state transition POSTed there (webhooks.c) */
         json_t *route; /* {strategy, fallback, allow_fallbacks, constraints} (route.c), or NULL: the
                         * profile's */
+        json_t *body; /* the request as given (borrowed): what a remote extension is sent */
+        /* the Sandboxer-Front header of a front that provisions here (remote.c): "node=NODE_ID;
+         * sandbox=ID", the id it asks for; NULL: none */
+        const char *front;
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same
@@ -142,6 +146,8 @@ unsigned sbx_ops_host_delete(sbx_mgr *m, const sbx_caller *who, const char *id, 
  * capabilities: {isolation, backends, regions, gpu, persistence, snapshot, pause}, pricing: {model,
  * per_second, per_creation, per_cpu_second, per_gib_second, currency}, health: {ok, checked_at,
  * latency_ms, reason?}}]}. */
+/* GET /v1/node: {node_id, public_key, url}. */
+unsigned sbx_ops_node(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_extensions(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 /* POST /v1/route/explain (route.c): the ranking a create of profile (NULL: profile.default) with
  * route (NULL: the profile's) would make, without creating: 200 {strategy, chosen (null: nothing

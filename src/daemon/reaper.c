@@ -232,6 +232,11 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->paused_snapshot = streq_ptr(json_string_value(json_object_get(rec, "on_paused_max")), "snapshot");
         if (json_is_object(json_object_get(rec, "route")))
                 b->route = json_incref(json_object_get(rec, "route"));
+        const char *ext = json_string_value(json_object_get(rec, "extension"));
+        if (ext && !streq(ext, "ext.local")) /* held by another node (remote.c) */
+                snprintf(b->ext, sizeof b->ext, "%s", ext);
+        snprintf(b->front, sizeof b->front, "%s",
+                json_string_value(json_object_get(json_object_get(rec, "front"), "node_id")) ?: "");
         b->seed = json_object();
         static const char *const seeds[] = {
                 "scope", "workspace_request", "inputs", "setup_metadata", "webhook"};
@@ -261,6 +266,16 @@ void mgr_reconcile(sbx_mgr *m) {
         while (c.list) {
                 box *b = c.list;
                 c.list = b->next;
+                if (b->ext[0]) { /* no supervisor here: the back end is asked (remote.c) */
+                        pthread_mutex_lock(&m->lock);
+                        b->refs++;
+                        b->next = m->boxes;
+                        m->boxes = b;
+                        pthread_mutex_unlock(&m->lock);
+                        mgr_remote_reconcile(m, b);
+                        mgr_box_put(m, b);
+                        continue;
+                }
                 json_t *info = mgr_sv_call(b, SBX_SV_OP_INFO, 3000);
                 if (info && json_is_true(json_object_get(info, "ok")) && !sbx_state_ending(b->state)) {
                         b->sv_pid = (pid_t) json_integer_value(json_object_get(info, "pid"));

@@ -137,6 +137,13 @@ bool sbx_mgr_route(
                         method_not_allowed(rp, "DELETE");
                 return true;
         }
+        if (streq(path, "/v1/node")) {
+                if (get)
+                        sbx_ops_node(m, rq->who, rp);
+                else
+                        method_not_allowed(rp, "GET");
+                return true;
+        }
         if (streq(path, "/v1/extensions") || streq(path, "/v1/extensions/")) {
                 if (get)
                         sbx_ops_extensions(m, rq->who, rp);
@@ -220,6 +227,8 @@ bool sbx_mgr_route(
         memcpy(id, rest, l);
         id[l] = 0;
         const char *sub = slash ? slash : "";
+        if (mgr_remote_route(m, method, id, sub, rq, rp)) /* held by another node: passed on */
+                return true;
         if (!*sub) {
                 if (get)
                         sbx_ops_get(m, rq->who, id, rp);

@@ -121,11 +121,11 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
                 return -EINVAL;
         mgr_policy_seen(m, pol);
         sbx_policy_free(pol);
+        (void) curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: the webhooks' */
+        if (mgr_registry_load(m->o.registry_dir, e) < 0) /* before the reconcile: remote ones ask there */
+                return -EINVAL;
         mgr_reconcile(m);
         mgr_snapshots_reconcile(m); /* what a snapshot killed mid-way left */
-        (void) curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: the webhooks' */
-        if (mgr_registry_load(m->o.registry_dir, e) < 0)
-                return -EINVAL;
         mgr_webhooks_load(m);
         if (pthread_create(&m->webhooks, NULL, mgr_webhooks_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the webhooks thread");

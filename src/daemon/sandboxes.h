@@ -48,6 +48,10 @@ typedef struct sbx_mgr_options {
         bool webhook_allow_private;
         /* the registry's extension files (extensions.c); NULL: ext.local only */
         const char *registry_dir;
+        /* hosts and remote extensions are probed this often (seconds; 0: 10); two misses in a row
+         * make one unhealthy, and a remote extension's sandboxes failed (host_lost) */
+        double heartbeat_s;
+        const char *public_url; /* this node's URL as others reach it (GET /v1/node), or NULL */
 } sbx_mgr_options;
 
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);
@@ -73,6 +77,7 @@ typedef struct sbx_mgr_request {
         const char *(*query)(void *ctx, const char *key); /* query string arguments */
         const char *(*header)(void *ctx, const char *key);
         void *ctx;
+        const char *uri; /* the request's target as sent (path and query), or NULL */
 } sbx_mgr_request;
 
 /* An answer: status and a JSON body, or raw bytes (files), or a stream (stream_fd is read to its

@@ -911,7 +911,7 @@ def route_tests():
     reg = os.path.join(TMP, "registry")
     os.makedirs(reg, exist_ok=True)
     with open(os.path.join(reg, "farm.yaml"), "w") as f:
-        f.write("id: ext.farm\nkind: sandboxer\nurl: https://farm.example:8443\n"
+        f.write("id: ext.farm\nkind: e2b\nurl: https://farm.example:8443\n"
                 "capabilities: {isolation: [container], regions: [eu-west]}\n"
                 "pricing: {per_second: 0, currency: USD}\n")
     with open(os.path.join(reg, "ext.local.yaml"), "w") as f:

@@ -1,0 +1,863 @@
+/* remote.c — ext.sandboxer: sandboxes held by another `sandboxer serve` (DESIGN.md, "Extensions,
+ * hosts and routes"). The front keeps a record of its own for each (b->ext names the extension,
+ * no supervisor) and the back end holds the sandbox under the same id, which the front asks for
+ * with the header `Sandboxer-Front: node=NODE_ID; sandbox=ID` — so every request under
+ * /v1/sandboxes/ID is passed on as it came (method, path, query, body; the answer streamed back
+ * as it arrives), and the back end's record names the front that made it.
+ *
+ * The registry entry says where and how:
+ *
+ *     id: ext.b
+ *     kind: sandboxer
+ *     url: https://b.example:8443     # http:// only to a loopback address
+ *     auth: {secret: b-token}          # the bearer token: the tenant's secret, else the server's
+ *     tls: {ca_file: /etc/sandboxer/b-ca.pem, pinned_key: "sha256//BASE64"}
+ *
+ * The front's view is authoritative. The hosts thread probes each such extension (an HTTP answer
+ * at its URL, the certificate verified); after two misses in a row its sandboxes are `failed`
+ * (host_lost) and new creates go elsewhere, and what it could not be told to tear down is kept in
+ * STATE/remote-pending.json and told when it answers again (no split brain). The id a front asks
+ * for is derived from the create's Idempotency-Key when there is one (HMAC with the node's key),
+ * so a create retried after the front died mid-provision lands on the same sandbox; a front that
+ * restarts asks the back end about each sandbox it was provisioning and adopts or fails it. */
+#include "daemon/mgr-internal.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "basic/strv.h"
+
+#define PROBE_MISSES 2
+#define CALL_TIMEOUT_MS 30000L
+
+typedef struct remote_ep {
+        char ext[72];
+        char url[1024]; /* no trailing slash */
+        char token[1024];
+        char ca_file[PATH_MAX];
+        char pin[256];
+        bool cap_pause, cap_snapshot;
+} remote_ep;
+
+typedef struct remote_resp {
+        long code;
+        char *body;
+        size_t len;
+        char ctype[128];
+} remote_resp;
+
+static void resp_done(remote_resp *r) {
+        free(r->body);
+        *r = (remote_resp){0};
+}
+
+/* ---- endpoints ---------------------------------------------------------------------------- */
+
+/* ext's endpoint for tenant (tenant NULL: the server's own secret only). false with why. */
+static bool ep_of(sbx_mgr *m, const char *tenant, const char *ext, remote_ep *ep, char *why, size_t n) {
+        json_t *x = mgr_registry_entry(ext);
+        *ep = (remote_ep){0};
+        if (!x) {
+                snprintf(why, n, "%s is not in the registry (any more)", ext);
+                return false;
+        }
+        const char *url = json_string_value(json_object_get(x, "url")),
+                   *secret = json_string_value(json_object_get(json_object_get(x, "auth"), "secret"));
+        json_t *tls = json_object_get(x, "tls"), *caps = json_object_get(x, "capabilities");
+        snprintf(ep->ext, sizeof ep->ext, "%s", ext);
+        snprintf(ep->url, sizeof ep->url, "%s", url ? url : "");
+        size_t ul = strlen(ep->url);
+        while (ul > 0 && ep->url[ul - 1] == '/')
+                ep->url[--ul] = 0;
+        snprintf(ep->ca_file, sizeof ep->ca_file, "%s",
+                json_string_value(json_object_get(tls, "ca_file")) ?: "");
+        snprintf(ep->pin, sizeof ep->pin, "%s", json_string_value(json_object_get(tls, "pinned_key")) ?: "");
+        ep->cap_pause = json_is_true(json_object_get(caps, "pause"));
+        ep->cap_snapshot = json_is_true(json_object_get(caps, "snapshot"));
+        bool ok = true;
+        if (secret) {
+                char where[256];
+                int fd = mgr_secret_open(m, tenant ? tenant : "", secret, true, where, sizeof where);
+                ssize_t k = fd >= 0 ? read(fd, ep->token, sizeof ep->token - 1) : -1;
+                if (fd >= 0)
+                        close(fd);
+                if (k <= 0) {
+                        snprintf(why, n,
+                                "%s needs the secret '%s' (its token), which is neither the tenant's (PUT "
+                                "/v1/secrets/%s) nor the server's",
+                                ext, secret, secret);
+                        ok = false;
+                } else {
+                        ep->token[k] = 0;
+                        while (k > 0 && (ep->token[k - 1] == '\n' || ep->token[k - 1] == '\r'))
+                                ep->token[--k] = 0;
+                }
+        }
+        json_decref(x);
+        return ok;
+}
+
+/* ---- calls -------------------------------------------------------------------------------- */
+
+static size_t collect_body(char *p, size_t size, size_t nm, void *ud) {
+        remote_resp *r = ud;
+        size_t n = size * nm;
+        if (r->len + n > FILE_MAX + 65536)
+                return 0;
+        char *nb = realloc(r->body, r->len + n + 1);
+        if (!nb)
+                return 0;
+        memcpy(nb + r->len, p, n);
+        r->body = nb;
+        r->len += n;
+        r->body[r->len] = 0;
+        return n;
+}
+
+static bool server_stopping(void *ud) {
+        sbx_mgr *m = ud;
+        return m && mgr_stopping(m);
+}
+
+static int progress_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
+        (void) dt, (void) dn, (void) ut, (void) un;
+        return server_stopping(ud) ? 1 : 0;
+}
+
+/* A handle for METHOD url+target with the front's headers and the caller's (NULL-terminated
+ * "Name: value" lines). */
+static CURL *handle(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target,
+        const char *body, size_t len, const char *const *extra, const char *front_sandbox,
+        struct curl_slist **hl, char *err) {
+        CURL *c = curl_easy_init();
+        if (!c)
+                return NULL;
+        char url[2200], auth[1100], front[200];
+        snprintf(url, sizeof url, "%s%s", ep->url, target);
+        struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+        h = curl_slist_append(h, "User-Agent: sandboxer-front/1");
+        if (ep->token[0]) {
+                snprintf(auth, sizeof auth, "Authorization: Bearer %s", ep->token);
+                h = curl_slist_append(h, auth);
+        }
+        const char *node = mgr_node_id(m);
+        if (node) {
+                snprintf(front, sizeof front, "Sandboxer-Front: node=%s%s%s", node,
+                        front_sandbox ? "; sandbox=" : "", front_sandbox ? front_sandbox : "");
+                h = curl_slist_append(h, front);
+        }
+        for (const char *const *p = extra; p && *p; p++)
+                h = curl_slist_append(h, *p);
+        *hl = h;
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        if (streq(method, "GET") || streq(method, "DELETE"))
+                curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+        if (streq(method, "DELETE"))
+                curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+        if (body && (streq(method, "POST") || streq(method, "PUT") || streq(method, "PATCH"))) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        } else if (streq(method, "POST") || streq(method, "PUT")) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) 0);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+        }
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(c, CURLOPT_PROXY, ""); /* never the environment's */
+        curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 10L);
+        curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 5L);
+        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress_cb);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, m);
+        if (ep->ca_file[0])
+                curl_easy_setopt(c, CURLOPT_CAINFO, ep->ca_file);
+        if (ep->pin[0])
+                curl_easy_setopt(c, CURLOPT_PINNEDPUBLICKEY, ep->pin);
+        return c;
+}
+
+static void fail_why(CURLcode r, const char *err, const remote_ep *ep, char *why, size_t n) {
+        snprintf(why, n, "%s (%.300s) does not answer: %.250s", ep->ext, ep->url,
+                err[0] ? err : curl_easy_strerror(r));
+}
+
+/* A call answered whole (timeout_ms, 0: CALL_TIMEOUT_MS): the status (0: no answer, why says). */
+static long call(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target, const char *body,
+        size_t len, const char *const *extra, const char *front_sandbox, long timeout_ms, remote_resp *r,
+        char *why, size_t whysz) {
+        *r = (remote_resp){0};
+        char err[CURL_ERROR_SIZE] = "";
+        struct curl_slist *h = NULL;
+        CURL *c = handle(m, ep, method, target, body, len, extra, front_sandbox, &h, err);
+        if (!c) {
+                snprintf(why, whysz, "no curl handle");
+                return 0;
+        }
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms ? timeout_ms : CALL_TIMEOUT_MS);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+        CURLcode cr = curl_easy_perform(c);
+        if (cr == CURLE_OK) {
+                curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
+                char *ct = NULL;
+                curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+                snprintf(r->ctype, sizeof r->ctype, "%s", ct ? ct : "");
+        } else
+                fail_why(cr, err, ep, why, whysz);
+        curl_slist_free_all(h);
+        curl_easy_cleanup(c);
+        return r->code;
+}
+
+/* The back end's error message from an answer, or its status. */
+static void answer_why(const remote_ep *ep, const remote_resp *r, char *why, size_t n) {
+        json_error_t je;
+        json_t *j = r->body ? json_loads(r->body, 0, &je) : NULL;
+        const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+        snprintf(why, n, "%s answered %ld: %.400s", ep->ext, r->code, msg ? msg : "(no message)");
+        json_decref(j);
+}
+
+/* ---- pending teardowns ---------------------------------------------------------------------- */
+
+static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void pend_path(sbx_mgr *m, char *buf, size_t n) {
+        snprintf(buf, n, "%.4000s/remote-pending.json", m->state_dir);
+}
+
+static json_t *pend_load_locked(sbx_mgr *m) {
+        char p[4100];
+        pend_path(m, p, sizeof p);
+        json_error_t je;
+        json_t *a = json_load_file(p, 0, &je);
+        if (!json_is_array(a)) {
+                json_decref(a);
+                a = json_array();
+        }
+        return a;
+}
+
+static void pend_add(sbx_mgr *m, const char *ext, const char *id, const char *tenant) {
+        char p[4100];
+        pend_path(m, p, sizeof p);
+        pthread_mutex_lock(&pend_lock);
+        json_t *a = pend_load_locked(m), *x;
+        size_t i;
+        bool have = false;
+        json_array_foreach(a, i, x) have =
+                have || (streq_ptr(json_string_value(json_object_get(x, "id")), id) &&
+                                streq_ptr(json_string_value(json_object_get(x, "extension")), ext));
+        if (!have && json_array_size(a) < 10000)
+                json_array_append_new(
+                        a, json_pack("{s:s, s:s, s:s}", "extension", ext, "id", id, "tenant", tenant));
+        (void) sbx_json_file_save(p, a, JSON_COMPACT);
+        json_decref(a);
+        pthread_mutex_unlock(&pend_lock);
+}
+
+/* DELETE the sandbox at the back end: true when it is gone there (or never was). */
+static bool teardown_at(
+        sbx_mgr *m, const char *ext, const char *id, const char *tenant, char *why, size_t n) {
+        remote_ep ep;
+        if (!ep_of(m, tenant, ext, &ep, why, n))
+                return false;
+        char target[96];
+        snprintf(target, sizeof target, "/v1/sandboxes/%s", id);
+        remote_resp r;
+        long code = call(m, &ep, "DELETE", target, NULL, 0, NULL, NULL, 15000, &r, why, n);
+        bool ok = code == 200 || code == 404 || code == 410;
+        if (code && !ok)
+                answer_why(&ep, &r, why, n);
+        resp_done(&r);
+        return ok;
+}
+
+/* What ext could not be told before, told now it answers. */
+static void pend_flush(sbx_mgr *m, const char *ext) {
+        char p[4100];
+        pend_path(m, p, sizeof p);
+        pthread_mutex_lock(&pend_lock);
+        json_t *a = pend_load_locked(m);
+        pthread_mutex_unlock(&pend_lock);
+        json_t *x, *done = json_array();
+        size_t i;
+        json_array_foreach(a, i, x) {
+                const char *e = json_string_value(json_object_get(x, "extension")),
+                           *id = json_string_value(json_object_get(x, "id")),
+                           *t = json_string_value(json_object_get(x, "tenant"));
+                char why[600] = "";
+                if (!streq_ptr(e, ext) || !id || !t)
+                        continue;
+                if (teardown_at(m, ext, id, t, why, sizeof why)) {
+                        json_array_append_new(done, json_string(id));
+                        sbx_log(SBX_LOG_INFO, "remote_reconciled", "extension", ext, "sandbox", id, "action",
+                                "destroyed at the back end (the front had marked it failed)", NULL);
+                }
+        }
+        if (json_array_size(done)) {
+                pthread_mutex_lock(&pend_lock);
+                json_t *now = pend_load_locked(m), *keep = json_array();
+                json_array_foreach(now, i,
+                        x) if (!(streq_ptr(json_string_value(json_object_get(x, "extension")), ext) &&
+                                       mgr_json_has_str(done, json_string_value(json_object_get(x, "id")))))
+                        json_array_append(keep, x);
+                (void) sbx_json_file_save(p, keep, JSON_COMPACT);
+                json_decref(keep);
+                json_decref(now);
+                pthread_mutex_unlock(&pend_lock);
+        }
+        json_decref(done);
+        json_decref(a);
+}
+
+void mgr_remote_teardown(sbx_mgr *m, box *b) {
+        char why[600] = "";
+        if (!teardown_at(m, b->ext, b->id, b->tenant, why, sizeof why)) {
+                sbx_log(SBX_LOG_WARNING, "remote_teardown_deferred", "extension", b->ext, "sandbox", b->id,
+                        "error", why, NULL);
+                pend_add(m, b->ext, b->id, b->tenant);
+        }
+}
+
+/* ---- the record ----------------------------------------------------------------------------- */
+
+/* What the front keeps of the back end's record: its state, clocks and settings. */
+static void absorb(sbx_mgr *m, box *b, json_t *rec) {
+        const char *st = json_string_value(json_object_get(rec, "state"));
+        sbx_state s = st ? sbx_state_from_string(st) : _SBX_STATE_INVALID;
+        pthread_mutex_lock(&m->lock);
+        snprintf(b->backend, sizeof b->backend, "%s",
+                json_string_value(json_object_get(rec, "backend")) ?: "");
+        snprintf(b->user, sizeof b->user, "%s", json_string_value(json_object_get(rec, "user")) ?: "");
+        snprintf(b->home, sizeof b->home, "%s", json_string_value(json_object_get(rec, "home")) ?: "");
+        snprintf(b->scratch, sizeof b->scratch, "%s",
+                json_string_value(json_object_get(rec, "scratch")) ?: "");
+        if (json_is_object(json_object_get(rec, "limits"))) {
+                json_decref(b->limits);
+                b->limits = json_deep_copy(json_object_get(rec, "limits"));
+        }
+        if (json_is_object(json_object_get(rec, "network"))) {
+                json_decref(b->network);
+                b->network = json_deep_copy(json_object_get(rec, "network"));
+        }
+        if (json_is_object(json_object_get(rec, "metadata"))) {
+                json_decref(b->metadata);
+                b->metadata = json_deep_copy(json_object_get(rec, "metadata"));
+        }
+        b->execs = json_integer_value(json_object_get(rec, "execs"));
+        b->budget_s = json_number_value(json_object_get(rec, "budget_s"));
+        b->budget_used_s = json_number_value(json_object_get(rec, "budget_used_s"));
+        pthread_mutex_unlock(&m->lock);
+        /* ready/active/paused there: the same here (the front's clocks stay its own) */
+        if (s == SBX_STATE_PAUSED && b->state != SBX_STATE_PAUSED) {
+                pthread_mutex_lock(&m->lock);
+                b->paused_ms = mgr_now_ms();
+                pthread_mutex_unlock(&m->lock);
+                mgr_set_state(m, b, SBX_STATE_PAUSED,
+                        json_string_value(json_object_get(rec, "reason")) ?: "pause");
+        } else if ((s == SBX_STATE_READY || s == SBX_STATE_ACTIVE) && b->state == SBX_STATE_PAUSED) {
+                pthread_mutex_lock(&m->lock);
+                b->paused_ms = 0;
+                pthread_mutex_unlock(&m->lock);
+                mgr_set_state(m, b, SBX_STATE_READY, "resume");
+        } else
+                (void) mgr_box_save(m, b);
+}
+
+/* The back end's record as the front shows it: the front's own keys over it. */
+static json_t *merged(sbx_mgr *m, box *b, json_t *rec) {
+        pthread_mutex_lock(&m->lock);
+        json_t *own = mgr_box_record(b);
+        pthread_mutex_unlock(&m->lock);
+        static const char *const keys[] = {"id", "state", "reason", "tenant", "actor", "profile",
+                "extension", "host", "reachability", "route", "webhook", "front", "created_at", "expires_at",
+                "ttl_max_at", "scope", "workspace_request", "inputs", "setup_metadata", "consumer"};
+        if (!json_is_object(rec))
+                return own;
+        json_t *out = json_deep_copy(rec);
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                json_object_set(out, keys[i], json_object_get(own, keys[i]));
+        json_decref(own);
+        return out;
+}
+
+/* The back end says it has no such sandbox (any more): the front's record ends too. */
+static void gone_there(sbx_mgr *m, box *b, const char *reason) {
+        pthread_mutex_lock(&m->lock);
+        bool mine = !b->busy && !sbx_state_ending(b->state);
+        if (mine)
+                b->busy = true;
+        pthread_mutex_unlock(&m->lock);
+        if (!mine)
+                return;
+        mgr_set_state(m, b, SBX_STATE_EXPIRED, reason);
+        pthread_mutex_lock(&m->lock);
+        b->ext_gone = true; /* nothing to tear down there */
+        pthread_mutex_unlock(&m->lock);
+        mgr_destroy_box(m, b, reason);
+}
+
+/* ---- create ------------------------------------------------------------------------------- */
+
+void mgr_remote_id(sbx_mgr *m, const char *tenant, const char *key, char *buf, size_t n) {
+        char mac[33], text[600];
+        snprintf(text, sizeof text, "front-id\n%s\n%s\n%s", mgr_node_id(m) ?: "", tenant, key ? key : "");
+        if (key && mgr_mac(m, text, mac))
+                snprintf(buf, n, "sbx_%.16s", mac);
+        else
+                mgr_random_id("sbx_", buf, n);
+}
+
+int mgr_remote_provision(
+        sbx_mgr *m, box *b, const char *ext, json_t *body, const char *idem_key, char *why, size_t whysz) {
+        remote_ep ep;
+        if (!ep_of(m, b->tenant, ext, &ep, why, whysz))
+                return -EINVAL;
+        json_t *fwd = json_deep_copy(body);
+        json_object_del(fwd, "route"); /* the front's; the back end routes on its own */
+        json_object_del(fwd, "webhook"); /* the front tells the transitions it sees */
+        json_object_del(fwd, "ttl");
+        json_object_set_new(fwd, "ttl_s", json_real(b->ttl_s));
+        char *text = json_dumps(fwd, JSON_COMPACT);
+        json_decref(fwd);
+        char ik[300] = "";
+        if (idem_key)
+                snprintf(ik, sizeof ik, "Idempotency-Key: %s", idem_key);
+        const char *extra[] = {
+                "Content-Type: application/json", "Accept: application/json", ik[0] ? ik : NULL, NULL};
+        remote_resp r;
+        int64_t t0 = mgr_now_ms();
+        long code = call(m, &ep, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, extra, b->id,
+                PROVISION_TIMEOUT_MS + 5000, &r, why, whysz);
+        free(text);
+        json_error_t je;
+        json_t *rec = (code == 200 || code == 201) && r.body ? json_loads(r.body, 0, &je) : NULL;
+        int ret = 0;
+        if (!code)
+                ret = -EHOSTUNREACH;
+        else if (!rec || !streq_ptr(json_string_value(json_object_get(rec, "id")), b->id)) {
+                if (code == 200 || code == 201)
+                        snprintf(why, whysz, "%s answered %ld with a record that is not sandbox %s", ext,
+                                code, b->id);
+                else
+                        answer_why(&ep, &r, why, whysz);
+                ret = -EPROTO;
+        } else {
+                pthread_mutex_lock(&m->lock);
+                snprintf(b->ext, sizeof b->ext, "%s", ext);
+                pthread_mutex_unlock(&m->lock);
+                absorb(m, b, rec);
+                mgr_route_observe(ext, (double) (mgr_now_ms() - t0));
+        }
+        json_decref(rec);
+        resp_done(&r);
+        /* it may have been made there though the answer was lost: told to go, now or later */
+        if (ret == -EHOSTUNREACH || (ret == -EPROTO && code >= 500))
+                pend_add(m, ext, b->id, b->tenant);
+        return ret;
+}
+
+/* ---- requests under /v1/sandboxes/ID ----------------------------------------------------------- */
+
+typedef struct proxy {
+        sbx_mgr *m;
+        remote_ep ep;
+        char method[16];
+        char *target, *body;
+        size_t len;
+        char *hdr[4];
+        int fd; /* our end of the reply's stream */
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool known; /* the status is known (or the call ended without one) */
+        long code;
+        char ctype[128];
+        char why[600];
+        unsigned refs;
+} proxy;
+
+static void proxy_put(proxy *p) {
+        pthread_mutex_lock(&p->lock);
+        bool last = --p->refs == 0;
+        pthread_mutex_unlock(&p->lock);
+        if (!last)
+                return;
+        free(p->target);
+        free(p->body);
+        for (size_t i = 0; i < ELEMENTSOF(p->hdr); i++)
+                free(p->hdr[i]);
+        if (p->fd >= 0)
+                close(p->fd);
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->cond);
+        free(p);
+}
+
+static void proxy_known(proxy *p, CURL *c) {
+        pthread_mutex_lock(&p->lock);
+        if (!p->known) {
+                curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &p->code);
+                char *ct = NULL;
+                curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+                snprintf(p->ctype, sizeof p->ctype, "%s", ct ? ct : "application/octet-stream");
+                p->known = true;
+                pthread_cond_broadcast(&p->cond);
+        }
+        pthread_mutex_unlock(&p->lock);
+}
+
+static size_t proxy_header(char *b, size_t size, size_t nm, void *ud) {
+        proxy **pc = ud;
+        size_t n = size * nm;
+        /* the blank line after a final (not 1xx) status's headers: the answer is known */
+        if (n <= 2 && (b[0] == '\r' || b[0] == '\n')) {
+                long code = 0;
+                curl_easy_getinfo(pc[1], CURLINFO_RESPONSE_CODE, &code);
+                if (code >= 200)
+                        proxy_known(pc[0], (CURL *) pc[1]);
+        }
+        return n;
+}
+
+static size_t proxy_write(char *b, size_t size, size_t nm, void *ud) {
+        proxy **pc = ud;
+        proxy *p = pc[0];
+        proxy_known(p, (CURL *) pc[1]);
+        size_t n = size * nm, off = 0;
+        while (off < n) {
+                ssize_t k = send(p->fd, b + off, n - off, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return 0; /* the client went away: the call ends */
+                off += (size_t) k;
+        }
+        return n;
+}
+
+static void *proxy_main(void *ud) {
+        proxy *p = ud;
+        char err[CURL_ERROR_SIZE] = "";
+        struct curl_slist *h = NULL;
+        const char *extra[ELEMENTSOF(p->hdr) + 1] = {0};
+        for (size_t i = 0; i < ELEMENTSOF(p->hdr); i++)
+                extra[i] = p->hdr[i];
+        CURL *c = handle(p->m, &p->ep, p->method, p->target, p->body, p->len, extra, NULL, &h, err);
+        if (c) {
+                void *pc[2] = {p, c};
+                curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, proxy_header);
+                curl_easy_setopt(c, CURLOPT_HEADERDATA, pc);
+                curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, proxy_write);
+                curl_easy_setopt(c, CURLOPT_WRITEDATA, pc);
+                CURLcode r = curl_easy_perform(c);
+                if (r == CURLE_OK)
+                        proxy_known(p, c);
+                else {
+                        pthread_mutex_lock(&p->lock);
+                        if (!p->known)
+                                fail_why(r, err, &p->ep, p->why, sizeof p->why);
+                        pthread_mutex_unlock(&p->lock);
+                }
+                curl_slist_free_all(h);
+                curl_easy_cleanup(c);
+        }
+        pthread_mutex_lock(&p->lock);
+        if (!p->known) {
+                if (!p->why[0])
+                        snprintf(p->why, sizeof p->why, "no curl handle");
+                p->known = true;
+                pthread_cond_broadcast(&p->cond);
+        }
+        pthread_mutex_unlock(&p->lock);
+        sbx_mgr *m = p->m;
+        proxy_put(p);
+        mgr_worker_done(m);
+        return NULL;
+}
+
+static char *header_line(const sbx_mgr_request *rq, const char *name) {
+        const char *v = rq->header ? rq->header(rq->ctx, name) : NULL;
+        char *s = NULL;
+        if (v && strlen(v) < 1024 && !strpbrk(v, "\r\n") && asprintf(&s, "%s: %s", name, v) < 0)
+                s = NULL;
+        return s;
+}
+
+/* The request passed on whole; its answer streamed back as it comes. */
+static unsigned proxy_stream(
+        sbx_mgr *m, const remote_ep *ep, const char *method, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
+        int sv[2];
+        proxy *p = calloc(1, sizeof *p);
+        if (!p || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+                free(p);
+                return mgr_reply_err(rp, 503, "unavailable", NULL, "cannot pass the request on: %m");
+        }
+        p->m = m;
+        p->ep = *ep;
+        snprintf(p->method, sizeof p->method, "%s", method);
+        p->target = strdup(rq->uri ? rq->uri : "");
+        if (rq->len && (p->body = malloc(rq->len)))
+                memcpy(p->body, rq->body, p->len = rq->len);
+        p->hdr[0] = header_line(rq, "Content-Type");
+        p->hdr[1] = header_line(rq, "Accept");
+        p->fd = sv[1];
+        p->refs = 2;
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->cond, NULL);
+        if (!p->target || mgr_worker_start(m, proxy_main, p) < 0) {
+                close(sv[0]);
+                p->refs = 1;
+                proxy_put(p);
+                return mgr_reply_err(
+                        rp, 503, "unavailable", NULL, "cannot start a thread to pass the request on");
+        }
+        pthread_mutex_lock(&p->lock);
+        while (!p->known)
+                pthread_cond_wait(&p->cond, &p->lock);
+        long code = p->code;
+        pthread_mutex_unlock(&p->lock);
+        if (!code) {
+                close(sv[0]);
+                mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", p->why);
+                proxy_put(p);
+                return 502;
+        }
+        rp->code = (unsigned) code;
+        rp->stream_fd = sv[0];
+        rp->ctype = NULL;
+        static __thread char ctype[128]; /* the reply is sent on this thread, before the next request */
+        snprintf(ctype, sizeof ctype, "%s", p->ctype);
+        rp->ctype = ctype;
+        proxy_put(p);
+        return rp->code;
+}
+
+static unsigned lacks(sbx_mgr_reply *rp, const char *ext, const char *capability) {
+        return mgr_reply_err(rp, 422, "unsupported", "capability",
+                "%s does not offer %s for its sandboxes (its capability vector: GET /v1/extensions)", ext,
+                capability);
+}
+
+bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char *sub,
+        const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
+        if (!b || !b->ext[0]) {
+                if (b)
+                        mgr_box_put(m, b);
+                return false;
+        }
+        bool get = streq(method, "GET");
+        remote_ep ep;
+        char why[700] = "";
+        pthread_mutex_lock(&m->lock);
+        sbx_state st = b->state;
+        bool busy = b->busy;
+        char ext[72];
+        snprintf(ext, sizeof ext, "%s", b->ext);
+        pthread_mutex_unlock(&m->lock);
+        bool handled = true;
+        if (!*sub && streq(method, "DELETE"))
+                handled = false; /* the front's destroy (mgr_destroy_box tells the back end) */
+        else if (!*sub && get) {
+                /* its record: the back end's, under the front's own keys (the front's alone once it
+                 * ended, or when the back end does not answer) */
+                remote_resp r = {0};
+                long code = 0;
+                if (!sbx_state_ending(st) && ep_of(m, b->tenant, ext, &ep, why, sizeof why)) {
+                        char target[96];
+                        snprintf(target, sizeof target, "/v1/sandboxes/%s", b->id);
+                        code = call(m, &ep, "GET", target, NULL, 0, NULL, NULL, 10000, &r, why, sizeof why);
+                }
+                json_error_t je;
+                json_t *rec = code == 200 && r.body ? json_loads(r.body, 0, &je) : NULL;
+                if (rec)
+                        absorb(m, b, rec);
+                else if (code == 404 || code == 410)
+                        gone_there(m, b, "gone_at_backend");
+                rp->code = 200;
+                rp->json = merged(m, b, rec);
+                json_decref(rec);
+                resp_done(&r);
+        } else if (strstr(sub, "/attach") && get)
+                lacks(rp, ext, "attach (a PTY's WebSocket is not passed on between nodes yet)");
+        else if ((streq(sub, "/pause") || streq(sub, "/resume") || streq(sub, "/snapshot")) &&
+                 ep_of(m, b->tenant, ext, &ep, why, sizeof why) &&
+                 !(streq(sub, "/snapshot") ? ep.cap_snapshot : ep.cap_pause))
+                lacks(rp, ext, streq(sub, "/snapshot") ? "snapshot" : "pause");
+        else if (busy || !(sbx_state_usable(st) || st == SBX_STATE_PAUSED)) /* paused: the back end says */
+                mgr_reply_err(rp, sbx_state_ending(st) ? 410 : 409,
+                        sbx_state_ending(st) ? "gone" : "conflict", NULL, "sandbox %s is %s%s%s", b->id,
+                        sbx_state_to_string(st), b->reason[0] ? " (" : "", b->reason[0] ? b->reason : "");
+        else if (!ep_of(m, b->tenant, ext, &ep, why, sizeof why))
+                mgr_reply_err(rp, 503, "unavailable", NULL, "%s", why);
+        else if (streq(sub, "/ttl") || streq(sub, "/metadata") || streq(sub, "/pause") ||
+                 streq(sub, "/resume") || streq(sub, "/recreate")) {
+                /* told to the back end first; the front's record follows what it answered */
+                const char *extra[] = {"Content-Type: application/json", NULL};
+                remote_resp r;
+                long code = call(m, &ep, method, rq->uri ? rq->uri : "", rq->body, rq->len, extra, NULL, 0,
+                        &r, why, sizeof why);
+                json_error_t je;
+                json_t *rec = code == 200 && r.body ? json_loads(r.body, 0, &je) : NULL;
+                if (!code)
+                        mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", why);
+                else if (!rec) { /* its error, as it said it */
+                        if (code == 404 || code == 410)
+                                gone_there(m, b, "gone_at_backend");
+                        rp->code = (unsigned) code;
+                        rp->raw = TAKE_PTR(r.body);
+                        rp->raw_len = r.len;
+                        rp->ctype = "application/json";
+                        if (!rp->raw) {
+                                rp->raw = strdup("");
+                                rp->raw_len = 0;
+                        }
+                } else if (streq(sub, "/ttl") || streq(sub, "/metadata")) {
+                        absorb(m, b, rec);
+                        handled = false; /* the front's own clock and metadata, as a local one's */
+                } else {
+                        absorb(m, b, rec);
+                        rp->code = 200;
+                        rp->json = merged(m, b, rec);
+                }
+                json_decref(rec);
+                resp_done(&r);
+        } else {
+                if (streq(sub, "/exec")) {
+                        pthread_mutex_lock(&m->lock);
+                        b->last_active_ms = mgr_now_ms();
+                        b->execs++;
+                        pthread_mutex_unlock(&m->lock);
+                }
+                proxy_stream(m, &ep, method, rq, rp);
+                if (rp->code == 410 || (rp->code == 404 && !*sub))
+                        gone_there(m, b, "gone_at_backend");
+        }
+        mgr_box_put(m, b);
+        return handled;
+}
+
+/* ---- health --------------------------------------------------------------------------------- */
+
+static pthread_mutex_t miss_lock = PTHREAD_MUTEX_INITIALIZER;
+static json_t *misses; /* extension id → misses in a row */
+
+/* Its sandboxes failed: the host that holds them is lost. */
+static void lost(sbx_mgr *m, const char *ext, const char *why) {
+        for (;;) {
+                box *b = NULL;
+                pthread_mutex_lock(&m->lock);
+                for (box *x = m->boxes; x && !b; x = x->next)
+                        if (streq(x->ext, ext) && !x->busy && !sbx_state_ending(x->state)) {
+                                b = x;
+                                b->busy = true;
+                                b->refs++;
+                        }
+                pthread_mutex_unlock(&m->lock);
+                if (!b)
+                        break;
+                atomic_fetch_add(&m->n_failed, 1);
+                mgr_set_state(m, b, SBX_STATE_FAILED, "host_lost");
+                sbx_log(SBX_LOG_WARNING, "remote_host_lost", "extension", ext, "sandbox", b->id, "error",
+                        why, NULL);
+                mgr_destroy_box(m, b, "host_lost"); /* its teardown there waits in remote-pending.json */
+                mgr_audit(m, NULL, "sandbox.destroy", b->id, "ok", "host_lost");
+                mgr_box_put(m, b);
+        }
+}
+
+void mgr_remote_probe(sbx_mgr *m) {
+        json_t *reg = mgr_registry(m), *x;
+        size_t i;
+        json_array_foreach(reg, i, x) {
+                const char *id = json_string_value(json_object_get(x, "id"));
+                if (!streq_ptr(json_string_value(json_object_get(x, "kind")), "sandboxer") ||
+                        mgr_stopping(m))
+                        continue;
+                remote_ep ep;
+                char why[700] = "";
+                (void) ep_of(m, NULL, id, &ep, why, sizeof why); /* a token is not needed to be heard */
+                why[0] = 0;
+                remote_resp r;
+                int64_t t0 = mgr_now_ms();
+                long code = call(m, &ep, "GET", "/healthz", NULL, 0, NULL, NULL, 3000, &r, why, sizeof why);
+                resp_done(&r);
+                bool ok = code > 0 && code < 500;
+                if (code >= 500)
+                        snprintf(why, sizeof why, "%s answered %ld at /healthz", id, code);
+                double ms = (double) (mgr_now_ms() - t0);
+                pthread_mutex_lock(&miss_lock);
+                if (!misses)
+                        misses = json_object();
+                json_int_t before = json_integer_value(json_object_get(misses, id));
+                bool seen = json_object_get(misses, id) != NULL;
+                json_int_t now = ok ? 0 : before + 1;
+                json_object_set_new(misses, id, json_integer(now));
+                pthread_mutex_unlock(&miss_lock);
+                /* one miss is a blip (still healthy, said in the reason); two in a row: lost */
+                bool healthy = now < PROBE_MISSES;
+                mgr_registry_set_health(id,
+                        json_pack("{s:b, s:o, s:o, s:s*}", "ok", healthy, "checked_at", mgr_time_json(t0),
+                                "latency_ms", ok ? json_real(ms) : json_null(), "reason", ok ? NULL : why));
+                if (now == PROBE_MISSES) {
+                        sbx_log(SBX_LOG_WARNING, "extension_unhealthy", "extension", id, "reason", why,
+                                NULL);
+                        lost(m, id, why);
+                }
+                if (ok && (before >= PROBE_MISSES || !seen)) {
+                        if (seen)
+                                sbx_log(SBX_LOG_INFO, "extension_healthy", "extension", id, NULL);
+                        pend_flush(m, id);
+                }
+        }
+        json_decref(reg);
+}
+
+/* ---- a restart ---------------------------------------------------------------------------- */
+
+void mgr_remote_reconcile(sbx_mgr *m, box *b) {
+        if (!sbx_state_ending(b->state) && b->state != SBX_STATE_REQUESTED &&
+                b->state != SBX_STATE_PROVISIONING) {
+                sbx_log(SBX_LOG_INFO, "readopted", "sandbox", b->id, "extension", b->ext, NULL);
+                atomic_fetch_add(&m->n_readopted, 1);
+                return;
+        }
+        if (sbx_state_ending(b->state)) { /* a destroy the front did not finish */
+                mgr_destroy_box(m, b, b->reason[0] ? b->reason : "destroyed");
+                return;
+        }
+        /* the front died mid-provision: the back end has it (adopted) or not (failed) */
+        remote_ep ep;
+        char why[700] = "", target[96];
+        remote_resp r = {0};
+        long code = 0;
+        snprintf(target, sizeof target, "/v1/sandboxes/%s", b->id);
+        if (ep_of(m, b->tenant, b->ext, &ep, why, sizeof why))
+                code = call(m, &ep, "GET", target, NULL, 0, NULL, NULL, 5000, &r, why, sizeof why);
+        json_error_t je;
+        json_t *rec = code == 200 && r.body ? json_loads(r.body, 0, &je) : NULL;
+        const char *st = json_string_value(json_object_get(rec, "state"));
+        if (rec && st && sbx_state_usable(sbx_state_from_string(st))) {
+                absorb(m, b, rec);
+                mgr_set_state(m, b, SBX_STATE_READY, "readopted");
+                sbx_log(SBX_LOG_INFO, "remote_adopted", "sandbox", b->id, "extension", b->ext, NULL);
+        } else {
+                atomic_fetch_add(&m->n_failed, 1);
+                mgr_set_state(m, b, SBX_STATE_FAILED, "provision_lost");
+                if (code == 404 || code == 410)
+                        b->ext_gone = true;
+                mgr_destroy_box(m, b, "provision_lost");
+        }
+        json_decref(rec);
+        resp_done(&r);
+}

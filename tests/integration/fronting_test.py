@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""fronting_test.py — one node fronting others (ext.sandboxer): three `sandboxer serve` on
+loopback. A fronts (its unix socket, and plain HTTP on loopback for the loop check); B and C are
+back ends over HTTPS with their own certificates and tokens, reached by A through its registry.
+Routes choose as the strategies say and explain agrees with create; the whole API passes through
+(exec, streamed exec, files, TTL, the record); a provision that fails falls back to the next
+candidate; a route that loops is refused; killing B fails its sandboxes (host_lost) and sends new
+creates to C; B back again is told to destroy what A failed; A restarted keeps its sandboxes on C.
+Every body A answers is validated against docs/openapi.json. Run by test-fronting.sh (TAP)."""
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sandboxes_test as t  # noqa: E402 — its TAP, validation and unix-socket helpers
+
+SBX, TMP, POLICY = t.SBX, t.TMP, t.POLICY
+F = os.path.join(TMP, "fronting")
+os.makedirs(F, exist_ok=True)
+procs = {}
+logs = {}
+
+
+def port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def cert(name):
+    d = os.path.join(F, name)
+    os.makedirs(d, exist_ok=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", d + "/key.pem", "-out", d + "/cert.pem"], check=True, capture_output=True)
+    return d + "/cert.pem", d + "/key.pem"
+
+
+def token(name):
+    st = os.path.join(F, name, "state")
+    out = subprocess.run([SBX, "token", "create", "--actor", "agt", "--name", "front", "--state-dir", st],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+NODES = {}
+
+
+def serve(name, args):
+    d = os.path.join(F, name)
+    os.makedirs(d, exist_ok=True)
+    env = dict(os.environ, SANDBOXER_RUNTIME_DIR=os.path.join(d, "run"), SANDBOXER_STATE_DIR=os.path.join(d, "state"))
+    a = [SBX, "serve", "--listen", "unix:" + os.path.join(d, "s.sock"), "--state-dir", os.path.join(d, "state"),
+         "--heartbeat-s", "0.5", "--stop-sandboxes"] + args
+    if POLICY:
+        a += ["--policy", POLICY]
+    logs[name] = open(os.path.join(d, "serve.log"), "ab")
+    procs[name] = subprocess.Popen(a, env=env, stdout=logs[name], stderr=logs[name])
+    for _ in range(200):
+        s, _, _ = call(name, "GET", "/healthz", timeout=5)
+        if s == 200:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def stop(name, sig=signal.SIGTERM):
+    p = procs.pop(name, None)
+    if p:
+        p.send_signal(sig)
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def call(name, method, path, body=None, headers=None, timeout=60, tcp=False):
+    """(status, JSON or bytes, headers) from node name: A on its unix socket (validated), B and C
+    over HTTPS with their tokens (tcp=True), or any node's socket."""
+    n = NODES.get(name, {})
+    h = dict(headers or {})
+    if tcp:
+        ctx = ssl.create_default_context(cafile=n["cert"])
+        c = http.client.HTTPSConnection("127.0.0.1", n["port"], timeout=timeout, context=ctx)
+        h["Authorization"] = "Bearer " + n["token"]
+    else:
+        c = t.Unix(os.path.join(F, name, "s.sock"), timeout)
+    if body is not None and not isinstance(body, (bytes, str)):
+        body = json.dumps(body)
+    try:
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+    except Exception as e:  # noqa: BLE001 — a status of 0
+        return 0, "request failed: %s" % e, {}
+    finally:
+        c.close()
+    ctype = r.getheader("Content-Type") or ""
+    if name == "A":
+        t.validate(method, path, r.status, data, ctype)
+    if ctype.startswith("application/json"):
+        try:
+            return r.status, json.loads(data), dict(r.getheaders())
+        except ValueError:
+            pass
+    return r.status, data, dict(r.getheaders())
+
+
+def events(name, sid, secs=2):
+    """What the node's event stream of sandbox sid sends in secs (the stream does not end)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(secs)
+    s.connect(os.path.join(F, name, "s.sock"))
+    s.sendall(b"GET /v1/events?sandbox=" + sid.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    out = b""
+    end = time.time() + secs
+    try:
+        while time.time() < end:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    s.close()
+    return out
+
+
+def wait(cond, secs=15):
+    end = time.time() + secs
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    return cond()
+
+
+def cand(rec, ext):
+    for c in (rec.get("route") or rec).get("candidates") or []:
+        if c.get("extension") == ext:
+            return c
+    return {}
+
+
+def main():
+    for name in ("B", "C"):
+        NODES[name] = {"port": port()}
+        NODES[name]["cert"], key = cert(name)
+        NODES[name]["token"] = token(name)
+        ok = serve(name, ["--listen", "127.0.0.1:%d" % NODES[name]["port"], "--tls-cert", NODES[name]["cert"],
+                          "--tls-key", key])
+        if not ok:
+            print("Bail out! serve %s did not start" % name)
+            return
+    NODES["A"] = {"port": port()}
+    sec = os.path.join(F, "A", "secrets")
+    reg = os.path.join(F, "A", "registry")
+    os.makedirs(sec, exist_ok=True)
+    os.makedirs(reg, exist_ok=True)
+    NODES["A"]["token"] = token("A")
+    for n, v in (("b-token", NODES["B"]["token"]), ("c-token", NODES["C"]["token"]), ("wrong-token", "sbx_nope"),
+                 ("a-token", NODES["A"]["token"])):
+        with open(os.path.join(sec, n), "w") as f:
+            f.write(v + "\n")
+
+    def entry(ext, url, secret, ca, price, regions):
+        with open(os.path.join(reg, ext + ".yaml"), "w") as f:
+            f.write("id: %s\nkind: sandboxer\nurl: %s\nauth: {secret: %s}\n%s"
+                    "capabilities: {isolation: [container, policy], regions: [%s], pause: true, snapshot: true}\n"
+                    "pricing: {per_second: %s}\n" % (ext, url, secret, "tls: {ca_file: %s}\n" % ca if ca else "",
+                                                       regions, price))
+    entry("ext.b", "https://127.0.0.1:%d" % NODES["B"]["port"], "b-token", NODES["B"]["cert"], "0.0002", "eu")
+    entry("ext.c", "https://127.0.0.1:%d/" % NODES["C"]["port"], "c-token", NODES["C"]["cert"], "0.0001", "us")
+    entry("ext.b-badkey", "https://127.0.0.1:%d" % NODES["B"]["port"], "wrong-token", NODES["B"]["cert"], "1", "eu")
+    entry("ext.self", "http://127.0.0.1:%d" % NODES["A"]["port"], "a-token", None, "1", "moon")
+    A_ARGS = ["--listen", "127.0.0.1:%d" % NODES["A"]["port"], "--secrets-dir", sec, "--registry", reg]
+    t.ok(serve("A", A_ARGS), "A (the front) starts with ext.b, ext.c, ext.b-badkey and ext.self in its registry")
+
+    # -- the registry's health and this node -----------------------------------------------------
+    def healthy():
+        s, d, _ = call("A", "GET", "/v1/extensions")
+        h = {x["id"]: x["health"]["ok"] for x in d.get("items", [])} if s == 200 else {}
+        return h if h.get("ext.b") and h.get("ext.c") else None
+    h = wait(healthy, 20)
+    t.ok(h and h.get("ext.b") and h.get("ext.c"), "A's probes find B and C healthy over HTTPS (their certificates verified)", h)
+    s, d, _ = call("A", "GET", "/v1/extensions")
+    t.ok(s == 200 and not any("auth" in x or "tls" in x for x in d["items"]),
+         "GET /v1/extensions does not show how an extension is reached (auth, tls)", d)
+    s, node, _ = call("A", "GET", "/v1/node")
+    a_node = node.get("node_id", "") if s == 200 else ""
+    t.ok(s == 200 and a_node.startswith("node_") and len(a_node) == 37 and node.get("public_key"),
+         "GET /v1/node: this node's id and public key", node)
+
+    # -- explain, then create: the same choice ---------------------------------------------------
+    route = {"strategy": "lowest-cost", "constraints": {"region": "eu"}}
+    s, ex, _ = call("A", "POST", "/v1/route/explain", {"route": route})
+    t.is_((s, ex.get("chosen") if s == 200 else ex), (200, "ext.b"), "explain lowest-cost in region eu: ext.b (ext.b-badkey costs more)")
+    s, rec, _ = call("A", "POST", "/v1/sandboxes", {"route": route, "ttl_s": 600, "metadata": {"k": "v"}})
+    sid = rec.get("id") if s == 201 else None
+    t.ok(s == 201 and rec.get("extension") == "ext.b" and rec["route"]["chosen"] == "ext.b" and rec["state"] == "ready",
+         "create with the same route: made on ext.b, as explain said", rec)
+    s, brec, _ = call("B", "GET", "/v1/sandboxes/%s" % sid, tcp=True)
+    t.ok(s == 200 and brec.get("id") == sid and (brec.get("front") or {}).get("node_id") == a_node,
+         "B holds it under the same id and names A's node as its front", brec)
+
+    # -- the API through the front ---------------------------------------------------------------
+    s, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["sh", "-c", "echo hi from $(cat /etc/hostname | head -c 0)b; exit 3"]})
+    t.ok(s == 200 and x.get("stdout") == "hi from b\n" and x.get("exit_code") == 3,
+         "exec through A: B's answer (stdout, exit code)", x)
+    s, raw, hd = call("A", "POST", "/v1/sandboxes/%s/exec" % sid, {"argv": ["sh", "-c", "echo one; echo two"], "stream": True})
+    lines = [json.loads(line) for line in raw.splitlines() if line.strip()] if s == 200 and isinstance(raw, bytes) else []
+    t.ok(s == 200 and hd.get("Content-Type", "").startswith("application/x-ndjson") and lines and
+         "".join(e.get("data", "") for e in lines if e.get("type") == "stdout") == "one\ntwo\n" and
+         lines[-1].get("type") == "end" and lines[-1].get("exit_code") == 0,
+         "a streamed exec through A: B's NDJSON events as they come", raw[:600] if isinstance(raw, bytes) else raw)
+    s, _, _ = call("A", "PUT", "/v1/sandboxes/%s/files?path=/tmp/f.txt" % sid, b"through the front\n")
+    s2, got, _ = call("B", "GET", "/v1/sandboxes/%s/files?path=/tmp/f.txt" % sid, tcp=True)
+    t.is_((s, s2, got), (200, 200, b"through the front\n"), "a file written through A is in B's sandbox")
+    s, got, _ = call("A", "GET", "/v1/sandboxes/%s/files?path=/tmp/f.txt" % sid)
+    t.is_((s, got), (200, b"through the front\n"), "and read back through A")
+    before = rec["expires_at"]
+    s, r2, _ = call("A", "POST", "/v1/sandboxes/%s/ttl" % sid, {"extend_s": 300})
+    s2, b2, _ = call("B", "GET", "/v1/sandboxes/%s" % sid, tcp=True)
+    t.ok(s == 200 and r2["expires_at"] > before and s2 == 200 and b2["expires_at"] > brec["expires_at"],
+         "the TTL extended through A moves A's clock and B's", (r2, b2))
+    s, r3, _ = call("A", "GET", "/v1/sandboxes/%s" % sid)
+    t.ok(s == 200 and r3["extension"] == "ext.b" and r3["execs"] >= 2 and r3["metadata"] == {"k": "v"} and
+         r3["reachability"]["exec_url"] == "/v1/sandboxes/%s/exec" % sid and r3["tenant"] == rec["tenant"],
+         "the record through A: B's (its execs), under A's own keys (extension, tenant, reachability)", r3)
+    s, e, _ = call("A", "GET", "/v1/sandboxes/%s/execs/exe_0123456789abcdef/attach" % sid)
+    t.ok(s == 422 and "attach" in e.get("error", {}).get("message", ""),
+         "an operation the extension lacks (a PTY's WebSocket) is 422 naming the capability", e)
+
+    # -- idempotency, fallback, loops, constraints -----------------------------------------------
+    k = {"Idempotency-Key": "fronted-1"}
+    s1, i1, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.c"]}}, k)
+    s2, i2, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.c"]}}, k)
+    s3, c1, _ = call("C", "GET", "/v1/sandboxes/%s" % i1.get("id"), tcp=True)
+    t.ok((s1, s2, s3) == (201, 200, 200) and i1["id"] == i2["id"] and c1.get("extension") == "ext.local",
+         "an Idempotency-Key: the same sandbox again, made once on C", (s1, s2, s3, i1, i2))
+    s, fb, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.b-badkey", "ext.c"]}})
+    bad = cand(fb, "ext.b-badkey") if s == 201 else {}
+    t.ok(s == 201 and fb["extension"] == "ext.c" and "401" in (bad.get("error") or ""),
+         "a provision that fails (B refuses the token) falls back to the next candidate; the record keeps the error", fb)
+    c_sid = fb.get("id")
+    s, nf, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.b-badkey", "ext.c"],
+                                                             "allow_fallbacks": False}})
+    t.ok(s == 503 and nf["error"]["code"] == "provision_failed" and
+         "401" in (cand(nf["error"], "ext.b-badkey").get("error") or "") and
+         cand(nf["error"], "ext.c").get("why_not") == "allow_fallbacks is false",
+         "allow_fallbacks false: 503 provision_failed, each candidate's error or reason", nf)
+    s, lp, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.self"]}})
+    t.ok(s == 503 and "front that asks" in (cand(lp["error"], "ext.self").get("error") or ""),
+         "a route that loops back to the front is refused by the back end (route_loop), named in the candidate's error", lp)
+    s, nr, _ = call("A", "POST", "/v1/sandboxes", {"route": {"constraints": {"region": "mars"}}})
+    cs = nr.get("error", {}).get("candidates", []) if s == 422 else []
+    t.ok(s == 422 and nr["error"]["code"] == "no_route" and len(cs) >= 5 and all(c["why_not"] for c in cs),
+         "a constraint nothing meets: 422 no_route with each candidate's reason", nr)
+    s, e, _ = call("B", "POST", "/v1/sandboxes", {}, {"Sandboxer-Front": "node=bogus; sandbox=x"}, tcp=True)
+    t.is_((s, e.get("error", {}).get("field") if isinstance(e, dict) else e), (400, "Sandboxer-Front"),
+          "a malformed Sandboxer-Front header: 400 naming it")
+    s, e, _ = call("B", "POST", "/v1/sandboxes", {}, {"Sandboxer-Front": "node=%s; sandbox=%s" % (a_node, sid)}, tcp=True)
+    t.is_(s, 409, "a front asking for an id that is taken: 409")
+
+    # -- B dies: its sandboxes fail, new creates go to C -----------------------------------------
+    stop("B", signal.SIGKILL)
+    def lost():
+        s, r, _ = call("A", "GET", "/v1/sandboxes/%s" % sid)
+        return r if s == 200 and r.get("reason") == "host_lost" else None
+    r = wait(lost, 20)
+    t.ok(r and r["state"] in ("failed", "destroyed"), "B killed: its sandbox on A is failed with reason host_lost", r)
+    ev = events("A", sid)
+    t.ok(b"host_lost" in ev, "and its event stream says so", ev[-600:])
+    s, nb, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.b", "ext.c"]}})
+    t.ok(s == 201 and nb["extension"] == "ext.c" and "unhealthy" in (cand(nb, "ext.b").get("why_not") or ""),
+         "a new create with ext.b first goes to C (ext.b passed over: unhealthy)", nb)
+    s, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % nb.get("id"), {"argv": ["echo", "on c"]})
+    t.is_((s, x.get("stdout") if isinstance(x, dict) else x), (200, "on c\n"), "and runs there")
+
+    # -- B back: told to destroy what A failed (no split brain) ----------------------------------
+    bc, bk = NODES["B"]["cert"], os.path.join(F, "B", "key.pem")
+    t.ok(serve("B", ["--listen", "127.0.0.1:%d" % NODES["B"]["port"], "--tls-cert", bc, "--tls-key", bk]),
+         "B restarted (its sandboxes re-adopted)")
+    def gone_on_b():
+        s, r, _ = call("B", "GET", "/v1/sandboxes/%s" % sid, tcp=True)
+        return r if s in (200, 410) and isinstance(r, dict) and r.get("state") == "destroyed" or s == 410 else None
+    t.ok(wait(gone_on_b, 20), "B back: A tells it to destroy the sandbox A had failed",
+         call("B", "GET", "/v1/sandboxes/%s" % sid, tcp=True))
+
+    # -- A restarted: its sandboxes on C are still its own ---------------------------------------
+    stop("A", signal.SIGKILL)
+    t.ok(serve("A", A_ARGS), "A killed and restarted")
+    s, r, _ = call("A", "GET", "/v1/sandboxes/%s" % c_sid)
+    s2, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % c_sid, {"argv": ["echo", "still"]})
+    t.ok(s == 200 and r["state"] == "ready" and r["extension"] == "ext.c" and s2 == 200 and x["stdout"] == "still\n",
+         "after A's restart its sandbox on C answers through it", (r, x))
+    s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % c_sid)
+    s2, cr, _ = call("C", "GET", "/v1/sandboxes/%s" % c_sid, tcp=True)
+    t.ok(s == 200 and d["state"] == "destroyed" and (s2 == 410 or (isinstance(cr, dict) and cr.get("state") == "destroyed")),
+         "destroy through A: destroyed on C too", (d, cr))
+    s, ls, _ = call("A", "GET", "/v1/sandboxes?state=ready")
+    t.ok(s == 200 and all(x["extension"] in ("ext.c", "ext.local") for x in ls["items"]),
+         "A's list shows its sandboxes wherever they are held", ls)
+    t.ok(not t.invalid, "every body A answered matches docs/openapi.json (%d checked)" % t.validated[0], "\n".join(t.invalid[:10]))
+
+
+def bad_registry():
+    """A registry entry that would send a token in the clear: serve refuses, naming the line."""
+    reg = os.path.join(F, "badreg")
+    os.makedirs(reg, exist_ok=True)
+    with open(os.path.join(reg, "x.yaml"), "w") as f:
+        f.write("id: ext.x\nkind: sandboxer\nurl: http://192.0.2.1:80\n")
+    r = subprocess.run([SBX, "serve", "--listen", "unix:" + os.path.join(F, "bad.sock"), "--state-dir",
+                        os.path.join(F, "badst"), "--registry", reg], capture_output=True, text=True, timeout=30)
+    t.ok(r.returncode == 125 and "x.yaml:3" in r.stderr and "in the clear" in r.stderr,
+         "a kind-sandboxer URL of plain http:// to a non-loopback address: serve refuses, naming file and line", r.stderr)
+    with open(os.path.join(reg, "x.yaml"), "w") as f:
+        f.write("id: ext.x\nkind: sandboxer\nurl: https://127.0.0.1:1\ntls: {pinned_key: abc}\n")
+    r = subprocess.run([SBX, "serve", "--listen", "unix:" + os.path.join(F, "bad.sock"), "--state-dir",
+                        os.path.join(F, "badst"), "--registry", reg], capture_output=True, text=True, timeout=30)
+    t.ok(r.returncode == 125 and "pinned_key" in r.stderr, "a pinned key that is not sha256//BASE64: refused", r.stderr)
+
+
+try:
+    main()
+    bad_registry()
+finally:
+    for name in ["A"] + [x for x in procs if x != "A"]:  # the front first: it tells the back ends
+        stop(name)
+print("1..%d" % t.n)
+sys.exit(1 if t.failed else 0)
