@@ -87,6 +87,9 @@ int mgr_box_save(sbx_mgr *m, box *b) {
         json_decref(rec);
         json_t *in =
                 json_pack("{s:s, s:f, s:f}", "profile", b->profile, "ttl_s", b->ttl_s, "idle_s", b->idle_s);
+        if (b->remote_id[0]) /* a hosted service's id and token: kept, never in the record */
+                json_object_set_new(
+                        in, "remote", json_pack("{s:s, s:s}", "id", b->remote_id, "token", b->remote_token));
         char *inputs = json_dumps(in, JSON_COMPACT);
         json_decref(in);
         sbx_error e = {0};

@@ -93,7 +93,9 @@ static void *sse_thread(void *arg) {
 }
 
 unsigned mgr_op_events(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        const char *sb = rq->query(rq->ctx, "sandbox");
+        char sbc[32];
+        const char *sb =
+                rq->query(rq->ctx, "sandbox") ? sbx_id_canon(rq->query(rq->ctx, "sandbox"), sbc) : NULL;
         const char *last = rq->header ? rq->header(rq->ctx, "Last-Event-ID") : NULL;
         const char *after_q = rq->query(rq->ctx, "after");
         if (sb && !mgr_valid_sandbox_id(sb))

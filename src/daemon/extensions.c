@@ -105,11 +105,12 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
         yctx c = {0};
         int r = yctx_load(&c, text, (size_t) n, path, e);
         free(text);
-        static const char *const keys[] = {
-                "id", "kind", "description", "url", "capabilities", "pricing", "auth", "tls"};
+        static const char *const keys[] = {"id", "kind", "description", "url", "capabilities", "pricing",
+                "auth", "tls", "domain", "connect_to", "template"};
         static const char *const akeys[] = {"secret"}, *const tkeys[] = {"ca_file", "pinned_key"};
         yaml_node_t *av[1] = {0}, *tv[2] = {0};
-        _cleanup_free_ char *secret = NULL, *ca_file = NULL, *pin = NULL;
+        _cleanup_free_ char *secret = NULL, *ca_file = NULL, *pin = NULL, *domain = NULL, *connect_to = NULL,
+                            *templ = NULL;
         static const char *const ckeys[] = {
                 "isolation", "backends", "regions", "gpu", "persistence", "snapshot", "pause"};
         static const char *const pkeys[] = {
@@ -201,6 +202,29 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
                         "url: %s is plain http:// to an address that is not loopback; the token would cross "
                         "the network in the clear (use https:// with tls.ca_file or tls.pinned_key)",
                         url);
+        if (r >= 0 && v[8])
+                r = yget_string(&c, v[8], "domain",
+                        "a domain (its sandboxes' host names are PORT-ID.DOMAIN)", &domain);
+        if (r >= 0 && domain) {
+                char *dd = domain;
+                r = word_check(&c, v[8], "domain", &dd);
+        }
+        if (r >= 0 && v[9])
+                r = yget_string(&c, v[9], "connect_to", "HOST:PORT", &connect_to);
+        if (r >= 0 && connect_to && (!strchr(connect_to, ':') || atoi(strrchr(connect_to, ':') + 1) <= 0))
+                r = yerr(&c, v[9], "connect_to: '%s' is not HOST:PORT", connect_to);
+        if (r >= 0 && v[10])
+                r = yget_string(&c, v[10], "template", "a template id", &templ);
+        if (r >= 0 && kind == 2 && !domain)
+                r = yerr(&c, yctx_root(&c),
+                        "domain: required for an extension of kind e2b (its sandboxes answer at "
+                        "49983-ID.DOMAIN; "
+                        "e2b.app for E2B's own)");
+        if (r >= 0 && kind == 2 && strncmp(url, "http://", 7) == 0 && !loopback_url(url))
+                r = yerr(&c, v[3],
+                        "url: %s is plain http:// to an address that is not loopback; the key would cross "
+                        "the network in the clear (use https://)",
+                        url);
         if (r >= 0 && kind == 1 && strncmp(url, "ssh://", 6) == 0)
                 r = yerr(&c, v[3], "url: an extension of kind sandboxer is reached over http(s)://");
         yctx_done(&c);
@@ -218,6 +242,12 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
                 return sbx_error_set(e, ENOMEM, "registry", "out of memory");
         if (secret)
                 json_object_set_new(x, "auth", json_pack("{s:s}", "secret", secret));
+        if (domain)
+                json_object_set_new(x, "domain", json_string(domain));
+        if (connect_to)
+                json_object_set_new(x, "connect_to", json_string(connect_to));
+        if (templ)
+                json_object_set_new(x, "template", json_string(templ));
         if (ca_file || pin)
                 json_object_set_new(
                         x, "tls", json_pack("{s:s*, s:s*}", "ca_file", ca_file, "pinned_key", pin));
@@ -347,7 +377,7 @@ json_t *mgr_registry(sbx_mgr *m) {
         size_t i;
         json_array_foreach(copy, i, x) {
                 const char *kind = json_string_value(json_object_get(x, "kind"));
-                if (streq_ptr(kind, "sandboxer")) {
+                if (streq_ptr(kind, "sandboxer") || streq_ptr(kind, "e2b")) {
                         if (!json_object_get(x, "health"))
                                 json_object_set_new(x, "health",
                                         json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at",
@@ -357,7 +387,7 @@ json_t *mgr_registry(sbx_mgr *m) {
                                 json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at", "latency_ms",
                                         "reason",
                                         "extensions of this kind are not built yet: this build holds "
-                                        "sandboxes on ext.local and on other sandboxer nodes"));
+                                        "sandboxes on ext.local, other sandboxer nodes and E2B"));
         }
         return copy;
 }
@@ -391,6 +421,7 @@ unsigned sbx_ops_extensions(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp
         json_array_foreach(items, i, x) { /* how it is reached is the site's business */
                 json_object_del(x, "auth");
                 json_object_del(x, "tls");
+                json_object_del(x, "connect_to");
         }
         rp->json = json_pack("{s:o}", "items", items);
         return 200;

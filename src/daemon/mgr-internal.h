@@ -46,6 +46,10 @@ typedef struct box {
         char ext[72];
         bool ext_gone;
         char front[40]; /* made for another node's front (its node id), "" when asked here */
+        /* a hosted service's own id for it and its access token (ext-e2b.c), "" for a sandboxer
+         * node's (the same id) */
+        char remote_id[128];
+        char remote_token[256];
         json_t *consumer, *metadata, *limits;
         json_t *seed; /* the create's {scope, workspace_request, inputs, setup_metadata} as given */
         json_t *profile_secrets; /* the names its profile grants (the server's store may serve them) */

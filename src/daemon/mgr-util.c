@@ -68,6 +68,20 @@ void mgr_random_id(const char *prefix, char *buf, size_t size) {
                 r[6], r[7]);
 }
 
+const char *sbx_id_canon(const char *s, char buf[static 32]) {
+        snprintf(buf, 32, "%s", s ? s : "");
+        if (strncmp(buf, "sbx-", 4) == 0 && strlen(buf) == 20)
+                buf[3] = '_';
+        return buf;
+}
+
+const char *sbx_id_hostform(const char *id, char buf[static 32]) {
+        snprintf(buf, 32, "%s", id ? id : "");
+        if (strncmp(buf, "sbx_", 4) == 0)
+                buf[3] = '-';
+        return buf;
+}
+
 bool mgr_valid_sandbox_id(const char *s) {
         if (!s || strncmp(s, "sbx_", 4) != 0 || strlen(s) != 20)
                 return false;

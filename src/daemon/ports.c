@@ -7,6 +7,7 @@
  * is read — its framing (Content-Length, chunked, to the end) undone and redone by
  * libmicrohttpd. An upgrade the server inside accepts (a WebSocket: 101) becomes a byte pipe
  * both ways. */
+#include <ctype.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <poll.h>
@@ -182,10 +183,14 @@ bool sbx_ports_host_target(sbx_mgr *m, const char *host, unsigned *ret_port, cha
         *dash = 0;
         char *end;
         long p = strtol(h, &end, 10);
-        if (*end || end == h || p < 0 || !mgr_valid_sandbox_id(dash + 1))
+        char canon[32];
+        sbx_id_canon(dash + 1, canon); /* a host name has "sbx-HEX" ('_' may not be there) */
+        for (char *q = canon; *q; q++)
+                *q = (char) tolower((unsigned char) *q);
+        if (*end || end == h || p < 0 || !mgr_valid_sandbox_id(canon))
                 return false;
         *ret_port = p > 65535 ? 0 : (unsigned) p; /* 0: out of range, said by the caller */
-        snprintf(ret_id, 32, "%s", dash + 1);
+        snprintf(ret_id, 32, "%s", canon);
         return true;
 }
 
@@ -608,7 +613,7 @@ static const char *sandbox_sub(const char *path, const char *sub) {
 bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, const char *path,
         const char *raw_uri, const char *body, size_t len, const sbx_caller *who, unsigned *ret_code,
         struct MHD_Response **ret_resp) {
-        char id[32] = "", why[512];
+        char id[32] = "", id_canon[32], why[512];
         unsigned port = 0;
         bool signed_ok = false, by_host = false, tunnel = false;
         const char *query = raw_uri ? strchr(raw_uri, '?') : NULL, *p = NULL;
@@ -622,6 +627,8 @@ bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, 
                 snprintf(target, sizeof target, "%s", raw_uri && raw_uri[0] == '/' ? raw_uri : "/");
         } else if ((p = sandbox_sub(path, "/ports/"))) {
                 snprintf(id, sizeof id, "%.20s", path + 14);
+                sbx_id_canon(id, id_canon); /* E2B's host form too */
+                snprintf(id, sizeof id, "%s", id_canon);
                 char *end;
                 long v = strtol(p, &end, 10);
                 if (end == p || (*end && *end != '/')) {
@@ -633,6 +640,8 @@ bool sbx_ports_handle(sbx_mgr *m, struct MHD_Connection *c, const char *method, 
                 snprintf(target, sizeof target, "%s%s", *end ? end : "/", query ? query : "");
         } else if ((p = sandbox_sub(path, "/tunnel/"))) {
                 snprintf(id, sizeof id, "%.20s", path + 14);
+                sbx_id_canon(id, id_canon); /* E2B's host form too */
+                snprintf(id, sizeof id, "%s", id_canon);
                 char *end;
                 long v = strtol(p, &end, 10);
                 port = end == p || *end || v < 1 || v > 65535 ? 0 : (unsigned) v;

@@ -200,6 +200,11 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         if (inputs_json)
                 in = json_loads(inputs_json, 0, &je);
         b->ttl_s = json_number_value(json_object_get(in, "ttl_s"));
+        json_t *rem = json_object_get(in, "remote");
+        snprintf(b->remote_id, sizeof b->remote_id, "%s",
+                json_string_value(json_object_get(rem, "id")) ?: "");
+        snprintf(b->remote_token, sizeof b->remote_token, "%s",
+                json_string_value(json_object_get(rem, "token")) ?: "");
         json_decref(in);
         b->idle_s = json_number_value(json_object_get(rec, "idle_s"));
         b->budget_s = json_number_value(json_object_get(rec, "budget_s"));

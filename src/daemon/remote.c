@@ -20,9 +20,8 @@
  * for is derived from the create's Idempotency-Key when there is one (HMAC with the node's key),
  * so a create retried after the front died mid-provision lands on the same sandbox; a front that
  * restarts asks the back end about each sandbox it was provisioning and adopts or fails it. */
-#include "daemon/mgr-internal.h"
+#include "daemon/remote.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -33,23 +32,7 @@
 #define PROBE_MISSES 2
 #define CALL_TIMEOUT_MS 30000L
 
-typedef struct remote_ep {
-        char ext[72];
-        char url[1024]; /* no trailing slash */
-        char token[1024];
-        char ca_file[PATH_MAX];
-        char pin[256];
-        bool cap_pause, cap_snapshot;
-} remote_ep;
-
-typedef struct remote_resp {
-        long code;
-        char *body;
-        size_t len;
-        char ctype[128];
-} remote_resp;
-
-static void resp_done(remote_resp *r) {
+void remote_resp_done(remote_resp *r) {
         free(r->body);
         *r = (remote_resp){0};
 }
@@ -57,7 +40,7 @@ static void resp_done(remote_resp *r) {
 /* ---- endpoints ---------------------------------------------------------------------------- */
 
 /* ext's endpoint for tenant (tenant NULL: the server's own secret only). false with why. */
-static bool ep_of(sbx_mgr *m, const char *tenant, const char *ext, remote_ep *ep, char *why, size_t n) {
+bool remote_ep_of(sbx_mgr *m, const char *tenant, const char *ext, remote_ep *ep, char *why, size_t n) {
         json_t *x = mgr_registry_entry(ext);
         *ep = (remote_ep){0};
         if (!x) {
@@ -68,6 +51,12 @@ static bool ep_of(sbx_mgr *m, const char *tenant, const char *ext, remote_ep *ep
                    *secret = json_string_value(json_object_get(json_object_get(x, "auth"), "secret"));
         json_t *tls = json_object_get(x, "tls"), *caps = json_object_get(x, "capabilities");
         snprintf(ep->ext, sizeof ep->ext, "%s", ext);
+        snprintf(ep->kind, sizeof ep->kind, "%s", json_string_value(json_object_get(x, "kind")) ?: "");
+        snprintf(ep->domain, sizeof ep->domain, "%s", json_string_value(json_object_get(x, "domain")) ?: "");
+        snprintf(ep->connect_to, sizeof ep->connect_to, "%s",
+                json_string_value(json_object_get(x, "connect_to")) ?: "");
+        snprintf(ep->template_id, sizeof ep->template_id, "%s",
+                json_string_value(json_object_get(x, "template")) ?: "base");
         snprintf(ep->url, sizeof ep->url, "%s", url ? url : "");
         size_t ul = strlen(ep->url);
         while (ul > 0 && ep->url[ul - 1] == '/')
@@ -160,20 +149,28 @@ static void share_init(void) {
 /* A handle for METHOD url+target with the front's headers and the caller's (NULL-terminated
  * "Name: value" lines). */
 static CURL *handle(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target,
-        const char *body, size_t len, const char *const *extra, const char *front_sandbox,
-        struct curl_slist **hl, char *err) {
+        const char *body, size_t len, const char *const *extra, bool authed, const char *front_sandbox,
+        struct curl_slist **hl, struct curl_slist **ct, char *err) {
         CURL *c = curl_easy_init();
         if (!c)
                 return NULL;
-        char url[2200], auth[1100], front[200];
-        snprintf(url, sizeof url, "%s%s", ep->url, target);
+        char url[2200], auth[1100], front[200], cto[320];
+        bool whole = strncmp(target, "http://", 7) == 0 || strncmp(target, "https://", 8) == 0;
+        snprintf(url, sizeof url, "%s%s", whole ? "" : ep->url, target);
         struct curl_slist *h = curl_slist_append(NULL, "Expect:");
         h = curl_slist_append(h, "User-Agent: sandboxer-front/1");
-        if (ep->token[0]) {
-                snprintf(auth, sizeof auth, "Authorization: Bearer %s", ep->token);
+        if (authed && ep->token[0]) { /* a sandboxer node's bearer token, E2B's API key */
+                snprintf(auth, sizeof auth,
+                        streq(ep->kind, "e2b") ? "X-API-KEY: %s" : "Authorization: Bearer %s", ep->token);
                 h = curl_slist_append(h, auth);
         }
-        const char *node = mgr_node_id(m);
+        *ct = NULL;
+        if (ep->connect_to[0]) {
+                snprintf(cto, sizeof cto, "::%s", ep->connect_to);
+                *ct = curl_slist_append(NULL, cto);
+                curl_easy_setopt(c, CURLOPT_CONNECT_TO, *ct);
+        }
+        const char *node = streq(ep->kind, "sandboxer") ? mgr_node_id(m) : NULL;
         if (node) {
                 snprintf(front, sizeof front, "Sandboxer-Front: node=%s%s%s", node,
                         front_sandbox ? "; sandbox=" : "", front_sandbox ? front_sandbox : "");
@@ -223,36 +220,56 @@ static void fail_why(CURLcode r, const char *err, const remote_ep *ep, char *why
                 err[0] ? err : curl_easy_strerror(r));
 }
 
-/* A call answered whole (timeout_ms, 0: CALL_TIMEOUT_MS): the status (0: no answer, why says). */
-static long call(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target, const char *body,
-        size_t len, const char *const *extra, const char *front_sandbox, long timeout_ms, remote_resp *r,
-        char *why, size_t whysz) {
+static long call_x(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target, const char *body,
+        size_t len, const char *const *extra, bool auth, const char *front_sandbox,
+        curl_mime *(*mime)(CURL *c, void *ud), void *mime_ud, long timeout_ms, remote_resp *r, char *why,
+        size_t whysz) {
         *r = (remote_resp){0};
         char err[CURL_ERROR_SIZE] = "";
-        struct curl_slist *h = NULL;
-        CURL *c = handle(m, ep, method, target, body, len, extra, front_sandbox, &h, err);
+        struct curl_slist *h = NULL, *ct = NULL;
+        CURL *c = handle(m, ep, method, target, body, len, extra, auth, front_sandbox, &h, &ct, err);
         if (!c) {
                 snprintf(why, whysz, "no curl handle");
                 return 0;
         }
+        curl_mime *mp = mime ? mime(c, mime_ud) : NULL;
+        if (mp)
+                curl_easy_setopt(c, CURLOPT_MIMEPOST, mp);
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms ? timeout_ms : CALL_TIMEOUT_MS);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
         CURLcode cr = curl_easy_perform(c);
         if (cr == CURLE_OK) {
                 curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
-                char *ct = NULL;
-                curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
-                snprintf(r->ctype, sizeof r->ctype, "%s", ct ? ct : "");
+                char *cty = NULL;
+                curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &cty);
+                snprintf(r->ctype, sizeof r->ctype, "%s", cty ? cty : "");
         } else
                 fail_why(cr, err, ep, why, whysz);
+        curl_mime_free(mp);
         curl_slist_free_all(h);
+        curl_slist_free_all(ct);
         curl_easy_cleanup(c);
         return r->code;
 }
 
+long remote_call(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target, const char *body,
+        size_t len, const char *const *extra, bool auth, curl_mime *(*mime)(CURL *c, void *ud),
+        void *mime_ud, long timeout_ms, remote_resp *r, char *why, size_t whysz) {
+        return call_x(m, ep, method, target, body, len, extra, auth, NULL, mime, mime_ud, timeout_ms, r, why,
+                whysz);
+}
+
+/* A sandboxer node's call, with its token. */
+static long call(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target, const char *body,
+        size_t len, const char *const *extra, const char *front_sandbox, long timeout_ms, remote_resp *r,
+        char *why, size_t whysz) {
+        return call_x(m, ep, method, target, body, len, extra, true, front_sandbox, NULL, NULL, timeout_ms,
+                r, why, whysz);
+}
+
 /* The back end's error message from an answer, or its status. */
-static void answer_why(const remote_ep *ep, const remote_resp *r, char *why, size_t n) {
+void remote_answer_why(const remote_ep *ep, const remote_resp *r, char *why, size_t n) {
         json_error_t je;
         json_t *j = r->body ? json_loads(r->body, 0, &je) : NULL;
         const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
@@ -280,7 +297,8 @@ static json_t *pend_load_locked(sbx_mgr *m) {
         return a;
 }
 
-static void pend_add(sbx_mgr *m, const char *ext, const char *id, const char *tenant) {
+/* id: the front's; rid: the extension's own id for it (the same for a sandboxer node) */
+static void pend_add(sbx_mgr *m, const char *ext, const char *id, const char *rid, const char *tenant) {
         char p[4100];
         pend_path(m, p, sizeof p);
         pthread_mutex_lock(&pend_lock);
@@ -291,8 +309,8 @@ static void pend_add(sbx_mgr *m, const char *ext, const char *id, const char *te
                 have || (streq_ptr(json_string_value(json_object_get(x, "id")), id) &&
                                 streq_ptr(json_string_value(json_object_get(x, "extension")), ext));
         if (!have && json_array_size(a) < 10000)
-                json_array_append_new(
-                        a, json_pack("{s:s, s:s, s:s}", "extension", ext, "id", id, "tenant", tenant));
+                json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "extension", ext, "id", id,
+                                                 "remote_id", rid[0] ? rid : id, "tenant", tenant));
         (void) sbx_json_file_save(p, a, JSON_COMPACT);
         json_decref(a);
         pthread_mutex_unlock(&pend_lock);
@@ -302,16 +320,18 @@ static void pend_add(sbx_mgr *m, const char *ext, const char *id, const char *te
 static bool teardown_at(
         sbx_mgr *m, const char *ext, const char *id, const char *tenant, char *why, size_t n) {
         remote_ep ep;
-        if (!ep_of(m, tenant, ext, &ep, why, n))
+        if (!remote_ep_of(m, tenant, ext, &ep, why, n))
                 return false;
+        if (streq(ep.kind, "e2b"))
+                return e2b_teardown(m, &ep, id, why, n);
         char target[96];
         snprintf(target, sizeof target, "/v1/sandboxes/%s", id);
         remote_resp r;
         long code = call(m, &ep, "DELETE", target, NULL, 0, NULL, NULL, 15000, &r, why, n);
         bool ok = code == 200 || code == 404 || code == 410;
         if (code && !ok)
-                answer_why(&ep, &r, why, n);
-        resp_done(&r);
+                remote_answer_why(&ep, &r, why, n);
+        remote_resp_done(&r);
         return ok;
 }
 
@@ -327,11 +347,12 @@ static void pend_flush(sbx_mgr *m, const char *ext) {
         json_array_foreach(a, i, x) {
                 const char *e = json_string_value(json_object_get(x, "extension")),
                            *id = json_string_value(json_object_get(x, "id")),
+                           *rid = json_string_value(json_object_get(x, "remote_id")),
                            *t = json_string_value(json_object_get(x, "tenant"));
                 char why[600] = "";
                 if (!streq_ptr(e, ext) || !id || !t)
                         continue;
-                if (teardown_at(m, ext, id, t, why, sizeof why)) {
+                if (teardown_at(m, ext, rid ? rid : id, t, why, sizeof why)) {
                         json_array_append_new(done, json_string(id));
                         sbx_log(SBX_LOG_INFO, "remote_reconciled", "extension", ext, "sandbox", id, "action",
                                 "destroyed at the back end (the front had marked it failed)", NULL);
@@ -355,17 +376,18 @@ static void pend_flush(sbx_mgr *m, const char *ext) {
 
 void mgr_remote_teardown(sbx_mgr *m, box *b) {
         char why[600] = "";
-        if (!teardown_at(m, b->ext, b->id, b->tenant, why, sizeof why)) {
+        const char *rid = b->remote_id[0] ? b->remote_id : b->id;
+        if (!teardown_at(m, b->ext, rid, b->tenant, why, sizeof why)) {
                 sbx_log(SBX_LOG_WARNING, "remote_teardown_deferred", "extension", b->ext, "sandbox", b->id,
                         "error", why, NULL);
-                pend_add(m, b->ext, b->id, b->tenant);
+                pend_add(m, b->ext, b->id, rid, b->tenant);
         }
 }
 
 /* ---- the record ----------------------------------------------------------------------------- */
 
 /* What the front keeps of the back end's record: its state, clocks and settings. */
-static void absorb(sbx_mgr *m, box *b, json_t *rec) {
+void remote_absorb(sbx_mgr *m, box *b, json_t *rec) {
         const char *st = json_string_value(json_object_get(rec, "state"));
         sbx_state s = st ? sbx_state_from_string(st) : _SBX_STATE_INVALID;
         pthread_mutex_lock(&m->lock);
@@ -387,9 +409,12 @@ static void absorb(sbx_mgr *m, box *b, json_t *rec) {
                 json_decref(b->metadata);
                 b->metadata = json_deep_copy(json_object_get(rec, "metadata"));
         }
-        b->execs = json_integer_value(json_object_get(rec, "execs"));
-        b->budget_s = json_number_value(json_object_get(rec, "budget_s"));
-        b->budget_used_s = json_number_value(json_object_get(rec, "budget_used_s"));
+        if (json_is_integer(json_object_get(rec, "execs")))
+                b->execs = json_integer_value(json_object_get(rec, "execs"));
+        if (json_is_number(json_object_get(rec, "budget_s")))
+                b->budget_s = json_number_value(json_object_get(rec, "budget_s"));
+        if (json_is_number(json_object_get(rec, "budget_used_s")))
+                b->budget_used_s = json_number_value(json_object_get(rec, "budget_used_s"));
         pthread_mutex_unlock(&m->lock);
         /* ready/active/paused there: the same here (the front's clocks stay its own) */
         if (s == SBX_STATE_PAUSED && b->state != SBX_STATE_PAUSED) {
@@ -408,7 +433,7 @@ static void absorb(sbx_mgr *m, box *b, json_t *rec) {
 }
 
 /* The back end's record as the front shows it: the front's own keys over it. */
-static json_t *merged(sbx_mgr *m, box *b, json_t *rec) {
+json_t *remote_merged(sbx_mgr *m, box *b, json_t *rec) {
         pthread_mutex_lock(&m->lock);
         json_t *own = mgr_box_record(b);
         pthread_mutex_unlock(&m->lock);
@@ -425,7 +450,7 @@ static json_t *merged(sbx_mgr *m, box *b, json_t *rec) {
 }
 
 /* The back end says it has no such sandbox (any more): the front's record ends too. */
-static void gone_there(sbx_mgr *m, box *b, const char *reason) {
+void remote_gone(sbx_mgr *m, box *b, const char *reason) {
         pthread_mutex_lock(&m->lock);
         bool mine = !b->busy && !sbx_state_ending(b->state);
         if (mine)
@@ -454,8 +479,15 @@ void mgr_remote_id(sbx_mgr *m, const char *tenant, const char *key, char *buf, s
 int mgr_remote_provision(
         sbx_mgr *m, box *b, const char *ext, json_t *body, const char *idem_key, char *why, size_t whysz) {
         remote_ep ep;
-        if (!ep_of(m, b->tenant, ext, &ep, why, whysz))
+        if (!remote_ep_of(m, b->tenant, ext, &ep, why, whysz))
                 return -EINVAL;
+        if (streq(ep.kind, "e2b")) {
+                int64_t t0 = mgr_now_ms();
+                int r = e2b_provision(m, b, &ep, body, why, whysz);
+                if (r == 0)
+                        mgr_route_observe(ext, (double) (mgr_now_ms() - t0));
+                return r;
+        }
         json_t *fwd = json_deep_copy(body);
         json_object_del(fwd, "route"); /* the front's; the back end routes on its own */
         json_object_del(fwd, "webhook"); /* the front tells the transitions it sees */
@@ -483,20 +515,20 @@ int mgr_remote_provision(
                         snprintf(why, whysz, "%s answered %ld with a record that is not sandbox %s", ext,
                                 code, b->id);
                 else
-                        answer_why(&ep, &r, why, whysz);
+                        remote_answer_why(&ep, &r, why, whysz);
                 ret = -EPROTO;
         } else {
                 pthread_mutex_lock(&m->lock);
                 snprintf(b->ext, sizeof b->ext, "%s", ext);
                 pthread_mutex_unlock(&m->lock);
-                absorb(m, b, rec);
+                remote_absorb(m, b, rec);
                 mgr_route_observe(ext, (double) (mgr_now_ms() - t0));
         }
         json_decref(rec);
-        resp_done(&r);
+        remote_resp_done(&r);
         /* it may have been made there though the answer was lost: told to go, now or later */
         if (ret == -EHOSTUNREACH || (ret == -EPROTO && code >= 500))
-                pend_add(m, ext, b->id, b->tenant);
+                pend_add(m, ext, b->id, "", b->tenant);
         return ret;
 }
 
@@ -508,14 +540,18 @@ typedef struct proxy {
         char method[16];
         char *target, *body;
         size_t len;
-        char *hdr[4];
+        char *hdr[8];
+        bool auth;
+        remote_xform x; /* x.piece NULL: the body as it is */
         int fd; /* our end of the reply's stream */
         pthread_mutex_t lock;
         pthread_cond_t cond;
         bool known; /* the status is known (or the call ended without one) */
+        bool finished; /* the call ended */
         long code;
         char ctype[128];
         char why[600];
+        remote_resp err; /* a transformed call's answer that is not 200: kept whole */
         unsigned refs;
 } proxy;
 
@@ -531,6 +567,9 @@ static void proxy_put(proxy *p) {
                 free(p->hdr[i]);
         if (p->fd >= 0)
                 close(p->fd);
+        if (p->x.free)
+                p->x.free(p->x.ud);
+        remote_resp_done(&p->err);
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->cond);
         free(p);
@@ -550,42 +589,53 @@ static void proxy_known(proxy *p, CURL *c) {
 }
 
 static size_t proxy_header(char *b, size_t size, size_t nm, void *ud) {
-        proxy **pc = ud;
+        void **pc = ud;
         size_t n = size * nm;
         /* the blank line after a final (not 1xx) status's headers: the answer is known */
         if (n <= 2 && (b[0] == '\r' || b[0] == '\n')) {
                 long code = 0;
-                curl_easy_getinfo(pc[1], CURLINFO_RESPONSE_CODE, &code);
+                curl_easy_getinfo((CURL *) pc[1], CURLINFO_RESPONSE_CODE, &code);
                 if (code >= 200)
                         proxy_known(pc[0], (CURL *) pc[1]);
         }
         return n;
 }
 
-static size_t proxy_write(char *b, size_t size, size_t nm, void *ud) {
-        proxy **pc = ud;
-        proxy *p = pc[0];
-        proxy_known(p, (CURL *) pc[1]);
-        size_t n = size * nm, off = 0;
+bool remote_emit(int fd, const char *data, size_t n) {
+        size_t off = 0;
         while (off < n) {
-                ssize_t k = send(p->fd, b + off, n - off, MSG_NOSIGNAL);
+                ssize_t k = send(fd, data + off, n - off, MSG_NOSIGNAL);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
-                        return 0; /* the client went away: the call ends */
+                        return false; /* the client went away */
                 off += (size_t) k;
         }
-        return n;
+        return true;
+}
+
+static size_t proxy_write(char *b, size_t size, size_t nm, void *ud) {
+        void **pc = ud;
+        proxy *p = pc[0];
+        proxy_known(p, (CURL *) pc[1]);
+        size_t n = size * nm;
+        if (p->x.piece && p->code != 200)
+                return collect_body(b, size, nm, &p->err);
+        if (p->x.piece)
+                return p->x.piece(p->x.ud, p->fd, b, n) ? n : 0;
+        return remote_emit(p->fd, b, n) ? n : 0; /* not sent: the call ends */
 }
 
 static void *proxy_main(void *ud) {
         proxy *p = ud;
         char err[CURL_ERROR_SIZE] = "";
-        struct curl_slist *h = NULL;
+        struct curl_slist *h = NULL, *ct = NULL;
         const char *extra[ELEMENTSOF(p->hdr) + 1] = {0};
         for (size_t i = 0; i < ELEMENTSOF(p->hdr); i++)
                 extra[i] = p->hdr[i];
-        CURL *c = handle(p->m, &p->ep, p->method, p->target, p->body, p->len, extra, NULL, &h, err);
+        CURL *c = handle(
+                p->m, &p->ep, p->method, p->target, p->body, p->len, extra, p->auth, NULL, &h, &ct, err);
+        bool ok = false;
         if (c) {
                 void *pc[2] = {p, c};
                 curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, proxy_header);
@@ -593,24 +643,25 @@ static void *proxy_main(void *ud) {
                 curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, proxy_write);
                 curl_easy_setopt(c, CURLOPT_WRITEDATA, pc);
                 CURLcode r = curl_easy_perform(c);
-                if (r == CURLE_OK)
+                if (r == CURLE_OK) {
                         proxy_known(p, c);
-                else {
+                        ok = true;
+                } else {
                         pthread_mutex_lock(&p->lock);
-                        if (!p->known)
-                                fail_why(r, err, &p->ep, p->why, sizeof p->why);
+                        fail_why(r, err, &p->ep, p->why, sizeof p->why);
                         pthread_mutex_unlock(&p->lock);
                 }
                 curl_slist_free_all(h);
+                curl_slist_free_all(ct);
                 curl_easy_cleanup(c);
         }
+        if (p->x.done && p->code == 200)
+                p->x.done(p->x.ud, p->fd, ok, p->why);
         pthread_mutex_lock(&p->lock);
-        if (!p->known) {
-                if (!p->why[0])
-                        snprintf(p->why, sizeof p->why, "no curl handle");
-                p->known = true;
-                pthread_cond_broadcast(&p->cond);
-        }
+        if (!p->known && !p->why[0])
+                snprintf(p->why, sizeof p->why, "no curl handle");
+        p->known = p->finished = true;
+        pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
         sbx_mgr *m = p->m;
         proxy_put(p);
@@ -626,23 +677,28 @@ static char *header_line(const sbx_mgr_request *rq, const char *name) {
         return s;
 }
 
-/* The request passed on whole; its answer streamed back as it comes. */
-static unsigned proxy_stream(
-        sbx_mgr *m, const remote_ep *ep, const char *method, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
+unsigned remote_stream(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target,
+        const char *body, size_t len, const char *const *extra, bool auth, const remote_xform *x,
+        sbx_mgr_reply *rp) {
         int sv[2];
         proxy *p = calloc(1, sizeof *p);
         if (!p || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
                 free(p);
+                if (x && x->free)
+                        x->free(x->ud);
                 return mgr_reply_err(rp, 503, "unavailable", NULL, "cannot pass the request on: %m");
         }
         p->m = m;
         p->ep = *ep;
+        p->auth = auth;
+        if (x)
+                p->x = *x;
         snprintf(p->method, sizeof p->method, "%s", method);
-        p->target = strdup(rq->uri ? rq->uri : "");
-        if (rq->len && (p->body = malloc(rq->len)))
-                memcpy(p->body, rq->body, p->len = rq->len);
-        p->hdr[0] = header_line(rq, "Content-Type");
-        p->hdr[1] = header_line(rq, "Accept");
+        p->target = strdup(target);
+        if (len && (p->body = malloc(len)))
+                memcpy(p->body, body, p->len = len);
+        for (size_t i = 0; extra && extra[i] && i < ELEMENTSOF(p->hdr); i++)
+                p->hdr[i] = strdup(extra[i]);
         p->fd = sv[1];
         p->refs = 2;
         pthread_mutex_init(&p->lock, NULL);
@@ -655,27 +711,45 @@ static unsigned proxy_stream(
                         rp, 503, "unavailable", NULL, "cannot start a thread to pass the request on");
         }
         pthread_mutex_lock(&p->lock);
-        while (!p->known)
+        while (!p->known || (p->x.piece && p->code != 200 && !p->finished))
                 pthread_cond_wait(&p->cond, &p->lock);
         long code = p->code;
         pthread_mutex_unlock(&p->lock);
-        if (!code) {
+        if (!code || (p->x.piece && code != 200)) {
                 close(sv[0]);
-                mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", p->why);
+                if (!code)
+                        mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", p->why);
+                else {
+                        char why[700];
+                        remote_answer_why(ep, &p->err, why, sizeof why);
+                        mgr_reply_err(rp, code == 404 || code == 410 ? (unsigned) code : 502,
+                                code == 404 || code == 410 ? "not_found" : "bad_gateway", NULL, "%s", why);
+                }
                 proxy_put(p);
-                return 502;
+                return rp->code;
         }
         rp->code = (unsigned) code;
         rp->stream_fd = sv[0];
-        rp->ctype = NULL;
         static __thread char ctype[128]; /* the reply is sent on this thread, before the next request */
-        snprintf(ctype, sizeof ctype, "%s", p->ctype);
+        snprintf(ctype, sizeof ctype, "%s", p->x.ctype ? p->x.ctype : p->ctype);
         rp->ctype = ctype;
         proxy_put(p);
         return rp->code;
 }
 
-static unsigned lacks(sbx_mgr_reply *rp, const char *ext, const char *capability) {
+/* A sandboxer node: the request passed on whole (its Content-Type and Accept). */
+static unsigned proxy_stream(
+        sbx_mgr *m, const remote_ep *ep, const char *method, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
+        char *h0 = header_line(rq, "Content-Type"), *h1 = header_line(rq, "Accept");
+        const char *extra[3] = {h0 ? h0 : h1, h0 ? h1 : NULL, NULL};
+        unsigned code = remote_stream(
+                m, ep, method, rq->uri ? rq->uri : "", rq->body, rq->len, extra, true, NULL, rp);
+        free(h0);
+        free(h1);
+        return code;
+}
+
+unsigned remote_lacks(sbx_mgr_reply *rp, const char *ext, const char *capability) {
         return mgr_reply_err(rp, 422, "unsupported", "capability",
                 "%s does not offer %s for its sandboxes (its capability vector: GET /v1/extensions)", ext,
                 capability);
@@ -701,12 +775,20 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
         bool handled = true;
         if (!*sub && streq(method, "DELETE"))
                 handled = false; /* the front's destroy (mgr_destroy_box tells the back end) */
-        else if (!*sub && get) {
+        else if (remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why) && streq(ep.kind, "e2b")) {
+                if (!(busy || !(sbx_state_usable(st) || st == SBX_STATE_PAUSED)) || (!*sub && get))
+                        handled = e2b_route(m, b, &ep, method, sub, rq, rp);
+                else
+                        mgr_reply_err(rp, sbx_state_ending(st) ? 410 : 409,
+                                sbx_state_ending(st) ? "gone" : "conflict", NULL, "sandbox %s is %s%s%s%s",
+                                b->id, sbx_state_to_string(st), b->reason[0] ? " (" : "", b->reason,
+                                b->reason[0] ? ")" : "");
+        } else if (!*sub && get) {
                 /* its record: the back end's, under the front's own keys (the front's alone once it
                  * ended, or when the back end does not answer) */
                 remote_resp r = {0};
                 long code = 0;
-                if (!sbx_state_ending(st) && ep_of(m, b->tenant, ext, &ep, why, sizeof why)) {
+                if (!sbx_state_ending(st) && remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why)) {
                         char target[96];
                         snprintf(target, sizeof target, "/v1/sandboxes/%s", b->id);
                         code = call(m, &ep, "GET", target, NULL, 0, NULL, NULL, 10000, &r, why, sizeof why);
@@ -714,24 +796,24 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
                 json_error_t je;
                 json_t *rec = code == 200 && r.body ? json_loads(r.body, 0, &je) : NULL;
                 if (rec)
-                        absorb(m, b, rec);
+                        remote_absorb(m, b, rec);
                 else if (code == 404 || code == 410)
-                        gone_there(m, b, "gone_at_backend");
+                        remote_gone(m, b, "gone_at_backend");
                 rp->code = 200;
-                rp->json = merged(m, b, rec);
+                rp->json = remote_merged(m, b, rec);
                 json_decref(rec);
-                resp_done(&r);
+                remote_resp_done(&r);
         } else if (strstr(sub, "/attach") && get)
-                lacks(rp, ext, "attach (a PTY's WebSocket is not passed on between nodes yet)");
+                remote_lacks(rp, ext, "attach (a PTY's WebSocket is not passed on between nodes yet)");
         else if ((streq(sub, "/pause") || streq(sub, "/resume") || streq(sub, "/snapshot")) &&
-                 ep_of(m, b->tenant, ext, &ep, why, sizeof why) &&
+                 remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why) &&
                  !(streq(sub, "/snapshot") ? ep.cap_snapshot : ep.cap_pause))
-                lacks(rp, ext, streq(sub, "/snapshot") ? "snapshot" : "pause");
+                remote_lacks(rp, ext, streq(sub, "/snapshot") ? "snapshot" : "pause");
         else if (busy || !(sbx_state_usable(st) || st == SBX_STATE_PAUSED)) /* paused: the back end says */
                 mgr_reply_err(rp, sbx_state_ending(st) ? 410 : 409,
                         sbx_state_ending(st) ? "gone" : "conflict", NULL, "sandbox %s is %s%s%s", b->id,
                         sbx_state_to_string(st), b->reason[0] ? " (" : "", b->reason[0] ? b->reason : "");
-        else if (!ep_of(m, b->tenant, ext, &ep, why, sizeof why))
+        else if (!remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why))
                 mgr_reply_err(rp, 503, "unavailable", NULL, "%s", why);
         else if (streq(sub, "/ttl") || streq(sub, "/metadata") || streq(sub, "/pause") ||
                  streq(sub, "/resume") || streq(sub, "/recreate")) {
@@ -746,7 +828,7 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
                         mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", why);
                 else if (!rec) { /* its error, as it said it */
                         if (code == 404 || code == 410)
-                                gone_there(m, b, "gone_at_backend");
+                                remote_gone(m, b, "gone_at_backend");
                         rp->code = (unsigned) code;
                         rp->raw = TAKE_PTR(r.body);
                         rp->raw_len = r.len;
@@ -756,15 +838,15 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
                                 rp->raw_len = 0;
                         }
                 } else if (streq(sub, "/ttl") || streq(sub, "/metadata")) {
-                        absorb(m, b, rec);
+                        remote_absorb(m, b, rec);
                         handled = false; /* the front's own clock and metadata, as a local one's */
                 } else {
-                        absorb(m, b, rec);
+                        remote_absorb(m, b, rec);
                         rp->code = 200;
-                        rp->json = merged(m, b, rec);
+                        rp->json = remote_merged(m, b, rec);
                 }
                 json_decref(rec);
-                resp_done(&r);
+                remote_resp_done(&r);
         } else {
                 if (streq(sub, "/exec")) {
                         pthread_mutex_lock(&m->lock);
@@ -774,7 +856,7 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
                 }
                 proxy_stream(m, &ep, method, rq, rp);
                 if (rp->code == 410 || (rp->code == 404 && !*sub))
-                        gone_there(m, b, "gone_at_backend");
+                        remote_gone(m, b, "gone_at_backend");
         }
         mgr_box_put(m, b);
         return handled;
@@ -814,20 +896,23 @@ void mgr_remote_probe(sbx_mgr *m) {
         size_t i;
         json_array_foreach(reg, i, x) {
                 const char *id = json_string_value(json_object_get(x, "id"));
-                if (!streq_ptr(json_string_value(json_object_get(x, "kind")), "sandboxer") ||
-                        mgr_stopping(m))
+                const char *kind = json_string_value(json_object_get(x, "kind"));
+                if (!(streq_ptr(kind, "sandboxer") || streq_ptr(kind, "e2b")) || mgr_stopping(m))
                         continue;
                 remote_ep ep;
                 char why[700] = "";
-                (void) ep_of(m, NULL, id, &ep, why, sizeof why); /* a token is not needed to be heard */
+                (void) remote_ep_of(
+                        m, NULL, id, &ep, why, sizeof why); /* a token is not needed to be heard */
                 why[0] = 0;
                 remote_resp r;
                 int64_t t0 = mgr_now_ms();
-                long code = call(m, &ep, "GET", "/healthz", NULL, 0, NULL, NULL, 3000, &r, why, sizeof why);
-                resp_done(&r);
+                const char *path = streq(kind, "e2b") ? "/health" : "/healthz";
+                long code = call_x(m, &ep, "GET", path, NULL, 0, NULL, false, NULL, NULL, NULL, 3000, &r,
+                        why, sizeof why);
+                remote_resp_done(&r);
                 bool ok = code > 0 && code < 500;
                 if (code >= 500)
-                        snprintf(why, sizeof why, "%s answered %ld at /healthz", id, code);
+                        snprintf(why, sizeof why, "%s answered %ld at %s", id, code, path);
                 double ms = (double) (mgr_now_ms() - t0);
                 pthread_mutex_lock(&miss_lock);
                 if (!misses)
@@ -875,13 +960,13 @@ void mgr_remote_reconcile(sbx_mgr *m, box *b) {
         remote_resp r = {0};
         long code = 0;
         snprintf(target, sizeof target, "/v1/sandboxes/%s", b->id);
-        if (ep_of(m, b->tenant, b->ext, &ep, why, sizeof why))
+        if (remote_ep_of(m, b->tenant, b->ext, &ep, why, sizeof why))
                 code = call(m, &ep, "GET", target, NULL, 0, NULL, NULL, 5000, &r, why, sizeof why);
         json_error_t je;
         json_t *rec = code == 200 && r.body ? json_loads(r.body, 0, &je) : NULL;
         const char *st = json_string_value(json_object_get(rec, "state"));
         if (rec && st && sbx_state_usable(sbx_state_from_string(st))) {
-                absorb(m, b, rec);
+                remote_absorb(m, b, rec);
                 mgr_set_state(m, b, SBX_STATE_READY, "readopted");
                 sbx_log(SBX_LOG_INFO, "remote_adopted", "sandbox", b->id, "extension", b->ext, NULL);
         } else {
@@ -892,5 +977,5 @@ void mgr_remote_reconcile(sbx_mgr *m, box *b) {
                 mgr_destroy_box(m, b, "provision_lost");
         }
         json_decref(rec);
-        resp_done(&r);
+        remote_resp_done(&r);
 }

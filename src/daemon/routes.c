@@ -226,6 +226,8 @@ bool sbx_mgr_route(
         }
         memcpy(id, rest, l);
         id[l] = 0;
+        char canon[32];
+        snprintf(id, sizeof id, "%s", sbx_id_canon(id, canon)); /* "sbx-HEX" (E2B's host form) too */
         const char *sub = slash ? slash : "";
         if (mgr_remote_route(m, method, id, sub, rq, rp)) /* held by another node: passed on */
                 return true;

@@ -101,6 +101,13 @@ typedef struct sbx_mgr_reply {
 
 void sbx_mgr_reply_done(sbx_mgr_reply *r);
 
+/* A sandbox id in host-name form and back: E2B's SDKs put the id in host names (PORT-ID.DOMAIN),
+ * where '_' may not go (a TLS server refuses such a name in SNI), so the E2B surface hands out
+ * "sbx-HEX" and every way an id comes in takes either. canon: "sbx-HEX" → "sbx_HEX" (anything else
+ * as it is, cut to 31 bytes); hostform: "sbx_HEX" → "sbx-HEX". */
+const char *sbx_id_canon(const char *s, char buf[static 32]);
+const char *sbx_id_hostform(const char *id, char buf[static 32]);
+
 /* Route METHOD PATH under /v1/sandboxes and /v1/events; false when the path is not ours. */
 bool sbx_mgr_route(
         sbx_mgr *m, const char *method, const char *path, const sbx_mgr_request *rq, sbx_mgr_reply *rp);

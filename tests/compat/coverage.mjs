@@ -82,7 +82,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // ---- e2b -------------------------------------------------------------------------------------
 const E = 'e2b';
 let sbx, other;
-await call(E, 'Sandbox', 'create', async () => { sbx = await Sandbox.create({ timeoutMs: 600000, metadata: { cov: '1' } }); return /^sbx_/.test(sbx.sandboxId); });
+await call(E, 'Sandbox', 'create', async () => { sbx = await Sandbox.create({ timeoutMs: 600000, metadata: { cov: '1' } }); return /^sbx-[0-9a-f]{16}$/.test(sbx.sandboxId); });
 if (!sbx) {
   console.log('1..' + n);
   await stop();

@@ -51,7 +51,7 @@ const watchdog = setTimeout(async () => { ok(false, 'the run finished within its
 // ---- E2B -----------------------------------------------------------------------------------
 const sbx = await step('e2b: Sandbox.create', () => Sandbox.create({ timeoutMs: 120000, envs: { SBX_SANDBOX_VAR: 'sandbox-wide' }, metadata: { suite: 'compat', run: String(process.pid) } }));
 if (sbx) {
-  ok(/^sbx_/.test(sbx.sandboxId), 'e2b: create answers a sandbox id', sbx.sandboxId);
+  ok(/^sbx-[0-9a-f]{16}$/.test(sbx.sandboxId), 'e2b: create answers a sandbox id', sbx.sandboxId);
   await step('e2b: commands.run', async () => {
     const r = await sbx.commands.run('echo out; echo err >&2; echo "$SBX_SANDBOX_VAR $CMD_VAR"', { envs: { CMD_VAR: 'per-command' } });
     is(r.exitCode, 0, 'e2b: run exits 0');

@@ -35,11 +35,11 @@ def port():
     return p
 
 
-def cert(name):
+def cert(name, san=""):
     d = os.path.join(F, name)
     os.makedirs(d, exist_ok=True)
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1" + san,
                     "-keyout", d + "/key.pem", "-out", d + "/cert.pem"], check=True, capture_output=True)
     return d + "/cert.pem", d + "/key.pem"
 
@@ -155,10 +155,11 @@ def cand(rec, ext):
 def main():
     for name in ("B", "C"):
         NODES[name] = {"port": port()}
-        NODES[name]["cert"], key = cert(name)
+        # C also plays a hosted service through its E2B surface: host names PORT-ID.e2b.test
+        NODES[name]["cert"], key = cert(name, ",DNS:*.e2b.test" if name == "C" else "")
         NODES[name]["token"] = token(name)
         ok = serve(name, ["--listen", "127.0.0.1:%d" % NODES[name]["port"], "--tls-cert", NODES[name]["cert"],
-                          "--tls-key", key])
+                          "--tls-key", key] + (["--domain", "e2b.test"] if name == "C" else []))
         if not ok:
             print("Bail out! serve %s did not start" % name)
             return
@@ -183,6 +184,11 @@ def main():
     entry("ext.c", "https://127.0.0.1:%d/" % NODES["C"]["port"], "c-token", NODES["C"]["cert"], "0.0001", "us")
     entry("ext.b-badkey", "https://127.0.0.1:%d" % NODES["B"]["port"], "wrong-token", NODES["B"]["cert"], "1", "eu")
     entry("ext.self", "http://127.0.0.1:%d" % NODES["A"]["port"], "a-token", None, "1", "moon")
+    with open(os.path.join(reg, "ext.e2b.yaml"), "w") as f:  # C's E2B surface, as E2B's SDKs reach E2B
+        f.write("id: ext.e2b\nkind: e2b\nurl: https://127.0.0.1:%d\ndomain: e2b.test\nconnect_to: 127.0.0.1:%d\n"
+                "auth: {secret: e2b-key}\ntls: {ca_file: %s}\n"
+                "capabilities: {isolation: [container, policy], regions: [hosted], pause: true}\n"
+                "pricing: {per_second: 0.00005}\n" % (NODES["C"]["port"], NODES["C"]["port"], NODES["C"]["cert"]))
     A_ARGS = ["--listen", "127.0.0.1:%d" % NODES["A"]["port"], "--secrets-dir", sec, "--registry", reg]
     t.ok(serve("A", A_ARGS), "A (the front) starts with ext.b, ext.c, ext.b-badkey and ext.self in its registry")
 
@@ -190,9 +196,10 @@ def main():
     def healthy():
         s, d, _ = call("A", "GET", "/v1/extensions")
         h = {x["id"]: x["health"]["ok"] for x in d.get("items", [])} if s == 200 else {}
-        return h if h.get("ext.b") and h.get("ext.c") else None
+        return h if h.get("ext.b") and h.get("ext.c") and h.get("ext.e2b") else None
     h = wait(healthy, 20)
-    t.ok(h and h.get("ext.b") and h.get("ext.c"), "A's probes find B and C healthy over HTTPS (their certificates verified)", h)
+    t.ok(h and h.get("ext.b") and h.get("ext.c") and h.get("ext.e2b"),
+         "A's probes find B, C and C's E2B surface healthy over HTTPS (their certificates verified)", h)
     s, d, _ = call("A", "GET", "/v1/extensions")
     t.ok(s == 200 and not any("auth" in x or "tls" in x for x in d["items"]),
          "GET /v1/extensions does not show how an extension is reached (auth, tls)", d)
@@ -272,6 +279,8 @@ def main():
     s, e, _ = call("B", "POST", "/v1/sandboxes", {}, {"Sandboxer-Front": "node=%s; sandbox=%s" % (a_node, sid)}, tcp=True)
     t.is_(s, 409, "a front asking for an id that is taken: 409")
 
+    e2b_tests()
+
     # -- B dies: its sandboxes fail, new creates go to C -----------------------------------------
     stop("B", signal.SIGKILL)
     def lost():
@@ -312,6 +321,58 @@ def main():
     t.ok(s == 200 and all(x["extension"] in ("ext.c", "ext.local") for x in ls["items"]),
          "A's list shows its sandboxes wherever they are held", ls)
     t.ok(not t.invalid, "every body A answered matches docs/openapi.json (%d checked)" % t.validated[0], "\n".join(t.invalid[:10]))
+
+
+def e2b_tests():
+    """ext.e2b: C's E2B surface reached as E2B's SDKs reach E2B (its API with X-API-KEY; envd at
+    49983-ID.e2b.test by Host, over TLS, with the sandbox's access token)."""
+    e2b = {"route": {"strategy": "explicit", "fallback": ["ext.e2b"]}, "ttl": "30m", "metadata": {"who": "e2b-test"}}
+    s, nk, _ = call("A", "POST", "/v1/sandboxes", e2b)
+    t.ok(s == 503 and "e2b-key" in (cand(nk["error"], "ext.e2b").get("error") or ""),
+         "ext.e2b without the tenant's key (bring your own): the candidate fails naming the secret", nk)
+    s, _, _ = call("A", "PUT", "/v1/secrets/e2b-key", NODES["C"]["token"].encode())
+    t.is_(s, 201, "the tenant puts its own E2B key as a secret")
+    s, rec, _ = call("A", "POST", "/v1/sandboxes", e2b)
+    eid = rec.get("id") if s == 201 else "none"
+    t.ok(s == 201 and rec["extension"] == "ext.e2b" and rec["backend"] == "e2b" and rec["state"] == "ready",
+         "create routed to ext.e2b: made through E2B's API", rec)
+    s, ls, _ = call("C", "GET", "/v1/sandboxes?state=ready", tcp=True)
+    held = [x for x in ls.get("items", []) if x.get("metadata", {}).get("sandboxer_id") == eid] if s == 200 else []
+    t.ok(len(held) == 1 and held[0]["metadata"].get("who") == "e2b-test",
+         "C holds it, its E2B metadata naming the front's id (and the create's metadata)", ls)
+    s, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % eid, {"argv": ["sh", "-c", "echo hi e2b; echo oops >&2; exit 3"]})
+    t.ok(s == 200 and x.get("stdout") == "hi e2b\n" and x.get("stderr") == "oops\n" and x.get("exit_code") == 3
+         and x.get("report") is None, "exec through A on ext.e2b: envd's process stream as the native answer", x)
+    s, raw, hd = call("A", "POST", "/v1/sandboxes/%s/exec" % eid, {"argv": ["sh", "-c", "echo a; sleep 0.2; echo b"], "stream": True})
+    lines = [json.loads(line) for line in raw.splitlines() if line.strip()] if s == 200 and isinstance(raw, bytes) else []
+    t.ok(s == 200 and lines and lines[0]["type"] == "start" and
+         "".join(e.get("data", "") for e in lines if e["type"] == "stdout") == "a\nb\n" and
+         lines[-1]["type"] == "end" and lines[-1]["exit_code"] == 0,
+         "a streamed exec on ext.e2b: NDJSON events as envd sends them", raw)
+    s, _, _ = call("A", "PUT", "/v1/sandboxes/%s/files?path=/home/user/e.txt" % eid, b"\x00binary\xff")
+    s2, got, _ = call("A", "GET", "/v1/sandboxes/%s/files?path=/home/user/e.txt" % eid)
+    t.is_((s, s2, got), (200, 200, b"\x00binary\xff"), "a file written and read through envd's /files")
+    s, _, _ = call("A", "GET", "/v1/sandboxes/%s/files?path=/home/user/none" % eid)
+    t.is_(s, 404, "a file that is not there: 404")
+    before = rec["expires_at"]
+    s, r2, _ = call("A", "POST", "/v1/sandboxes/%s/ttl" % eid, {"extend_s": 600})
+    s3, c2, _ = call("C", "GET", "/v1/sandboxes/%s" % held[0]["id"] if held else "/x", tcp=True)
+    t.ok(s == 200 and r2["expires_at"] > before and s3 == 200 and c2["expires_at"] > held[0]["expires_at"],
+         "the TTL through A is E2B's timeout on C", (r2, c2))
+    s, e, _ = call("A", "GET", "/v1/sandboxes/%s/metrics" % eid)
+    t.ok(s == 422 and "metrics" in e["error"]["message"], "what E2B has no call for (metrics): 422 naming it", e)
+    s, p, _ = call("A", "POST", "/v1/sandboxes/%s/pause" % eid)
+    s2, g, _ = call("A", "GET", "/v1/sandboxes/%s" % eid)
+    t.ok(s == 200 and p["state"] == "paused" and s2 == 200 and g["state"] == "paused",
+         "pause through A: E2B's pause, the record paused", (p, g))
+    s, p, _ = call("A", "POST", "/v1/sandboxes/%s/resume" % eid)
+    s2, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % eid, {"argv": ["cat", "/home/user/e.txt"]})
+    t.ok(s == 200 and p["state"] == "ready" and s2 == 200 and x["stdout"] == "AGJpbmFyef8=" or
+         (s2 == 200 and x.get("encoding") == "base64"), "resume: E2B's connect, and its files are still there", (p, x))
+    s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % eid)
+    s2, c3, _ = call("C", "GET", "/v1/sandboxes/%s" % held[0]["id"] if held else "/x", tcp=True)
+    t.ok(s == 200 and d["state"] == "destroyed" and (s2 == 410 or (isinstance(c3, dict) and c3.get("state") == "destroyed")),
+         "destroy through A: E2B's kill, gone on C", (d, c3))
 
 
 def bad_registry():

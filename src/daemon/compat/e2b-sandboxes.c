@@ -76,9 +76,11 @@ static json_t *sandbox_json(sbx_mgr *m, const json_t *rec, bool detail) {
         json_t *md = json_object_get(rec, "metadata");
         const char *st =
                 streq_ptr(json_string_value(json_object_get(rec, "state")), "paused") ? "paused" : "running";
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "sandboxID", id, "templateID",
-                templ, "alias", templ, "clientID", "sandboxer", "startedAt", started, "endAt", end, "state",
-                st, "metadata", md ? json_incref(md) : json_object(), "envdVersion", ENVD_VERSION);
+        char hid[32];
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "sandboxID",
+                sbx_id_hostform(id, hid), "templateID", templ, "alias", templ, "clientID", "sandboxer",
+                "startedAt", started, "endAt", end, "state", st, "metadata",
+                md ? json_incref(md) : json_object(), "envdVersion", ENVD_VERSION);
         json_object_set_new(
                 j, "cpuCount", json_integer((json_int_t) json_number_value(json_object_get(lim, "cpus"))));
         json_object_set_new(j, "memoryMB",
@@ -262,10 +264,10 @@ static void op_create(cx_req *rq) {
                 (void) set_timeout(rq, id, rec, timeout, NULL);
         char token[65];
         cx_box_set(rq->m, id, &rq->caller, json_is_object(je_) ? json_incref(je_) : NULL, token);
-        char tb[256];
-        json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
-                template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
-                "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
+        char tb[256], hid[32];
+        json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", sbx_id_hostform(id, hid),
+                "templateID", template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb),
+                "clientID", "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
         if (json_is_true(json_object_get(json_object_get(body, "network"), "allowPublicTraffic")))
                 sbx_ports_set_public(rq->m, id, true);
         ports_fields(rq, id, ans);
@@ -430,11 +432,11 @@ static void op_connect(cx_req *rq, const char *id, unsigned ok_code) {
         }
         if (timeout > 0)
                 (void) set_timeout(rq, id, rec, timeout, NULL);
-        char token[65], tb[256];
+        char token[65], tb[256], hid[32];
         cx_box_set(rq->m, id, &rq->caller, NULL, token);
-        json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", id, "templateID",
-                template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb), "clientID",
-                "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
+        json_t *ans = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", sbx_id_hostform(id, hid),
+                "templateID", template_of(rec, tb, sizeof tb), "alias", template_of(rec, tb, sizeof tb),
+                "clientID", "sandboxer", "envdVersion", ENVD_VERSION, "envdAccessToken", token);
         ports_fields(rq, id, ans);
         cx_respond_json(rq, ok_code, ans);
         json_decref(rec);
@@ -492,7 +494,9 @@ static void op_snapshot(cx_req *rq, const char *id) {
 
 /* listSnapshots: [{snapshotID, names}], filtered by sandboxID and name */
 static void op_snapshots(cx_req *rq) {
-        const char *sid = cx_query(rq, "sandboxID"), *name = cx_query(rq, "name");
+        char sidc[32];
+        const char *sid = cx_query(rq, "sandboxID") ? sbx_id_canon(cx_query(rq, "sandboxID"), sidc) : NULL,
+                   *name = cx_query(rq, "name");
         sbx_mgr_reply rp;
         (void) sbx_ops_snapshot_list(rq->m, &rq->caller, &rp);
         json_t *out = json_array(), *s;
@@ -553,8 +557,9 @@ static void op_fork(cx_req *rq, const char *id) {
                 const char *nid = json_string_value(json_object_get(rp.json, "id")) ?: "";
                 char token[65];
                 cx_box_set(rq->m, nid, &rq->caller, NULL, token);
-                json_t *sb = json_pack("{s:s, s:s, s:s}", "sandboxID", nid, "envdVersion", ENVD_VERSION,
-                        "envdAccessToken", token);
+                char hid[32];
+                json_t *sb = json_pack("{s:s, s:s, s:s}", "sandboxID", sbx_id_hostform(nid, hid),
+                        "envdVersion", ENVD_VERSION, "envdAccessToken", token);
                 ports_fields(rq, nid, sb);
                 json_array_append_new(out, json_pack("{s:o}", "sandbox", sb));
                 sbx_mgr_reply_done(&rp);
@@ -619,6 +624,8 @@ void e2b_control(cx_req *rq, const char *path) {
         }
         memcpy(id, rest, l);
         id[l] = 0;
+        char canon[32];
+        snprintf(id, sizeof id, "%s", sbx_id_canon(id, canon)); /* the host form it handed out */
         const char *sub = slash ? slash : "";
         if (!*sub && get)
                 op_get(rq, id);

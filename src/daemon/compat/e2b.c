@@ -285,7 +285,10 @@ out:
 }
 
 bool cx_e2b_handle(cx_req *rq) {
-        const char *sandbox = cx_header(rq, "E2b-Sandbox-Id");
+        char hdr_id[32];
+        const char *sandbox = cx_header(rq, "E2b-Sandbox-Id")
+                                      ? sbx_id_canon(cx_header(rq, "E2b-Sandbox-Id"), hdr_id)
+                                      : NULL;
         char id[32] = "";
         unsigned port = 0;
         /* envd by Host (49983-ID.DOMAIN: what the SDK builds without E2B_SANDBOX_URL) */
