@@ -30,23 +30,13 @@ static void envd_url(const remote_ep *ep, const box *b, const char *path, char *
         snprintf(buf, n, "%s://%d-%s.%s%s", scheme, ENVD_PORT, b->remote_id, ep->domain, path);
 }
 
-/* %XX for everything but unreserved characters and '/'. */
-static void url_escape(const char *s, char *buf, size_t n) {
-        size_t k = 0;
-        for (const unsigned char *p = (const unsigned char *) s; *p && k + 4 < n; p++)
-                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                        strchr("-._~/", *p))
-                        buf[k++] = (char) *p;
-                else
-                        k += (size_t) snprintf(buf + k, n - k, "%%%02X", *p);
-        buf[k] = 0;
-}
-
 /* ---- the control plane ------------------------------------------------------------------------ */
 
 int e2b_provision(sbx_mgr *m, box *b, const remote_ep *ep, json_t *body, char *why, size_t n) {
         json_t *in = json_object_get(body, "inputs"), *md = json_object(), *x;
-        const char *tmpl = json_string_value(json_object_get(in, "template")) ?: ep->template_id, *k;
+        const char *tmpl = json_string_value(json_object_get(in, "template"))
+                                   ?: (ep->template_id[0] ? ep->template_id : "base"),
+                   *k;
         json_object_foreach(json_object_get(body, "metadata"), k, x) if (json_is_string(x))
                 json_object_set(md, k, x);
         /* the front's id and node on E2B's record: its orphans can be found by them */
@@ -149,17 +139,6 @@ static bool emit_json(int fd, json_t *j) {
         return ok;
 }
 
-/* Bytes as the native API carries them: text when UTF-8, else base64. */
-static json_t *data_json(const char *d, size_t n, const char **enc) {
-        if (mgr_utf8_valid((const unsigned char *) d, n)) {
-                *enc = "utf-8";
-                return json_stringn(d, n);
-        }
-        *enc = "base64";
-        _cleanup_free_ char *b = sbx_base64_encode(d, n);
-        return json_string(b ? b : "");
-}
-
 /* One message of the answer. */
 static bool message(run *r, int fd, unsigned flags, const char *d, size_t n) {
         json_t *j = json_loadb(d, n, 0, NULL);
@@ -191,7 +170,7 @@ static bool message(run *r, int fd, unsigned flags, const char *d, size_t n) {
                         continue;
                 if (r->stream) {
                         const char *enc;
-                        json_t *dj = data_json(raw, rn, &enc);
+                        json_t *dj = remote_data_json(raw, rn, &enc);
                         ok = ok &&
                              emit_json(fd, json_pack("{s:s, s:o, s:s}", "type", w ? "stderr" : "stdout",
                                                    "data", dj, "encoding", enc));
@@ -363,8 +342,8 @@ static unsigned exec_op(
                                     : "the command's end never came");
         else {
                 const char *e1, *e2;
-                json_t *o = data_json(r->out ? r->out : "", r->on, &e1),
-                       *e = data_json(r->err ? r->err : "", r->en, &e2);
+                json_t *o = remote_data_json(r->out ? r->out : "", r->on, &e1),
+                       *e = remote_data_json(r->err ? r->err : "", r->en, &e2);
                 if (!streq(e1, e2)) { /* one encoding for both */
                         json_decref(o);
                         json_decref(e);
@@ -386,23 +365,6 @@ static unsigned exec_op(
 
 /* ---- envd: files ------------------------------------------------------------------------------ */
 
-typedef struct upload {
-        const char *data;
-        size_t len;
-} upload;
-
-static curl_mime *upload_mime(CURL *c, void *ud) {
-        upload *u = ud;
-        curl_mime *mp = curl_mime_init(c);
-        curl_mimepart *part = mp ? curl_mime_addpart(mp) : NULL;
-        if (!part)
-                return mp;
-        curl_mime_name(part, "file");
-        curl_mime_filename(part, "file");
-        curl_mime_data(part, u->data ? u->data : "", u->len);
-        return mp;
-}
-
 static unsigned files_op(
         sbx_mgr *m, box *b, const remote_ep *ep, bool write, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         const char *path = rq->query ? rq->query(rq->ctx, "path") : NULL;
@@ -410,15 +372,15 @@ static unsigned files_op(
                 return mgr_reply_err(
                         rp, 400, "invalid_argument", "path", "path: an absolute path inside the sandbox");
         char esc[3 * 4096 + 1], target[200 + sizeof esc], url[1400 + sizeof esc], tok[400], why[700] = "";
-        url_escape(path, esc, sizeof esc);
+        remote_url_escape(path, esc, sizeof esc);
         snprintf(target, sizeof target, "/files?path=%s&username=user", esc);
         envd_url(ep, b, target, url, sizeof url);
         snprintf(tok, sizeof tok, "X-Access-Token: %s", b->remote_token);
         const char *extra[] = {"Authorization: Basic dXNlcjo=", b->remote_token[0] ? tok : NULL, NULL};
-        upload u = {.data = rq->body, .len = rq->len};
+        remote_upload u = {.data = rq->body, .len = rq->len};
         remote_resp r;
         long code = remote_call(m, ep, write ? "POST" : "GET", url, NULL, 0, extra, false,
-                write ? upload_mime : NULL, &u, 300000, &r, why, sizeof why);
+                write ? remote_upload_mime : NULL, &u, 300000, &r, why, sizeof why);
         if (!code)
                 mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", why);
         else if (code != 200) {

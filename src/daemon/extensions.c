@@ -220,7 +220,7 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
                         "domain: required for an extension of kind e2b (its sandboxes answer at "
                         "49983-ID.DOMAIN; "
                         "e2b.app for E2B's own)");
-        if (r >= 0 && kind == 2 && strncmp(url, "http://", 7) == 0 && !loopback_url(url))
+        if (r >= 0 && (kind == 2 || kind == 3) && strncmp(url, "http://", 7) == 0 && !loopback_url(url))
                 r = yerr(&c, v[3],
                         "url: %s is plain http:// to an address that is not loopback; the key would cross "
                         "the network in the clear (use https://)",
@@ -377,7 +377,7 @@ json_t *mgr_registry(sbx_mgr *m) {
         size_t i;
         json_array_foreach(copy, i, x) {
                 const char *kind = json_string_value(json_object_get(x, "kind"));
-                if (streq_ptr(kind, "sandboxer") || streq_ptr(kind, "e2b")) {
+                if (streq_ptr(kind, "sandboxer") || streq_ptr(kind, "e2b") || streq_ptr(kind, "daytona")) {
                         if (!json_object_get(x, "health"))
                                 json_object_set_new(x, "health",
                                         json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at",
@@ -387,7 +387,7 @@ json_t *mgr_registry(sbx_mgr *m) {
                                 json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at", "latency_ms",
                                         "reason",
                                         "extensions of this kind are not built yet: this build holds "
-                                        "sandboxes on ext.local, other sandboxer nodes and E2B"));
+                                        "sandboxes on ext.local, other sandboxer nodes, E2B and Daytona"));
         }
         return copy;
 }

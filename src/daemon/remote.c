@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "basic/base64.h"
 #include "basic/strv.h"
 
 #define PROBE_MISSES 2
@@ -56,7 +57,7 @@ bool remote_ep_of(sbx_mgr *m, const char *tenant, const char *ext, remote_ep *ep
         snprintf(ep->connect_to, sizeof ep->connect_to, "%s",
                 json_string_value(json_object_get(x, "connect_to")) ?: "");
         snprintf(ep->template_id, sizeof ep->template_id, "%s",
-                json_string_value(json_object_get(x, "template")) ?: "base");
+                json_string_value(json_object_get(x, "template")) ?: "");
         snprintf(ep->url, sizeof ep->url, "%s", url ? url : "");
         size_t ul = strlen(ep->url);
         while (ul > 0 && ep->url[ul - 1] == '/')
@@ -277,6 +278,47 @@ void remote_answer_why(const remote_ep *ep, const remote_resp *r, char *why, siz
         json_decref(j);
 }
 
+/* %XX for everything but unreserved characters and '/'. */
+void remote_url_escape(const char *s, char *buf, size_t n) {
+        size_t k = 0;
+        for (const unsigned char *p = (const unsigned char *) s; *p && k + 4 < n; p++)
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                        strchr("-._~/", *p))
+                        buf[k++] = (char) *p;
+                else
+                        k += (size_t) snprintf(buf + k, n - k, "%%%02X", *p);
+        buf[k] = 0;
+}
+
+/* Bytes as the native API carries them: text when UTF-8, else base64. */
+json_t *remote_data_json(const char *d, size_t n, const char **enc) {
+        if (mgr_utf8_valid((const unsigned char *) d, n)) {
+                *enc = "utf-8";
+                return json_stringn(d, n);
+        }
+        *enc = "base64";
+        _cleanup_free_ char *b = sbx_base64_encode(d, n);
+        return json_string(b ? b : "");
+}
+
+curl_mime *remote_upload_mime(CURL *c, void *ud) {
+        remote_upload *u = ud;
+        curl_mime *mp = curl_mime_init(c);
+        curl_mimepart *part = mp && u->bulk ? curl_mime_addpart(mp) : NULL;
+        if (part) { /* Daytona's bulk upload: files[0].path, then files[0].file */
+                curl_mime_name(part, "files[0].path");
+                curl_mime_data(part, u->path ? u->path : "", CURL_ZERO_TERMINATED);
+        }
+        part = mp ? curl_mime_addpart(mp) : NULL;
+        if (!part)
+                return mp;
+        curl_mime_name(part, u->bulk ? "files[0].file" : "file");
+        curl_mime_filename(part, "file");
+        curl_mime_type(part, "application/octet-stream");
+        curl_mime_data(part, u->data ? u->data : "", u->len);
+        return mp;
+}
+
 /* ---- pending teardowns ---------------------------------------------------------------------- */
 
 static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -324,6 +366,8 @@ static bool teardown_at(
                 return false;
         if (streq(ep.kind, "e2b"))
                 return e2b_teardown(m, &ep, id, why, n);
+        if (streq(ep.kind, "daytona"))
+                return daytona_teardown(m, &ep, id, why, n);
         char target[96];
         snprintf(target, sizeof target, "/v1/sandboxes/%s", id);
         remote_resp r;
@@ -481,9 +525,10 @@ int mgr_remote_provision(
         remote_ep ep;
         if (!remote_ep_of(m, b->tenant, ext, &ep, why, whysz))
                 return -EINVAL;
-        if (streq(ep.kind, "e2b")) {
+        if (streq(ep.kind, "e2b") || streq(ep.kind, "daytona")) {
                 int64_t t0 = mgr_now_ms();
-                int r = e2b_provision(m, b, &ep, body, why, whysz);
+                int r = streq(ep.kind, "e2b") ? e2b_provision(m, b, &ep, body, why, whysz)
+                                              : daytona_provision(m, b, &ep, body, why, whysz);
                 if (r == 0)
                         mgr_route_observe(ext, (double) (mgr_now_ms() - t0));
                 return r;
@@ -775,9 +820,11 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
         bool handled = true;
         if (!*sub && streq(method, "DELETE"))
                 handled = false; /* the front's destroy (mgr_destroy_box tells the back end) */
-        else if (remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why) && streq(ep.kind, "e2b")) {
+        else if (remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why) &&
+                 (streq(ep.kind, "e2b") || streq(ep.kind, "daytona"))) {
                 if (!(busy || !(sbx_state_usable(st) || st == SBX_STATE_PAUSED)) || (!*sub && get))
-                        handled = e2b_route(m, b, &ep, method, sub, rq, rp);
+                        handled = streq(ep.kind, "e2b") ? e2b_route(m, b, &ep, method, sub, rq, rp)
+                                                        : daytona_route(m, b, &ep, method, sub, rq, rp);
                 else
                         mgr_reply_err(rp, sbx_state_ending(st) ? 410 : 409,
                                 sbx_state_ending(st) ? "gone" : "conflict", NULL, "sandbox %s is %s%s%s%s",
@@ -897,7 +944,9 @@ void mgr_remote_probe(sbx_mgr *m) {
         json_array_foreach(reg, i, x) {
                 const char *id = json_string_value(json_object_get(x, "id"));
                 const char *kind = json_string_value(json_object_get(x, "kind"));
-                if (!(streq_ptr(kind, "sandboxer") || streq_ptr(kind, "e2b")) || mgr_stopping(m))
+                if (!(streq_ptr(kind, "sandboxer") || streq_ptr(kind, "e2b") ||
+                            streq_ptr(kind, "daytona")) ||
+                        mgr_stopping(m))
                         continue;
                 remote_ep ep;
                 char why[700] = "";
@@ -906,7 +955,7 @@ void mgr_remote_probe(sbx_mgr *m) {
                 why[0] = 0;
                 remote_resp r;
                 int64_t t0 = mgr_now_ms();
-                const char *path = streq(kind, "e2b") ? "/health" : "/healthz";
+                const char *path = streq(kind, "sandboxer") ? "/healthz" : "/health";
                 long code = call_x(m, &ep, "GET", path, NULL, 0, NULL, false, NULL, NULL, NULL, 3000, &r,
                         why, sizeof why);
                 remote_resp_done(&r);

@@ -60,6 +60,18 @@ json_t *remote_merged(sbx_mgr *m, box *b, json_t *rec);
 /* The extension no longer has it: the front's record ends (expired, reason). */
 void remote_gone(sbx_mgr *m, box *b, const char *reason);
 unsigned remote_lacks(sbx_mgr_reply *rp, const char *ext, const char *capability);
+/* A path or query value %-escaped (all but unreserved characters and '/'). */
+void remote_url_escape(const char *s, char *buf, size_t n);
+/* Bytes as the native API carries them: a string when UTF-8 (*enc "utf-8"), else base64. */
+json_t *remote_data_json(const char *d, size_t n, const char **enc);
+/* A file's upload part (curl_mime): {data, len} as the "file" part, or with field set, files[0].*
+ * as Daytona's bulk upload takes them. */
+typedef struct remote_upload {
+        const char *data, *path;
+        size_t len;
+        bool bulk;
+} remote_upload;
+curl_mime *remote_upload_mime(CURL *c, void *ud);
 
 /* ext-e2b.c: E2B's API as its SDKs speak it (the control plane with X-API-KEY; envd at
  * 49983-ID.domain with the sandbox's access token; Connect RPC with the JSON codec). */
@@ -67,3 +79,10 @@ int e2b_provision(sbx_mgr *m, box *b, const remote_ep *ep, json_t *body, char *w
 bool e2b_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, const char *sub,
         const sbx_mgr_request *rq, sbx_mgr_reply *rp);
 bool e2b_teardown(sbx_mgr *m, const remote_ep *ep, const char *remote_id, char *why, size_t n);
+
+/* ext-daytona.c: Daytona's API as its SDK speaks it (/sandbox with a bearer key; the toolbox at
+ * the URL /sandbox/ID/toolbox-proxy-url answers). */
+int daytona_provision(sbx_mgr *m, box *b, const remote_ep *ep, json_t *body, char *why, size_t n);
+bool daytona_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, const char *sub,
+        const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+bool daytona_teardown(sbx_mgr *m, const remote_ep *ep, const char *remote_id, char *why, size_t n);

@@ -189,6 +189,10 @@ def main():
                 "auth: {secret: e2b-key}\ntls: {ca_file: %s}\n"
                 "capabilities: {isolation: [container, policy], regions: [hosted], pause: true}\n"
                 "pricing: {per_second: 0.00005}\n" % (NODES["C"]["port"], NODES["C"]["port"], NODES["C"]["cert"]))
+    with open(os.path.join(reg, "ext.daytona.yaml"), "w") as f:  # C's Daytona surface, as Daytona's SDK reaches it
+        f.write("id: ext.daytona\nkind: daytona\nurl: https://127.0.0.1:%d/api\nauth: {secret: daytona-key}\n"
+                "tls: {ca_file: %s}\ncapabilities: {isolation: [container, policy], regions: [hosted], pause: true}\n"
+                "pricing: {per_second: 0.00007}\n" % (NODES["C"]["port"], NODES["C"]["cert"]))
     A_ARGS = ["--listen", "127.0.0.1:%d" % NODES["A"]["port"], "--secrets-dir", sec, "--registry", reg]
     t.ok(serve("A", A_ARGS), "A (the front) starts with ext.b, ext.c, ext.b-badkey and ext.self in its registry")
 
@@ -196,10 +200,10 @@ def main():
     def healthy():
         s, d, _ = call("A", "GET", "/v1/extensions")
         h = {x["id"]: x["health"]["ok"] for x in d.get("items", [])} if s == 200 else {}
-        return h if h.get("ext.b") and h.get("ext.c") and h.get("ext.e2b") else None
+        return h if h.get("ext.b") and h.get("ext.c") and h.get("ext.e2b") and h.get("ext.daytona") else None
     h = wait(healthy, 20)
-    t.ok(h and h.get("ext.b") and h.get("ext.c") and h.get("ext.e2b"),
-         "A's probes find B, C and C's E2B surface healthy over HTTPS (their certificates verified)", h)
+    t.ok(h and h.get("ext.b") and h.get("ext.c") and h.get("ext.e2b") and h.get("ext.daytona"),
+         "A's probes find B, C and C's E2B and Daytona surfaces healthy over HTTPS (their certificates verified)", h)
     s, d, _ = call("A", "GET", "/v1/extensions")
     t.ok(s == 200 and not any("auth" in x or "tls" in x for x in d["items"]),
          "GET /v1/extensions does not show how an extension is reached (auth, tls)", d)
@@ -280,6 +284,7 @@ def main():
     t.is_(s, 409, "a front asking for an id that is taken: 409")
 
     e2b_tests()
+    daytona_tests()
 
     # -- B dies: its sandboxes fail, new creates go to C -----------------------------------------
     stop("B", signal.SIGKILL)
@@ -373,6 +378,46 @@ def e2b_tests():
     s2, c3, _ = call("C", "GET", "/v1/sandboxes/%s" % held[0]["id"] if held else "/x", tcp=True)
     t.ok(s == 200 and d["state"] == "destroyed" and (s2 == 410 or (isinstance(c3, dict) and c3.get("state") == "destroyed")),
          "destroy through A: E2B's kill, gone on C", (d, c3))
+
+
+def daytona_tests():
+    """ext.daytona: C's Daytona surface reached as Daytona's SDK reaches Daytona (/api/sandbox with a
+    bearer key; the toolbox at the URL toolbox-proxy-url answers, over TLS)."""
+    s, _, _ = call("A", "PUT", "/v1/secrets/daytona-key", NODES["C"]["token"].encode())
+    s, rec, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.daytona"]},
+                                                     "metadata": {"who": "daytona-test"}})
+    did = rec.get("id") if s == 201 else "none"
+    t.ok(s == 201 and rec["extension"] == "ext.daytona" and rec["backend"] == "daytona" and rec["state"] == "ready",
+         "create routed to ext.daytona: made through Daytona's API, waited on until started", rec)
+    s, ls, _ = call("C", "GET", "/v1/sandboxes?state=ready", tcp=True)
+    held = [x for x in ls.get("items", []) if x.get("metadata", {}).get("sandboxer_id") == did] if s == 200 else []
+    t.is_(len(held), 1, "C holds it, its labels naming the front's id")
+    s, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % did, {"argv": ["sh", "-c", "echo hi daytona; exit 4"]})
+    t.ok(s == 200 and x.get("stdout") == "hi daytona\n" and x.get("exit_code") == 4,
+         "exec through A on ext.daytona: the toolbox's process/execute as the native answer", x)
+    s, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % did, {"argv": ["printf", "%s|", "a b", "it's", "$HOME"]})
+    t.is_((s, x.get("stdout") if isinstance(x, dict) else x), (200, "a b|it's|$HOME|"),
+          "argv reaches Daytona's shell word for word (each word quoted)")
+    s, raw, hd = call("A", "POST", "/v1/sandboxes/%s/exec" % did, {"argv": ["echo", "streamed"], "stream": True})
+    lines = [json.loads(line) for line in raw.splitlines() if line.strip()] if s == 200 and isinstance(raw, bytes) else []
+    t.ok(s == 200 and [e["type"] for e in lines] == ["start", "stdout", "end"] and lines[1]["data"] == "streamed\n",
+         "a streamed exec on ext.daytona: its events (at once: Daytona answers at the end)", raw)
+    s, _, _ = call("A", "PUT", "/v1/sandboxes/%s/files?path=/home/daytona/d.txt" % did, b"to daytona\n")
+    s2, got, _ = call("A", "GET", "/v1/sandboxes/%s/files?path=/home/daytona/d.txt" % did)
+    t.is_((s, s2, got), (200, 200, b"to daytona\n"), "a file through the toolbox's bulk-upload and download")
+    s, mr, _ = call("A", "PUT", "/v1/sandboxes/%s/metadata" % did, {"stage": "two"})
+    s2, c2, _ = call("C", "GET", "/v1/sandboxes/%s" % held[0]["id"] if held else "/x", tcp=True)
+    t.ok(s == 200 and mr["metadata"] == {"stage": "two"} and s2 == 200 and c2["metadata"].get("stage") == "two",
+         "metadata through A is Daytona's labels on C", (mr, c2))
+    s, p, _ = call("A", "POST", "/v1/sandboxes/%s/pause" % did)
+    s2, p2, _ = call("A", "POST", "/v1/sandboxes/%s/resume" % did)
+    s3, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % did, {"argv": ["cat", "/home/daytona/d.txt"]})
+    t.ok(s == 200 and p["state"] == "paused" and s2 == 200 and p2["state"] == "ready" and s3 == 200 and
+         x["stdout"] == "to daytona\n", "pause and resume through A: Daytona's stop and start", (p, p2, x))
+    s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % did)
+    s2, c3, _ = call("C", "GET", "/v1/sandboxes/%s" % held[0]["id"] if held else "/x", tcp=True)
+    t.ok(s == 200 and d["state"] == "destroyed" and (s2 == 410 or (isinstance(c3, dict) and c3.get("state") == "destroyed")),
+         "destroy through A: gone on C", (d, c3))
 
 
 def bad_registry():

@@ -169,7 +169,10 @@ static const char *state_of(const json_t *rec) {
 /* http://HOST/api/toolbox: where this server answers, as the client reached it. */
 static void toolbox_url(cx_req *rq, char *buf, size_t size) {
         const char *host = cx_header(rq, "Host");
-        snprintf(buf, size, "http://%s/api/toolbox", host && *host ? host : "127.0.0.1");
+        /* https where this connection is (serve --tls-cert): the SDK goes where this says */
+        bool tls = rq->conn && MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_PROTOCOL);
+        snprintf(buf, size, "%s://%s/api/toolbox", tls ? "https" : "http",
+                host && *host ? host : "127.0.0.1");
 }
 
 static json_t *sandbox_json(cx_req *rq, const json_t *rec) {
