@@ -43,6 +43,7 @@ PACKAGES=(
         git # the Daytona SDK's git.* run git inside the sandbox (tests/compat)
         openssl python3-pip # the egress tests: a local TLS server's certificate, pip through the proxy
         qemu-system-x86 linux-image-amd64 # the microvm backend: QEMU, and Debian's kernel the guest boots
+        podman-compose openssh-server openssh-client busybox-static # ext.compose-ssh: a bundle brought up over SSH (the test's sshd on loopback; a static busybox its images are built from)
 )
 
 # ---- 1. packages --------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ json_t *mgr_box_record(const box *b) {
                         : json_null());
         json_object_set_new(
                 r, "reachability", json_pack("{s:s++}", "exec_url", "/v1/sandboxes/", b->id, "/exec"));
+        if (b->reach[0]) /* ext.compose-ssh: the host it runs on, over SSH */
+                json_object_set_new(json_object_get(r, "reachability"), "ssh", json_string(b->reach));
         json_object_set_new(r, "route", b->route ? json_deep_copy(b->route) : json_null());
         static const char *const seeds[] = {
                 "scope", "workspace_request", "inputs", "setup_metadata", "webhook"};
@@ -88,8 +90,9 @@ int mgr_box_save(sbx_mgr *m, box *b) {
         json_t *in =
                 json_pack("{s:s, s:f, s:f}", "profile", b->profile, "ttl_s", b->ttl_s, "idle_s", b->idle_s);
         if (b->remote_id[0]) /* a hosted service's id and token: kept, never in the record */
-                json_object_set_new(
-                        in, "remote", json_pack("{s:s, s:s}", "id", b->remote_id, "token", b->remote_token));
+                json_object_set_new(in, "remote",
+                        json_pack("{s:s, s:s, s:s}", "id", b->remote_id, "token", b->remote_token, "reach",
+                                b->reach));
         char *inputs = json_dumps(in, JSON_COMPACT);
         json_decref(in);
         sbx_error e = {0};

@@ -341,18 +341,8 @@ static unsigned exec_op(
                         : why[0]    ? why
                                     : "the command's end never came");
         else {
-                const char *e1, *e2;
-                json_t *o = remote_data_json(r->out ? r->out : "", r->on, &e1),
-                       *e = remote_data_json(r->err ? r->err : "", r->en, &e2);
-                if (!streq(e1, e2)) { /* one encoding for both */
-                        json_decref(o);
-                        json_decref(e);
-                        _cleanup_free_ char *bo = sbx_base64_encode(r->out ? r->out : "", r->on),
-                                            *be = sbx_base64_encode(r->err ? r->err : "", r->en);
-                        o = json_string(bo ? bo : "");
-                        e = json_string(be ? be : "");
-                        e1 = "base64";
-                }
+                json_t *o, *e;
+                const char *e1 = remote_outputs_json(r->out, r->on, r->err, r->en, &o, &e);
                 rp->code = 200;
                 rp->json = json_pack("{s:s, s:s, s:i, s:n, s:o, s:o, s:s, s:n}", "exec_id", r->exec_id,
                         "status", "exited", "exit_code", r->exit_code, "signal", "stdout", o, "stderr", e,

@@ -17,12 +17,17 @@
  *     auth: {secret: farm-token}  # the bearer token it is reached with: a secret of the tenant's,
  *                                 # else of the server's --secrets-dir (remote.c)
  *     tls: {ca_file: /etc/sandboxer/farm-ca.pem, pinned_key: "sha256//BASE64"}
+ *     domain: e2b.app             # e2b: its sandboxes' host names are PORT-ID.DOMAIN
+ *     connect_to: 127.0.0.1:8443  # every connection goes there (a test, a proxy)
+ *     template: base              # e2b: the template; daytona: the snapshot a create asks for
+ *     known_hosts: /etc/sandboxer/known_hosts   # compose-ssh: the hosts' keys (required)
  *
  * A kind-sandboxer URL is https://, or http:// to a loopback address only (a token in the clear
  * goes nowhere else).
- * Unknown keys and bad values are errors with file:line:column, and serve does not start. A kind
- * this build cannot reach yet is listed with health {ok: false} saying so, and routing passes it
- * over naming why: nothing pretends to hold a sandbox it cannot. */
+ * Unknown keys and bad values are errors with file:line:column, and serve does not start. Each
+ * kind's client is its own file (remote.c: sandboxer; ext-e2b.c, ext-daytona.c, ext-compose.c),
+ * probed by the hosts thread; an extension that does not answer is listed with health {ok:
+ * false} saying why, and routing passes it over naming that. */
 #include "daemon/mgr-internal.h"
 
 #include <dirent.h>
@@ -106,11 +111,11 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
         int r = yctx_load(&c, text, (size_t) n, path, e);
         free(text);
         static const char *const keys[] = {"id", "kind", "description", "url", "capabilities", "pricing",
-                "auth", "tls", "domain", "connect_to", "template"};
+                "auth", "tls", "domain", "connect_to", "template", "known_hosts"};
         static const char *const akeys[] = {"secret"}, *const tkeys[] = {"ca_file", "pinned_key"};
         yaml_node_t *av[1] = {0}, *tv[2] = {0};
         _cleanup_free_ char *secret = NULL, *ca_file = NULL, *pin = NULL, *domain = NULL, *connect_to = NULL,
-                            *templ = NULL;
+                            *templ = NULL, *known_hosts = NULL;
         static const char *const ckeys[] = {
                 "isolation", "backends", "regions", "gpu", "persistence", "snapshot", "pause"};
         static const char *const pkeys[] = {
@@ -215,6 +220,20 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
                 r = yerr(&c, v[9], "connect_to: '%s' is not HOST:PORT", connect_to);
         if (r >= 0 && v[10])
                 r = yget_string(&c, v[10], "template", "a template id", &templ);
+        if (r >= 0 && v[11])
+                r = yget_string(
+                        &c, v[11], "known_hosts", "a known_hosts file (the hosts' SSH keys)", &known_hosts);
+        if (r >= 0 && known_hosts && (known_hosts[0] != '/' || access(known_hosts, R_OK) < 0))
+                r = yerr(&c, v[11], "known_hosts: '%s' %s", known_hosts,
+                        known_hosts[0] != '/' ? "is not an absolute path" : "cannot be read");
+        if (r >= 0 && kind == 4 && !known_hosts)
+                r = yerr(&c, yctx_root(&c),
+                        "known_hosts: required for an extension of kind compose-ssh (a host's key is "
+                        "checked, never "
+                        "learned)");
+        if (r >= 0 && kind == 4 && url && strncmp(url, "ssh://", 6) != 0)
+                r = yerr(&c, v[3],
+                        "url: an extension of kind compose-ssh is reached over ssh://USER@HOST[:PORT]");
         if (r >= 0 && kind == 2 && !domain)
                 r = yerr(&c, yctx_root(&c),
                         "domain: required for an extension of kind e2b (its sandboxes answer at "
@@ -248,6 +267,8 @@ static int parse_file(const char *path, json_t **ret, sbx_error *e) {
                 json_object_set_new(x, "connect_to", json_string(connect_to));
         if (templ)
                 json_object_set_new(x, "template", json_string(templ));
+        if (known_hosts)
+                json_object_set_new(x, "known_hosts", json_string(known_hosts));
         if (ca_file || pin)
                 json_object_set_new(
                         x, "tls", json_pack("{s:s*, s:s*}", "ca_file", ca_file, "pinned_key", pin));
@@ -377,17 +398,17 @@ json_t *mgr_registry(sbx_mgr *m) {
         size_t i;
         json_array_foreach(copy, i, x) {
                 const char *kind = json_string_value(json_object_get(x, "kind"));
-                if (streq_ptr(kind, "sandboxer") || streq_ptr(kind, "e2b") || streq_ptr(kind, "daytona")) {
+                if (streq_ptr(kind, "compose-ssh")) /* its hosts are probed one by one (hosts.c) */
+                        json_object_set_new(x, "health",
+                                json_pack("{s:b, s:n, s:n, s:s}", "ok", true, "checked_at", "latency_ms",
+                                        "reason", "its hosts are probed one by one (GET /v1/hosts)"));
+                else if (streq_ptr(kind, "sandboxer") || streq_ptr(kind, "e2b") ||
+                         streq_ptr(kind, "daytona")) {
                         if (!json_object_get(x, "health"))
                                 json_object_set_new(x, "health",
                                         json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at",
                                                 "latency_ms", "reason", "not probed yet"));
-                } else if (!streq_ptr(kind, "local"))
-                        json_object_set_new(x, "health",
-                                json_pack("{s:b, s:n, s:n, s:s}", "ok", false, "checked_at", "latency_ms",
-                                        "reason",
-                                        "extensions of this kind are not built yet: this build holds "
-                                        "sandboxes on ext.local, other sandboxer nodes, E2B and Daytona"));
+                }
         }
         return copy;
 }
@@ -422,6 +443,7 @@ unsigned sbx_ops_extensions(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp
                 json_object_del(x, "auth");
                 json_object_del(x, "tls");
                 json_object_del(x, "connect_to");
+                json_object_del(x, "known_hosts");
         }
         rp->json = json_pack("{s:o}", "items", items);
         return 200;

@@ -50,6 +50,7 @@ typedef struct box {
          * node's (the same id) */
         char remote_id[128];
         char remote_token[256];
+        char reach[300]; /* ext.compose-ssh: the SSH endpoint, ssh://USER@HOST:PORT ("" otherwise) */
         json_t *consumer, *metadata, *limits;
         json_t *seed; /* the create's {scope, workspace_request, inputs, setup_metadata} as given */
         json_t *profile_secrets; /* the names its profile grants (the server's store may serve them) */

@@ -205,6 +205,7 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
                 json_string_value(json_object_get(rem, "id")) ?: "");
         snprintf(b->remote_token, sizeof b->remote_token, "%s",
                 json_string_value(json_object_get(rem, "token")) ?: "");
+        snprintf(b->reach, sizeof b->reach, "%s", json_string_value(json_object_get(rem, "reach")) ?: "");
         json_decref(in);
         b->idle_s = json_number_value(json_object_get(rec, "idle_s"));
         b->budget_s = json_number_value(json_object_get(rec, "budget_s"));

@@ -273,7 +273,8 @@ static long call(sbx_mgr *m, const remote_ep *ep, const char *method, const char
 void remote_answer_why(const remote_ep *ep, const remote_resp *r, char *why, size_t n) {
         json_error_t je;
         json_t *j = r->body ? json_loads(r->body, 0, &je) : NULL;
-        const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+        const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"))
+                                  ?: json_string_value(json_object_get(j, "message")); /* E2B's, Daytona's */
         snprintf(why, n, "%s answered %ld: %.400s", ep->ext, r->code, msg ? msg : "(no message)");
         json_decref(j);
 }
@@ -299,6 +300,22 @@ json_t *remote_data_json(const char *d, size_t n, const char **enc) {
         *enc = "base64";
         _cleanup_free_ char *b = sbx_base64_encode(d, n);
         return json_string(b ? b : "");
+}
+
+const char *remote_outputs_json(
+        const char *out, size_t on, const char *err, size_t en, json_t **jo, json_t **je) {
+        const char *e1, *e2;
+        *jo = remote_data_json(out ? out : "", on, &e1);
+        *je = remote_data_json(err ? err : "", en, &e2);
+        if (streq(e1, e2))
+                return e1;
+        json_decref(*jo);
+        json_decref(*je);
+        _cleanup_free_ char *bo = sbx_base64_encode(out ? out : "", on),
+                            *be = sbx_base64_encode(err ? err : "", en);
+        *jo = json_string(bo ? bo : "");
+        *je = json_string(be ? be : "");
+        return "base64";
 }
 
 curl_mime *remote_upload_mime(CURL *c, void *ud) {
@@ -340,7 +357,8 @@ static json_t *pend_load_locked(sbx_mgr *m) {
 }
 
 /* id: the front's; rid: the extension's own id for it (the same for a sandboxer node) */
-static void pend_add(sbx_mgr *m, const char *ext, const char *id, const char *rid, const char *tenant) {
+static void pend_add(sbx_mgr *m, const char *ext, const char *id, const char *rid, const char *reach,
+        const char *tenant) {
         char p[4100];
         pend_path(m, p, sizeof p);
         pthread_mutex_lock(&pend_lock);
@@ -351,19 +369,30 @@ static void pend_add(sbx_mgr *m, const char *ext, const char *id, const char *ri
                 have || (streq_ptr(json_string_value(json_object_get(x, "id")), id) &&
                                 streq_ptr(json_string_value(json_object_get(x, "extension")), ext));
         if (!have && json_array_size(a) < 10000)
-                json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "extension", ext, "id", id,
-                                                 "remote_id", rid[0] ? rid : id, "tenant", tenant));
+                json_array_append_new(
+                        a, json_pack("{s:s, s:s, s:s, s:s, s:s}", "extension", ext, "id", id, "remote_id",
+                                   rid[0] ? rid : id, "reach", reach, "tenant", tenant));
         (void) sbx_json_file_save(p, a, JSON_COMPACT);
         json_decref(a);
         pthread_mutex_unlock(&pend_lock);
 }
 
 /* DELETE the sandbox at the back end: true when it is gone there (or never was). */
-static bool teardown_at(
-        sbx_mgr *m, const char *ext, const char *id, const char *tenant, char *why, size_t n) {
+static bool teardown_at(sbx_mgr *m, const char *ext, const char *id, const char *reach, const char *tenant,
+        char *why, size_t n) {
         remote_ep ep;
         if (!remote_ep_of(m, tenant, ext, &ep, why, n))
                 return false;
+        if (streq(ep.kind, "compose-ssh")) { /* its project on the host it was made on */
+                box *tb = calloc(1, sizeof *tb);
+                if (!tb)
+                        return false;
+                snprintf(tb->remote_id, sizeof tb->remote_id, "%s", id);
+                snprintf(tb->reach, sizeof tb->reach, "%s", reach ? reach : "");
+                bool ok = compose_teardown(m, tb, &ep, why, n);
+                free(tb);
+                return ok;
+        }
         if (streq(ep.kind, "e2b"))
                 return e2b_teardown(m, &ep, id, why, n);
         if (streq(ep.kind, "daytona"))
@@ -396,7 +425,8 @@ static void pend_flush(sbx_mgr *m, const char *ext) {
                 char why[600] = "";
                 if (!streq_ptr(e, ext) || !id || !t)
                         continue;
-                if (teardown_at(m, ext, rid ? rid : id, t, why, sizeof why)) {
+                if (teardown_at(m, ext, rid ? rid : id, json_string_value(json_object_get(x, "reach")), t,
+                            why, sizeof why)) {
                         json_array_append_new(done, json_string(id));
                         sbx_log(SBX_LOG_INFO, "remote_reconciled", "extension", ext, "sandbox", id, "action",
                                 "destroyed at the back end (the front had marked it failed)", NULL);
@@ -421,10 +451,16 @@ static void pend_flush(sbx_mgr *m, const char *ext) {
 void mgr_remote_teardown(sbx_mgr *m, box *b) {
         char why[600] = "";
         const char *rid = b->remote_id[0] ? b->remote_id : b->id;
-        if (!teardown_at(m, b->ext, rid, b->tenant, why, sizeof why)) {
+        remote_ep ep;
+        bool ok;
+        if (remote_ep_of(m, b->tenant, b->ext, &ep, why, sizeof why) && streq(ep.kind, "compose-ssh"))
+                ok = compose_teardown(m, b, &ep, why, sizeof why); /* on the route's host */
+        else
+                ok = teardown_at(m, b->ext, rid, b->reach, b->tenant, why, sizeof why);
+        if (!ok) {
                 sbx_log(SBX_LOG_WARNING, "remote_teardown_deferred", "extension", b->ext, "sandbox", b->id,
                         "error", why, NULL);
-                pend_add(m, b->ext, b->id, rid, b->tenant);
+                pend_add(m, b->ext, b->id, rid, b->reach, b->tenant);
         }
 }
 
@@ -525,10 +561,11 @@ int mgr_remote_provision(
         remote_ep ep;
         if (!remote_ep_of(m, b->tenant, ext, &ep, why, whysz))
                 return -EINVAL;
-        if (streq(ep.kind, "e2b") || streq(ep.kind, "daytona")) {
+        if (streq(ep.kind, "e2b") || streq(ep.kind, "daytona") || streq(ep.kind, "compose-ssh")) {
                 int64_t t0 = mgr_now_ms();
-                int r = streq(ep.kind, "e2b") ? e2b_provision(m, b, &ep, body, why, whysz)
-                                              : daytona_provision(m, b, &ep, body, why, whysz);
+                int r = streq(ep.kind, "e2b")       ? e2b_provision(m, b, &ep, body, why, whysz)
+                        : streq(ep.kind, "daytona") ? daytona_provision(m, b, &ep, body, why, whysz)
+                                                    : compose_provision(m, b, &ep, body, why, whysz);
                 if (r == 0)
                         mgr_route_observe(ext, (double) (mgr_now_ms() - t0));
                 return r;
@@ -573,7 +610,7 @@ int mgr_remote_provision(
         remote_resp_done(&r);
         /* it may have been made there though the answer was lost: told to go, now or later */
         if (ret == -EHOSTUNREACH || (ret == -EPROTO && code >= 500))
-                pend_add(m, ext, b->id, "", b->tenant);
+                pend_add(m, ext, b->id, "", "", b->tenant);
         return ret;
 }
 
@@ -821,10 +858,12 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
         if (!*sub && streq(method, "DELETE"))
                 handled = false; /* the front's destroy (mgr_destroy_box tells the back end) */
         else if (remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why) &&
-                 (streq(ep.kind, "e2b") || streq(ep.kind, "daytona"))) {
+                 (streq(ep.kind, "e2b") || streq(ep.kind, "daytona") || streq(ep.kind, "compose-ssh"))) {
                 if (!(busy || !(sbx_state_usable(st) || st == SBX_STATE_PAUSED)) || (!*sub && get))
                         handled = streq(ep.kind, "e2b") ? e2b_route(m, b, &ep, method, sub, rq, rp)
-                                                        : daytona_route(m, b, &ep, method, sub, rq, rp);
+                                  : streq(ep.kind, "daytona")
+                                          ? daytona_route(m, b, &ep, method, sub, rq, rp)
+                                          : compose_route(m, b, &ep, method, sub, rq, rp);
                 else
                         mgr_reply_err(rp, sbx_state_ending(st) ? 410 : 409,
                                 sbx_state_ending(st) ? "gone" : "conflict", NULL, "sandbox %s is %s%s%s%s",
@@ -913,6 +952,7 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
 
 static pthread_mutex_t miss_lock = PTHREAD_MUTEX_INITIALIZER;
 static json_t *misses; /* extension id → misses in a row */
+static json_t *answered; /* extension id → true once it has answered a probe */
 
 /* Its sandboxes failed: the host that holds them is lost. */
 static void lost(sbx_mgr *m, const char *ext, const char *why) {
@@ -966,13 +1006,19 @@ void mgr_remote_probe(sbx_mgr *m) {
                 pthread_mutex_lock(&miss_lock);
                 if (!misses)
                         misses = json_object();
+                if (!answered)
+                        answered = json_object();
+                if (ok)
+                        json_object_set_new(answered, id, json_true());
+                bool once = json_is_true(json_object_get(answered, id));
                 json_int_t before = json_integer_value(json_object_get(misses, id));
                 bool seen = json_object_get(misses, id) != NULL;
                 json_int_t now = ok ? 0 : before + 1;
                 json_object_set_new(misses, id, json_integer(now));
                 pthread_mutex_unlock(&miss_lock);
-                /* one miss is a blip (still healthy, said in the reason); two in a row: lost */
-                bool healthy = now < PROBE_MISSES;
+                /* one miss is a blip (still healthy, said in the reason); two in a row: lost; one
+                 * that never answered is not healthy yet */
+                bool healthy = ok || (once && now < PROBE_MISSES);
                 mgr_registry_set_health(id,
                         json_pack("{s:b, s:o, s:o, s:s*}", "ok", healthy, "checked_at", mgr_time_json(t0),
                                 "latency_ms", ok ? json_real(ms) : json_null(), "reason", ok ? NULL : why));

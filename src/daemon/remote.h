@@ -12,7 +12,7 @@ typedef struct remote_ep {
         char ext[72];
         char kind[16]; /* sandboxer | e2b */
         char url[1024]; /* the API's base, no trailing slash */
-        char token[1024];
+        char token[8192]; /* a bearer token, an API key, or (compose-ssh) a private key */
         char ca_file[PATH_MAX];
         char pin[256];
         char domain[256]; /* e2b: the sandboxes' host names are PORT-ID.domain */
@@ -64,6 +64,9 @@ unsigned remote_lacks(sbx_mgr_reply *rp, const char *ext, const char *capability
 void remote_url_escape(const char *s, char *buf, size_t n);
 /* Bytes as the native API carries them: a string when UTF-8 (*enc "utf-8"), else base64. */
 json_t *remote_data_json(const char *d, size_t n, const char **enc);
+/* An exec's stdout and stderr in one encoding (the native answer has one): the encoding. */
+const char *remote_outputs_json(
+        const char *out, size_t on, const char *err, size_t en, json_t **jo, json_t **je);
 /* A file's upload part (curl_mime): {data, len} as the "file" part, or with field set, files[0].*
  * as Daytona's bulk upload takes them. */
 typedef struct remote_upload {
@@ -86,3 +89,10 @@ int daytona_provision(sbx_mgr *m, box *b, const remote_ep *ep, json_t *body, cha
 bool daytona_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, const char *sub,
         const sbx_mgr_request *rq, sbx_mgr_reply *rp);
 bool daytona_teardown(sbx_mgr *m, const remote_ep *ep, const char *remote_id, char *why, size_t n);
+
+/* ext-compose.c: a compose bundle over SSH (podman-compose on the host). Teardown takes the box:
+ * its host (the route's, else b->reach) and project (b->remote_id). */
+int compose_provision(sbx_mgr *m, box *b, const remote_ep *ep, json_t *body, char *why, size_t n);
+bool compose_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, const char *sub,
+        const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+bool compose_teardown(sbx_mgr *m, const box *b, const remote_ep *ep, char *why, size_t n);

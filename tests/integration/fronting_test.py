@@ -193,6 +193,7 @@ def main():
         f.write("id: ext.daytona\nkind: daytona\nurl: https://127.0.0.1:%d/api\nauth: {secret: daytona-key}\n"
                 "tls: {ca_file: %s}\ncapabilities: {isolation: [container, policy], regions: [hosted], pause: true}\n"
                 "pricing: {per_second: 0.00007}\n" % (NODES["C"]["port"], NODES["C"]["cert"]))
+    compose_setup(reg, sec)
     A_ARGS = ["--listen", "127.0.0.1:%d" % NODES["A"]["port"], "--secrets-dir", sec, "--registry", reg]
     t.ok(serve("A", A_ARGS), "A (the front) starts with ext.b, ext.c, ext.b-badkey and ext.self in its registry")
 
@@ -283,8 +284,10 @@ def main():
     s, e, _ = call("B", "POST", "/v1/sandboxes", {}, {"Sandboxer-Front": "node=%s; sandbox=%s" % (a_node, sid)}, tcp=True)
     t.is_(s, 409, "a front asking for an id that is taken: 409")
 
+    c_pauses()
     e2b_tests()
     daytona_tests()
+    compose_tests()
 
     # -- B dies: its sandboxes fail, new creates go to C -----------------------------------------
     stop("B", signal.SIGKILL)
@@ -328,6 +331,21 @@ def main():
     t.ok(not t.invalid, "every body A answered matches docs/openapi.json (%d checked)" % t.validated[0], "\n".join(t.invalid[:10]))
 
 
+C_PAUSES = [True, ""]
+
+
+def c_pauses():
+    """Whether C can pause a sandbox here at all (an unprivileged server has no freezer)."""
+    s, r, _ = call("C", "POST", "/v1/sandboxes", {}, tcp=True)
+    if s != 201:
+        C_PAUSES[:] = [False, "create on C: %s" % s]
+        return
+    s, p, _ = call("C", "POST", "/v1/sandboxes/%s/pause" % r["id"], tcp=True)
+    if s != 200:
+        C_PAUSES[:] = [False, (p.get("error", {}).get("message", "") if isinstance(p, dict) else str(p))[:200]]
+    call("C", "DELETE", "/v1/sandboxes/%s" % r["id"], tcp=True)
+
+
 def e2b_tests():
     """ext.e2b: C's E2B surface reached as E2B's SDKs reach E2B (its API with X-API-KEY; envd at
     49983-ID.e2b.test by Host, over TLS, with the sandbox's access token)."""
@@ -366,14 +384,18 @@ def e2b_tests():
          "the TTL through A is E2B's timeout on C", (r2, c2))
     s, e, _ = call("A", "GET", "/v1/sandboxes/%s/metrics" % eid)
     t.ok(s == 422 and "metrics" in e["error"]["message"], "what E2B has no call for (metrics): 422 naming it", e)
-    s, p, _ = call("A", "POST", "/v1/sandboxes/%s/pause" % eid)
-    s2, g, _ = call("A", "GET", "/v1/sandboxes/%s" % eid)
-    t.ok(s == 200 and p["state"] == "paused" and s2 == 200 and g["state"] == "paused",
-         "pause through A: E2B's pause, the record paused", (p, g))
-    s, p, _ = call("A", "POST", "/v1/sandboxes/%s/resume" % eid)
-    s2, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % eid, {"argv": ["cat", "/home/user/e.txt"]})
-    t.ok(s == 200 and p["state"] == "ready" and s2 == 200 and x["stdout"] == "AGJpbmFyef8=" or
-         (s2 == 200 and x.get("encoding") == "base64"), "resume: E2B's connect, and its files are still there", (p, x))
+    if not C_PAUSES[0]:
+        t.skip("pause on ext.e2b: C cannot pause here (%s)" % C_PAUSES[1])
+        t.skip("resume on ext.e2b: C cannot pause here")
+    else:
+        s, p, _ = call("A", "POST", "/v1/sandboxes/%s/pause" % eid)
+        s2, g, _ = call("A", "GET", "/v1/sandboxes/%s" % eid)
+        t.ok(s == 200 and p["state"] == "paused" and s2 == 200 and g["state"] == "paused",
+             "pause through A: E2B's pause, the record paused", (p, g))
+        s, p, _ = call("A", "POST", "/v1/sandboxes/%s/resume" % eid)
+        s2, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % eid, {"argv": ["cat", "/home/user/e.txt"]})
+        t.ok(s == 200 and p["state"] == "ready" and s2 == 200 and x.get("encoding") == "base64" and
+             x["stdout"] == "AGJpbmFyef8=", "resume: E2B's connect, and its files are still there", (p, x))
     s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % eid)
     s2, c3, _ = call("C", "GET", "/v1/sandboxes/%s" % held[0]["id"] if held else "/x", tcp=True)
     t.ok(s == 200 and d["state"] == "destroyed" and (s2 == 410 or (isinstance(c3, dict) and c3.get("state") == "destroyed")),
@@ -409,15 +431,128 @@ def daytona_tests():
     s2, c2, _ = call("C", "GET", "/v1/sandboxes/%s" % held[0]["id"] if held else "/x", tcp=True)
     t.ok(s == 200 and mr["metadata"] == {"stage": "two"} and s2 == 200 and c2["metadata"].get("stage") == "two",
          "metadata through A is Daytona's labels on C", (mr, c2))
-    s, p, _ = call("A", "POST", "/v1/sandboxes/%s/pause" % did)
-    s2, p2, _ = call("A", "POST", "/v1/sandboxes/%s/resume" % did)
-    s3, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % did, {"argv": ["cat", "/home/daytona/d.txt"]})
-    t.ok(s == 200 and p["state"] == "paused" and s2 == 200 and p2["state"] == "ready" and s3 == 200 and
-         x["stdout"] == "to daytona\n", "pause and resume through A: Daytona's stop and start", (p, p2, x))
+    if not C_PAUSES[0]:
+        t.skip("pause on ext.daytona: C cannot pause here (%s)" % C_PAUSES[1])
+    else:
+        s, p, _ = call("A", "POST", "/v1/sandboxes/%s/pause" % did)
+        s2, p2, _ = call("A", "POST", "/v1/sandboxes/%s/resume" % did)
+        s3, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % did, {"argv": ["cat", "/home/daytona/d.txt"]})
+        t.ok(s == 200 and p["state"] == "paused" and s2 == 200 and p2["state"] == "ready" and s3 == 200 and
+             x["stdout"] == "to daytona\n", "pause and resume through A: Daytona's stop and start", (p, p2, x))
     s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % did)
     s2, c3, _ = call("C", "GET", "/v1/sandboxes/%s" % held[0]["id"] if held else "/x", tcp=True)
     t.ok(s == 200 and d["state"] == "destroyed" and (s2 == 410 or (isinstance(c3, dict) and c3.get("state") == "destroyed")),
          "destroy through A: gone on C", (d, c3))
+
+
+COMPOSE = {}
+COMPOSE_N = 8
+
+
+def compose_setup(reg, sec):
+    """An sshd on loopback with keys made here, a compose bundle of two services (images built from
+    a local Containerfile: busybox, no registry), and ext.compose in A's registry. Root only: the
+    sshd logs in as root, whose podman runs the bundle."""
+    need = [x for x in ("/usr/sbin/sshd", "/usr/bin/podman-compose", "/bin/busybox") if not os.path.exists(x)]
+    if os.geteuid() != 0:
+        COMPOSE["skip"] = "ext.compose-ssh: the test's sshd logs in as root (run as root)"
+        return
+    if need:
+        COMPOSE["skip"] = "ext.compose-ssh: %s not installed (scripts/setup.sh installs them)" % ", ".join(need)
+        return
+    ldd = subprocess.run(["ldd", "/bin/busybox"], capture_output=True, text=True)
+    if "not a dynamic executable" not in ldd.stdout + ldd.stderr:
+        COMPOSE["skip"] = "ext.compose-ssh: /bin/busybox is not the static one (busybox-static)"
+        return
+    d = os.path.join(F, "ssh")
+    os.makedirs(d, exist_ok=True)
+    for k in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", "%s/%s" % (d, k)], check=True)
+    shutil_copy(d + "/client.pub", d + "/authorized_keys")
+    p = port()
+    with open(d + "/sshd_config", "w") as f:
+        f.write("Port %d\nListenAddress 127.0.0.1\nHostKey %s/host\nPidFile %s/sshd.pid\n"
+                "AuthorizedKeysFile %s/authorized_keys\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                "UsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n" % (p, d, d, d))
+    with open(d + "/known_hosts", "w") as f:
+        f.write("[127.0.0.1]:%d %s" % (p, open(d + "/host.pub").read()))
+    os.makedirs("/run/sshd", exist_ok=True)
+    logs["sshd"] = open(d + "/sshd.log", "ab")
+    procs["sshd"] = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", d + "/sshd_config"], stdout=logs["sshd"], stderr=logs["sshd"])
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", p), 1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    b = os.path.join(F, "bundle")
+    os.makedirs(b, exist_ok=True)
+    shutil_copy("/bin/busybox", b + "/busybox")
+    with open(b + "/Containerfile", "w") as f:
+        f.write('FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\n'
+                'RUN ["/bin/busybox", "mkdir", "-p", "/tmp"]\n')
+    with open(b + "/compose.yaml", "w") as f:
+        f.write("services:\n  web:\n    build: .\n    image: localhost/sbx-test-bundle\n"
+                "    command: [\"httpd\", \"-f\", \"-p\", \"8080\", \"-h\", \"/\"]\n"
+                "  worker:\n    image: localhost/sbx-test-bundle\n    depends_on: [web]\n"
+                "    command: [\"sh\", \"-c\", \"echo worker up > /tmp/up; sleep 100000\"]\n")
+    shutil_copy(d + "/client", os.path.join(sec, "compose-key"))
+    with open(os.path.join(reg, "ext.compose.yaml"), "w") as f:
+        f.write("id: ext.compose\nkind: compose-ssh\nauth: {secret: compose-key}\nknown_hosts: %s/known_hosts\n"
+                "capabilities: {isolation: [container, policy], regions: [build]}\n" % d)
+    COMPOSE.update(port=p, bundle=b, dir=d)
+
+
+def shutil_copy(a, b):
+    import shutil
+    shutil.copyfile(a, b)
+    os.chmod(b, 0o600 if "client" in a else 0o755)
+
+
+def compose_running(project):
+    out = subprocess.run(["podman", "ps", "--filter", "label=io.podman.compose.project=" + project, "--format",
+                          "{{.Names}}"], capture_output=True, text=True).stdout  # ps: the running ones
+    return sorted(x + " running" for x in out.split("\n") if x)
+
+
+def compose_tests():
+    """ext.compose-ssh: a two-service bundle brought up and down over SSH."""
+    if "skip" in COMPOSE:
+        for _ in range(COMPOSE_N):
+            t.skip(COMPOSE["skip"])
+        return
+    s, h, _ = call("A", "POST", "/v1/hosts", {"id": "h-loop", "extension": "ext.compose",
+                                               "address": "ssh://root@127.0.0.1:%d" % COMPOSE["port"]})
+    s, nb, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.compose"]},
+                                                    "inputs": {"compose_bundle_ref": "/nonexistent/bundle"}}, timeout=300)
+    t.ok(s == 503 and "no bundle at /nonexistent/bundle" in (cand(nb["error"], "ext.compose").get("error") or ""),
+         "a bundle that is not on the host: provision_failed, the host's own words in the candidate's error", nb)
+    s, rec, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.compose"]},
+                                                     "inputs": {"compose_bundle_ref": COMPOSE["bundle"], "compose_service": "worker"}},
+                     timeout=600)
+    cid = rec.get("id") if s == 201 else "none"
+    proj = cid.replace("_", "")
+    t.ok(s == 201 and rec["extension"] == "ext.compose" and rec["host"] == "h-loop" and
+         rec["reachability"].get("ssh") == "ssh://root@127.0.0.1:%d" % COMPOSE["port"],
+         "create on ext.compose: the bundle up over SSH on the registered host, reachable by SSH", rec)
+    t.is_(compose_running(proj), ["%s_web_1 running" % proj, "%s_worker_1 running" % proj],
+          "both services run, their image built on the host from the bundle's Containerfile")
+    s, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % cid, {"argv": ["sh", "-c", "cat /tmp/up; echo err >&2; exit 5"]})
+    t.ok(s == 200 and x.get("stdout") == "worker up\n" and x.get("stderr") == "err\n" and x.get("exit_code") == 5,
+         "exec through A runs in the bundle's worker service (stdout, stderr, exit code apart)", x)
+    s, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % cid, {"argv": ["printf", "%s|", "a b", "it's"], "env": {"K": "v 1"}})
+    t.is_((s, x.get("stdout") if isinstance(x, dict) else x), (200, "a b|it's|"), "argv word for word over SSH")
+    s, _, _ = call("A", "PUT", "/v1/sandboxes/%s/files?path=/tmp/c.txt" % cid, b"into the bundle\n")
+    s2, got, _ = call("A", "GET", "/v1/sandboxes/%s/files?path=/tmp/c.txt" % cid)
+    s3, _, _ = call("A", "GET", "/v1/sandboxes/%s/files?path=/tmp/none" % cid)
+    t.is_((s, s2, got, s3), (200, 200, b"into the bundle\n", 404), "files in the service's container over SSH (404 when missing)")
+    s, e, _ = call("A", "POST", "/v1/sandboxes/%s/snapshot" % cid)
+    t.ok(s == 422 and "snapshot" in e["error"]["message"], "what a compose bundle has no call for: 422 naming it", e)
+    s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % cid, timeout=300)
+    nets = subprocess.run(["podman", "network", "ls", "--format", "{{.Name}}"], capture_output=True, text=True).stdout
+    t.ok(s == 200 and d["state"] == "destroyed" and compose_running(proj) == [] and proj not in nets and
+         not os.path.exists("/root/.sandboxer/bundles/" + proj),
+         "destroy: the bundle down, its network and its copy gone from the host", (d, nets))
 
 
 def bad_registry():
@@ -443,5 +578,7 @@ try:
 finally:
     for name in ["A"] + [x for x in procs if x != "A"]:  # the front first: it tells the back ends
         stop(name)
+    if COMPOSE.get("bundle"):  # the bundle's image, built on this host
+        subprocess.run(["podman", "rmi", "-f", "localhost/sbx-test-bundle"], capture_output=True)
 print("1..%d" % t.n)
 sys.exit(1 if t.failed else 0)
