@@ -128,6 +128,8 @@ static int beat(const char *address, double *ms, char *why, size_t whysz) {
 
 void *mgr_hosts_main(void *ud) {
         sbx_mgr *m = ud;
+        json_t *misses = json_object(); /* host id → heartbeats missed in a row (this thread's own) */
+        json_t *heard = json_object(); /* host id → true once it answered */
         for (;;) {
                 pthread_mutex_lock(&hosts_lock);
                 load_locked(m);
@@ -145,19 +147,37 @@ void *mgr_hosts_main(void *ud) {
                         char why[400] = "";
                         int r = beat(json_string_value(json_object_get(h, "address")) ?: "", &ms, why,
                                 sizeof why);
-                        json_t *health = json_pack("{s:b, s:o, s:o, s:s*}", "ok", r == 0, "checked_at",
-                                mgr_time_json(mgr_now_ms()), "latency_ms",
-                                r == 0 ? json_real(ms) : json_null(), "reason", r == 0 ? NULL : why);
+                        /* one miss is a blip; two in a row: lost (its sandboxes fail); one that
+                         * never answered is not healthy yet */
+                        if (r == 0)
+                                json_object_set_new(heard, id, json_true());
+                        bool once = json_is_true(json_object_get(heard, id));
+                        json_int_t before = json_integer_value(json_object_get(misses, id)),
+                                   now = r == 0 ? 0 : before + 1;
+                        json_object_set_new(misses, id, json_integer(now));
                         pthread_mutex_lock(&hosts_lock);
                         json_t *live = json_object_get(hosts, id);
-                        bool was = json_is_true(json_object_get(json_object_get(live, "health"), "ok"));
+                        json_t *old = json_object_get(live, "health");
+                        bool was = json_is_true(json_object_get(old, "ok"));
+                        bool ok = r == 0 || (once && now < 2);
+                        json_t *health = json_pack("{s:b, s:o, s:o, s:s*}", "ok", ok, "checked_at",
+                                mgr_time_json(mgr_now_ms()), "latency_ms",
+                                r == 0 ? json_real(ms) : json_null(), "reason", r == 0 ? NULL : why);
+
                         if (live)
                                 json_object_set(live, "health", health);
+                        const char *ext = json_string_value(json_object_get(live, "extension"));
+                        char extb[80];
+                        snprintf(extb, sizeof extb, "%s", ext ? ext : "");
                         pthread_mutex_unlock(&hosts_lock);
-                        if (live && was != (r == 0))
-                                sbx_log(r == 0 ? SBX_LOG_INFO : SBX_LOG_WARNING,
-                                        r == 0 ? "host_healthy" : "host_unhealthy", "host", id, "reason",
-                                        r == 0 ? NULL : why, NULL);
+                        if (live && was != ok)
+                                sbx_log(ok ? SBX_LOG_INFO : SBX_LOG_WARNING,
+                                        ok ? "host_healthy" : "host_unhealthy", "host", id, "reason",
+                                        ok ? NULL : why, NULL);
+                        if (live && now == 2)
+                                mgr_remote_host_lost(m, id, why);
+                        if (live && r == 0 && before >= 2 && extb[0])
+                                mgr_remote_host_back(m, extb);
                         json_decref(health);
                 }
                 json_decref(snap);
@@ -184,6 +204,8 @@ void *mgr_hosts_main(void *ud) {
                 if (stop)
                         break;
         }
+        json_decref(misses);
+        json_decref(heard);
         return NULL;
 }
 

@@ -955,27 +955,46 @@ static json_t *misses; /* extension id → misses in a row */
 static json_t *answered; /* extension id → true once it has answered a probe */
 
 /* Its sandboxes failed: the host that holds them is lost. */
-static void lost(sbx_mgr *m, const char *ext, const char *why) {
+/* The sandboxes of extension ext (or placed on host): failed, their teardown kept for when it
+ * answers again (not tried now: it does not answer). */
+static void lost(sbx_mgr *m, const char *ext, const char *host, const char *why) {
         for (;;) {
                 box *b = NULL;
                 pthread_mutex_lock(&m->lock);
-                for (box *x = m->boxes; x && !b; x = x->next)
-                        if (streq(x->ext, ext) && !x->busy && !sbx_state_ending(x->state)) {
+                for (box *x = m->boxes; x && !b; x = x->next) {
+                        bool there = host ? x->ext[0] && streq_ptr(json_string_value(json_object_get(
+                                                                           x->route, "chosen_host")),
+                                                                 host)
+                                          : streq(x->ext, ext);
+                        if (there && !x->busy && !sbx_state_ending(x->state)) {
                                 b = x;
                                 b->busy = true;
                                 b->refs++;
                         }
+                }
                 pthread_mutex_unlock(&m->lock);
                 if (!b)
                         break;
                 atomic_fetch_add(&m->n_failed, 1);
                 mgr_set_state(m, b, SBX_STATE_FAILED, "host_lost");
-                sbx_log(SBX_LOG_WARNING, "remote_host_lost", "extension", ext, "sandbox", b->id, "error",
+                sbx_log(SBX_LOG_WARNING, "remote_host_lost", "extension", b->ext, "sandbox", b->id, "error",
                         why, NULL);
-                mgr_destroy_box(m, b, "host_lost"); /* its teardown there waits in remote-pending.json */
+                pend_add(m, b->ext, b->id, b->remote_id[0] ? b->remote_id : b->id, b->reach, b->tenant);
+                pthread_mutex_lock(&m->lock);
+                b->ext_gone = true; /* told when it answers again (remote-pending.json) */
+                pthread_mutex_unlock(&m->lock);
+                mgr_destroy_box(m, b, "host_lost");
                 mgr_audit(m, NULL, "sandbox.destroy", b->id, "ok", "host_lost");
                 mgr_box_put(m, b);
         }
+}
+
+void mgr_remote_host_lost(sbx_mgr *m, const char *host, const char *why) {
+        lost(m, NULL, host, why);
+}
+
+void mgr_remote_host_back(sbx_mgr *m, const char *ext) {
+        pend_flush(m, ext);
 }
 
 void mgr_remote_probe(sbx_mgr *m) {
@@ -1025,7 +1044,7 @@ void mgr_remote_probe(sbx_mgr *m) {
                 if (now == PROBE_MISSES) {
                         sbx_log(SBX_LOG_WARNING, "extension_unhealthy", "extension", id, "reason", why,
                                 NULL);
-                        lost(m, id, why);
+                        lost(m, id, NULL, why);
                 }
                 if (ok && (before >= PROBE_MISSES || !seen)) {
                         if (seen)

@@ -446,7 +446,7 @@ def daytona_tests():
 
 
 COMPOSE = {}
-COMPOSE_N = 8
+COMPOSE_N = 12
 
 
 def compose_setup(reg, sec):
@@ -553,6 +553,23 @@ def compose_tests():
     t.ok(s == 200 and d["state"] == "destroyed" and compose_running(proj) == [] and proj not in nets and
          not os.path.exists("/root/.sandboxer/bundles/" + proj),
          "destroy: the bundle down, its network and its copy gone from the host", (d, nets))
+    # the host dies: its sandboxes fail; back again, it is told to take them down
+    s, r2, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.compose"]},
+                                                    "inputs": {"compose_bundle_ref": COMPOSE["bundle"]}}, timeout=600)
+    p2 = r2.get("id", "none").replace("_", "")
+    t.ok(s == 201 and len(compose_running(p2)) == 2, "a second bundle up", r2)
+    stop("sshd", signal.SIGKILL)
+    def lost():
+        s, r, _ = call("A", "GET", "/v1/sandboxes/%s" % r2.get("id"))
+        return r if s == 200 and r.get("reason") == "host_lost" else None
+    r = wait(lost, 20)
+    t.ok(r and r["state"] in ("failed", "destroyed"), "its host's sshd killed: the sandbox failed, host_lost", r)
+    logs["sshd"] = open(COMPOSE["dir"] + "/sshd.log", "ab")
+    procs["sshd"] = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", COMPOSE["dir"] + "/sshd_config"],
+                                     stdout=logs["sshd"], stderr=logs["sshd"])
+    t.ok(wait(lambda: compose_running(p2) == [], 60), "sshd back: A takes the failed sandbox's bundle down (no split brain)",
+         compose_running(p2))
+    t.ok(wait(lambda: not os.path.exists("/root/.sandboxer/bundles/" + p2), 30), "and its copy is gone from the host")
 
 
 def bad_registry():
