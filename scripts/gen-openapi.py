@@ -34,6 +34,8 @@ candidate = {"type": "object", "required": ["extension", "host", "ok", "why_not"
              "properties": {"extension": {"type": "string"}, "host": {"type": "string", "nullable": True}, "ok": {"type": "boolean"},
                             "why_not": {"type": "string", "nullable": True}, "cost_per_hour": {"type": "number"},
                             "latency_ms": {"type": "number", "nullable": True},
+                            "provision_ms": {"type": "number", "nullable": True, "description": "measured: the average provision time there"},
+                            "first_exec_ms": {"type": "number", "nullable": True, "description": "measured: the average time of a sandbox's first exec there"},
                             "error": {"type": "string", "description": "why provisioning there failed (the next candidate was tried)"}}}
 ranking = {"type": "object", "required": ["strategy", "chosen", "allow_fallbacks", "candidates"],
            "properties": {"strategy": {"type": "string"}, "chosen": {"type": "string", "nullable": True},

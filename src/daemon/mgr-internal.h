@@ -45,6 +45,7 @@ typedef struct box {
          * host's own; ext_gone: the back end no longer has it (nothing to tear down there) */
         char ext[72];
         bool ext_gone;
+        bool first_exec_done; /* its first exec was timed (route.c: lowest-latency) */
         char front[40]; /* made for another node's front (its node id), "" when asked here */
         /* a hosted service's own id for it and its access token (ext-e2b.c), "" for a sandboxer
          * node's (the same id) */
@@ -262,6 +263,9 @@ json_t *mgr_registry(sbx_mgr *m);
 bool mgr_route_decode(json_t *r, const char *prefix, sbx_mgr_reply *rp);
 json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx_mgr_reply *rp);
 void mgr_route_observe(const char *extension, double ms);
+/* Whether this exec is sandbox id's first (then ext says where it is held), and its time. */
+bool mgr_route_first_exec(sbx_mgr *m, const char *id, const char *tenant, char ext[static 72]);
+void mgr_route_observe_exec(const char *extension, double ms);
 
 /* hosts.c: the heartbeat thread; the hosts an extension places on (copies, NULL: none). */
 void *mgr_hosts_main(void *ud);

@@ -8,8 +8,8 @@
  * Strategies: prefer-self-hosted (the default: local, sandboxer and compose-ssh kinds before the
  * hosted services, then by cost), lowest-cost (by cost_per_hour: the extension's per_second,
  * per_cpu_second × cpus and per_gib_second × memory over an hour, plus per_creation), lowest-latency
- * (by the provision latency measured for each extension, an average of its last creates; unknown
- * ones after), explicit (the fallback list, in its order, and nothing else). Constraints:
+ * (by the provision and first-exec latencies measured for each extension, moving averages of its
+ * creates and of each sandbox's first exec; unmeasured ones after), explicit (the fallback list, in its order, and nothing else). Constraints:
  * max_cost_per_hour, require_isolation (policy | container | microvm), region. */
 #include "daemon/mgr-internal.h"
 
@@ -17,23 +17,46 @@
 
 static pthread_mutex_t lat_lock = PTHREAD_MUTEX_INITIALIZER;
 static json_t *latency; /* extension id → average provision ms (under lat_lock) */
+static json_t *exec_latency; /* extension id → average ms of a sandbox's first exec */
 
-void mgr_route_observe(const char *extension, double ms) {
+static void observe(json_t **map, const char *extension, double ms) {
         pthread_mutex_lock(&lat_lock);
-        if (!latency)
-                latency = json_object();
-        json_t *x = json_object_get(latency, extension);
+        if (!*map)
+                *map = json_object();
+        json_t *x = json_object_get(*map, extension);
         double avg = x ? 0.8 * json_number_value(x) + 0.2 * ms : ms;
-        json_object_set_new(latency, extension, json_real(avg));
+        json_object_set_new(*map, extension, json_real(avg));
         pthread_mutex_unlock(&lat_lock);
 }
 
-static double latency_of(const char *extension) {
+void mgr_route_observe(const char *extension, double ms) {
+        observe(&latency, extension, ms);
+}
+
+static double latency_in(json_t *map, const char *extension) {
         pthread_mutex_lock(&lat_lock);
-        json_t *x = json_object_get(latency, extension);
+        json_t *x = json_object_get(map, extension);
         double v = x ? json_number_value(x) : -1;
         pthread_mutex_unlock(&lat_lock);
         return v;
+}
+
+bool mgr_route_first_exec(sbx_mgr *m, const char *id, const char *tenant, char ext[static 72]) {
+        box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, tenant) : NULL;
+        if (!b)
+                return false;
+        pthread_mutex_lock(&m->lock);
+        bool first = !b->first_exec_done && sbx_state_usable(b->state);
+        b->first_exec_done = true;
+        snprintf(ext, 72, "%s",
+                b->ext[0] ? b->ext : json_string_value(json_object_get(b->route, "chosen")) ?: "ext.local");
+        pthread_mutex_unlock(&m->lock);
+        mgr_box_put(m, b);
+        return first;
+}
+
+void mgr_route_observe_exec(const char *extension, double ms) {
+        observe(&exec_latency, extension, ms);
 }
 
 static const char *const strategies[] = {
@@ -251,7 +274,9 @@ json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx
                                   PRICE("per_gib_second") * gib * 3600 + PRICE("per_creation");
 #undef PRICE
                         k->cost = round(k->cost * 1e6) / 1e6;
-                        k->lat = latency_of(k->id);
+                        /* lowest-latency's measure: provision, then the first exec, as measured */
+                        double prov = latency_in(latency, k->id), first = latency_in(exec_latency, k->id);
+                        k->lat = prov >= 0 ? prov + (first >= 0 ? first : 0) : -1;
                         k->fb_pos = k->pref_pos = -1;
                         json_t *f;
                         size_t j;
@@ -289,11 +314,13 @@ json_t *mgr_route_rank(sbx_mgr *m, const sbx_config *cfg, json_t *req_route, sbx
                                 snprintf(why, sizeof why, "constraint max_cost_per_hour %g: it costs %g",
                                         max_cost, k->cost);
                         k->ok = !why[0];
-                        k->j = json_pack("{s:s, s:o, s:b, s:o, s:f, s:o}", "extension", k->id, "host",
-                                k->host ? json_string(k->host) : json_null(), "ok", k->ok, "why_not",
+                        k->j = json_pack("{s:s, s:o, s:b, s:o, s:f, s:o, s:o, s:o}", "extension", k->id,
+                                "host", k->host ? json_string(k->host) : json_null(), "ok", k->ok, "why_not",
                                 why[0] ? json_string(why) : json_null(), "cost_per_hour", k->cost,
-                                "latency_ms",
-                                k->lat >= 0 ? json_real(round(k->lat * 10) / 10) : json_null());
+                                "latency_ms", k->lat >= 0 ? json_real(round(k->lat * 10) / 10) : json_null(),
+                                "provision_ms", prov >= 0 ? json_real(round(prov * 10) / 10) : json_null(),
+                                "first_exec_ms",
+                                first >= 0 ? json_real(round(first * 10) / 10) : json_null());
                 }
         }
         qsort_r(cs, n, sizeof *cs, cmp_cand, (void *) strategy);

@@ -289,6 +289,16 @@ def main():
     daytona_tests()
     compose_tests()
 
+    # lowest-latency: measured provision and first-exec times per extension, in that order
+    s, ll, _ = call("A", "POST", "/v1/route/explain", {"route": {"strategy": "lowest-latency"}})
+    cs = [c for c in ll.get("candidates", []) if c["ok"]] if s == 200 else []
+    known = [c["latency_ms"] for c in cs if c["latency_ms"] is not None]
+    b = cand(ll, "ext.b") if s == 200 else {}
+    t.ok(s == 200 and len(known) >= 3 and known == sorted(known) and cs[0]["latency_ms"] == min(known) and
+         cs[-1]["latency_ms"] is None and b.get("provision_ms") and b.get("first_exec_ms") and
+         abs(b["latency_ms"] - (b["provision_ms"] + b["first_exec_ms"])) < 0.2 and ll["chosen"] == cs[0]["extension"],
+         "lowest-latency ranks by the measured provision + first-exec time of each extension (unmeasured last)", ll)
+
     # -- B dies: its sandboxes fail, new creates go to C -----------------------------------------
     stop("B", signal.SIGKILL)
     def lost():
