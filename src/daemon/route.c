@@ -9,8 +9,9 @@
  * hosted services, then by cost), lowest-cost (by cost_per_hour: the extension's per_second,
  * per_cpu_second × cpus and per_gib_second × memory over an hour, plus per_creation), lowest-latency
  * (by the provision and first-exec latencies measured for each extension, moving averages of its
- * creates and of each sandbox's first exec; unmeasured ones after), explicit (the fallback list, in its order, and nothing else). Constraints:
- * max_cost_per_hour, require_isolation (policy | container | microvm), region. */
+ * creates and of each sandbox's first exec; unmeasured ones after), explicit (the fallback list, in its
+ * order, and nothing else). Constraints: max_cost_per_hour, require_isolation (policy | container |
+ * microvm), region. */
 #include "daemon/mgr-internal.h"
 
 #include <math.h>
