@@ -331,12 +331,37 @@ def main():
     s2, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % c_sid, {"argv": ["echo", "still"]})
     t.ok(s == 200 and r["state"] == "ready" and r["extension"] == "ext.c" and s2 == 200 and x["stdout"] == "still\n",
          "after A's restart its sandbox on C answers through it", (r, x))
+    cli = subprocess.run([SBX, "exec", "--server", "unix:" + os.path.join(F, "A", "s.sock"), c_sid, "--", "sh", "-c",
+                          "echo via the cli; exit 7"], capture_output=True, text=True, timeout=60)
+    t.is_((cli.returncode, cli.stdout), (7, "via the cli\n"), "the CLI (sandboxer exec) through A, on C's sandbox")
     s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % c_sid)
     s2, cr, _ = call("C", "GET", "/v1/sandboxes/%s" % c_sid, tcp=True)
     t.ok(s == 200 and d["state"] == "destroyed" and (s2 == 410 or (isinstance(cr, dict) and cr.get("state") == "destroyed")),
          "destroy through A: destroyed on C too", (d, cr))
+    # A dies mid-provision: B (stopped) holds the request; A killed; B goes on and makes it; A
+    # restarted asks B about what it was provisioning, and adopts it
+    import threading
+    procs["B"].send_signal(signal.SIGSTOP)
+    got = {}
+    th = threading.Thread(target=lambda: got.update(r=call("A", "POST", "/v1/sandboxes", {
+        "route": {"strategy": "explicit", "fallback": ["ext.b"]}, "metadata": {"orphan": "1"}}, timeout=30)))
+    th.start()
+    time.sleep(1.5)
+    stop("A", signal.SIGKILL)
+    procs["B"].send_signal(signal.SIGCONT)
+    th.join(40)
+    time.sleep(1.5)  # B makes it
+    t.ok(serve("A", A_ARGS), "A killed mid-provision (B stopped), B continued, A restarted")
+    s, ls, _ = call("A", "GET", "/v1/sandboxes")
+    orph = [x for x in ls.get("items", []) if x.get("metadata", {}).get("orphan") == "1"] if s == 200 else []
+    s2, bo, _ = call("B", "GET", "/v1/sandboxes/%s" % (orph[0]["id"] if orph else "x"), tcp=True)
+    t.ok(len(orph) == 1 and orph[0]["state"] == "ready" and orph[0]["extension"] == "ext.b" and s2 == 200 and
+         bo.get("state") in ("ready", "active") and (bo.get("front") or {}).get("node_id") == a_node,
+         "the restarted front adopts the sandbox B made for it (same id, B names A as its front)", (orph, bo))
+    s, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % (orph[0]["id"] if orph else "x"), {"argv": ["echo", "adopted"]})
+    t.is_((s, x.get("stdout") if isinstance(x, dict) else x), (200, "adopted\n"), "and it runs through A")
     s, ls, _ = call("A", "GET", "/v1/sandboxes?state=ready")
-    t.ok(s == 200 and all(x["extension"] in ("ext.c", "ext.local") for x in ls["items"]),
+    t.ok(s == 200 and {x["extension"] for x in ls["items"]} == {"ext.b", "ext.c"},
          "A's list shows its sandboxes wherever they are held", ls)
     t.ok(not t.invalid, "every body A answered matches docs/openapi.json (%d checked)" % t.validated[0], "\n".join(t.invalid[:10]))
 
