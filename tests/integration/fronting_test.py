@@ -492,6 +492,9 @@ def compose_setup(reg, sec):
     if os.geteuid() != 0:
         COMPOSE["skip"] = "ext.compose-ssh: the test's sshd logs in as root (run as root)"
         return
+    if "build-asan" in SBX:  # image builds, not our code's time: once, in the root pass
+        COMPOSE["skip"] = "ext.compose-ssh: run once, against the plain build (its podman builds are slow)"
+        return
     if need:
         COMPOSE["skip"] = "ext.compose-ssh: %s not installed (scripts/setup.sh installs them)" % ", ".join(need)
         return
