@@ -508,6 +508,22 @@ static void create_req_digest(const sbx_create_req *req, char out[static 65]) {
         json_decref(j);
 }
 
+/* The create's seeds' shapes as the record keeps them (as given). */
+static json_t *seed_of(const sbx_create_req *req) {
+        json_t *seed = json_object();
+        if (req->scope)
+                json_object_set_new(seed, "scope", json_string(req->scope));
+        if (req->workspace)
+                json_object_set(seed, "workspace_request", req->workspace);
+        if (req->inputs)
+                json_object_set(seed, "inputs", req->inputs);
+        if (req->setup_metadata)
+                json_object_set(seed, "setup_metadata", req->setup_metadata);
+        if (req->webhook_url)
+                json_object_set_new(seed, "webhook", json_pack("{s:s}", "url", req->webhook_url));
+        return seed;
+}
+
 /* Sandboxer-Front: "node=NODE_ID; sandbox=ID" (remote.c): the front's node id and the id it asks
  * for. false with rp filled: malformed (400), this node itself (422: a route that loops), an id
  * taken (409). */
@@ -599,18 +615,7 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
                         b->paused_max_s =
                                 cfg->profile->ttl_paused_s > 0 ? cfg->profile->ttl_paused_s : 24 * 3600.0;
                         b->route = json_incref(route);
-                        b->seed = json_object();
-                        if (req->scope)
-                                json_object_set_new(b->seed, "scope", json_string(req->scope));
-                        if (req->workspace)
-                                json_object_set(b->seed, "workspace_request", req->workspace);
-                        if (req->inputs)
-                                json_object_set(b->seed, "inputs", req->inputs);
-                        if (req->setup_metadata)
-                                json_object_set(b->seed, "setup_metadata", req->setup_metadata);
-                        if (req->webhook_url)
-                                json_object_set_new(
-                                        b->seed, "webhook", json_pack("{s:s}", "url", req->webhook_url));
+                        b->seed = seed_of(req);
                         snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
                         snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
                         b->state = SBX_STATE_REQUESTED;
@@ -1040,17 +1045,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         json_decref(b->route);
         b->route = TAKE_PTR(route);
         json_decref(b->seed); /* the seeds' shapes, as given */
-        b->seed = json_object();
-        if (req->scope)
-                json_object_set_new(b->seed, "scope", json_string(req->scope));
-        if (req->workspace)
-                json_object_set(b->seed, "workspace_request", req->workspace);
-        if (req->inputs)
-                json_object_set(b->seed, "inputs", req->inputs);
-        if (req->setup_metadata)
-                json_object_set(b->seed, "setup_metadata", req->setup_metadata);
-        if (req->webhook_url)
-                json_object_set_new(b->seed, "webhook", json_pack("{s:s}", "url", req->webhook_url));
+        b->seed = seed_of(req);
         b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];
         b->memory_mb = cfg->limits.value[SBX_LIMIT_MEMORY_MB];
         if (!warm) {

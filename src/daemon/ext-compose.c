@@ -422,35 +422,13 @@ bool compose_teardown(sbx_mgr *m, const box *b, const remote_ep *ep, char *why, 
 
 static unsigned exec_op(
         sbx_mgr *m, box *b, const remote_ep *ep, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        json_t *body = mgr_parse_body(rq, rp, false);
+        json_t *body =
+                remote_exec_body(rq, ep, true, "tty (a terminal over SSH is not passed on yet)", NULL, rp);
         if (!body)
                 return rp->code;
-        static const char *const keys[] = {"argv", "env", "cwd", "timeout_s", "stream", "stdin",
-                "stdin_encoding", "tty", "long_lived", NULL};
         json_t *argv = json_object_get(body, "argv"), *env = json_object_get(body, "env"),
                *cwd = json_object_get(body, "cwd"), *to = json_object_get(body, "timeout_s"), *x;
         size_t i;
-        bool argv_ok = json_is_array(argv) && json_array_size(argv) > 0;
-        json_array_foreach(argv, i, x) argv_ok = argv_ok && json_is_string(x);
-        if (!mgr_only_keys(body, keys, "", rp))
-                ;
-        else if (!argv_ok)
-                mgr_reply_err(rp, 400, "invalid_argument", "argv", "argv: a non-empty array of strings");
-        else if (env && !mgr_string_map(env, "env", 256, rp))
-                ;
-        else if (cwd && !json_is_string(cwd))
-                mgr_reply_err(rp, 400, "invalid_argument", "cwd", "cwd: a path");
-        else if (to && !(json_is_number(to) && json_number_value(to) > 0))
-                mgr_reply_err(
-                        rp, 400, "invalid_argument", "timeout_s", "timeout_s: a positive number of seconds");
-        else if (json_object_get(body, "tty"))
-                remote_lacks(rp, ep->ext, "tty (a terminal over SSH is not passed on yet)");
-        else if (json_object_get(body, "stdin") && !json_is_string(json_object_get(body, "stdin")))
-                mgr_reply_err(rp, 400, "invalid_argument", "stdin", "stdin: a string");
-        if (rp->code) {
-                json_decref(body);
-                return rp->code;
-        }
         /* podman exec -i [-w CWD] [-e K=V]... CONTAINER ARGV..., each word quoted for the host's sh */
         size_t cap = 256, len = 0;
         char *cmd = malloc(cap);
@@ -517,44 +495,9 @@ static unsigned exec_op(
                 if (r < 0)
                         mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", why);
                 else {
-                        char eid[24];
-                        mgr_random_id("exe_", eid, sizeof eid);
                         json_t *jo, *je;
                         const char *e1 = remote_outputs_json(o.out, o.on, o.err, o.en, &jo, &je);
-                        if (!stream) {
-                                rp->code = 200;
-                                rp->json = json_pack("{s:s, s:s, s:i, s:n, s:o, s:o, s:s, s:n}", "exec_id",
-                                        eid, "status", "exited", "exit_code", o.status, "signal", "stdout",
-                                        jo, "stderr", je, "encoding", e1, "report");
-                        } else {
-                                json_t *ev[4] = {json_pack("{s:s, s:s, s:s}", "type", "start", "exec_id",
-                                                         eid, "sandbox_id", b->id),
-                                        json_pack("{s:s, s:o, s:s}", "type", "stdout", "data", jo,
-                                                "encoding", e1),
-                                        json_pack("{s:s, s:o, s:s}", "type", "stderr", "data", je,
-                                                "encoding", e1),
-                                        json_pack("{s:s, s:s, s:s, s:i, s:n, s:n}", "type", "end", "exec_id",
-                                                eid, "status", "exited", "exit_code", o.status, "signal",
-                                                "report")};
-                                char *all = NULL;
-                                size_t an = 0;
-                                for (i = 0; i < 4; i++) {
-                                        char *l = json_dumps(ev[i], JSON_COMPACT);
-                                        json_decref(ev[i]);
-                                        char *na = l ? realloc(all, an + strlen(l) + 2) : NULL;
-                                        if (na) {
-                                                all = na;
-                                                memcpy(all + an, l, strlen(l));
-                                                an += strlen(l);
-                                                all[an++] = '\n';
-                                        }
-                                        free(l);
-                                }
-                                rp->code = 200;
-                                rp->raw = all ? all : strdup("");
-                                rp->raw_len = all ? an : 0;
-                                rp->ctype = "application/x-ndjson";
-                        }
+                        remote_exec_reply(b, stream, o.status, jo, je, e1, rp);
                 }
         }
         ssh_out_done(&o);
@@ -565,10 +508,9 @@ static unsigned exec_op(
 
 static unsigned files_op(
         sbx_mgr *m, box *b, const remote_ep *ep, bool write, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        const char *path = rq->query ? rq->query(rq->ctx, "path") : NULL;
-        if (!path || path[0] != '/')
-                return mgr_reply_err(
-                        rp, 400, "invalid_argument", "path", "path: an absolute path inside the sandbox");
+        const char *path = remote_files_path(rq, rp);
+        if (!path)
+                return rp->code;
         char *qc = sq(b->remote_token), *qp = sq(path), *cmd = NULL, why[800] = "";
         if (!qc || !qp ||
                 asprintf(&cmd,
@@ -632,10 +574,7 @@ bool compose_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, 
                 return true;
         }
         if (streq(sub, "/exec") && post) {
-                pthread_mutex_lock(&m->lock);
-                b->last_active_ms = mgr_now_ms();
-                b->execs++;
-                pthread_mutex_unlock(&m->lock);
+                remote_exec_started(m, b);
                 exec_op(m, b, ep, rq, rp);
                 return true;
         }
@@ -645,9 +584,6 @@ bool compose_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, 
         }
         if ((streq(sub, "/ttl") && post) || (streq(sub, "/metadata") && put))
                 return false; /* the front's own: its reaper takes the bundle down at the end */
-        const char *cap = sub[0] ? sub + 1 : method;
-        char c[64];
-        snprintf(c, sizeof c, "%.*s", (int) strcspn(cap, "/"), cap);
-        remote_lacks(rp, ep->ext, c);
+        remote_lacks_sub(rp, ep->ext, method, sub);
         return true;
 }

@@ -191,35 +191,12 @@ static char *shell_line(json_t *argv) {
 
 static unsigned exec_op(
         sbx_mgr *m, box *b, const remote_ep *ep, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        json_t *body = mgr_parse_body(rq, rp, false);
+        json_t *body = remote_exec_body(rq, ep, false, "tty (a terminal is not passed on to Daytona yet)",
+                "stdin (Daytona's process/execute takes none)", rp);
         if (!body)
                 return rp->code;
-        static const char *const keys[] = {"argv", "env", "cwd", "timeout_s", "stream", "stdin",
-                "stdin_encoding", "tty", "long_lived", NULL};
         json_t *argv = json_object_get(body, "argv"), *env = json_object_get(body, "env"),
-               *cwd = json_object_get(body, "cwd"), *to = json_object_get(body, "timeout_s"), *x;
-        size_t i;
-        bool argv_ok = json_is_array(argv) && json_array_size(argv) > 0;
-        json_array_foreach(argv, i, x) argv_ok = argv_ok && json_is_string(x);
-        if (!mgr_only_keys(body, keys, "", rp))
-                ;
-        else if (!argv_ok)
-                mgr_reply_err(rp, 400, "invalid_argument", "argv", "argv: a non-empty array of strings");
-        else if (env && !mgr_string_map(env, "env", 256, rp))
-                ;
-        else if (cwd && !json_is_string(cwd))
-                mgr_reply_err(rp, 400, "invalid_argument", "cwd", "cwd: a path");
-        else if (to && !(json_is_number(to) && json_number_value(to) > 0))
-                mgr_reply_err(
-                        rp, 400, "invalid_argument", "timeout_s", "timeout_s: a positive number of seconds");
-        else if (json_object_get(body, "tty"))
-                remote_lacks(rp, ep->ext, "tty (a terminal is not passed on to Daytona yet)");
-        else if (json_object_get(body, "stdin"))
-                remote_lacks(rp, ep->ext, "stdin (Daytona's process/execute takes none)");
-        if (rp->code) {
-                json_decref(body);
-                return rp->code;
-        }
+               *cwd = json_object_get(body, "cwd"), *to = json_object_get(body, "timeout_s");
         char *line = shell_line(argv);
         json_t *req = json_pack("{s:s}", "command", line ? line : "");
         free(line);
@@ -254,49 +231,9 @@ static unsigned exec_op(
                         remote_answer_why(ep, &r, why, sizeof why);
                 mgr_reply_err(rp, code == 404 ? 404 : 502, code == 404 ? "not_found" : "bad_gateway", NULL,
                         "%s", why);
-        } else {
-                char eid[24];
-                const char *enc;
-                mgr_random_id("exe_", eid, sizeof eid);
-                json_t *out = remote_data_json(json_string_value(jr), json_string_length(jr), &enc);
-                if (!stream) {
-                        rp->code = 200;
-                        rp->json = json_pack("{s:s, s:s, s:I, s:n, s:o, s:s, s:s, s:n}", "exec_id", eid,
-                                "status", "exited", "exit_code", json_integer_value(je), "signal", "stdout",
-                                out, "stderr", "", "encoding", enc, "report");
-                } else { /* the whole answer came at once: its events too */
-                        json_t *ev[3] = {json_pack("{s:s, s:s, s:s}", "type", "start", "exec_id", eid,
-                                                 "sandbox_id", b->id),
-                                json_pack("{s:s, s:o, s:s}", "type", "stdout", "data", out, "encoding", enc),
-                                json_pack("{s:s, s:s, s:s, s:I, s:n, s:n}", "type", "end", "exec_id", eid,
-                                        "status", "exited", "exit_code", json_integer_value(je), "signal",
-                                        "report")};
-                        size_t len = 0, cap = 0;
-                        char *all = NULL;
-                        for (i = 0; i < 3; i++) {
-                                char *l = json_dumps(ev[i], JSON_COMPACT);
-                                size_t ll = l ? strlen(l) : 0;
-                                json_decref(ev[i]);
-                                if (len + ll + 2 > cap) {
-                                        cap = (len + ll + 2) * 2;
-                                        char *na = realloc(all, cap);
-                                        if (!na) {
-                                                free(l);
-                                                continue;
-                                        }
-                                        all = na;
-                                }
-                                memcpy(all + len, l ? l : "", ll);
-                                len += ll;
-                                all[len++] = '\n';
-                                free(l);
-                        }
-                        rp->code = 200;
-                        rp->raw = all ? all : strdup("");
-                        rp->raw_len = all ? len : 0;
-                        rp->ctype = "application/x-ndjson";
-                }
-        }
+        } else /* stdout and stderr together, as Daytona answers them */
+                remote_exec_reply(b, stream, (int) json_integer_value(je), json_incref(jr), json_string(""),
+                        "utf-8", rp);
         json_decref(res);
         remote_resp_done(&r);
         return rp->code;
@@ -304,10 +241,9 @@ static unsigned exec_op(
 
 static unsigned files_op(
         sbx_mgr *m, box *b, const remote_ep *ep, bool write, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        const char *path = rq->query ? rq->query(rq->ctx, "path") : NULL;
-        if (!path || path[0] != '/')
-                return mgr_reply_err(
-                        rp, 400, "invalid_argument", "path", "path: an absolute path inside the sandbox");
+        const char *path = remote_files_path(rq, rp);
+        if (!path)
+                return rp->code;
         char esc[3 * 4096 + 1], url[1000 + sizeof esc], why[700] = "";
         remote_url_escape(path, esc, sizeof esc);
         if (write)
@@ -319,24 +255,7 @@ static unsigned files_op(
         remote_resp r;
         long code = remote_call(m, ep, write ? "POST" : "GET", url, NULL, 0, NULL, true,
                 write ? remote_upload_mime : NULL, &u, 300000, &r, why, sizeof why);
-        if (!code)
-                mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", why);
-        else if (code != 200 && code != 201 && code != 204) {
-                remote_answer_why(ep, &r, why, sizeof why);
-                mgr_reply_err(rp, code == 404 || code == 400 ? (unsigned) code : 502,
-                        code == 404   ? "not_found"
-                        : code == 400 ? "invalid_argument"
-                                      : "bad_gateway",
-                        NULL, "%s", why);
-        } else if (write) {
-                rp->code = 200;
-                rp->json = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t) rq->len);
-        } else {
-                rp->code = 200;
-                rp->raw = r.body ? TAKE_PTR(r.body) : strdup("");
-                rp->raw_len = r.len;
-                rp->ctype = "application/octet-stream";
-        }
+        remote_files_reply(ep, code, &r, why, write, path, rq->len, rp);
         remote_resp_done(&r);
         return rp->code;
 }
@@ -371,10 +290,7 @@ bool daytona_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, 
                 return true;
         }
         if (streq(sub, "/exec") && post) {
-                pthread_mutex_lock(&m->lock);
-                b->last_active_ms = mgr_now_ms();
-                b->execs++;
-                pthread_mutex_unlock(&m->lock);
+                remote_exec_started(m, b);
                 exec_op(m, b, ep, rq, rp);
                 return true;
         }
@@ -438,9 +354,6 @@ bool daytona_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, 
                 remote_resp_done(&r);
                 return true;
         }
-        const char *cap = sub[0] ? sub + 1 : method;
-        char c[64];
-        snprintf(c, sizeof c, "%.*s", (int) strcspn(cap, "/"), cap);
-        remote_lacks(rp, ep->ext, c);
+        remote_lacks_sub(rp, ep->ext, method, sub);
         return true;
 }

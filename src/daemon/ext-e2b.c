@@ -237,37 +237,13 @@ static void stream_done(void *ud, int fd, bool ok, const char *why) {
 
 static unsigned exec_op(
         sbx_mgr *m, box *b, const remote_ep *ep, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        json_t *body = mgr_parse_body(rq, rp, false);
+        json_t *body = remote_exec_body(rq, ep, false, "tty (a terminal is not passed on to E2B yet)",
+                "stdin (E2B's process input is a call of its own, not passed on yet)", rp);
         if (!body)
                 return rp->code;
-        static const char *const keys[] = {"argv", "env", "cwd", "timeout_s", "stream", "stdin",
-                "stdin_encoding", "tty", "long_lived", NULL};
         json_t *argv = json_object_get(body, "argv"), *env = json_object_get(body, "env"),
                *cwd = json_object_get(body, "cwd"), *to = json_object_get(body, "timeout_s");
         size_t i;
-        json_t *x;
-        bool argv_ok = json_is_array(argv) && json_array_size(argv) > 0;
-        json_array_foreach(argv, i, x) argv_ok = argv_ok && json_is_string(x);
-        if (!mgr_only_keys(body, keys, "", rp))
-                ;
-        else if (!argv_ok)
-                mgr_reply_err(rp, 400, "invalid_argument", "argv", "argv: a non-empty array of strings");
-        else if (env && !mgr_string_map(env, "env", 256, rp))
-                ;
-        else if (cwd && !json_is_string(cwd))
-                mgr_reply_err(rp, 400, "invalid_argument", "cwd", "cwd: a path");
-        else if (to && !(json_is_number(to) && json_number_value(to) > 0))
-                mgr_reply_err(
-                        rp, 400, "invalid_argument", "timeout_s", "timeout_s: a positive number of seconds");
-        else if (json_object_get(body, "tty"))
-                remote_lacks(rp, ep->ext, "tty (a terminal is not passed on to E2B yet)");
-        else if (json_object_get(body, "stdin"))
-                remote_lacks(
-                        rp, ep->ext, "stdin (E2B's process input is a call of its own, not passed on yet)");
-        if (rp->code) {
-                json_decref(body);
-                return rp->code;
-        }
         json_t *proc = json_pack("{s:O, s:o, s:o}", "cmd", json_array_get(argv, 0), "args", json_array(),
                 "envs", env ? json_incref(env) : json_object());
         for (i = 1; i < json_array_size(argv); i++)
@@ -343,10 +319,7 @@ static unsigned exec_op(
         else {
                 json_t *o, *e;
                 const char *e1 = remote_outputs_json(r->out, r->on, r->err, r->en, &o, &e);
-                rp->code = 200;
-                rp->json = json_pack("{s:s, s:s, s:i, s:n, s:o, s:o, s:s, s:n}", "exec_id", r->exec_id,
-                        "status", "exited", "exit_code", r->exit_code, "signal", "stdout", o, "stderr", e,
-                        "encoding", e1, "report");
+                remote_exec_reply(b, false, r->exit_code, o, e, e1, rp);
         }
         remote_resp_done(&resp);
         run_free(r);
@@ -357,10 +330,9 @@ static unsigned exec_op(
 
 static unsigned files_op(
         sbx_mgr *m, box *b, const remote_ep *ep, bool write, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
-        const char *path = rq->query ? rq->query(rq->ctx, "path") : NULL;
-        if (!path || path[0] != '/')
-                return mgr_reply_err(
-                        rp, 400, "invalid_argument", "path", "path: an absolute path inside the sandbox");
+        const char *path = remote_files_path(rq, rp);
+        if (!path)
+                return rp->code;
         char esc[3 * 4096 + 1], target[200 + sizeof esc], url[1400 + sizeof esc], tok[400], why[700] = "";
         remote_url_escape(path, esc, sizeof esc);
         snprintf(target, sizeof target, "/files?path=%s&username=user", esc);
@@ -371,25 +343,7 @@ static unsigned files_op(
         remote_resp r;
         long code = remote_call(m, ep, write ? "POST" : "GET", url, NULL, 0, extra, false,
                 write ? remote_upload_mime : NULL, &u, 300000, &r, why, sizeof why);
-        if (!code)
-                mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", why);
-        else if (code != 200) {
-                remote_answer_why(ep, &r, why, sizeof why);
-                mgr_reply_err(rp, code == 404 || code == 400 || code == 507 ? (unsigned) code : 502,
-                        code == 404   ? "not_found"
-                        : code == 400 ? "invalid_argument"
-                        : code == 507 ? "insufficient_storage"
-                                      : "bad_gateway",
-                        NULL, "%s", why);
-        } else if (write) {
-                rp->code = 200;
-                rp->json = json_pack("{s:s, s:I}", "path", path, "size", (json_int_t) rq->len);
-        } else {
-                rp->code = 200;
-                rp->raw = r.body ? TAKE_PTR(r.body) : strdup("");
-                rp->raw_len = r.len;
-                rp->ctype = "application/octet-stream";
-        }
+        remote_files_reply(ep, code, &r, why, write, path, rq->len, rp);
         remote_resp_done(&r);
         return rp->code;
 }
@@ -425,10 +379,7 @@ bool e2b_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, cons
                 return true;
         }
         if (streq(sub, "/exec") && post) {
-                pthread_mutex_lock(&m->lock);
-                b->last_active_ms = mgr_now_ms();
-                b->execs++;
-                pthread_mutex_unlock(&m->lock);
+                remote_exec_started(m, b);
                 exec_op(m, b, ep, rq, rp);
                 return true;
         }
@@ -502,9 +453,6 @@ bool e2b_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, cons
                 remote_resp_done(&r);
                 return true;
         }
-        const char *cap = sub[0] ? sub + 1 : method;
-        char c[64];
-        snprintf(c, sizeof c, "%.*s", (int) strcspn(cap, "/"), cap);
-        remote_lacks(rp, ep->ext, c);
+        remote_lacks_sub(rp, ep->ext, method, sub);
         return true;
 }

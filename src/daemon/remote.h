@@ -76,6 +76,23 @@ typedef struct remote_upload {
 } remote_upload;
 curl_mime *remote_upload_mime(CURL *c, void *ud);
 
+/* What the hosted-service clients share. An exec's body decoded for one (argv of strings, env,
+ * cwd, timeout_s, stream; tty refused, and stdin unless stdin_ok, as 422 naming what): NULL with
+ * rp filled. b's activity counted (an exec started). The answer of an exec that came whole: the
+ * native answer, or with stream its NDJSON events at once (start, stdout, stderr, end; jo and je
+ * taken). A files request's path= (absolute), NULL with 400. A file operation's answer from the
+ * extension's: 200 {path, size} for a write, the bytes (r's, taken) for a read, else its error
+ * (404, 400, 507, else 502) with why. 422 for what sub asks, the extension lacking it. */
+json_t *remote_exec_body(const sbx_mgr_request *rq, const remote_ep *ep, bool stdin_ok, const char *why_tty,
+        const char *why_stdin, sbx_mgr_reply *rp);
+void remote_exec_started(sbx_mgr *m, box *b);
+unsigned remote_exec_reply(const box *b, bool stream, int exit_code, json_t *jo, json_t *je, const char *enc,
+        sbx_mgr_reply *rp);
+const char *remote_files_path(const sbx_mgr_request *rq, sbx_mgr_reply *rp);
+unsigned remote_files_reply(const remote_ep *ep, long code, remote_resp *r, const char *why, bool write,
+        const char *path, size_t len, sbx_mgr_reply *rp);
+unsigned remote_lacks_sub(sbx_mgr_reply *rp, const char *ext, const char *method, const char *sub);
+
 /* ext-e2b.c: E2B's API as its SDKs speak it (the control plane with X-API-KEY; envd at
  * 49983-ID.domain with the sandbox's access token; Connect RPC with the JSON codec). */
 int e2b_provision(sbx_mgr *m, box *b, const remote_ep *ep, json_t *body, char *why, size_t n);
