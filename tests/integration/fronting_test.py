@@ -482,6 +482,7 @@ def daytona_tests():
 
 COMPOSE = {}
 COMPOSE_N = 12
+PODMAN_ENV = {}
 
 
 def compose_setup(reg, sec):
@@ -511,7 +512,8 @@ def compose_setup(reg, sec):
     with open(d + "/sshd_config", "w") as f:
         f.write("Port %d\nListenAddress 127.0.0.1\nHostKey %s/host\nPidFile %s/sshd.pid\n"
                 "AuthorizedKeysFile %s/authorized_keys\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-                "UsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n" % (p, d, d, d))
+                "UsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n"
+                "SetEnv CONTAINERS_STORAGE_CONF=%s/storage.conf\n" % (p, d, d, d, d))
     with open(d + "/known_hosts", "w") as f:
         f.write("[127.0.0.1]:%d %s" % (p, open(d + "/host.pub").read()))
     os.makedirs("/run/sshd", exist_ok=True)
@@ -534,11 +536,38 @@ def compose_setup(reg, sec):
                 "    command: [\"httpd\", \"-f\", \"-p\", \"8080\", \"-h\", \"/\"]\n"
                 "  worker:\n    image: localhost/sbx-test-bundle\n    depends_on: [web]\n"
                 "    command: [\"sh\", \"-c\", \"echo worker up > /tmp/up; sleep 100000\"]\n")
+    # podman's storage for this test alone (vfs under the test's dir: nothing left in the host's
+    # store, and it works where the host's overlay cannot nest, as on an overlayfs root); the
+    # sshd hands it to the sessions it starts (SetEnv)
+    conf = os.path.join(d, "containers.conf")
+    with open(conf, "w") as f:
+        f.write('[containers]\ndefault_ulimits = ["nofile=%d:%d", "nproc=%d:%d"]\n' % (
+            min(1048576, _hard(7)), min(1048576, _hard(7)), min(32768, _hard(6)), min(32768, _hard(6))))
+    with open(os.path.join(d, "storage.conf"), "w") as f:
+        f.write('[storage]\ndriver = "vfs"\ngraphroot = "%s/graph"\nrunroot = "%s/run"\n' % (d, d))
+    PODMAN_ENV["CONTAINERS_STORAGE_CONF"] = os.path.join(d, "storage.conf")
+    env = dict(os.environ, CONTAINERS_CONF=conf, **PODMAN_ENV)
+    # can this host's podman build and run a container at all? (else: skipped, saying why)
+    pb = subprocess.run(["podman", "build", "-q", "-t", "localhost/sbx-test-bundle", b], env=env, capture_output=True,
+                        text=True, timeout=300)
+    COMPOSE["built"] = pb.returncode == 0
+    pr = subprocess.run(["podman", "run", "--rm", "--network", "none", "localhost/sbx-test-bundle", "true"], env=env,
+                        capture_output=True, text=True, timeout=120) if pb.returncode == 0 else pb
+    if pr.returncode != 0:
+        COMPOSE["skip"] = "ext.compose-ssh: podman cannot build or run a container here: %s" % (
+            (pr.stderr or pr.stdout).strip().splitlines() or ["?"])[-1][:200]
+        return
     shutil_copy(d + "/client", os.path.join(sec, "compose-key"))
     with open(os.path.join(reg, "ext.compose.yaml"), "w") as f:
         f.write("id: ext.compose\nkind: compose-ssh\nauth: {secret: compose-key}\nknown_hosts: %s/known_hosts\n"
                 "capabilities: {isolation: [container, policy], regions: [build]}\n" % d)
     COMPOSE.update(port=p, bundle=b, dir=d)
+
+
+def _hard(res):
+    import resource
+    h = resource.getrlimit(res)[1]
+    return 1 << 30 if h == resource.RLIM_INFINITY else h
 
 
 def shutil_copy(a, b):
@@ -549,7 +578,8 @@ def shutil_copy(a, b):
 
 def compose_running(project):
     out = subprocess.run(["podman", "ps", "--filter", "label=io.podman.compose.project=" + project, "--format",
-                          "{{.Names}}"], capture_output=True, text=True).stdout  # ps: the running ones
+                          "{{.Names}}"], capture_output=True, text=True,
+                         env=dict(os.environ, **PODMAN_ENV)).stdout  # ps: the running ones
     return sorted(x + " running" for x in out.split("\n") if x)
 
 
@@ -587,7 +617,8 @@ def compose_tests():
     s, e, _ = call("A", "POST", "/v1/sandboxes/%s/snapshot" % cid)
     t.ok(s == 422 and "snapshot" in e["error"]["message"], "what a compose bundle has no call for: 422 naming it", e)
     s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % cid, timeout=300)
-    nets = subprocess.run(["podman", "network", "ls", "--format", "{{.Name}}"], capture_output=True, text=True).stdout
+    nets = subprocess.run(["podman", "network", "ls", "--format", "{{.Name}}"], capture_output=True, text=True,
+                          env=dict(os.environ, **PODMAN_ENV)).stdout
     t.ok(s == 200 and d["state"] == "destroyed" and compose_running(proj) == [] and proj not in nets and
          not os.path.exists("/root/.sandboxer/bundles/" + proj),
          "destroy: the bundle down, its network and its copy gone from the host", (d, nets))
@@ -633,7 +664,12 @@ try:
 finally:
     for name in ["A"] + [x for x in procs if x != "A"]:  # the front first: it tells the back ends
         stop(name)
-    if COMPOSE.get("bundle"):  # the bundle's image, built on this host
-        subprocess.run(["podman", "rmi", "-f", "localhost/sbx-test-bundle"], capture_output=True)
+    if PODMAN_ENV:  # the test's own podman storage: containers gone, then the store itself
+        penv = dict(os.environ, **PODMAN_ENV)
+        subprocess.run(["podman", "rm", "-fa"], capture_output=True, env=penv)
+        subprocess.run(["podman", "rmi", "-fa"], capture_output=True, env=penv)
+        import shutil
+        shutil.rmtree(os.path.join(COMPOSE.get("dir", F + "/ssh"), "graph"), ignore_errors=True)
+        shutil.rmtree(os.path.join(COMPOSE.get("dir", F + "/ssh"), "run"), ignore_errors=True)
 print("1..%d" % t.n)
 sys.exit(1 if t.failed else 0)
