@@ -656,6 +656,29 @@ def bad_registry():
     r = subprocess.run([SBX, "serve", "--listen", "unix:" + os.path.join(F, "bad.sock"), "--state-dir",
                         os.path.join(F, "badst"), "--registry", reg], capture_output=True, text=True, timeout=30)
     t.ok(r.returncode == 125 and "pinned_key" in r.stderr, "a pinned key that is not sha256//BASE64: refused", r.stderr)
+    bad = [("id: ext.x\nkind: e2b\nurl: https://api.e2b.test\n", "domain: required"),
+           ("id: ext.x\nkind: compose-ssh\nurl: ssh://root@h:22\n", "known_hosts: required"),
+           ("id: ext.x\nkind: compose-ssh\nurl: https://h\nknown_hosts: /etc/hostname\n", "ssh://USER@HOST"),
+           ("id: ext.x\nkind: e2b\nurl: https://a\ndomain: d.test\nconnect_to: nocolon\n", "is not HOST:PORT"),
+           ("id: ext.x\nkind: sandboxer\nurl: https://a\ntls: {ca_file: rel/ca.pem}\n", "not an absolute path"),
+           ("id: ext.x\nkind: sandboxer\nurl: https://a\nauth: {secret: ../x}\n", "not a secret's name"),
+           ("id: ext.x\nkind: sandboxer\nurl: https://a\nauth: {token: x}\n", "token"),
+           ("id: ext.x\nkind: sandboxer\nurl: https://a\ncompose: yes\n", "compose")]
+    for text, want in bad:
+        with open(os.path.join(reg, "x.yaml"), "w") as f:
+            f.write(text)
+        r = subprocess.run([SBX, "serve", "--listen", "unix:" + os.path.join(F, "bad.sock"), "--state-dir",
+                            os.path.join(F, "badst"), "--registry", reg], capture_output=True, text=True, timeout=30)
+        t.ok(r.returncode == 125 and "x.yaml:" in r.stderr and want in r.stderr,
+             "a registry entry that cannot be (%s): serve refuses, naming file and line" % want, r.stderr)
+    for args, want in ((["--heartbeat-s", "abc"], "--heartbeat-s"), (["--heartbeat-s", "0"], "--heartbeat-s"),
+                       (["--public-url", "ftp://x"], "--public-url")):
+        r = subprocess.run([SBX, "serve", "--listen", "unix:" + os.path.join(F, "bad.sock"), "--state-dir",
+                            os.path.join(F, "badst")] + args, capture_output=True, text=True, timeout=30)
+        t.ok(r.returncode == 125 and want in r.stderr, "serve %s: refused, naming the option" % " ".join(args), r.stderr)
+    s, e, _ = call("B", "POST", "/v1/sandboxes", {}, {"Sandboxer-Front": "node=%s; sandbox=sbx_0123" % ("node_" + "0" * 32)},
+                   tcp=True)
+    t.is_(s, 400, "a Sandboxer-Front naming a malformed sandbox id: 400")
 
 
 try:
