@@ -105,11 +105,21 @@ static const char *const migrations[] = {
 _Static_assert(sizeof migrations / sizeof migrations[0] == SBX_STORE_SCHEMA_VERSION,
         "one migration per schema version");
 
+#define STMT_CACHE 96
+
 struct sbx_store {
         sqlite3 *db;
         char *path;
         pthread_mutex_t lock;
         sqlite3_stmt *stmt[_STMT_MAX];
+        /* sbx_store_sql's statements, prepared once each (a query's text is a literal: the same
+         * pointer, and the text compared too) — preparing one cost as much as running it */
+        struct {
+                const char *sql;
+                sqlite3_stmt *st;
+                bool busy; /* stepping (a row callback's query of the same text prepares its own) */
+        } cache[STMT_CACHE];
+        unsigned cached;
 };
 
 static const char *const actor_names[_SBX_ACTOR_MAX] = {
@@ -310,6 +320,8 @@ sbx_store *sbx_store_free(sbx_store *s) {
                 return NULL;
         for (int i = 0; i < _STMT_MAX; i++)
                 sqlite3_finalize(s->stmt[i]);
+        for (unsigned i = 0; i < s->cached; i++)
+                sqlite3_finalize(s->cache[i].st);
         if (s->db)
                 sqlite3_close_v2(s->db);
         pthread_mutex_destroy(&s->lock);
@@ -506,10 +518,47 @@ int sbx_store_token_lookup(sbx_store *s, const char *secret, sbx_token_info *ret
         return 0;
 }
 
+/* sql's statement: the cached one (marked busy, *slot its index), else prepared (*slot -1:
+ * finalized after). */
+static int stmt_for(sbx_store *s, const char *sql, sqlite3_stmt **ret, int *slot) {
+        *slot = -1;
+        for (unsigned i = 0; i < s->cached; i++)
+                if (s->cache[i].sql == sql && !s->cache[i].busy && streq(sqlite3_sql(s->cache[i].st), sql)) {
+                        s->cache[i].busy = true;
+                        *slot = (int) i;
+                        *ret = s->cache[i].st;
+                        return SQLITE_OK;
+                }
+        int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, ret, NULL);
+        if (rc == SQLITE_OK && s->cached < STMT_CACHE) {
+                bool known = false; /* busy, or the same address with other text: not cached twice */
+                for (unsigned i = 0; i < s->cached && !known; i++)
+                        known = s->cache[i].sql == sql;
+                if (!known) {
+                        *slot = (int) s->cached++;
+                        s->cache[*slot].sql = sql;
+                        s->cache[*slot].st = *ret;
+                        s->cache[*slot].busy = true;
+                }
+        }
+        return rc;
+}
+
+static void stmt_done(sbx_store *s, sqlite3_stmt *st, int slot) {
+        if (slot < 0) {
+                sqlite3_finalize(st);
+                return;
+        }
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        s->cache[slot].busy = false;
+}
+
 static int sql_locked(sbx_store *s, const char *sql, int (*row)(void *, int, const char *const *),
         void *userdata, sbx_error *e, const char *fmt, va_list ap) {
         sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        int slot;
+        int rc = stmt_for(s, sql, &st, &slot);
         if (rc != SQLITE_OK)
                 return store_fail(s, rc, e, "store: query");
         int idx = 1;
@@ -526,7 +575,7 @@ static int sql_locked(sbx_store *s, const char *sql, int (*row)(void *, int, con
                         rc = SQLITE_MISUSE;
                 if (rc != SQLITE_OK) {
                         int r = store_fail(s, rc, e, "store: bind");
-                        sqlite3_finalize(st);
+                        stmt_done(s, st, slot);
                         return r;
                 }
         }
@@ -552,7 +601,7 @@ static int sql_locked(sbx_store *s, const char *sql, int (*row)(void *, int, con
                                 break;
                 }
         }
-        sqlite3_finalize(st);
+        stmt_done(s, st, slot);
         return r < 0 ? r : n;
 }
 
