@@ -4,7 +4,7 @@ socket; A provisions on B over HTTPS, ext.sandboxer) against the same straight t
 B's token), interleaved in one run so both see the same machine. Also an exec into a ready
 sandbox both ways. Starts both servers with their own state (and stops them).
 
-usage: bench/fronting.py [--n 40]
+usage: bench/fronting.py [--n 100]
 Prints p50 and p99 of each and the ratios (the goal: fronted ≤ 1.1× straight)."""
 import argparse
 import http.client
@@ -41,7 +41,7 @@ def pct(xs, p):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=40)
+    ap.add_argument("--n", type=int, default=100)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sbx-fronting-")
     procs = []
@@ -130,6 +130,11 @@ def main():
               (statistics.median(first["a"]) / statistics.median(first["b"]), pct(first["a"], 99) / pct(first["b"], 99)))
         print("ratio exec, through A / straight: p50 %.2f×, p99 %.2f×" %
               (statistics.median(execs["a"]) / statistics.median(execs["b"]), pct(execs["a"], 99) / pct(execs["b"], 99)))
+        # each round's two runs side by side: the median of their ratios is what a slow spell
+        # of the host (it moves both) disturbs least
+        print("median of each round's ratio (through A / straight, the same round): create → first exec %.2f×, "
+              "exec %.2f×" % (statistics.median([x / y for x, y in zip(first["a"], first["b"])]),
+                              statistics.median([x / y for x, y in zip(execs["a"], execs["b"])])))
     finally:
         for p in reversed(procs):
             p.terminate()

@@ -282,7 +282,7 @@ paths = {
                                **errs("400", "401", "409", "413", "429", "503")}},
         "get": {"operationId": "listSandboxes",
                 "parameters": [{"name": k, "in": "query", "schema": {"type": "string"}} for k in
-                               ["state", "profile", "harness", "session_id", "run_id", "job_id", "cursor"]] +
+                               ["state", "profile", "harness", "session_id", "run_id", "job_id", "front", "cursor"]] +
                               [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}}],
                 "responses": {"200": resp("The caller's sandboxes", ref("SandboxList")), **errs("400", "401")}}},
     "/v1/sandboxes/{id}": {

@@ -92,6 +92,20 @@ static void now_iso(char buf[static 32]) {
 
 int sbx_audit_append(const char *path, const char *actor, const char *action, const char *target,
         const char *outcome, const char *detail, sbx_error *e) {
+        return sbx_audit_append_x(path, actor, action, target, outcome, detail, true, e);
+}
+
+int sbx_audit_sync(const char *path, sbx_error *e) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return sbx_error_set(e, errno, "audit: sync", "cannot open audit log %s: %m", path);
+        if (fsync(fd) < 0)
+                return sbx_error_set(e, errno, "audit: sync", "fsync %s: %m", path);
+        return 0;
+}
+
+int sbx_audit_append_x(const char *path, const char *actor, const char *action, const char *target,
+        const char *outcome, const char *detail, bool sync, sbx_error *e) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_jsonw_ jsonw w;
         _cleanup_free_ char *text = NULL;
@@ -137,7 +151,7 @@ int sbx_audit_append(const char *path, const char *actor, const char *action, co
         ssize_t k = write(fd, text, len);
         if (k != (ssize_t) len)
                 return sbx_error_set(e, k < 0 ? errno : EIO, "audit: append", "write %s: %m", path);
-        if (fsync(fd) < 0)
+        if (sync && fsync(fd) < 0)
                 return sbx_error_set(e, errno, "audit: append", "fsync %s: %m", path);
         return 0;
 }

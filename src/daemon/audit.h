@@ -9,6 +9,8 @@
  * elsewhere (e.g. ship lines to a log host) to detect that. */
 #pragma once
 
+#include <stdbool.h>
+
 #include "basic/error.h"
 
 #define SBX_AUDIT_FILE "audit.log"
@@ -18,6 +20,10 @@
  * detail may be NULL. */
 int sbx_audit_append(const char *path, const char *actor, const char *action, const char *target,
         const char *outcome, const char *detail, sbx_error *e);
+/* The same, fsynced only if sync; and the fsync of a log written without it. */
+int sbx_audit_append_x(const char *path, const char *actor, const char *action, const char *target,
+        const char *outcome, const char *detail, bool sync, sbx_error *e);
+int sbx_audit_sync(const char *path, sbx_error *e);
 
 /* Verify the chain of `path`. 0 with *ret_lines the number of lines when intact; -EBADMSG with
  * e->line and a message naming the first bad line otherwise; -errno if unreadable. */

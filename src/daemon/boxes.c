@@ -261,6 +261,7 @@ unsigned sbx_ops_list(sbx_mgr *m, const sbx_caller *who, const sbx_list_req *req
                 .session_id = session,
                 .run_id = run,
                 .job_id = job,
+                .front = req->front,
                 .after_created = c_created,
                 .after_id = c_id,
                 .limit = limit,

@@ -178,18 +178,24 @@ unsigned mgr_provision(sbx_mgr *m, box *b, double budget_used, const char *reaso
 }
 
 /* A create's first states (requested, provisioning; ready for a pooled one) and its
- * Idempotency-Key, in one transaction. */
+ * Idempotency-Key, in one transaction; once stored (saved: a remote create's next candidate),
+ * only the record again. */
 typedef struct first_states {
         sbx_mgr *m;
         box *b;
         const char *key, *tenant, *body_sha;
-        bool warm;
+        bool warm, saved;
 } first_states;
 
 static void store_first_states(void *ud) {
         first_states *f = ud;
         sbx_mgr *m = f->m;
         box *b = f->b;
+        if (f->saved) {
+                (void) mgr_box_save(m, b);
+                return;
+        }
+        f->saved = true;
         mgr_tx_begin(m);
         (void) mgr_box_save(m, b);
         mgr_emit(m, b, "sandbox.state", NULL);
@@ -546,11 +552,9 @@ static bool front_decode(
                 return false;
         }
         box *live = mgr_box_get(m, s, NULL);
-        char *rec = live ? NULL : sbx_store_sandbox_record(m->store, s, NULL);
-        bool taken = live || rec;
+        bool taken = live || sbx_store_sandbox_exists(m->store, s); /* anyone's, ever */
         if (live)
                 mgr_box_put(m, live);
-        free(rec);
         if (taken) {
                 mgr_reply_err(rp, 409, "conflict", "Sandboxer-Front", "sandbox id %s is taken here", s);
                 return false;
@@ -568,6 +572,7 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
         const sbx_config *cfg, json_t *route, double ttl, double ttl_max, const char *body_sha,
         sbx_mgr_reply *rp) {
         json_t *cands = json_object_get(route, "candidates"), *c;
+        first_states fs = {0};
         bool allow_fb = !json_is_false(json_object_get(route, "allow_fallbacks"));
         box *b = NULL;
         size_t i;
@@ -635,23 +640,27 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
                         }
                         if (req->webhook_url)
                                 mgr_webhook_add(m, b->id, who->tenant, req->webhook_url);
-                        first_states fs = {.m = m,
+                        fs = (first_states){.m = m,
                                 .b = b,
                                 .key = req->idempotency_key,
                                 .tenant = who->tenant,
                                 .body_sha = body_sha};
-                        store_first_states(&fs);
                 } else {
                         pthread_mutex_lock(&m->lock);
                         snprintf(b->ext, sizeof b->ext, "%s", ext);
                         pthread_mutex_unlock(&m->lock);
-                        (void) mgr_box_save(m, b);
+                        fs.saved = true;
                 }
+                /* stored while the back end makes it (it is in memory, so a restart's sweep
+                 * of the back end spares it: remote.c) */
                 char why[800] = "";
-                if (mgr_remote_provision(m, b, ext, req->body, req->idempotency_key, why, sizeof why) == 0) {
+                if (mgr_remote_provision(m, b, ext, req->body, req->idempotency_key, store_first_states, &fs,
+                            why, sizeof why) == 0) {
                         json_object_set_new(route, "chosen", json_string(ext));
                         json_object_set(route, "chosen_host", json_object_get(c, "host"));
-                        mgr_set_state(m, b, SBX_STATE_READY, "provisioned");
+                        /* stored once the reply went: a front dying in that instant finds it
+                         * provisioning at restart, asks the back end, adopts it */
+                        mgr_set_state_after_reply(m, b, SBX_STATE_READY, "provisioned");
                         pthread_mutex_lock(&m->lock);
                         b->busy = false;
                         pthread_mutex_unlock(&m->lock);

@@ -46,6 +46,7 @@ typedef struct box {
         char ext[72];
         bool ext_gone;
         bool first_exec_done; /* its first exec was timed (route.c: lowest-latency) */
+        bool persist_owed; /* its last transition is in memory, stored once the reply went */
         char front[40]; /* made for another node's front (its node id), "" when asked here */
         /* a hosted service's own id for it and its access token (ext-e2b.c), "" for a sandboxer
          * node's (the same id) */
@@ -218,6 +219,13 @@ unsigned mgr_op_events(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
 /* lifecycle-ops.c */
 bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason);
 bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason);
+/* The same, on a request's thread: in memory now, stored and streamed once its reply has gone
+ * (mgr_settle, from sbx_mgr_audit_flush); any other transition of b waits for that. Elsewhere
+ * (or with too many owed) it is mgr_set_state. */
+bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *reason);
+void mgr_settle(sbx_mgr *m);
+/* True on a thread serving a request whose reply has not gone yet (mgr-util.c). */
+bool mgr_replying(void);
 void mgr_remove_dir(box *b);
 void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason);
 
@@ -302,13 +310,14 @@ void mgr_registry_set_health(const char *id, json_t *health);
 
 /* remote.c: sandboxes held by another node (ext.sandboxer). The id a front asks the back end for
  * (from the Idempotency-Key when there is one, so a retried create lands on the same sandbox);
- * b provisioned on ext with the create's body (0, or -errno with why: the next candidate is
- * tried); a request under /v1/sandboxes/ID for such a sandbox (false: not one, or the front's own
- * operation follows: a destroy, the TTL, the metadata); b's teardown there (what cannot be told
- * now is kept and told when it answers); the probes of the hosts thread; b at a restart. */
+ * b provisioned on ext with the create's body, meanwhile(ud) run once the request is on its way
+ * (0 with the back end's fields in b, unsaved: the caller stores them with the ready state; or
+ * -errno with why: the next candidate is tried); a request under /v1/sandboxes/ID for such a sandbox (false:
+ * not one, or the front's own operation follows: a destroy, the TTL, the metadata); b's teardown there (what
+ * cannot be told now is kept and told when it answers); the probes of the hosts thread; b at a restart. */
 void mgr_remote_id(sbx_mgr *m, const char *tenant, const char *key, char *buf, size_t n);
-int mgr_remote_provision(
-        sbx_mgr *m, box *b, const char *ext, json_t *body, const char *idem_key, char *why, size_t whysz);
+int mgr_remote_provision(sbx_mgr *m, box *b, const char *ext, json_t *body, const char *idem_key,
+        spawn_hook meanwhile, void *ud, char *why, size_t whysz);
 bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char *sub,
         const sbx_mgr_request *rq, sbx_mgr_reply *rp);
 void mgr_remote_teardown(sbx_mgr *m, box *b);
@@ -328,6 +337,7 @@ json_t *mgr_sv_call(const box *b, const char *op, int timeout_ms);
 json_t *mgr_sv_call_body(const box *b, json_t *req, int timeout_ms);
 bool mgr_pidfd_dead(int pidfd);
 bool mgr_secret_name_ok(const char *s);
+json_t *mgr_secret_values(sbx_mgr *m, const char *name);
 int mgr_sv_spawn_hooked(
         sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz, spawn_hook meanwhile, void *ud);
 int mgr_sv_spawn(sbx_mgr *m, box *b, double budget_used, char *msg, size_t msgsz);

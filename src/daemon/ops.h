@@ -85,6 +85,7 @@ unsigned sbx_ops_get(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_mgr_
 typedef struct sbx_list_req {
         const char *state; /* NULL: every state but destroyed */
         const char *profile, *harness, *session_id, *run_id, *job_id; /* NULL: any */
+        const char *front; /* a front node's id: the sandboxes it asked this node for; NULL: any */
         unsigned limit; /* 1..500; 0: 100 */
         const char *cursor; /* next_cursor of the page before, or NULL */
 } sbx_list_req;

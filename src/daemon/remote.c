@@ -215,6 +215,53 @@ static CURL *handle(sbx_mgr *m, const remote_ep *ep, const char *method, const c
         return c;
 }
 
+/* c performed; meanwhile (if any) run once the request is on its way — the transfer driven
+ * first until it has nothing more to send without an answer, so the far end works while this
+ * thread does. */
+static CURLcode perform(CURL *c, spawn_hook meanwhile, void *ud) {
+        if (!meanwhile)
+                return curl_easy_perform(c);
+        CURLM *mh = curl_multi_init();
+        if (!mh || curl_multi_add_handle(mh, c) != CURLM_OK) {
+                if (mh)
+                        curl_multi_cleanup(mh);
+                meanwhile(ud);
+                return curl_easy_perform(c);
+        }
+        CURLcode r = CURLE_OK;
+        bool told = false;
+        for (;;) {
+                int running = 0;
+                CURLMcode mc = curl_multi_perform(mh, &running);
+                if (mc != CURLM_OK) {
+                        r = CURLE_FAILED_INIT;
+                        break;
+                }
+                if (!told) {
+                        told = true;
+                        meanwhile(ud);
+                        continue; /* what came meanwhile */
+                }
+                if (!running) {
+                        CURLMsg *msg;
+                        int left;
+                        while ((msg = curl_multi_info_read(mh, &left)))
+                                if (msg->msg == CURLMSG_DONE)
+                                        r = msg->data.result;
+                        break;
+                }
+                if (curl_multi_poll(mh, NULL, 0, 1000, NULL) != CURLM_OK) {
+                        r = CURLE_FAILED_INIT;
+                        break;
+                }
+        }
+        if (!told)
+                meanwhile(ud);
+        curl_multi_remove_handle(mh, c);
+        curl_multi_cleanup(mh);
+        return r;
+}
+
 static void fail_why(CURLcode r, const char *err, const remote_ep *ep, char *why, size_t n) {
         snprintf(why, n, "%s (%.300s) does not answer: %.250s", ep->ext, ep->url,
                 err[0] ? err : curl_easy_strerror(r));
@@ -222,13 +269,15 @@ static void fail_why(CURLcode r, const char *err, const remote_ep *ep, char *why
 
 static long call_x(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target, const char *body,
         size_t len, const char *const *extra, bool auth, const char *front_sandbox,
-        curl_mime *(*mime)(CURL *c, void *ud), void *mime_ud, long timeout_ms, remote_resp *r, char *why,
-        size_t whysz) {
+        curl_mime *(*mime)(CURL *c, void *ud), void *mime_ud, long timeout_ms, spawn_hook meanwhile,
+        void *mw_ud, remote_resp *r, char *why, size_t whysz) {
         *r = (remote_resp){0};
         char err[CURL_ERROR_SIZE] = "";
         struct curl_slist *h = NULL, *ct = NULL;
         CURL *c = handle(m, ep, method, target, body, len, extra, auth, front_sandbox, &h, &ct, err);
         if (!c) {
+                if (meanwhile)
+                        meanwhile(mw_ud);
                 snprintf(why, whysz, "no curl handle");
                 return 0;
         }
@@ -238,7 +287,7 @@ static long call_x(sbx_mgr *m, const remote_ep *ep, const char *method, const ch
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms ? timeout_ms : CALL_TIMEOUT_MS);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-        CURLcode cr = curl_easy_perform(c);
+        CURLcode cr = perform(c, meanwhile, mw_ud);
         if (cr == CURLE_OK) {
                 curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
                 char *cty = NULL;
@@ -256,8 +305,8 @@ static long call_x(sbx_mgr *m, const remote_ep *ep, const char *method, const ch
 long remote_call(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target, const char *body,
         size_t len, const char *const *extra, bool auth, curl_mime *(*mime)(CURL *c, void *ud),
         void *mime_ud, long timeout_ms, remote_resp *r, char *why, size_t whysz) {
-        return call_x(m, ep, method, target, body, len, extra, auth, NULL, mime, mime_ud, timeout_ms, r, why,
-                whysz);
+        return call_x(m, ep, method, target, body, len, extra, auth, NULL, mime, mime_ud, timeout_ms, NULL,
+                NULL, r, why, whysz);
 }
 
 /* A sandboxer node's call, with its token. */
@@ -265,7 +314,7 @@ static long call(sbx_mgr *m, const remote_ep *ep, const char *method, const char
         size_t len, const char *const *extra, const char *front_sandbox, long timeout_ms, remote_resp *r,
         char *why, size_t whysz) {
         return call_x(m, ep, method, target, body, len, extra, true, front_sandbox, NULL, NULL, timeout_ms,
-                r, why, whysz);
+                NULL, NULL, r, why, whysz);
 }
 
 /* The back end's error message from an answer, or its status. */
@@ -409,9 +458,8 @@ void mgr_remote_teardown(sbx_mgr *m, box *b) {
 /* ---- the record ----------------------------------------------------------------------------- */
 
 /* What the front keeps of the back end's record: its state, clocks and settings. */
-void remote_absorb(sbx_mgr *m, box *b, json_t *rec) {
-        const char *st = json_string_value(json_object_get(rec, "state"));
-        sbx_state s = st ? sbx_state_from_string(st) : _SBX_STATE_INVALID;
+/* The back end's fields of rec into b (memory only). */
+static void absorb_fields(sbx_mgr *m, box *b, json_t *rec) {
         pthread_mutex_lock(&m->lock);
         snprintf(b->backend, sizeof b->backend, "%s",
                 json_string_value(json_object_get(rec, "backend")) ?: "");
@@ -438,6 +486,12 @@ void remote_absorb(sbx_mgr *m, box *b, json_t *rec) {
         if (json_is_number(json_object_get(rec, "budget_used_s")))
                 b->budget_used_s = json_number_value(json_object_get(rec, "budget_used_s"));
         pthread_mutex_unlock(&m->lock);
+}
+
+void remote_absorb(sbx_mgr *m, box *b, json_t *rec) {
+        const char *st = json_string_value(json_object_get(rec, "state"));
+        sbx_state s = st ? sbx_state_from_string(st) : _SBX_STATE_INVALID;
+        absorb_fields(m, b, rec);
         /* ready/active/paused there: the same here (the front's clocks stay its own) */
         if (s == SBX_STATE_PAUSED && b->state != SBX_STATE_PAUSED) {
                 pthread_mutex_lock(&m->lock);
@@ -498,12 +552,19 @@ void mgr_remote_id(sbx_mgr *m, const char *tenant, const char *key, char *buf, s
                 mgr_random_id("sbx_", buf, n);
 }
 
-int mgr_remote_provision(
-        sbx_mgr *m, box *b, const char *ext, json_t *body, const char *idem_key, char *why, size_t whysz) {
+int mgr_remote_provision(sbx_mgr *m, box *b, const char *ext, json_t *body, const char *idem_key,
+        spawn_hook meanwhile, void *ud, char *why, size_t whysz) {
         remote_ep ep;
-        if (!remote_ep_of(m, b->tenant, ext, &ep, why, whysz))
+        if (!remote_ep_of(m, b->tenant, ext, &ep, why, whysz)) {
+                if (meanwhile)
+                        meanwhile(ud);
                 return -EINVAL;
+        }
         if (streq(ep.kind, "e2b") || streq(ep.kind, "daytona") || streq(ep.kind, "compose-ssh")) {
+                /* their sandboxes are not listed by front (no sweep finds an orphan): the record
+                 * is stored before they are asked */
+                if (meanwhile)
+                        meanwhile(ud);
                 int64_t t0 = mgr_now_ms();
                 int r = streq(ep.kind, "e2b")       ? e2b_provision(m, b, &ep, body, why, whysz)
                         : streq(ep.kind, "daytona") ? daytona_provision(m, b, &ep, body, why, whysz)
@@ -526,8 +587,8 @@ int mgr_remote_provision(
                 "Content-Type: application/json", "Accept: application/json", ik[0] ? ik : NULL, NULL};
         remote_resp r;
         int64_t t0 = mgr_now_ms();
-        long code = call(m, &ep, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, extra, b->id,
-                PROVISION_TIMEOUT_MS + 5000, &r, why, whysz);
+        long code = call_x(m, &ep, "POST", "/v1/sandboxes", text, text ? strlen(text) : 0, extra, true,
+                b->id, NULL, NULL, PROVISION_TIMEOUT_MS + 5000, meanwhile, ud, &r, why, whysz);
         free(text);
         json_error_t je;
         json_t *rec = (code == 200 || code == 201) && r.body ? json_loads(r.body, 0, &je) : NULL;
@@ -545,7 +606,7 @@ int mgr_remote_provision(
                 pthread_mutex_lock(&m->lock);
                 snprintf(b->ext, sizeof b->ext, "%s", ext);
                 pthread_mutex_unlock(&m->lock);
-                remote_absorb(m, b, rec);
+                absorb_fields(m, b, rec); /* stored with the ready state that follows (create.c) */
                 mgr_route_observe(ext, (double) (mgr_now_ms() - t0));
         }
         json_decref(rec);
@@ -773,6 +834,37 @@ static unsigned proxy_stream(
         return code;
 }
 
+/* An exec that asks no stream: its answer comes whole (the back end writes it once the
+ * command ended), so it is taken whole on this thread and answered as it came — no thread, no
+ * pipe, no chunked reply for the one request a front carries most. */
+static bool streamed(const sbx_mgr_request *rq) {
+        json_error_t je;
+        json_t *j = json_loadb(rq->body ? rq->body : "", rq->len, 0, &je);
+        bool s = !json_is_object(j) || json_is_true(json_object_get(j, "stream"));
+        json_decref(j);
+        return s;
+}
+
+static void whole_exec(sbx_mgr *m, const remote_ep *ep, const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
+        const char *extra[] = {"Content-Type: application/json", "Accept: application/json", NULL};
+        remote_resp r;
+        char why[700] = "";
+        /* as long as the exec: its own timeout_s, the sandbox's budget, bound it there */
+        long code = call(m, ep, "POST", rq->uri ? rq->uri : "", rq->body, rq->len, extra, NULL,
+                24L * 3600 * 1000, &r, why, sizeof why);
+        if (!code)
+                mgr_reply_err(rp, 502, "bad_gateway", NULL, "%s", why);
+        else {
+                rp->code = (unsigned) code;
+                rp->raw = r.body ? TAKE_PTR(r.body) : strdup("");
+                rp->raw_len = rp->raw ? r.len : 0;
+                static __thread char ctype[128]; /* the reply is sent on this thread */
+                snprintf(ctype, sizeof ctype, "%s", r.ctype[0] ? r.ctype : "application/json");
+                rp->ctype = ctype;
+        }
+        remote_resp_done(&r);
+}
+
 bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char *sub,
         const sbx_mgr_request *rq, sbx_mgr_reply *rp) {
         box *b = mgr_valid_sandbox_id(id) ? mgr_box_get(m, id, rq->who->tenant) : NULL;
@@ -876,7 +968,10 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
                         b->execs++;
                         pthread_mutex_unlock(&m->lock);
                 }
-                proxy_stream(m, &ep, method, rq, rp);
+                if (streq(sub, "/exec") && streq(method, "POST") && !streamed(rq))
+                        whole_exec(m, &ep, rq, rp);
+                else
+                        proxy_stream(m, &ep, method, rq, rp);
                 if (rp->code == 410 || (rp->code == 404 && !*sub))
                         remote_gone(m, b, "gone_at_backend");
         }
@@ -951,8 +1046,8 @@ void mgr_remote_probe(sbx_mgr *m) {
                 remote_resp r;
                 int64_t t0 = mgr_now_ms();
                 const char *path = streq(kind, "sandboxer") ? "/healthz" : "/health";
-                long code = call_x(m, &ep, "GET", path, NULL, 0, NULL, false, NULL, NULL, NULL, 3000, &r,
-                        why, sizeof why);
+                long code = call_x(m, &ep, "GET", path, NULL, 0, NULL, false, NULL, NULL, NULL, 3000, NULL,
+                        NULL, &r, why, sizeof why);
                 remote_resp_done(&r);
                 bool ok = code > 0 && code < 500;
                 if (code >= 500)
@@ -986,6 +1081,8 @@ void mgr_remote_probe(sbx_mgr *m) {
                         if (seen)
                                 sbx_log(SBX_LOG_INFO, "extension_healthy", "extension", id, NULL);
                         pend_flush(m, id);
+                        if (streq(kind, "sandboxer"))
+                                (void) remote_sweep(m, id);
                 }
         }
         json_decref(reg);

@@ -17,6 +17,7 @@ static unsigned list_decode(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply
                 .session_id = rq->query(rq->ctx, "session_id"),
                 .run_id = rq->query(rq->ctx, "run_id"),
                 .job_id = rq->query(rq->ctx, "job_id"),
+                .front = rq->query(rq->ctx, "front"),
                 .cursor = rq->query(rq->ctx, "cursor"),
         };
         const char *lim = rq->query(rq->ctx, "limit");

@@ -145,3 +145,48 @@ unsigned sbx_ops_secret_delete(sbx_mgr *m, const sbx_caller *who, const char *na
         rp->json = json_pack("{s:s}", "name", name);
         return 200;
 }
+
+static void add_value(json_t *out, const char *path) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return;
+        _cleanup_free_ char *v = NULL;
+        size_t n = 0;
+        int r = sbx_read_fd_all(fd, SECRET_MAX, &v, &n);
+        close(fd);
+        if (r < 0 || !v)
+                return;
+        while (n > 0 && (v[n - 1] == '\n' || v[n - 1] == '\r'))
+                v[--n] = 0;
+        size_t i;
+        json_t *x;
+        json_array_foreach(out, i, x) if (streq(json_string_value(x), v)) return;
+        if (n)
+                json_array_append_new(out, json_string(v));
+}
+
+/* Every distinct value the secret NAME has: each tenant's own and the server's (a front's sweep
+ * asks a back end once per token it may hold sandboxes under). A JSON array of strings, trailing
+ * newlines cut. */
+json_t *mgr_secret_values(sbx_mgr *m, const char *name) {
+        json_t *out = json_array();
+        if (!out || !mgr_secret_name_ok(name))
+                return out;
+        char root[PATH_MAX], path[PATH_MAX + 300];
+        snprintf(root, sizeof root, "%.4000s/tenant-secrets", m->state_dir);
+        DIR *d = opendir(root);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof path, "%s/%.64s/%s", root, de->d_name, name);
+                add_value(out, path);
+        }
+        if (d)
+                closedir(d);
+        if (m->secrets_dir) {
+                snprintf(path, sizeof path, "%.3900s/%s", m->secrets_dir, name);
+                add_value(out, path);
+        }
+        return out;
+}

@@ -66,9 +66,10 @@ int sbx_store_sandbox_list(
                 "AND (?4 IS NULL OR harness = ?4) AND (?5 IS NULL OR session_id = ?5) "
                 "AND (?6 IS NULL OR run_id = ?6) AND (?7 IS NULL OR job_id = ?7) "
                 "AND (?8 = '' OR created_at > ?9 OR (created_at = ?9 AND id > ?8)) "
+                "AND (?11 IS NULL OR json_extract(record_json, '$.front.node_id') = ?11) "
                 "ORDER BY created_at, id LIMIT ?10",
-                list_row, &c, e, "ssssssssii", f->tenant, f->state, f->profile, f->harness, f->session_id,
-                f->run_id, f->job_id, f->after_id ? f->after_id : "", f->after_created, f->limit);
+                list_row, &c, e, "ssssssssiis", f->tenant, f->state, f->profile, f->harness, f->session_id,
+                f->run_id, f->job_id, f->after_id ? f->after_id : "", f->after_created, f->limit, f->front);
 }
 
 static int first_text(void *ud, int n, const char *const *cols) {
@@ -204,6 +205,12 @@ int sbx_store_exec_put(sbx_store *s, const sbx_store_exec *x, bool keep_existing
 static int exists_row(void *ud, int n, const char *const *cols) {
         *(bool *) ud = true;
         return 0;
+}
+
+bool sbx_store_sandbox_exists(sbx_store *s, const char *id) {
+        bool have = false;
+        (void) SQL(s, "SELECT 1 FROM sandboxes WHERE id = ?", exists_row, &have, NULL, "s", id);
+        return have;
 }
 
 bool sbx_store_exec_exists(sbx_store *s, const char *id) {

@@ -37,6 +37,7 @@ int sbx_store_sandbox_put(sbx_store *s, const sbx_store_sandbox *row, sbx_error 
 typedef struct sbx_store_sandbox_filter {
         const char *tenant;
         const char *state, *profile, *harness, *session_id, *run_id, *job_id; /* NULL: any */
+        const char *front; /* the record's front.node_id; NULL: any */
         int64_t after_created;
         const char *after_id;
         int64_t limit;
@@ -91,6 +92,8 @@ typedef struct sbx_store_exec {
 /* Record an exec; keep_existing: not over one already recorded (a report taken in again). */
 int sbx_store_exec_put(sbx_store *s, const sbx_store_exec *x, bool keep_existing);
 bool sbx_store_exec_exists(sbx_store *s, const char *id);
+/* Whether any tenant's sandbox, in any state, has ever had this id. */
+bool sbx_store_sandbox_exists(sbx_store *s, const char *id);
 typedef int (*sbx_store_exec_row_fn)(void *ud, const sbx_store_exec *x);
 /* One exec of the sandbox, with its report. */
 int sbx_store_exec_get(

@@ -363,6 +363,33 @@ def main():
     s, ls, _ = call("A", "GET", "/v1/sandboxes?state=ready")
     t.ok(s == 200 and {x["extension"] for x in ls["items"]} == {"ext.b", "ext.c"},
          "A's list shows its sandboxes wherever they are held", ls)
+    # A stores its record while B makes the sandbox: one that dies in that instant leaves B a
+    # sandbox naming A as its front that A has no record of. Planted here as such; B's own
+    # sandbox (no front) and the one A adopted are spared; A restarted destroys the orphan on B.
+    orphan = "sbx_" + os.urandom(8).hex()
+    s, o, _ = call("B", "POST", "/v1/sandboxes", {}, tcp=True,
+                   headers={"Sandboxer-Front": "node=%s; sandbox=%s" % (a_node, orphan)})
+    s2, own, _ = call("B", "POST", "/v1/sandboxes", {}, tcp=True)
+    s3, lf, _ = call("B", "GET", "/v1/sandboxes?front=%s" % a_node, tcp=True)
+    t.ok(s == 201 and s2 == 201 and s3 == 200 and orphan in [x["id"] for x in lf["items"]] and
+         own["id"] not in [x["id"] for x in lf["items"]],
+         "B lists the sandboxes it holds for A (?front=NODE), not its own", (o, lf))
+    stop("A", signal.SIGKILL)
+    t.ok(serve("A", A_ARGS), "A killed and restarted with an orphan of its own on B")
+    def orphan_gone():
+        st, rec, _ = call("B", "GET", "/v1/sandboxes/%s" % orphan, tcp=True)
+        return st == 410 or (isinstance(rec, dict) and rec.get("state") == "destroyed")
+    gone = wait(orphan_gone)
+    s2, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % (orph[0]["id"] if orph else "x"), {"argv": ["true"]})
+    s3, ow, _ = call("B", "GET", "/v1/sandboxes/%s" % own["id"], tcp=True)
+    t.ok(gone and s2 == 200 and s3 == 200 and ow.get("state") in ("ready", "active"),
+         "the restarted front's sweep destroys its orphan on B and spares what it holds and B's own", (x, ow))
+    call("B", "DELETE", "/v1/sandboxes/%s" % own["id"], tcp=True)
+    s, _, _ = call("B", "POST", "/v1/sandboxes", {}, tcp=True,
+                   headers={"Sandboxer-Front": "node=%s; sandbox=%s" % (a_node, orphan)})
+    t.is_(s, 409, "an id that was destroyed is taken too: a front asking for it again gets 409")
+    log = open(os.path.join(F, "A", "serve.log"), errors="replace").read()
+    t.ok("remote_orphan_destroyed" in log and orphan in log, "A's log names the orphan it destroyed")
     t.ok(not t.invalid, "every body A answered matches docs/openapi.json (%d checked)" % t.validated[0], "\n".join(t.invalid[:10]))
 
 
