@@ -340,9 +340,7 @@ static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *c) {
 
 static void request_completed(
         void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode t) {
-        listener *l = cls;
-        if (l && l->srv->mgr) /* its reply has gone: its audit lines fsynced now */
-                sbx_mgr_audit_flush(l->srv->mgr);
+        sbx_mgr_request_end();
         req_ctx *r = *req_cls;
         if (r) {
                 free(r->body);
@@ -542,8 +540,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 return MHD_YES;
         }
 
-        if (l->srv->mgr)
-                sbx_mgr_audit_defer(l->srv->mgr);
+        sbx_mgr_request_begin();
         code = authenticate(l, c, &a, &msg);
         /* A sandbox's ports (ports.h): by path, signed path or Host; they check the caller
          * themselves (a preview token or a signed path stands for one) */
@@ -620,10 +617,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 sbx_mgr_reply rp = {.stream_fd = -1};
                 if (sbx_mgr_route(l->srv->mgr, method, url, &rq, &rp)) {
                         log_request(l, method, url, rp.code, &a);
-                        bool open_ended = rp.stream_fd >= 0 || rp.code == 101;
                         enum MHD_Result ret = respond_mgr(l, c, &rp);
-                        if (open_ended) /* a stream or a session may last: its lines not kept waiting */
-                                sbx_mgr_audit_flush(l->srv->mgr);
                         sbx_mgr_reply_done(&rp);
                         return ret;
                 }
@@ -822,7 +816,7 @@ int sbx_http_server_listen(sbx_http_server *s, const sbx_listen_addr *a, sbx_err
                 0, NULL, NULL, handle, l, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_LISTEN_SOCKET,
                 (MHD_socket) fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 300,
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) 64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
-                request_completed, l, MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL,
+                request_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, uri_logged, NULL,
                 MHD_OPTION_THREAD_STACK_SIZE, (size_t) 512 * 1024, MHD_OPTION_END);
         if (!l->mhd) {
                 close(fd);

@@ -5,15 +5,6 @@
 
 #include "basic/rm-rf.h"
 
-/* A lifecycle transition: checked against the table (lifecycle.c), stored and streamed. The box
- * is the caller's (busy or private). With `only_from` valid, the transition happens only if b is
- * in that state now (a race lost to a destroy is not an error: false, nothing logged); an
- * illegal transition is a bug: refused and logged. */
-/* The boxes whose transition this thread stores once its reply has gone. */
-#define OWED_MAX 4
-static __thread box *owed[OWED_MAX];
-static __thread unsigned n_owed;
-
 static void persist(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
         bool own = !sbx_store_tx_open(m->store);
         if (own)
@@ -26,8 +17,8 @@ static void persist(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
                 "reason", reason, NULL);
 }
 
-/* b's owed transition stored (it is this thread's: nobody else changed b meanwhile). */
-static void settle_one(sbx_mgr *m, box *b) {
+/* b's owed transition stored and streamed (nobody changed b meanwhile: they wait for this). */
+void mgr_settle_box(sbx_mgr *m, box *b) {
         pthread_mutex_lock(&m->lock);
         sbx_state st = b->state;
         char reason[sizeof b->reason];
@@ -41,33 +32,19 @@ static void settle_one(sbx_mgr *m, box *b) {
         mgr_box_put(m, b);
 }
 
-void mgr_settle(sbx_mgr *m) {
-        while (n_owed > 0)
-                settle_one(m, owed[--n_owed]);
-}
-
-/* Under m->lock: b's owed transition is stored before another is made — this thread's own
- * now, another thread's waited for (not inside a transaction of this thread's: that one's store
- * would wait for it). */
-static void settle_locked(sbx_mgr *m, box *b) {
-        for (unsigned i = 0; i < n_owed; i++)
-                if (owed[i] == b) {
-                        owed[i] = owed[--n_owed];
-                        pthread_mutex_unlock(&m->lock);
-                        settle_one(m, b);
-                        pthread_mutex_lock(&m->lock);
-                        break;
-                }
+/* Under m->lock: b's owed transition stored before another is made (not waited for inside a
+ * transaction of this thread's: the settler's store write would wait for it). */
+static void settled_locked(sbx_mgr *m, box *b) {
         while (b->persist_owed && !sbx_store_tx_open(m->store))
                 pthread_cond_wait(&m->ev_cond, &m->lock);
 }
 
 bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
-        if (!mgr_replying() || n_owed == OWED_MAX)
+        if (!mgr_replying())
                 return mgr_set_state(m, b, state, reason);
         sbx_error e = {0};
         pthread_mutex_lock(&m->lock);
-        settle_locked(m, b);
+        settled_locked(m, b);
         int r = sbx_state_transition_check(b->state, state, &e);
         if (r >= 0) {
                 b->state = state;
@@ -75,19 +52,26 @@ bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *
                 b->updated_ms = mgr_now_ms();
                 b->persist_owed = true;
                 b->refs++;
-                owed[n_owed++] = b;
         }
         pthread_mutex_unlock(&m->lock);
-        if (r < 0)
+        if (r < 0) {
                 sbx_log(SBX_LOG_ERROR, "lifecycle_refused", "sandbox", b->id, "reason", reason, "error",
                         e.message, NULL);
-        return r >= 0;
+                return false;
+        }
+        if (!mgr_settle_later(m, b)) /* no settler (stopping, or too many owed): here */
+                mgr_settle_box(m, b);
+        return true;
 }
 
+/* A lifecycle transition: checked against the table (lifecycle.c), stored and streamed. The box
+ * is the caller's (busy or private). With `only_from` valid, the transition happens only if b is
+ * in that state now (a race lost to a destroy is not an error: false, nothing logged); an
+ * illegal transition is a bug: refused and logged. */
 bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason) {
         sbx_error e = {0};
         pthread_mutex_lock(&m->lock);
-        settle_locked(m, b);
+        settled_locked(m, b);
         sbx_state was = b->state;
         bool lost = only_from != _SBX_STATE_INVALID && was != only_from;
         int r = lost ? 0 : sbx_state_transition_check(was, state, &e);

@@ -109,6 +109,8 @@ typedef struct box {
         struct box *next;
 } box;
 
+#define SETTLE_MAX 256
+
 struct sbx_mgr {
         sbx_store *store;
         sbx_mgr_options o;
@@ -116,6 +118,13 @@ struct sbx_mgr {
         bool supervise_exe_lean; /* exe is sandboxer-supervise, not `sandboxer supervise` */
         pthread_mutex_t lock;
         pthread_cond_t ev_cond;
+        /* the settler (settle.c) */
+        pthread_mutex_t settle_lock;
+        pthread_cond_t settle_cond;
+        box *settle_q[SETTLE_MAX];
+        unsigned settle_n;
+        bool settle_audit, settle_started, settle_stop, settle_done;
+        pthread_t settler;
         box *boxes;
         int64_t last_seq;
         pthread_t reaper;
@@ -219,13 +228,17 @@ unsigned mgr_op_events(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
 /* lifecycle-ops.c */
 bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason);
 bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason);
-/* The same, on a request's thread: in memory now, stored and streamed once its reply has gone
- * (mgr_settle, from sbx_mgr_audit_flush); any other transition of b waits for that. Elsewhere
- * (or with too many owed) it is mgr_set_state. */
+/* The same, on a request's thread: in memory now, stored and streamed by the settler beside the
+ * reply (settle.c); any other transition of b waits for that. Elsewhere it is mgr_set_state. */
 bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *reason);
-void mgr_settle(sbx_mgr *m);
-/* True on a thread serving a request whose reply has not gone yet (mgr-util.c). */
+void mgr_settle_box(sbx_mgr *m, box *b);
+/* settle.c: true on a thread serving a request (sbx_mgr_request_begin); b's owed transition, or
+ * an fsync of the audit log, handed to the settler (false: none runs; do it here). */
 bool mgr_replying(void);
+bool mgr_settle_later(sbx_mgr *m, box *b);
+bool mgr_audit_sync_later(sbx_mgr *m);
+int mgr_settler_start(sbx_mgr *m);
+void mgr_settler_stop(sbx_mgr *m);
 void mgr_remove_dir(box *b);
 void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason);
 

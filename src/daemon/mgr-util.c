@@ -125,36 +125,6 @@ void sbx_mgr_reply_done(sbx_mgr_reply *r) {
         r->upgrade_ud = NULL;
 }
 
-/* A request's audit lines are written before its reply (a crash of serve loses none, and a
- * reader sees them at once) and fsynced after the reply went (sbx_mgr_audit_flush, from the
- * HTTP layer's completion): power lost in that instant may cost the last lines, as it may cost
- * the store's last transactions (WAL, synchronous=NORMAL). Lines written off a request (the
- * reaper, the probes) are fsynced at once. */
-static __thread bool audit_deferring, audit_owed;
-
-void sbx_mgr_audit_defer(sbx_mgr *m) {
-        sbx_mgr_audit_flush(m); /* one the last request on this thread left */
-        audit_deferring = true;
-}
-
-bool mgr_replying(void) {
-        return audit_deferring;
-}
-
-void sbx_mgr_audit_flush(sbx_mgr *m) {
-        audit_deferring = false;
-        if (m)
-                mgr_settle(m); /* the transitions stored after the reply */
-        if (!audit_owed || !m || !m->audit_path)
-                return;
-        audit_owed = false;
-        sbx_error e = {0};
-        char buf[1200];
-        if (sbx_audit_sync(m->audit_path, &e) < 0)
-                sbx_log(SBX_LOG_ERROR, "audit_failed", "action", "fsync", "error",
-                        sbx_error_format(&e, buf, sizeof buf), NULL);
-}
-
 void mgr_audit(sbx_mgr *m, const sbx_caller *who, const char *action, const char *target,
         const char *outcome, const char *detail) {
         if (!m->audit_path)
@@ -162,10 +132,13 @@ void mgr_audit(sbx_mgr *m, const sbx_caller *who, const char *action, const char
         char actor[140];
         snprintf(actor, sizeof actor, "%s:%s", who ? who->kind : "adm", who ? who->name : "sandboxer");
         sbx_error e = {0};
-        if (audit_deferring)
-                audit_owed = true;
-        if (sbx_audit_append_x(m->audit_path, actor, action, target, outcome, detail, !audit_deferring, &e) <
-                0) {
+        /* a request's line: written before its reply (a crash of serve loses none, a reader sees
+         * it at once), fsynced by the settler beside the reply (settle.c) */
+        bool later = mgr_replying();
+        int r = sbx_audit_append_x(m->audit_path, actor, action, target, outcome, detail, !later, &e);
+        if (later && r >= 0 && !mgr_audit_sync_later(m) && sbx_audit_sync(m->audit_path, &e) < 0)
+                r = -EIO;
+        if (r < 0) {
                 char buf[1200];
                 sbx_log(SBX_LOG_ERROR, "audit_failed", "action", action, "error",
                         sbx_error_format(&e, buf, sizeof buf), NULL);

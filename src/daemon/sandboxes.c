@@ -17,6 +17,8 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
         pthread_cond_init(&m->ev_cond, &ca);
+        pthread_mutex_init(&m->settle_lock, NULL);
+        pthread_cond_init(&m->settle_cond, NULL);
         pthread_cond_init(&m->hosts_cond, &ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&m->workers_cond, &ca);
@@ -127,6 +129,8 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         mgr_reconcile(m);
         mgr_snapshots_reconcile(m); /* what a snapshot killed mid-way left */
         mgr_webhooks_load(m);
+        if (mgr_settler_start(m) < 0)
+                return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the settler thread");
         if (pthread_create(&m->webhooks, NULL, mgr_webhooks_main, m) != 0)
                 return sbx_error_set(e, EAGAIN, "sandboxes", "cannot start the webhooks thread");
         m->webhooks_started = true;
@@ -199,6 +203,7 @@ int sbx_mgr_close(sbx_mgr *m) {
                 mgr_box_free(b);
         }
         strv_free(m->warm_profiles);
+        mgr_settler_stop(m); /* what it holds is stored first; from here all is done in place */
         if (m->o.stop_sandboxes)
                 for (;;) {
                         pthread_mutex_lock(&m->lock);

@@ -109,10 +109,10 @@ const char *sbx_id_canon(const char *s, char buf[static 32]);
 const char *sbx_id_hostform(const char *id, char buf[static 32]);
 
 /* Route METHOD PATH under /v1/sandboxes and /v1/events; false when the path is not ours. */
-/* The audit lines of the request this thread serves: written at once, fsynced by
- * sbx_mgr_audit_flush once its reply has gone (mgr-util.c says why). */
-void sbx_mgr_audit_defer(sbx_mgr *m);
-void sbx_mgr_audit_flush(sbx_mgr *m);
+/* This thread serves a request (its reply is on the way) / no longer: what the reply need not
+ * wait for is done beside it (settle.c). */
+void sbx_mgr_request_begin(void);
+void sbx_mgr_request_end(void);
 
 bool sbx_mgr_route(
         sbx_mgr *m, const char *method, const char *path, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
