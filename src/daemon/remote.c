@@ -146,12 +146,41 @@ static void share_init(void) {
         curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
 }
 
+/* One easy handle kept per thread and reset for its next call (its connections, TLS sessions and
+ * DNS entries are the share's): made once, not at every call. Taken while in use, so a call made
+ * meanwhile gets one of its own. */
+static pthread_key_t easy_key;
+static pthread_once_t easy_once = PTHREAD_ONCE_INIT;
+
+static void easy_free(void *c) {
+        curl_easy_cleanup(c);
+}
+
+static void easy_key_init(void) {
+        (void) pthread_key_create(&easy_key, easy_free);
+}
+
+static CURL *easy_take(void) {
+        pthread_once(&easy_once, easy_key_init);
+        CURL *c = pthread_getspecific(easy_key);
+        if (!c)
+                return curl_easy_init();
+        (void) pthread_setspecific(easy_key, NULL);
+        curl_easy_reset(c);
+        return c;
+}
+
+static void easy_give_back(CURL *c) {
+        if (c && (pthread_getspecific(easy_key) || pthread_setspecific(easy_key, c) != 0))
+                curl_easy_cleanup(c);
+}
+
 /* A handle for METHOD url+target with the front's headers and the caller's (NULL-terminated
  * "Name: value" lines). */
 static CURL *handle(sbx_mgr *m, const remote_ep *ep, const char *method, const char *target,
         const char *body, size_t len, const char *const *extra, bool authed, const char *front_sandbox,
         struct curl_slist **hl, struct curl_slist **ct, char *err) {
-        CURL *c = curl_easy_init();
+        CURL *c = easy_take();
         if (!c)
                 return NULL;
         char url[2200], auth[1100], front[200], cto[320];
@@ -298,7 +327,7 @@ static long call_x(sbx_mgr *m, const remote_ep *ep, const char *method, const ch
         curl_mime_free(mp);
         curl_slist_free_all(h);
         curl_slist_free_all(ct);
-        curl_easy_cleanup(c);
+        easy_give_back(c);
         return r->code;
 }
 
@@ -838,6 +867,8 @@ static unsigned proxy_stream(
  * command ended), so it is taken whole on this thread and answered as it came — no thread, no
  * pipe, no chunked reply for the one request a front carries most. */
 static bool streamed(const sbx_mgr_request *rq) {
+        if (rq->body && !memmem(rq->body, rq->len, "stream", 6)) /* the common case, not parsed */
+                return false;
         json_error_t je;
         json_t *j = json_loadb(rq->body ? rq->body : "", rq->len, 0, &je);
         bool s = !json_is_object(j) || json_is_true(json_object_get(j, "stream"));
@@ -883,9 +914,10 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
         snprintf(ext, sizeof ext, "%s", b->ext);
         pthread_mutex_unlock(&m->lock);
         bool handled = true;
+        bool have_ep = remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why); /* once: it reads files */
         if (!*sub && streq(method, "DELETE"))
                 handled = false; /* the front's destroy (mgr_destroy_box tells the back end) */
-        else if (remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why) &&
+        else if (have_ep &&
                  (streq(ep.kind, "e2b") || streq(ep.kind, "daytona") || streq(ep.kind, "compose-ssh"))) {
                 if (!(busy || !(sbx_state_usable(st) || st == SBX_STATE_PAUSED)) || (!*sub && get))
                         handled = streq(ep.kind, "e2b") ? e2b_route(m, b, &ep, method, sub, rq, rp)
@@ -902,7 +934,7 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
                  * ended, or when the back end does not answer) */
                 remote_resp r = {0};
                 long code = 0;
-                if (!sbx_state_ending(st) && remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why)) {
+                if (!sbx_state_ending(st) && have_ep) {
                         char target[96];
                         snprintf(target, sizeof target, "/v1/sandboxes/%s", b->id);
                         code = call(m, &ep, "GET", target, NULL, 0, NULL, NULL, 10000, &r, why, sizeof why);
@@ -919,15 +951,14 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
                 remote_resp_done(&r);
         } else if (strstr(sub, "/attach") && get)
                 remote_lacks(rp, ext, "attach (a PTY's WebSocket is not passed on between nodes yet)");
-        else if ((streq(sub, "/pause") || streq(sub, "/resume") || streq(sub, "/snapshot")) &&
-                 remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why) &&
+        else if ((streq(sub, "/pause") || streq(sub, "/resume") || streq(sub, "/snapshot")) && have_ep &&
                  !(streq(sub, "/snapshot") ? ep.cap_snapshot : ep.cap_pause))
                 remote_lacks(rp, ext, streq(sub, "/snapshot") ? "snapshot" : "pause");
         else if (busy || !(sbx_state_usable(st) || st == SBX_STATE_PAUSED)) /* paused: the back end says */
                 mgr_reply_err(rp, sbx_state_ending(st) ? 410 : 409,
                         sbx_state_ending(st) ? "gone" : "conflict", NULL, "sandbox %s is %s%s%s", b->id,
                         sbx_state_to_string(st), b->reason[0] ? " (" : "", b->reason[0] ? b->reason : "");
-        else if (!remote_ep_of(m, b->tenant, ext, &ep, why, sizeof why))
+        else if (!have_ep)
                 mgr_reply_err(rp, 503, "unavailable", NULL, "%s", why);
         else if (streq(sub, "/ttl") || streq(sub, "/metadata") || streq(sub, "/pause") ||
                  streq(sub, "/resume") || streq(sub, "/recreate")) {
