@@ -1112,8 +1112,7 @@ void mgr_remote_probe(sbx_mgr *m) {
                         if (seen)
                                 sbx_log(SBX_LOG_INFO, "extension_healthy", "extension", id, NULL);
                         pend_flush(m, id);
-                        if (streq(kind, "sandboxer"))
-                                (void) remote_sweep(m, id);
+                        (void) remote_sweep(m, id); /* what it holds for this front alone */
                 }
         }
         json_decref(reg);

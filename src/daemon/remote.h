@@ -38,7 +38,7 @@ long remote_call(sbx_mgr *m, const remote_ep *ep, const char *method, const char
         size_t len, const char *const *extra, bool auth, curl_mime *(*mime)(CURL *c, void *ud),
         void *mime_ud, long timeout_ms, remote_resp *r, char *why, size_t whysz);
 void remote_resp_done(remote_resp *r);
-/* What a node of kind sandboxer (extension ext) holds for this front and this front does not:
+/* What extension ext (a node, E2B, Daytona) holds for this front and this front does not:
  * destroyed there (remote-sweep.c). The number destroyed. */
 unsigned remote_sweep(sbx_mgr *m, const char *ext);
 /* "EXT answered CODE: its message" into why. */

@@ -325,8 +325,10 @@ def main():
          call("B", "GET", "/v1/sandboxes/%s" % sid, tcp=True))
 
     # -- A restarted: its sandboxes on C are still its own ---------------------------------------
+    planted = plant_hosted_orphans(a_node)
     stop("A", signal.SIGKILL)
     t.ok(serve("A", A_ARGS), "A killed and restarted")
+    hosted_orphans_swept(planted)
     s, r, _ = call("A", "GET", "/v1/sandboxes/%s" % c_sid)
     s2, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % c_sid, {"argv": ["echo", "still"]})
     t.ok(s == 200 and r["state"] == "ready" and r["extension"] == "ext.c" and s2 == 200 and x["stdout"] == "still\n",
@@ -510,6 +512,39 @@ def daytona_tests():
 COMPOSE = {}
 COMPOSE_N = 12
 PODMAN_ENV = {}
+
+
+def plant_hosted_orphans(a_node):
+    """A front that dies while E2B or Daytona is making its sandbox has no id of it to ask about:
+    its record fails at restart, and the sweep finds what E2B's metadata and Daytona's labels name
+    as this front's and destroys it there; what names another front stays. Planted before A's
+    restart (hosted_orphans_swept checks after)."""
+    key = NODES["C"]["token"]
+    made = {}
+    for name, other in (("e2b", False), ("e2b", True), ("daytona", False), ("daytona", True)):
+        tags = {"sandboxer_front": "node_" + "0" * 32 if other else a_node, "sandboxer_id": "sbx_" + os.urandom(8).hex()}
+        if name == "e2b":
+            s, r, _ = call("C", "POST", "/sandboxes", {"templateID": "base", "timeout": 600, "metadata": tags}, tcp=True,
+                           headers={"X-API-KEY": key})
+            rid = r.get("sandboxID") if s in (200, 201) and isinstance(r, dict) else None
+        else:
+            s, r, _ = call("C", "POST", "/api/sandbox", {"labels": tags}, tcp=True)
+            rid = r.get("id") if s in (200, 201) and isinstance(r, dict) else None
+        made[(name, other)] = rid
+    t.ok(all(made.values()), "orphans planted on C's E2B and Daytona surfaces (one of each naming another front)", made)
+    return made
+
+
+def hosted_orphans_swept(made):
+    def gone(rid):
+        st, rec, _ = call("C", "GET", "/v1/sandboxes/%s" % rid, tcp=True)
+        return st in (404, 410) or (isinstance(rec, dict) and rec.get("state") == "destroyed")
+    ok = wait(lambda: gone(made[("e2b", False)]) and gone(made[("daytona", False)]))
+    t.ok(ok and not gone(made[("e2b", True)]) and not gone(made[("daytona", True)]),
+         "A restarted sweeps its orphans on E2B and Daytona (by metadata, by labels) and spares another front's",
+         made)
+    for k in (("e2b", True), ("daytona", True)):
+        call("C", "DELETE", "/v1/sandboxes/%s" % made[k], tcp=True)
 
 
 def compose_setup(reg, sec):
