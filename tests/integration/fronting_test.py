@@ -58,6 +58,8 @@ def serve(name, args):
     d = os.path.join(F, name)
     os.makedirs(d, exist_ok=True)
     env = dict(os.environ, SANDBOXER_RUNTIME_DIR=os.path.join(d, "run"), SANDBOXER_STATE_DIR=os.path.join(d, "state"))
+    if name == "A":  # test builds: a sandbox whose metadata has fail_local cannot start on A
+        env["SANDBOXER_TEST_SPAWN_FAIL_META"] = "fail_local"
     a = [SBX, "serve", "--listen", "unix:" + os.path.join(d, "s.sock"), "--state-dir", os.path.join(d, "state"),
          "--heartbeat-s", "0.5", "--stop-sandboxes"] + args
     if POLICY:
@@ -271,6 +273,20 @@ def main():
          "401" in (cand(nf["error"], "ext.b-badkey").get("error") or "") and
          cand(nf["error"], "ext.c").get("why_not") == "allow_fallbacks is false",
          "allow_fallbacks false: 503 provision_failed, each candidate's error or reason", nf)
+    # ext.local first and failing (A's test hook refuses sandboxes whose metadata has fail_local):
+    # the next candidate takes the create; without fallbacks, 503
+    s, lf, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.local", "ext.c"]},
+                                                   "metadata": {"fail_local": "1"}})
+    loc = cand(lf, "ext.local") if s == 201 else {}
+    s2, x, _ = call("A", "POST", "/v1/sandboxes/%s/exec" % lf.get("id", "x"), {"argv": ["echo", "fell back"]})
+    t.ok(s == 201 and lf["extension"] == "ext.c" and "test hook" in (loc.get("error") or "") and s2 == 200 and
+         x.get("stdout") == "fell back\n",
+         "ext.local that cannot start it falls back to the next candidate (ext.c); its error kept in the record", (lf, x))
+    call("A", "DELETE", "/v1/sandboxes/%s" % lf.get("id", "x"))
+    s, lf, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.local", "ext.c"],
+                                                             "allow_fallbacks": False}, "metadata": {"fail_local": "1"}})
+    t.ok(s == 503 and lf["error"]["code"] == "provision_failed" and "test hook" in lf["error"]["message"],
+         "and with allow_fallbacks false: ext.local's 503 as it was", lf)
     s, lp, _ = call("A", "POST", "/v1/sandboxes", {"route": {"strategy": "explicit", "fallback": ["ext.self"]}})
     t.ok(s == 503 and "front that asks" in (cand(lp["error"], "ext.self").get("error") or ""),
          "a route that loops back to the front is refused by the back end (route_loop), named in the candidate's error", lp)
