@@ -466,7 +466,10 @@ static void run_session(void *ud, int fd, const char *extra, size_t n) {
                         if (dl.tv_nsec >= 1000000000L)
                                 dl.tv_sec++, dl.tv_nsec -= 1000000000L;
                         int sig = SIGINT; /* at the timeout: KeyboardInterrupt; 5 s later the context */
-                        while (!u->done && !s.gone) {
+                        /* a client gone before it (an SDK closes at its own timeout, which may
+                         * come first) does not spare the run its interrupt: the next run in the
+                         * context would wait behind it, or take the late signal itself */
+                        while (!u->done && (!s.gone || (timeout > 0 && sig == SIGINT))) {
                                 if (timeout > 0 && sig) {
                                         if (pthread_cond_timedwait(&p->cond, &p->lock, &dl) == ETIMEDOUT &&
                                                 !u->done) {
