@@ -82,8 +82,11 @@ static const char *consumer_field(const box *b, const char *k) {
         return b->consumer ? json_string_value(json_object_get(b->consumer, k)) : NULL;
 }
 
-/* The row: the record and what lists filter on. Lock held or box private. */
-int mgr_box_save(sbx_mgr *m, box *b) {
+/* The row: the record and what lists filter on, made under m->lock when `lock` (a box others may
+ * be changing: the settler's), else with the lock held or the box private; written after. */
+static int box_save(sbx_mgr *m, box *b, bool lock) {
+        if (lock)
+                pthread_mutex_lock(&m->lock);
         json_t *rec = mgr_box_record(b);
         char *text = json_dumps(rec, JSON_COMPACT);
         json_decref(rec);
@@ -95,34 +98,55 @@ int mgr_box_save(sbx_mgr *m, box *b) {
                                 b->reach));
         char *inputs = json_dumps(in, JSON_COMPACT);
         json_decref(in);
-        sbx_error e = {0};
+        char reason[sizeof b->reason], backend[sizeof b->backend];
+        snprintf(reason, sizeof reason, "%s", b->reason);
+        snprintf(backend, sizeof backend, "%s", b->backend);
+        static const char *const ck[] = {"harness", "session_id", "run_id", "job_id"};
+        char *cv[4];
+        for (size_t k = 0; k < 4; k++) {
+                const char *v = consumer_field(b, ck[k]);
+                cv[k] = v ? strdup(v) : NULL;
+        }
         sbx_store_sandbox row = {
                 .id = b->id,
                 .state = sbx_state_to_string(b->state),
-                .reason = b->reason,
+                .reason = reason,
                 .profile = b->profile,
-                .backend = b->backend,
+                .backend = backend,
                 .tenant = b->tenant,
                 .created_at = b->created_ms,
                 .expires_at = b->expires_ms,
                 .updated_at = b->updated_ms,
                 .record_json = text,
-                .harness = consumer_field(b, "harness"),
-                .session_id = consumer_field(b, "session_id"),
-                .run_id = consumer_field(b, "run_id"),
-                .job_id = consumer_field(b, "job_id"),
+                .harness = cv[0],
+                .session_id = cv[1],
+                .run_id = cv[2],
+                .job_id = cv[3],
                 .supervisor_pid = b->sv_pid,
                 .inputs_json = inputs,
         };
+        if (lock)
+                pthread_mutex_unlock(&m->lock);
+        sbx_error e = {0};
         int r = sbx_store_sandbox_put(m->store, &row, &e);
         free(text);
         free(inputs);
+        for (size_t k = 0; k < 4; k++)
+                free(cv[k]);
         if (r < 0) {
                 char buf[1200];
                 sbx_log(SBX_LOG_ERROR, "store_failed", "sandbox", b->id, "error",
                         sbx_error_format(&e, buf, sizeof buf), NULL);
         }
         return r;
+}
+
+int mgr_box_save(sbx_mgr *m, box *b) {
+        return box_save(m, b, false);
+}
+
+int mgr_box_save_locking(sbx_mgr *m, box *b) {
+        return box_save(m, b, true);
 }
 
 box *mgr_box_find_locked(sbx_mgr *m, const char *id, const char *tenant) {

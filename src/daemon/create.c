@@ -509,9 +509,14 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
                             why, sizeof why) == 0) {
                         json_object_set_new(route, "chosen", json_string(ext));
                         json_object_set(route, "chosen_host", json_object_get(c, "host"));
-                        /* stored once the reply went: a front dying in that instant finds it
-                         * provisioning at restart, asks the back end, adopts it */
-                        mgr_set_state_after_reply(m, b, SBX_STATE_READY, "provisioned");
+                        /* another node's: stored beside the reply (a front dying in that instant
+                         * finds it provisioning at restart, asks the node, adopts it); a hosted
+                         * service's now — its id and token are in that write, and a restart
+                         * could not ask for it without them */
+                        if (b->remote_id[0])
+                                mgr_set_state(m, b, SBX_STATE_READY, "provisioned");
+                        else
+                                mgr_set_state_after_reply(m, b, SBX_STATE_READY, "provisioned");
                         pthread_mutex_lock(&m->lock);
                         b->busy = false;
                         pthread_mutex_unlock(&m->lock);

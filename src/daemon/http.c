@@ -179,7 +179,9 @@ static void user_name(uid_t uid, char *buf, size_t size) {
                 char name[128];
         } seen[16];
         static unsigned next;
-        time_t now = time(NULL);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        time_t now = ts.tv_sec + 1; /* 0 is "empty" */
         pthread_mutex_lock(&lock);
         for (size_t i = 0; i < ELEMENTSOF(seen); i++)
                 if (seen[i].at && seen[i].uid == uid && now - seen[i].at < 30) {

@@ -9,7 +9,7 @@ static void persist(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
         bool own = !sbx_store_tx_open(m->store);
         if (own)
                 mgr_tx_begin(m);
-        (void) mgr_box_save(m, b);
+        (void) mgr_box_save_locking(m, b); /* after a reply, requests may be changing it */
         mgr_emit(m, b, "sandbox.state", NULL);
         if (own)
                 mgr_tx_end(m);

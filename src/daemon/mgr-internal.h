@@ -210,6 +210,8 @@ unsigned mgr_reply_box(sbx_mgr *m, box *b, sbx_mgr_reply *rp);
  * b->dir/profile.yaml (b->profile is then that file's id, skill.NAME). buf: PATH_MAX + 16. */
 const char *mgr_box_profile_ref(const box *b, char *buf, size_t n);
 int mgr_box_save(sbx_mgr *m, box *b);
+/* The same for a box others may change meanwhile (no lock held): its texts made under m->lock. */
+int mgr_box_save_locking(sbx_mgr *m, box *b);
 box *mgr_box_find_locked(sbx_mgr *m, const char *id, const char *tenant);
 box *mgr_box_get(sbx_mgr *m, const char *id, const char *tenant);
 void mgr_box_free(box *b);

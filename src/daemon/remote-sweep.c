@@ -96,7 +96,7 @@ static void sweep_hosted(sbx_mgr *m, remote_ep *ep, const char *ext, unsigned *g
                 const char *rid = json_string_value(json_object_get(it, e2b ? "sandboxID" : "id"));
                 json_t *tags = json_object_get(it, e2b ? "metadata" : "labels");
                 const char *sid = json_string_value(json_object_get(tags, "sandboxer_id"));
-                if (!rid ||
+                if (!rid || !sid ||
                         !streq_ptr(json_string_value(json_object_get(tags, "sandboxer_front")),
                                 mgr_node_id(m)) ||
                         held_here(m, sid))
@@ -113,8 +113,8 @@ unsigned remote_sweep(sbx_mgr *m, const char *ext) {
         char why[700] = "";
         (void) remote_ep_of(m, NULL, ext, &ep, why, sizeof why); /* the tokens come below */
         bool node = streq(ep.kind, "sandboxer");
-        if (!node && !streq(ep.kind, "e2b") && !streq(ep.kind, "daytona"))
-                return 0;
+        if ((!node && !streq(ep.kind, "e2b") && !streq(ep.kind, "daytona")) || !mgr_node_id(m))
+                return 0; /* without this node's id nothing can be told to be its own */
         json_t *x = mgr_registry_entry(ext);
         const char *secret = json_string_value(json_object_get(json_object_get(x, "auth"), "secret"));
         json_t *tokens = secret ? mgr_secret_values(m, secret) : json_pack("[s]", "");

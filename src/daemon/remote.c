@@ -171,7 +171,10 @@ static CURL *easy_take(void) {
 }
 
 static void easy_give_back(CURL *c) {
-        if (c && (pthread_getspecific(easy_key) || pthread_setspecific(easy_key, c) != 0))
+        if (!c)
+                return;
+        curl_easy_reset(c); /* nothing left pointing at the call's buffers and header lists */
+        if (pthread_getspecific(easy_key) || pthread_setspecific(easy_key, c) != 0)
                 curl_easy_cleanup(c);
 }
 
@@ -630,6 +633,12 @@ int mgr_remote_provision(sbx_mgr *m, box *b, const char *ext, json_t *body, cons
                                 code, b->id);
                 else
                         remote_answer_why(&ep, &r, why, whysz);
+                ret = -EPROTO;
+        } else if (!sbx_state_usable(
+                           sbx_state_from_string(json_string_value(json_object_get(rec, "state")) ?: ""))) {
+                /* an Idempotency-Key's replay of a sandbox that has ended there since */
+                snprintf(why, whysz, "%s answered with sandbox %s %s", ext, b->id,
+                        json_string_value(json_object_get(rec, "state")) ?: "in no state");
                 ret = -EPROTO;
         } else {
                 pthread_mutex_lock(&m->lock);

@@ -5,7 +5,8 @@
  * chunk behind \x01\x01\x01 for stdout or \x02\x02\x02 for stderr, a close 1000 at the end). An
  * interpreter run streams over its own WebSocket as JSON text frames ({"type": "stdout" |
  * "stderr" | "error" | "control", …}); at its timeout the run is interrupted (SIGINT, python's
- * KeyboardInterrupt; SIGKILL 5 s later) and the socket closed with 4008.
+ * KeyboardInterrupt; SIGKILL 5 s later) and the socket closed with 4008; a run whose client goes
+ * first is interrupted then (its output has nowhere to go, and the context is freed for the next).
  *
  * Input for a session's command goes to the shell's stdin, as Daytona does it: the command that
  * reads its stdin reads it (and a command queued behind a running one waits in the same pipe).
@@ -466,10 +467,7 @@ static void run_session(void *ud, int fd, const char *extra, size_t n) {
                         if (dl.tv_nsec >= 1000000000L)
                                 dl.tv_sec++, dl.tv_nsec -= 1000000000L;
                         int sig = SIGINT; /* at the timeout: KeyboardInterrupt; 5 s later the context */
-                        /* a client gone before it (an SDK closes at its own timeout, which may
-                         * come first) does not spare the run its interrupt: the next run in the
-                         * context would wait behind it, or take the late signal itself */
-                        while (!u->done && (!s.gone || (timeout > 0 && sig == SIGINT))) {
+                        while (!u->done && !s.gone) {
                                 if (timeout > 0 && sig) {
                                         if (pthread_cond_timedwait(&p->cond, &p->lock, &dl) == ETIMEDOUT &&
                                                 !u->done) {
@@ -483,6 +481,15 @@ static void run_session(void *ud, int fd, const char *extra, size_t n) {
                                         }
                                 } else
                                         pthread_cond_wait(&p->cond, &p->lock);
+                        }
+                        if (!u->done && s.gone && sig == SIGINT) {
+                                /* its client gone first (an SDK closes at its own timeout, which
+                                 * may come before this one): the run, whose output has nowhere to
+                                 * go, is interrupted now — else the context's next run waits
+                                 * behind it, or takes a late signal itself */
+                                pthread_mutex_unlock(&p->lock);
+                                (void) sbx_mgr_exec_signal(r->m, &r->who, r->sandbox, p->exec_id, SIGINT);
+                                pthread_mutex_lock(&p->lock);
                         }
                         if (u->done && !timed_out) {
                                 json_t *err = json_object_get(u->result, "error");
