@@ -310,6 +310,8 @@ bool daytona_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, 
                 }
                 json_t *labels = json_deep_copy(body);
                 json_object_set_new(labels, "sandboxer_id", json_string(b->id));
+                if (mgr_node_id(m)) /* still findable by this front's sweep */
+                        json_object_set_new(labels, "sandboxer_front", json_string(mgr_node_id(m)));
                 json_t *lj = json_pack("{s:o}", "labels", labels);
                 char *text = lj ? json_dumps(lj, JSON_COMPACT) : NULL;
                 json_decref(lj);
