@@ -392,6 +392,16 @@ paths = {
         "requestBody": {"content": {"application/json": {"schema": {"type": "object", "additionalProperties": False,
                                                                      "properties": {"profile": {"type": "string"}, "route": route_in}}}}},
         "responses": {"200": resp("The ranking", ranking), "422": resp("Unknown profile, or a profile route constraint this server does not know", err), **errs("400", "401")}}},
+    "/v1/estimate": {"post": {"operationId": "estimate",
+        "description": "What a sandbox of this profile would cost for duration_s on each extension its route would consider, before it is made: each extension's registry pricing (per_creation once, per_second of wall time, per_cpu_second for each of the profile's CPUs and per_gib_second for its memory limit over the whole duration: an upper bound); ext.local's is 0 unless the site's registry prices it.",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "required": ["duration_s"],
+                                                                     "properties": {"profile": {"type": "string"}, "duration_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 31622400}, "route": route_in}}}}},
+        "responses": {"200": resp("The estimate", {"type": "object", "required": ["profile", "duration_s", "items", "chosen"], "properties": {
+            "profile": {"type": "string"}, "duration_s": {"type": "number"}, "chosen": {"type": ["string", "null"]},
+            "items": {"type": "array", "items": {"type": "object", "required": ["extension", "host", "cost", "currency", "breakdown"], "properties": {
+                "extension": {"type": "string"}, "host": {"type": ["string", "null"]}, "cost": {"type": "number", "minimum": 0}, "currency": {"type": "string"},
+                "breakdown": {"type": "object", "required": ["creation", "wall", "cpu", "memory"], "properties": {k: {"type": "number", "minimum": 0} for k in ["creation", "wall", "cpu", "memory"]}}}}}}}),
+                      "422": resp("Unknown profile", err), **errs("400", "401")}}},
     "/v1/webhooks/key": {"get": {"operationId": "getWebhookKey",
         "description": "The tenant's webhook signing key: a create's webhook {url} receives each state transition as {event_id, sandbox_id, state, reason, at}, with Sandboxer-Signature: sha256=HMAC-SHA-256(key, body) and Sandboxer-Event-Id (deliveries are at least once: drop an event_id seen). Retried with backoff (1 s doubling to 5 min, for 24 h); kept across restarts of serve. URLs reaching loopback, private or link-local addresses are refused unless serve --webhook-allow-private.",
         "responses": {"200": resp("The key", {"type": "object", "required": ["tenant", "key"], "properties": {"tenant": {"type": "string"}, "key": {"type": "string", "pattern": "^whk_[0-9a-f]{32}$"}}}), **errs("401")}}},

@@ -29,6 +29,7 @@ static const struct {
         {"restore", verb_client},
         {"volume", verb_client},
         {"host", verb_client},
+        {"estimate", verb_client},
         {"destroy", verb_client},
         {"events", verb_client},
         {"port-forward", verb_client},

@@ -35,6 +35,7 @@ static const struct {
         {"restore", NULL, "create a sandbox from a snapshot"},
         {"volume", NULL, "volumes: create, list, delete; their files without a sandbox"},
         {"host", NULL, "placement hosts of extensions: add, list, remove"},
+        {"estimate", NULL, "what a sandbox would cost, on each extension its route would consider"},
         {"destroy", NULL, "destroy a sandbox"},
         {"events", NULL, "follow the lifecycle events"},
         {"port-forward", NULL, "reach a port inside a sandbox from a local port"},

@@ -156,6 +156,12 @@ unsigned sbx_ops_extensions(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp
  * 422 (unknown profile). */
 unsigned sbx_ops_route_explain(
         sbx_mgr *m, const sbx_caller *who, const char *profile, json_t *route, sbx_mgr_reply *rp);
+/* POST /v1/estimate (estimate.c): what a sandbox of profile (NULL: profile.default) would cost
+ * for duration_s on each extension route would consider: 200 {profile, duration_s, items:
+ * [{extension, host, cost, currency, breakdown: {creation, wall, cpu, memory}}], chosen}; 400
+ * (a duration out of range, a bad route), 422 (unknown profile). */
+unsigned sbx_ops_estimate(sbx_mgr *m, const sbx_caller *who, const char *profile, double duration_s,
+        json_t *route, sbx_mgr_reply *rp);
 /* The tenant's webhook signing key (webhooks.c): 200 {tenant, key}; a webhook's body is signed
  * with it (Sandboxer-Signature: sha256=HMAC-SHA-256(key, body)). */
 unsigned sbx_ops_webhook_key(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);

@@ -168,6 +168,25 @@ bool sbx_mgr_route(
                 json_decref(body);
                 return true;
         }
+        if (streq(path, "/v1/estimate")) {
+                json_t *body = post ? mgr_parse_body(rq, rp, false) : NULL;
+                static const char *const keys[] = {"profile", "duration_s", "route", NULL};
+                json_t *jp = json_object_get(body, "profile"), *jd = json_object_get(body, "duration_s");
+                if (!post)
+                        method_not_allowed(rp, "POST");
+                else if (!body || !mgr_only_keys(body, keys, "", rp))
+                        ; /* answered */
+                else if (jp && !json_is_string(jp))
+                        mgr_reply_err(rp, 400, "invalid_argument", "profile", "profile: a profile id");
+                else if (!json_is_number(jd))
+                        mgr_reply_err(rp, 400, "invalid_argument", "duration_s",
+                                "duration_s: a number of seconds (required)");
+                else
+                        sbx_ops_estimate(m, rq->who, json_string_value(jp), json_number_value(jd),
+                                json_object_get(body, "route"), rp);
+                json_decref(body);
+                return true;
+        }
         if (streq(path, "/v1/webhooks/key")) {
                 if (get)
                         sbx_ops_webhook_key(m, rq->who, rp);

@@ -219,6 +219,22 @@ def main():
     route = {"strategy": "lowest-cost", "constraints": {"region": "eu"}}
     s, ex, _ = call("A", "POST", "/v1/route/explain", {"route": route})
     t.is_((s, ex.get("chosen") if s == 200 else ex), (200, "ext.b"), "explain lowest-cost in region eu: ext.b (ext.b-badkey costs more)")
+    # an estimate ranks the same and prices each candidate: an hour costs its cost_per_hour
+    s, es, _ = call("A", "POST", "/v1/estimate", {"route": route, "duration_s": 3600})
+    per_hour = {c["extension"]: c["cost_per_hour"] for c in ex.get("candidates", []) if c.get("ok")}
+    got = {i["extension"]: i["cost"] for i in es.get("items", [])} if s == 200 else {}
+    t.ok(s == 200 and es["chosen"] == ex.get("chosen") and got and
+         all(abs(got[k] - per_hour[k]) < 1e-6 for k in per_hour) and set(got) == set(per_hour) and
+         all(abs(sum(i["breakdown"].values()) - i["cost"]) < 1e-5 for i in es["items"]),
+         "POST /v1/estimate: the route's candidates priced for the duration (an hour: each one's cost_per_hour)", (es, ex))
+    for body, field in (({"duration_s": 0}, "duration_s"), ({"duration_s": "1h"}, "duration_s"), ({}, "duration_s"),
+                        ({"duration_s": 40e6}, "duration_s"), ({"duration_s": 60, "x": 1}, "x"),
+                        ({"duration_s": 60, "route": {"strategy": "cheapest"}}, "route.strategy")):
+        s, er, _ = call("A", "POST", "/v1/estimate", body)
+        t.is_((s, er.get("error", {}).get("field") if isinstance(er, dict) else er), (400, field),
+              "estimate %s: 400 naming %s" % (json.dumps(body), field))
+    s, er, _ = call("A", "POST", "/v1/estimate", {"duration_s": 60, "profile": "nope"})
+    t.is_(s, 422, "estimate for a profile that does not exist: 422")
     s, rec, _ = call("A", "POST", "/v1/sandboxes", {"route": route, "ttl_s": 600, "metadata": {"k": "v"}})
     sid = rec.get("id") if s == 201 else None
     t.ok(s == 201 and rec.get("extension") == "ext.b" and rec["route"]["chosen"] == "ext.b" and rec["state"] == "ready",

@@ -65,6 +65,7 @@ int client_snapshot(const char *verb, int argc, char **argv);
 int client_volume(int argc, char **argv);
 /* host add|ls|rm (host.c) */
 int client_host(int argc, char **argv);
+int client_estimate(int argc, char **argv);
 int client_exec(int argc, char **argv);
 /* exec --tty (tty.c): body holds argv and the rest; POST it with tty, attach, relay. */
 /* A socket to the server (unix or TCP, as o says): the fd, or -errno. */

@@ -47,6 +47,8 @@ int verb_client(int argc, char **argv) {
                 return client_volume(argc, argv);
         if (streq(v, "host"))
                 return client_host(argc, argv);
+        if (streq(v, "estimate"))
+                return client_estimate(argc, argv);
         cli_error("unknown client verb '%s'", v);
         return SBX_EXIT_FAILURE;
 }
