@@ -40,6 +40,7 @@ json_t *mgr_box_record(const box *b) {
         if (b->reach[0]) /* ext.compose-ssh: the host it runs on, over SSH */
                 json_object_set_new(json_object_get(r, "reachability"), "ssh", json_string(b->reach));
         json_object_set_new(r, "route", b->route ? json_deep_copy(b->route) : json_null());
+        json_object_set_new(r, "cost", b->cost ? json_deep_copy(b->cost) : json_null());
         static const char *const seeds[] = {
                 "scope", "workspace_request", "inputs", "setup_metadata", "webhook"};
         for (size_t i = 0; i < ELEMENTSOF(seeds); i++) {
@@ -177,6 +178,7 @@ void mgr_box_free(box *b) {
         json_decref(b->seed);
         json_decref(b->profile_secrets);
         json_decref(b->route);
+        json_decref(b->cost);
         json_decref(b->skill);
         json_decref(b->snapshot_src);
         json_decref(b->volumes);

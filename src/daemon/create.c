@@ -471,6 +471,7 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
                         b->paused_max_s =
                                 cfg->profile->ttl_paused_s > 0 ? cfg->profile->ttl_paused_s : 24 * 3600.0;
                         b->route = json_incref(route);
+                        b->cost = mgr_cost_new(ext, cfg, ttl);
                         b->seed = seed_of(req);
                         snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
                         snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
@@ -497,8 +498,11 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
                                 .tenant = who->tenant,
                                 .body_sha = body_sha};
                 } else {
+                        json_t *cost = mgr_cost_new(ext, cfg, ttl);
                         pthread_mutex_lock(&m->lock);
                         snprintf(b->ext, sizeof b->ext, "%s", ext);
+                        json_decref(b->cost);
+                        b->cost = cost;
                         pthread_mutex_unlock(&m->lock);
                         fs.saved = true;
                 }
@@ -946,6 +950,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->auto_resume = req->auto_resume;
         json_decref(b->route);
         b->route = TAKE_PTR(route);
+        json_decref(b->cost); /* a pooled one's: priced from its taking */
+        b->cost = mgr_cost_new("ext.local", cfg, ttl);
         json_decref(b->seed); /* the seeds' shapes, as given */
         b->seed = seed_of(req);
         b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];

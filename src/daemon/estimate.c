@@ -62,3 +62,31 @@ unsigned sbx_ops_estimate(sbx_mgr *m, const sbx_caller *who, const char *profile
         json_decref(ranked);
         return 200;
 }
+
+/* ---- a sandbox's cost (its record's `cost`) ------------------------------------------------- */
+
+json_t *mgr_cost_new(const char *ext, const sbx_config *cfg, double ttl_s) {
+        json_t *x = mgr_registry_entry(ext ? ext : "ext.local"), *p = json_object_get(x, "pricing");
+        double cpus = cfg->limits.value[SBX_LIMIT_CPUS],
+               gib = cfg->limits.value[SBX_LIMIT_MEMORY_MB] / 1024.0;
+        json_t *rate = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "per_creation",
+                json_number_value(json_object_get(p, "per_creation")), "per_second",
+                json_number_value(json_object_get(p, "per_second")), "per_cpu_second",
+                json_number_value(json_object_get(p, "per_cpu_second")), "per_gib_second",
+                json_number_value(json_object_get(p, "per_gib_second")), "cpus", cpus, "memory_gib", gib);
+        json_t *c = json_pack("{s:f, s:n, s:s, s:o, s:f}", "estimated", 0.0, "actual", "currency",
+                json_string_value(json_object_get(p, "currency")) ?: "USD", "rate", rate, "paused_s", 0.0);
+        json_object_set_new(c, "estimated", json_real(mgr_cost_for(c, ttl_s)));
+        json_decref(x);
+        return c;
+}
+
+double mgr_cost_for(json_t *cost, double seconds) {
+        json_t *r = json_object_get(cost, "rate");
+#define R(key) json_number_value(json_object_get(r, key))
+        double per_s =
+                R("per_second") + R("per_cpu_second") * R("cpus") + R("per_gib_second") * R("memory_gib");
+        double v = R("per_creation") + per_s * (seconds > 0 ? seconds : 0);
+#undef R
+        return money(v);
+}

@@ -120,6 +120,16 @@ static void remove_dir_for_recreate(box *b) {
                 closedir(d);
 }
 
+void mgr_cost_settle_locked(box *b, int64_t now_ms) {
+        if (!b->cost || !json_is_null(json_object_get(b->cost, "actual")))
+                return;
+        double paused = json_number_value(json_object_get(b->cost, "paused_s"));
+        if (b->paused_ms > 0 && now_ms > b->paused_ms) /* ended while paused */
+                paused += (double) (now_ms - b->paused_ms) / 1000.0;
+        double alive = (double) (now_ms - b->created_ms) / 1000.0 - paused;
+        json_object_set_new(b->cost, "actual", json_real(mgr_cost_for(b->cost, alive)));
+}
+
 /* The whole destroy: destroying → (supervisor ends, leftovers removed) → destroyed. */
 void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason) {
         pthread_mutex_lock(&m->lock);
@@ -133,6 +143,9 @@ void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason) {
         } else
                 mgr_sv_stop(m, b);
         mgr_remove_dir(b);
+        pthread_mutex_lock(&m->lock);
+        mgr_cost_settle_locked(b, mgr_now_ms());
+        pthread_mutex_unlock(&m->lock);
         mgr_set_state(m, b, SBX_STATE_DESTROYED, reason);
         atomic_fetch_add(&m->n_destroyed, 1);
         mgr_box_unlink(m, b);

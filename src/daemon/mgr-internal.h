@@ -57,6 +57,7 @@ typedef struct box {
         json_t *seed; /* the create's {scope, workspace_request, inputs, setup_metadata} as given */
         json_t *profile_secrets; /* the names its profile grants (the server's store may serve them) */
         json_t *route; /* the ranking that placed it (route.c): {strategy, chosen, candidates, …} */
+        json_t *cost; /* {estimated, actual, currency, rate, paused_s} (estimate.c), or NULL */
         json_t *network; /* {egress, egress_deny}: the rules in force (NULL: not known) */
         json_t *running; /* exec_id → {argv, started_at}: execs this server started, running */
         json_t *secret_names; /* the profile's `secrets` (NULL: not known yet, read the profile) */
@@ -237,6 +238,14 @@ void mgr_settle_box(sbx_mgr *m, box *b);
 /* settle.c: true on a thread serving a request (sbx_mgr_request_begin); b's owed transition, or
  * an fsync of the audit log, handed to the settler (false: none runs; do it here). */
 bool mgr_replying(void);
+/* estimate.c: a new sandbox's cost on extension ext — the registry's rate then, at the profile's
+ * CPU and memory limits; `estimated` for ttl_s, `actual` null until it ends — and what that rate
+ * comes to for a number of seconds alive. */
+json_t *mgr_cost_new(const char *ext, const sbx_config *cfg, double ttl_s);
+double mgr_cost_for(json_t *cost, double seconds);
+/* At its end (lifecycle-ops.c): b's actual cost, its seconds alive less those paused. Under
+ * m->lock. */
+void mgr_cost_settle_locked(box *b, int64_t now_ms);
 bool mgr_settle_later(sbx_mgr *m, box *b);
 bool mgr_audit_sync_later(sbx_mgr *m);
 int mgr_settler_start(sbx_mgr *m);

@@ -89,6 +89,10 @@ unsigned mgr_freeze_box(sbx_mgr *m, box *b, bool pause, const char *reason, sbx_
         else {
                 /* the clocks stood still: TTL, its cap and idle go on from where they were */
                 int64_t d = b->paused_ms > 0 && now > b->paused_ms ? now - b->paused_ms : 0;
+                if (b->cost) /* not charged while paused */
+                        json_object_set_new(b->cost, "paused_s",
+                                json_real(json_number_value(json_object_get(b->cost, "paused_s")) +
+                                          d / 1000.0));
                 b->expires_ms += d;
                 b->ttl_max_ms += d;
                 /* paused at its TTL (on_expiry "pause"): a TTL of its own again, within ttl.max */

@@ -238,6 +238,8 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
         b->paused_snapshot = streq_ptr(json_string_value(json_object_get(rec, "on_paused_max")), "snapshot");
         if (json_is_object(json_object_get(rec, "route")))
                 b->route = json_incref(json_object_get(rec, "route"));
+        if (json_is_object(json_object_get(rec, "cost")))
+                b->cost = json_deep_copy(json_object_get(rec, "cost"));
         const char *ext = json_string_value(json_object_get(rec, "extension"));
         if (ext && !streq(ext, "ext.local")) /* held by another node (remote.c) */
                 snprintf(b->ext, sizeof b->ext, "%s", ext);

@@ -239,6 +239,10 @@ def main():
     sid = rec.get("id") if s == 201 else None
     t.ok(s == 201 and rec.get("extension") == "ext.b" and rec["route"]["chosen"] == "ext.b" and rec["state"] == "ready",
          "create with the same route: made on ext.b, as explain said", rec)
+    cost = rec.get("cost") or {}
+    t.ok(abs((cost.get("estimated") or -1) - 0.0002 * 600) < 1e-9 and cost.get("actual") is None and
+         cost.get("currency") == "USD" and cost.get("rate", {}).get("per_second") == 0.0002,
+         "its cost: estimated at ext.b's rate for its TTL (0.0002/s x 600 s), no actual while it lives", cost)
     s, brec, _ = call("B", "GET", "/v1/sandboxes/%s" % sid, tcp=True)
     t.ok(s == 200 and brec.get("id") == sid and (brec.get("front") or {}).get("node_id") == a_node,
          "B holds it under the same id and names A's node as its front", brec)
@@ -369,6 +373,13 @@ def main():
                           "echo via the cli; exit 7"], capture_output=True, text=True, timeout=60)
     t.is_((cli.returncode, cli.stdout), (7, "via the cli\n"), "the CLI (sandboxer exec) through A, on C's sandbox")
     s, d, _ = call("A", "DELETE", "/v1/sandboxes/%s" % c_sid)
+    cost = d.get("cost") or {} if isinstance(d, dict) else {}
+    import calendar
+    alive = time.time() - calendar.timegm(time.strptime(d.get("created_at", "1970-01-01T00:00:00")[:19], "%Y-%m-%dT%H:%M:%S")) \
+        if isinstance(d, dict) else 0
+    t.ok(isinstance(cost.get("actual"), float) and 0 < cost["actual"] <= 0.0001 * (alive + 2) + 1e-9 and
+         cost["actual"] < cost["estimated"],
+         "destroyed: its actual cost, ext.c's rate for the seconds it lived (%.0f s), less than estimated" % alive, (cost, alive))
     s2, cr, _ = call("C", "GET", "/v1/sandboxes/%s" % c_sid, tcp=True)
     t.ok(s == 200 and d["state"] == "destroyed" and (s2 == 410 or (isinstance(cr, dict) and cr.get("state") == "destroyed")),
          "destroy through A: destroyed on C too", (d, cr))
