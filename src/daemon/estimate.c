@@ -18,18 +18,9 @@ unsigned sbx_ops_estimate(sbx_mgr *m, const sbx_caller *who, const char *profile
         if (!(duration_s > 0) || duration_s > 366 * 86400.0)
                 return mgr_reply_err(rp, 400, "invalid_argument", "duration_s",
                         "duration_s: a number of seconds, more than 0 and at most 366 days");
-        if (route && !mgr_route_decode(route, "route.", rp))
+        _cleanup_(sbx_config_freep) sbx_config *cfg = mgr_route_config(m, profile, route, rp);
+        if (!cfg)
                 return rp->code;
-        sbx_request rreq = {.profile = profile ? profile : "profile.default", .policy_file = m->policy_file};
-        sbx_error e = {0};
-        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
-        if (sbx_config_resolve(&rreq, &cfg, &e) < 0) {
-                char buf[1200];
-                bool unknown = e.errnum == ENOENT;
-                return mgr_reply_err(rp, unknown ? 422 : 400,
-                        unknown ? "unknown_profile" : "invalid_argument", "profile", "%s",
-                        sbx_error_format(&e, buf, sizeof buf));
-        }
         json_t *ranked = mgr_route_rank(m, cfg, route, rp);
         if (!ranked)
                 return rp->code;
@@ -57,8 +48,8 @@ unsigned sbx_ops_estimate(sbx_mgr *m, const sbx_caller *who, const char *profile
                 json_decref(x);
         }
         rp->code = 200;
-        rp->json = json_pack("{s:s, s:f, s:o, s:O}", "profile", rreq.profile, "duration_s", duration_s,
-                "items", items, "chosen", json_object_get(ranked, "chosen"));
+        rp->json = json_pack("{s:s, s:f, s:o, s:O}", "profile", profile ? profile : "profile.default",
+                "duration_s", duration_s, "items", items, "chosen", json_object_get(ranked, "chosen"));
         json_decref(ranked);
         return 200;
 }

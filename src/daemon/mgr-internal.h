@@ -242,6 +242,9 @@ bool mgr_replying(void);
  * CPU and memory limits; `estimated` for ttl_s, `actual` null until it ends — and what that rate
  * comes to for a number of seconds alive. */
 json_t *mgr_cost_new(const char *ext, const sbx_config *cfg, double ttl_s);
+/* route.c: profile (NULL: profile.default) resolved, and route checked, for a ranking without a
+ * create (explain, estimate): NULL with rp filled (400; 422 unknown_profile). */
+sbx_config *mgr_route_config(sbx_mgr *m, const char *profile, json_t *route, sbx_mgr_reply *rp);
 double mgr_cost_for(json_t *cost, double seconds);
 /* At its end (lifecycle-ops.c): b's actual cost, its seconds alive less those paused. Under
  * m->lock. */

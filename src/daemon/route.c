@@ -212,21 +212,28 @@ static int cmp_cand(const void *pa, const void *pb, void *ud) {
         return c ? c : strcmp(a->host ? a->host : "", b->host ? b->host : "");
 }
 
-unsigned sbx_ops_route_explain(
-        sbx_mgr *m, const sbx_caller *who, const char *profile, json_t *route, sbx_mgr_reply *rp) {
-        *rp = (sbx_mgr_reply){.stream_fd = -1};
+sbx_config *mgr_route_config(sbx_mgr *m, const char *profile, json_t *route, sbx_mgr_reply *rp) {
         if (route && !mgr_route_decode(route, "route.", rp))
-                return rp->code;
+                return NULL;
         sbx_request rreq = {.profile = profile ? profile : "profile.default", .policy_file = m->policy_file};
         sbx_error e = {0};
-        _cleanup_(sbx_config_freep) sbx_config *cfg = NULL;
+        sbx_config *cfg = NULL;
         if (sbx_config_resolve(&rreq, &cfg, &e) < 0) {
                 char buf[1200];
                 bool unknown = e.errnum == ENOENT;
-                return mgr_reply_err(rp, unknown ? 422 : 400,
-                        unknown ? "unknown_profile" : "invalid_argument", "profile", "%s",
-                        sbx_error_format(&e, buf, sizeof buf));
+                mgr_reply_err(rp, unknown ? 422 : 400, unknown ? "unknown_profile" : "invalid_argument",
+                        "profile", "%s", sbx_error_format(&e, buf, sizeof buf));
+                return NULL;
         }
+        return cfg;
+}
+
+unsigned sbx_ops_route_explain(
+        sbx_mgr *m, const sbx_caller *who, const char *profile, json_t *route, sbx_mgr_reply *rp) {
+        *rp = (sbx_mgr_reply){.stream_fd = -1};
+        _cleanup_(sbx_config_freep) sbx_config *cfg = mgr_route_config(m, profile, route, rp);
+        if (!cfg)
+                return rp->code;
         json_t *r = mgr_route_rank(m, cfg, route, rp);
         if (!r)
                 return rp->code;
