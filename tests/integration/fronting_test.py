@@ -235,6 +235,16 @@ def main():
               "estimate %s: 400 naming %s" % (json.dumps(body), field))
     s, er, _ = call("A", "POST", "/v1/estimate", {"duration_s": 60, "profile": "nope"})
     t.is_(s, 422, "estimate for a profile that does not exist: 422")
+    sock = "unix:" + os.path.join(F, "A", "s.sock")
+    for args, says in ((["--duration", "0"], "--duration"), (["--duration", "soon"], "--duration"),
+                       (["--duration", "1h", "--route", "[1]"], "--route"), (["--duration", "1h", "--route", "{"], "--route"),
+                       ([], "usage"), (["--duration", "1h", "--profile", "nope"], "no profile named")):
+        r = subprocess.run([SBX, "estimate", "--server", sock] + args, capture_output=True, text=True, timeout=30)
+        t.ok(r.returncode != 0 and says in r.stderr and "Traceback" not in r.stderr,
+             "sandboxer estimate %s: refused (exit %d) naming %s" % (" ".join(args), r.returncode, says), r.stderr)
+    r = subprocess.run([SBX, "estimate", "--server", sock, "--duration", "2h", "--json"], capture_output=True, text=True, timeout=30)
+    t.ok(r.returncode == 0 and json.loads(r.stdout).get("duration_s") == 7200,
+         "sandboxer estimate --duration 2h --json: the server's answer", r.stdout + r.stderr)
     s, rec, _ = call("A", "POST", "/v1/sandboxes", {"route": route, "ttl_s": 600, "metadata": {"k": "v"}})
     sid = rec.get("id") if s == 201 else None
     t.ok(s == 201 and rec.get("extension") == "ext.b" and rec["route"]["chosen"] == "ext.b" and rec["state"] == "ready",
