@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/audit.h"
+#include "daemon/store-ledger.h"
 #include "daemon/store.h"
 #include "verbs.h"
 
@@ -14,7 +16,9 @@ static void help(void) {
                ") carries the hash of\n"
                "the line before it and a hash of its own content: an altered, inserted or truncated line\n"
                "is reported by number. Removing whole lines from the end cannot be detected from the\n"
-               "file alone.\n\n"
+               "file alone. With the state dir's store (sandboxer.db), the credit ledger too: each row's\n"
+               "hash over its fields and its predecessor's, seq without a gap, every transaction summing\n"
+               "to zero.\n\n"
                "  --state-dir DIR   default $SANDBOXER_STATE_DIR, /var/lib/sandboxer as root,\n"
                "                    else $XDG_STATE_HOME/sandboxer\n"
                "Exit status: 0 intact, 1 broken or unreadable, 125 usage error.\n");
@@ -61,11 +65,10 @@ int verb_audit(int argc, char **argv) {
                 return SBX_EXIT_FAILURE;
         }
 
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *path = NULL, *dir = NULL;
         if (optind < argc)
                 path = strdup(argv[optind]);
         else {
-                _cleanup_free_ char *dir = NULL;
                 r = sbx_state_dir(state_flag, &dir);
                 if (r < 0) {
                         cli_error("audit verify: no state dir (set XDG_STATE_HOME or pass --state-dir)");
@@ -88,5 +91,26 @@ int verb_audit(int argc, char **argv) {
                 return 1;
         }
         printf("audit log %s: %u line%s, chain intact\n", path, lines, lines == 1 ? "" : "s");
+        /* the credit ledger in the state dir's store, when there is one */
+        _cleanup_free_ char *db = NULL;
+        if (dir && asprintf(&db, "%s/sandboxer.db", dir) >= 0 && access(db, F_OK) == 0) {
+                _cleanup_free_ char *url = NULL;
+                sbx_store *st = NULL;
+                if (asprintf(&url, "sqlite:%s", db) < 0 || sbx_store_open(url, dir, &st, &e) < 0) {
+                        cli_error(
+                                "audit verify: the store %s: %s", db, sbx_error_format(&e, buf, sizeof buf));
+                        return 1;
+                }
+                int64_t rows = 0;
+                char why[400];
+                r = sbx_ledger_verify(st, &rows, why, sizeof why);
+                sbx_store_free(st);
+                if (r < 0) {
+                        cli_error("audit verify: the credit ledger in %s: %s", db, why);
+                        return 1;
+                }
+                printf("credit ledger %s: %lld row%s, chain intact, every transaction sums to zero\n", db,
+                        (long long) rows, rows == 1 ? "" : "s");
+        }
         return 0;
 }

@@ -30,6 +30,8 @@ static const struct {
         {"volume", verb_client},
         {"host", verb_client},
         {"estimate", verb_client},
+        {"credits", verb_client},
+        {"meters", verb_client},
         {"destroy", verb_client},
         {"events", verb_client},
         {"port-forward", verb_client},

@@ -21,7 +21,7 @@ static const struct {
 #if HAVE_LINUX /* the control plane needs SO_PEERCRED and getrandom */
         {"serve", NULL, "the control plane: HTTP API on a unix socket or TCP"},
         {"token", NULL, "create, list and revoke API tokens"},
-        {"audit", NULL, "verify the hash chain of the audit log"},
+        {"audit", NULL, "verify the hash chains of the audit log and the credit ledger"},
         {"create", NULL, "create a persistent sandbox (control plane client)"},
         {"ls", NULL, "list sandboxes"},
         {"get", NULL, "show a sandbox's record"},
@@ -36,6 +36,8 @@ static const struct {
         {"volume", NULL, "volumes: create, list, delete; their files without a sandbox"},
         {"host", NULL, "placement hosts of extensions: add, list, remove"},
         {"estimate", NULL, "what a sandbox would cost, on each extension its route would consider"},
+        {"credits", NULL, "a tenant's credits; an adm's grants; the credit ledger"},
+        {"meters", NULL, "what sandboxes used (wall, CPU, memory, egress) and what it cost"},
         {"destroy", NULL, "destroy a sandbox"},
         {"events", NULL, "follow the lifecycle events"},
         {"port-forward", NULL, "reach a port inside a sandbox from a local port"},

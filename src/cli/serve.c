@@ -28,7 +28,8 @@ static void help(void) {
                "P]...\n"
                "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n"
                "                [--quota-volume-mb N] [--webhook-allow-private] [--registry DIR]\n"
-               "                [--tls-cert FILE --tls-key FILE] [--heartbeat-s S] [--public-url URL]\n\n"
+               "                [--tls-cert FILE --tls-key FILE] [--heartbeat-s S] [--public-url URL]\n"
+               "                [--credits] [--meter-interval S]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -58,6 +59,10 @@ static void help(void) {
                "  --heartbeat-s S   probe hosts and other nodes this often (default 10); two misses in a\n"
                "                    row make one unhealthy and fail the sandboxes it held (host_lost)\n"
                "  --public-url URL  this node's URL as other nodes reach it (GET /v1/node)\n"
+               "  --credits         enforce credits: a create holds its estimated cost from the tenant's\n"
+               "                    balance (402 payment_required without it); also the policy file's\n"
+               "                    billing.enforce. Off by default\n"
+               "  --meter-interval S  sample each sandbox's CPU and memory this often (default 15)\n"
                "  --registry DIR    extension files (DIR/NAME.yaml: id, kind, url, capabilities, pricing;\n"
                "                    docs/api.md, \"Extensions and routes\") beside the built-in ext.local\n"
                "  --webhook-allow-private  let create's webhook URLs reach loopback, private and\n"
@@ -134,7 +139,9 @@ int verb_serve(int argc, char **argv) {
                 ARG_TLS_CERT,
                 ARG_TLS_KEY,
                 ARG_HEARTBEAT,
-                ARG_PUBLIC_URL
+                ARG_PUBLIC_URL,
+                ARG_CREDITS,
+                ARG_METER_INTERVAL
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -159,6 +166,8 @@ int verb_serve(int argc, char **argv) {
                 {"tls-key", required_argument, NULL, ARG_TLS_KEY},
                 {"heartbeat-s", required_argument, NULL, ARG_HEARTBEAT},
                 {"public-url", required_argument, NULL, ARG_PUBLIC_URL},
+                {"credits", no_argument, NULL, ARG_CREDITS},
+                {"meter-interval", required_argument, NULL, ARG_METER_INTERVAL},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -170,7 +179,8 @@ int verb_serve(int argc, char **argv) {
         bool stop_sandboxes = false;
         bool webhook_private = false;
         const char *registry_dir = NULL, *tls_cert = NULL, *tls_key = NULL, *public_url = NULL;
-        double heartbeat = 0;
+        double heartbeat = 0, meter_interval = 0;
+        bool credits = false;
         const char *secrets_dir = NULL, *domain = NULL;
         unsigned long warm = 0;
         _cleanup_strv_free_ char **warm_profiles = NULL;
@@ -270,6 +280,21 @@ int verb_serve(int argc, char **argv) {
                                 cli_error(
                                         "serve: --heartbeat-s: '%s' is not a number of seconds from 0.2 to "
                                         "3600",
+                                        optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_CREDITS:
+                        credits = true;
+                        break;
+                case ARG_METER_INTERVAL:
+                        errno = 0;
+                        meter_interval = strtod(optarg, &end);
+                        if (errno || *end || !*optarg ||
+                                !(meter_interval >= 0.2 && meter_interval <= 3600)) {
+                                cli_error(
+                                        "serve: --meter-interval: '%s' is not a number of seconds from 0.2 "
+                                        "to 3600",
                                         optarg);
                                 return SBX_EXIT_FAILURE;
                         }
@@ -427,6 +452,8 @@ int verb_serve(int argc, char **argv) {
                 .registry_dir = registry_dir,
                 .heartbeat_s = heartbeat,
                 .public_url = public_url,
+                .credits = credits,
+                .meter_interval_s = meter_interval,
                 .domain = domain};
         sbx_mgr *mgr = NULL;
         if (sbx_mgr_new(store, &mo, &mgr, &e) < 0 || sbx_mgr_start(mgr, &e) < 0) {

@@ -41,6 +41,10 @@ json_t *mgr_box_record(const box *b) {
                 json_object_set_new(json_object_get(r, "reachability"), "ssh", json_string(b->reach));
         json_object_set_new(r, "route", b->route ? json_deep_copy(b->route) : json_null());
         json_object_set_new(r, "cost", b->cost ? json_deep_copy(b->cost) : json_null());
+        json_t *mt = mgr_meter_json_locked(b, mgr_now_ms());
+        if (!b->ext[0]) /* the supervisor's count at the last sample (meters.c: a restart goes on from it) */
+                json_object_set_new(mt, "cgroup_cpu_s", json_real(b->meter_cpu_raw));
+        json_object_set_new(r, "meters", mt);
         static const char *const seeds[] = {
                 "scope", "workspace_request", "inputs", "setup_metadata", "webhook"};
         for (size_t i = 0; i < ELEMENTSOF(seeds); i++) {

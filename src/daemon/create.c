@@ -139,6 +139,7 @@ static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const c
                 mgr_set_state(m, b, SBX_STATE_FAILED, "provision_error");
                 mgr_remove_dir(b);
                 (void) unlink(b->sock);
+                mgr_box_failed_ended(m, b);
                 mgr_set_state(m, b, SBX_STATE_DESTROYED, "provision_error");
                 mgr_box_unlink(m, b);
                 return mgr_reply_err(
@@ -472,6 +473,14 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
                                 cfg->profile->ttl_paused_s > 0 ? cfg->profile->ttl_paused_s : 24 * 3600.0;
                         b->route = json_incref(route);
                         b->cost = mgr_cost_new(ext, cfg, ttl);
+                        if (m->credits) { /* its hold, before anything is made (402 without) */
+                                double hold = mgr_credit_hold_amount(m, b->cost, ttl);
+                                if (mgr_credit_hold(m, who->tenant, b->id, hold, rp)) {
+                                        mgr_box_free(b);
+                                        return rp->code;
+                                }
+                                b->held = sbx_ledger_units(hold);
+                        }
                         b->seed = seed_of(req);
                         snprintf(b->sock, sizeof b->sock, "%s/sandboxes/%s.sock", m->runtime_dir, b->id);
                         snprintf(b->dir, sizeof b->dir, "%s/sandboxes/%s", m->state_dir, b->id);
@@ -548,6 +557,7 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
                 atomic_fetch_add(&m->n_failed, 1);
                 mgr_set_state(m, b, SBX_STATE_FAILED, "provision_error");
                 b->ext_gone = true; /* each failed attempt's teardown is pending (remote.c) */
+                mgr_box_failed_ended(m, b);
                 mgr_set_state(m, b, SBX_STATE_DESTROYED, "provision_error");
                 mgr_box_unlink(m, b);
                 mgr_audit(m, who, "sandbox.create", b->id, "failed", NULL);
@@ -888,6 +898,13 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         }
         /* (a snapshot's files go into a fresh one: nothing of a pooled one's may mix in; a front
          * names the id, which a pooled one's files are already named by) */
+        if (m->credits) { /* the balance first: a 402 starts nothing and takes nothing from the pool */
+                json_t *cost = mgr_cost_new("ext.local", cfg, ttl);
+                code = mgr_credit_hold(m, who_tenant, NULL, mgr_credit_hold_amount(m, cost, ttl), rp);
+                json_decref(cost);
+                if (code)
+                        goto out;
+        }
         box *warm = !(pr->secrets && pr->secrets[0]) && !json_array_size(req->secret_refs) && !skill &&
                                     !snap && !vols && !front_sid[0]
                             ? pool_take(m, profile, config_sha)
@@ -952,6 +969,18 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->route = TAKE_PTR(route);
         json_decref(b->cost); /* a pooled one's: priced from its taking */
         b->cost = mgr_cost_new("ext.local", cfg, ttl);
+        if (m->credits) { /* its hold, keyed by its id; a race lost since the check: 402 */
+                double hold = mgr_credit_hold_amount(m, b->cost, ttl);
+                if (mgr_credit_hold(m, who_tenant, b->id, hold, rp)) {
+                        if (warm) { /* started for the pool: stopped */
+                                mgr_sv_stop(m, b);
+                                mgr_remove_dir(b);
+                        }
+                        b->refs = 1;
+                        goto out;
+                }
+                b->held = sbx_ledger_units(hold);
+        }
         json_decref(b->seed); /* the seeds' shapes, as given */
         b->seed = seed_of(req);
         b->budget_s = cfg->limits.value[SBX_LIMIT_BUDGET_S];

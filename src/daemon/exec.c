@@ -331,6 +331,9 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
         json_t *wall = json_object_get(json_object_get(rep, "usage"), "wall_ms");
         char *text = rep ? json_dumps(rep, JSON_COMPACT) : NULL;
+        pthread_mutex_lock(&m->lock);
+        mgr_meter_exec_locked(b, rep); /* what its egress proxy carried */
+        pthread_mutex_unlock(&m->lock);
         int64_t t = mgr_now_ms();
         mgr_tx_begin(m);
         sbx_store_exec x = {

@@ -502,7 +502,7 @@ static enum MHD_Result respond_mgr(listener *l, struct MHD_Connection *c, sbx_mg
                 return respond(l, c, rp->code, rp->ctype ? rp->ctype : "application/octet-stream", raw,
                         rp->raw_len, NULL, NULL);
         }
-        char *text = rp->json ? json_dumps(rp->json, JSON_COMPACT) : NULL;
+        char *text = rp->json ? json_dumps(rp->json, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
         if (!text)
                 return respond_error(
                         l, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "out of memory", NULL, NULL);

@@ -123,11 +123,26 @@ static void remove_dir_for_recreate(box *b) {
 void mgr_cost_settle_locked(box *b, int64_t now_ms) {
         if (!b->cost || !json_is_null(json_object_get(b->cost, "actual")))
                 return;
-        double paused = json_number_value(json_object_get(b->cost, "paused_s"));
-        if (b->paused_ms > 0 && now_ms > b->paused_ms) /* ended while paused */
-                paused += (double) (now_ms - b->paused_ms) / 1000.0;
-        double alive = (double) (now_ms - b->created_ms) / 1000.0 - paused;
-        json_object_set_new(b->cost, "actual", json_real(mgr_cost_for(b->cost, alive)));
+        json_object_set_new(b->cost, "actual", json_real(mgr_cost_accrued_locked(b, now_ms)));
+}
+
+void mgr_box_failed_ended(sbx_mgr *m, box *b) {
+        pthread_mutex_lock(&m->lock);
+        if (b->cost) /* it never ran: nothing to charge */
+                json_object_set_new(b->cost, "actual", json_real(0));
+        b->meter_ended = true;
+        b->meter_ms = mgr_now_ms();
+        pthread_mutex_unlock(&m->lock);
+        mgr_box_ended(m, b);
+}
+
+void mgr_box_ended(sbx_mgr *m, box *b) {
+        mgr_meter_sample(m, b, true); /* the last: its supervisor is still there */
+        pthread_mutex_lock(&m->lock);
+        mgr_cost_settle_locked(b, mgr_now_ms());
+        pthread_mutex_unlock(&m->lock);
+        mgr_meter_store(m, b);
+        mgr_credit_settle(m, b);
 }
 
 /* The whole destroy: destroying → (supervisor ends, leftovers removed) → destroyed. */
@@ -137,15 +152,15 @@ void mgr_destroy_box(sbx_mgr *m, box *b, const char *reason) {
         pthread_mutex_unlock(&m->lock);
         if (!already)
                 (void) mgr_set_state(m, b, SBX_STATE_DESTROYING, reason);
+        if (!b->meter_ended) /* its meters' last sample, before its supervisor goes */
+                mgr_meter_sample(m, b, true);
         if (b->ext[0]) { /* held by another node: told to go there (remote.c) */
                 if (!b->ext_gone)
                         mgr_remote_teardown(m, b);
         } else
                 mgr_sv_stop(m, b);
         mgr_remove_dir(b);
-        pthread_mutex_lock(&m->lock);
-        mgr_cost_settle_locked(b, mgr_now_ms());
-        pthread_mutex_unlock(&m->lock);
+        mgr_box_ended(m, b);
         mgr_set_state(m, b, SBX_STATE_DESTROYED, reason);
         atomic_fetch_add(&m->n_destroyed, 1);
         mgr_box_unlink(m, b);
@@ -174,7 +189,26 @@ unsigned sbx_ops_extend(sbx_mgr *m, const sbx_caller *who, const char *id, doubl
         pthread_mutex_lock(&m->lock);
         int64_t base = b->expires_ms > mgr_now_ms() ? b->expires_ms : mgr_now_ms();
         int64_t want = base + (int64_t) (ext * 1000);
-        b->expires_ms = want > b->ttl_max_ms ? b->ttl_max_ms : want;
+        int64_t to = want > b->ttl_max_ms ? b->ttl_max_ms : want;
+        /* with credits, the hold covers the longer TTL (billing.hold_s: raised as it runs instead) */
+        double more = m->credits && m->hold_s <= 0 && b->cost && to > b->expires_ms
+                              ? mgr_cost_for(b->cost, (double) (to - b->expires_ms) / 1000.0) -
+                                        mgr_cost_for(b->cost, 0)
+                              : 0;
+        char tenant[sizeof b->tenant];
+        snprintf(tenant, sizeof tenant, "%s", b->tenant);
+        pthread_mutex_unlock(&m->lock);
+        if (more > 0) {
+                if (mgr_credit_hold(m, tenant, b->id, more, rp)) {
+                        mgr_box_put(m, b);
+                        return rp->code;
+                }
+                pthread_mutex_lock(&m->lock);
+                b->held += sbx_ledger_units(more);
+                pthread_mutex_unlock(&m->lock);
+        }
+        pthread_mutex_lock(&m->lock);
+        b->expires_ms = to;
         b->updated_ms = mgr_now_ms();
         bool capped = want > b->ttl_max_ms;
         pthread_mutex_unlock(&m->lock);

@@ -16,6 +16,7 @@
 #include <limits.h>
 
 #include "basic/macro.h"
+#include "daemon/store-ledger.h"
 #include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/ops.h"
@@ -91,6 +92,17 @@ typedef struct box {
         json_t *snapshot_src; /* made from a snapshot: {id, config_changed}, else NULL */
         json_t *volumes; /* the volumes it mounts: [{name, mount, access}], or NULL */
         double idle_s, ttl_s;
+        /* meters (meters.c): CPU seconds and memory MiB-seconds from its cgroup, sampled by the
+         * reaper, at pause and at its end; meter_cpu_raw is the supervisor's count at the last
+         * sample (a recreate starts a new one from 0: what the old one counted stays in cpu_s) */
+        double meter_cpu_s, meter_cpu_raw, meter_mem_mib_s;
+        uint64_t meter_mem_bytes, meter_egress;
+        int64_t meter_ms, meter_next_ms;
+        bool meter_ended; /* its last sample is taken: the meters are final */
+        /* credits (credits.c): what the ledger holds for it (millionths), and since when its usage
+         * has reached that with no balance left to raise it (0: not) */
+        int64_t held;
+        int64_t short_since_ms;
         double metrics_cpu_s; /* the last metrics sample's CPU seconds, at metrics_ms (0: none) */
         int64_t metrics_ms;
         double budget_s, budget_used_s;
@@ -147,6 +159,12 @@ struct sbx_mgr {
         pthread_cond_t workers_cond;
         int stop_efd;
         char policy_sha[65]; /* of the policy file last seen (state dir: policy.sha256) */
+        /* credits (credits.c): enforced (serve --credits or the policy's billing.enforce, read at
+         * start), the currency, how long a hold covers (0: the TTL), the grace after usage
+         * reaches a hold that cannot be raised, and how often the meters are sampled */
+        bool credits;
+        char currency[16];
+        double hold_s, grace_s, meter_interval_s;
         struct {
                 const char *name;
                 void *state;
@@ -238,6 +256,42 @@ void mgr_settle_box(sbx_mgr *m, box *b);
 /* settle.c: true on a thread serving a request (sbx_mgr_request_begin); b's owed transition, or
  * an fsync of the audit log, handed to the settler (false: none runs; do it here). */
 bool mgr_replying(void);
+/* meters.c: b's wall seconds alive (not paused) at now, or at its end */
+double mgr_meter_wall_locked(const box *b, int64_t now);
+/* Sample b's cgroup through its supervisor (not under m->lock); final: its last sample (at its end) */
+void mgr_meter_sample(sbx_mgr *m, box *b, bool final);
+/* An exec's report: its egress bytes counted (under m->lock) */
+void mgr_meter_exec_locked(box *b, json_t *report);
+/* {wall_s, cpu_s, mem_mib_s, egress_bytes, creations, final} (under m->lock) */
+json_t *mgr_meter_json_locked(const box *b, int64_t now);
+void mgr_meter_reload(box *b, json_t *rec);
+/* What b has cost so far: its extension's rate applied to its meters (under m->lock) */
+double mgr_cost_accrued_locked(const box *b, int64_t now);
+/* b's meters into the store's meters table */
+void mgr_meter_store(sbx_mgr *m, box *b);
+void mgr_meters_prometheus(sbx_mgr *m, FILE *f);
+unsigned sbx_ops_meters(sbx_mgr *m, const sbx_caller *who, const char *sandbox, const char *from,
+        const char *to, const char *tenant, sbx_mgr_reply *rp);
+
+/* credits.c */
+/* A hold of amount for sandbox id (before it is made; NULL: only whether the balance has it): 0,
+ * or 402 payment_required in rp. Nothing when credits are off. */
+unsigned mgr_credit_hold(sbx_mgr *m, const char *tenant, const char *id, double amount, sbx_mgr_reply *rp);
+/* What a create holds: the cost (b->cost's rate) for its TTL, or for billing.hold_s of it */
+double mgr_credit_hold_amount(sbx_mgr *m, json_t *cost, double ttl_s);
+/* b ended: its hold settled with its actual cost, the rest released (once: a second call finds no
+ * hold) */
+void mgr_credit_settle(sbx_mgr *m, box *b);
+/* at start: holds of sandboxes no longer known settled from their stored meters */
+void mgr_credit_reconcile(sbx_mgr *m);
+/* the reaper's check of a running sandbox: its hold raised as its usage nears it; true when it
+ * has run past its hold with no balance for grace_s (to be expired: credits_exhausted) */
+bool mgr_credit_check(sbx_mgr *m, box *b);
+unsigned sbx_ops_credits(sbx_mgr *m, const sbx_caller *who, const char *tenant, sbx_mgr_reply *rp);
+unsigned sbx_ops_credit_grant(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_reply *rp);
+unsigned sbx_ops_ledger(
+        sbx_mgr *m, const sbx_caller *who, const char *cursor, const char *limit, sbx_mgr_reply *rp);
+
 /* estimate.c: a new sandbox's cost on extension ext — the registry's rate then, at the profile's
  * CPU and memory limits; `estimated` for ttl_s, `actual` null until it ends — and what that rate
  * comes to for a number of seconds alive. */
@@ -249,6 +303,11 @@ double mgr_cost_for(json_t *cost, double seconds);
 /* At its end (lifecycle-ops.c): b's actual cost, its seconds alive less those paused. Under
  * m->lock. */
 void mgr_cost_settle_locked(box *b, int64_t now_ms);
+/* b has ended (destroyed, or failed and unlinked): its last meters sample (if not taken), its
+ * actual cost, its meters stored, its hold settled */
+void mgr_box_ended(sbx_mgr *m, box *b);
+/* The same for one whose provision failed: nothing charged */
+void mgr_box_failed_ended(sbx_mgr *m, box *b);
 bool mgr_settle_later(sbx_mgr *m, box *b);
 bool mgr_audit_sync_later(sbx_mgr *m);
 int mgr_settler_start(sbx_mgr *m);

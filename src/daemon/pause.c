@@ -57,6 +57,8 @@ unsigned mgr_freeze_box(sbx_mgr *m, box *b, bool pause, const char *reason, sbx_
         sbx_mgr_reply scratch = {.stream_fd = -1};
         if (!rp)
                 rp = &scratch;
+        if (pause) /* its meters up to now (nothing counts while it is paused) */
+                mgr_meter_sample(m, b, false);
         json_t *ans = sv_freeze(b, pause);
         unsigned code = 0;
         if (!ans || !json_is_true(json_object_get(ans, "ok"))) {
@@ -87,6 +89,7 @@ unsigned mgr_freeze_box(sbx_mgr *m, box *b, bool pause, const char *reason, sbx_
         if (pause)
                 b->paused_ms = now;
         else {
+                b->meter_ms = now; /* its memory is counted from here again (meters.c) */
                 /* the clocks stood still: TTL, its cap and idle go on from where they were */
                 int64_t d = b->paused_ms > 0 && now > b->paused_ms ? now - b->paused_ms : 0;
                 if (b->cost) /* not charged while paused */

@@ -54,6 +54,15 @@ void *mgr_reaper_main(void *arg) {
                                 why[n++] = w;
                         }
                 }
+                /* the meters' samples that are due (and with credits, the hold's check) */
+                box *due[32];
+                size_t nd = 0;
+                for (box *b = m->boxes; b && nd < ELEMENTSOF(due); b = b->next)
+                        if (!b->busy && sbx_state_usable(b->state) && b->paused_ms == 0 &&
+                                t >= b->meter_next_ms && (b->ext[0] || b->sv_pid > 0)) {
+                                b->refs++;
+                                due[nd++] = b;
+                        }
                 box *adopted[16];
                 size_t na = 0;
                 for (box *b = m->boxes; b && na < ELEMENTSOF(adopted); b = b->next)
@@ -62,6 +71,26 @@ void *mgr_reaper_main(void *arg) {
                                 adopted[na++] = b;
                         }
                 pthread_mutex_unlock(&m->lock);
+                for (size_t i = 0; i < nd; i++) {
+                        box *b = due[i];
+                        mgr_meter_sample(m, b, false);
+                        mgr_meter_store(m, b);
+                        if (m->credits && mgr_credit_check(m, b)) {
+                                pthread_mutex_lock(&m->lock);
+                                bool mine = !b->busy && sbx_state_usable(b->state);
+                                if (mine)
+                                        b->busy = true;
+                                pthread_mutex_unlock(&m->lock);
+                                if (mine) { /* its usage passed its hold, no balance, grace spent */
+                                        atomic_fetch_add(&m->n_expired, 1);
+                                        mgr_set_state(m, b, SBX_STATE_EXPIRED, "credits_exhausted");
+                                        mgr_destroy_box(m, b, "credits_exhausted");
+                                        mgr_audit(m, NULL, "sandbox.destroy", b->id, "ok",
+                                                "credits_exhausted");
+                                }
+                        }
+                        mgr_box_put(m, b);
+                }
                 /* execs that a previous server started: their reports, once they ended */
                 for (size_t i = 0; i < na; i++) {
                         box *b = adopted[i];
@@ -240,6 +269,7 @@ static int load_cb(void *ud, const char *record_json, int64_t created_at, int64_
                 b->route = json_incref(json_object_get(rec, "route"));
         if (json_is_object(json_object_get(rec, "cost")))
                 b->cost = json_deep_copy(json_object_get(rec, "cost"));
+        mgr_meter_reload(b, rec);
         const char *ext = json_string_value(json_object_get(rec, "extension"));
         if (ext && !streq(ext, "ext.local")) /* held by another node (remote.c) */
                 snprintf(b->ext, sizeof b->ext, "%s", ext);

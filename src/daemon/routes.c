@@ -168,6 +168,38 @@ bool sbx_mgr_route(
                 json_decref(body);
                 return true;
         }
+        if (streq(path, "/v1/meters")) {
+                if (!get)
+                        method_not_allowed(rp, "GET");
+                else
+                        sbx_ops_meters(m, rq->who, rq->query(rq->ctx, "sandbox"), rq->query(rq->ctx, "from"),
+                                rq->query(rq->ctx, "to"), rq->query(rq->ctx, "tenant"), rp);
+                return true;
+        }
+        if (streq(path, "/v1/credits")) {
+                if (!get)
+                        method_not_allowed(rp, "GET");
+                else
+                        sbx_ops_credits(m, rq->who, rq->query(rq->ctx, "tenant"), rp);
+                return true;
+        }
+        if (streq(path, "/v1/credits/grant")) {
+                json_t *body = post ? mgr_parse_body(rq, rp, false) : NULL;
+                if (!post)
+                        method_not_allowed(rp, "POST");
+                else if (body)
+                        sbx_ops_credit_grant(m, rq->who, body, rp);
+                json_decref(body);
+                return true;
+        }
+        if (streq(path, "/v1/ledger")) {
+                if (!get)
+                        method_not_allowed(rp, "GET");
+                else
+                        sbx_ops_ledger(
+                                m, rq->who, rq->query(rq->ctx, "cursor"), rq->query(rq->ctx, "limit"), rp);
+                return true;
+        }
         if (streq(path, "/v1/estimate")) {
                 json_t *body = post ? mgr_parse_body(rq, rp, false) : NULL;
                 static const char *const keys[] = {"profile", "duration_s", "route", NULL};

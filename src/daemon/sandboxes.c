@@ -122,11 +122,18 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         if (sbx_policy_load(m->policy_file, &pol, e) < 0)
                 return -EINVAL;
         mgr_policy_seen(m, pol);
+        m->credits = m->o.credits || pol->billing_enforce;
+        snprintf(m->currency, sizeof m->currency, "%s",
+                pol->billing_currency[0] ? pol->billing_currency : "USD");
+        m->hold_s = pol->billing_hold_s;
+        m->grace_s = pol->billing_grace_s;
+        m->meter_interval_s = m->o.meter_interval_s > 0 ? m->o.meter_interval_s : 15;
         sbx_policy_free(pol);
         (void) curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: the webhooks' */
         if (mgr_registry_load(m->o.registry_dir, e) < 0) /* before the reconcile: remote ones ask there */
                 return -EINVAL;
         mgr_reconcile(m);
+        mgr_credit_reconcile(m); /* after: the live ones are known */
         mgr_snapshots_reconcile(m); /* what a snapshot killed mid-way left */
         mgr_webhooks_load(m);
         if (mgr_settler_start(m) < 0)
@@ -283,4 +290,5 @@ void sbx_mgr_metrics(sbx_mgr *m, FILE *f) {
                 (unsigned long long) atomic_load(&m->n_readopted),
                 (unsigned long long) atomic_load(&m->n_execs),
                 (unsigned long long) atomic_load(&m->n_warm_used));
+        mgr_meters_prometheus(m, f);
 }

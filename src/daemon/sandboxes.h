@@ -52,6 +52,10 @@ typedef struct sbx_mgr_options {
          * make one unhealthy, and a remote extension's sandboxes failed (host_lost) */
         double heartbeat_s;
         const char *public_url; /* this node's URL as others reach it (GET /v1/node), or NULL */
+        /* credits enforced (serve --credits; the policy's billing.enforce too), and how often the
+         * meters sample each sandbox's cgroup (seconds; 0: 15) */
+        bool credits;
+        double meter_interval_s;
 } sbx_mgr_options;
 
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);

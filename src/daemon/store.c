@@ -100,6 +100,38 @@ static const char *const migrations[] = {
         "CREATE INDEX execs_sandbox ON execs(sandbox_id);",
         /* 3: events of what is not a sandbox (volumes) carry their tenant */
         "ALTER TABLE events ADD COLUMN tenant TEXT;",
+        /* 4: meters (meters.c) and the credit ledger (store-ledger.c): amounts in millionths of the
+         * currency; each ledger row's hash covers its fields and the row before it's */
+        "CREATE TABLE meters ("
+        "  sandbox_id TEXT PRIMARY KEY,"
+        "  tenant TEXT NOT NULL DEFAULT '',"
+        "  extension TEXT NOT NULL,"
+        "  profile TEXT,"
+        "  started_at INTEGER NOT NULL,"
+        "  ended_at INTEGER,"
+        "  wall_s REAL NOT NULL DEFAULT 0,"
+        "  cpu_s REAL,"
+        "  mem_mib_s REAL,"
+        "  egress_bytes INTEGER NOT NULL DEFAULT 0,"
+        "  creations INTEGER NOT NULL DEFAULT 1,"
+        "  cost REAL,"
+        "  currency TEXT,"
+        "  updated_at INTEGER NOT NULL);"
+        "CREATE INDEX meters_tenant ON meters(tenant, started_at);"
+        "CREATE TABLE ledger ("
+        "  seq INTEGER PRIMARY KEY,"
+        "  tx TEXT NOT NULL,"
+        "  at INTEGER NOT NULL,"
+        "  account TEXT NOT NULL,"
+        "  amount INTEGER NOT NULL,"
+        "  currency TEXT NOT NULL,"
+        "  kind TEXT NOT NULL,"
+        "  ref TEXT NOT NULL DEFAULT '',"
+        "  note TEXT NOT NULL DEFAULT '',"
+        "  prev TEXT NOT NULL,"
+        "  hash TEXT NOT NULL);"
+        "CREATE INDEX ledger_account ON ledger(account);"
+        "CREATE INDEX ledger_ref ON ledger(ref, kind);",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == SBX_STORE_SCHEMA_VERSION,

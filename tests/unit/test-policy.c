@@ -784,6 +784,32 @@ static void test_policy_file(void) {
                 "version: 1\nnetwork: {hosts: [svc.test]}\n", 2, 18, "hosts: a list", "expected a mapping");
         policy_bad("version: 1\nnetwork: {hosts: {a.test: 1.2.3.4, a.test: 1.2.3.5}}\n", 2, 36,
                 "hosts: a name twice", "duplicate key 'a.test'");
+        policy_bad("version: 1\nbilling: {enforce: maybe}\n", 2, 20, "billing.enforce not bool",
+                "billing.enforce: expected true or false");
+        policy_bad("version: 1\nbilling: {currency: usd}\n", 2, 21, "billing.currency lower-case",
+                "billing.currency: 1 to 7 capital letters");
+        policy_bad(
+                "version: 1\nbilling: {hold_s: -5}\n", 2, 19, "billing.hold_s negative", "billing.hold_s");
+        policy_bad("version: 1\nbilling: {grace_s: forever}\n", 2, 20, "billing.grace_s not a duration",
+                "billing.grace_s");
+        policy_bad("version: 1\nbilling: {credits: true}\n", 2, 11, "unknown billing key",
+                "unknown key 'credits' in billing");
+        {
+                _cleanup_(sbx_policy_freep) sbx_policy *bp = NULL;
+                sbx_error be = {};
+                const char *bt =
+                        "version: 1\nbilling: {enforce: true, currency: EUR, hold_s: 5m, grace_s: 10}\n";
+                ok(sbx_policy_parse(bt, strlen(bt), "pol.yaml", &bp, &be) == 0 && bp->billing_enforce &&
+                                strcmp(bp->billing_currency, "EUR") == 0 && bp->billing_hold_s == 300 &&
+                                bp->billing_grace_s == 10,
+                        "billing: enforce, currency, hold_s (a duration) and grace_s");
+                _cleanup_(sbx_policy_freep) sbx_policy *dp = NULL;
+                const char *dt = "version: 1\n";
+                ok(sbx_policy_parse(dt, strlen(dt), "pol.yaml", &dp, &be) == 0 && !dp->billing_enforce &&
+                                strcmp(dp->billing_currency, "USD") == 0 && dp->billing_hold_s == 0 &&
+                                dp->billing_grace_s == 30,
+                        "billing's defaults: off, USD, holds for the TTL, 30 s of grace");
+        }
         policy_bad("version: 1\nversion: 1\n", 2, 1, "duplicate key", "duplicate key 'version'");
         policy_bad("[1]\n", 1, 1, "not a mapping", "must be a mapping");
 

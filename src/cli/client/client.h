@@ -66,6 +66,9 @@ int client_volume(int argc, char **argv);
 /* host add|ls|rm (host.c) */
 int client_host(int argc, char **argv);
 int client_estimate(int argc, char **argv);
+/* credits [grant|ledger], meters (credits.c) */
+int client_credits(int argc, char **argv);
+int client_meters(int argc, char **argv);
 int client_exec(int argc, char **argv);
 /* exec --tty (tty.c): body holds argv and the rest; POST it with tty, attach, relay. */
 /* A socket to the server (unix or TCP, as o says): the fd, or -errno. */

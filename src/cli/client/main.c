@@ -49,6 +49,10 @@ int verb_client(int argc, char **argv) {
                 return client_host(argc, argv);
         if (streq(v, "estimate"))
                 return client_estimate(argc, argv);
+        if (streq(v, "credits"))
+                return client_credits(argc, argv);
+        if (streq(v, "meters"))
+                return client_meters(argc, argv);
         cli_error("unknown client verb '%s'", v);
         return SBX_EXIT_FAILURE;
 }

@@ -307,6 +307,33 @@ static int parse_skills(yctx *c, yaml_node_t *n, sbx_policy *p) {
         return 0;
 }
 
+static int parse_billing(yctx *c, yaml_node_t *n, sbx_policy *p) {
+        static const char *const keys[] = {"enforce", "currency", "hold_s", "grace_s"};
+        yaml_node_t *v[ELEMENTSOF(keys)];
+        int r = ymap(c, n, "billing", keys, ELEMENTSOF(keys), v);
+        if (r < 0)
+                return r;
+        if (v[0] && (r = yget_bool(c, v[0], "billing.enforce", &p->billing_enforce)) < 0)
+                return r;
+        if (v[1]) {
+                _cleanup_free_ char *cur = NULL;
+                if ((r = yget_string(c, v[1], "billing.currency", "a currency code such as USD", &cur)) < 0)
+                        return r;
+                size_t len = strlen(cur);
+                if (len < 1 || len >= sizeof p->billing_currency ||
+                        strspn(cur, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != len)
+                        return yerr(c, v[1],
+                                "billing.currency: 1 to 7 capital letters such as USD, got '%s'", cur);
+                memcpy(p->billing_currency, cur, len + 1);
+        }
+        if (v[2] &&
+                (r = yget_duration(c, v[2], "billing.hold_s", true, 366 * 86400.0, &p->billing_hold_s)) < 0)
+                return r;
+        if (v[3] && (r = yget_duration(c, v[3], "billing.grace_s", true, 86400.0, &p->billing_grace_s)) < 0)
+                return r;
+        return 0;
+}
+
 enum {
         P_VERSION,
         P_MODES,
@@ -318,6 +345,7 @@ enum {
         P_NETWORK,
         P_PROCESS,
         P_SKILLS,
+        P_BILLING,
         _P_MAX
 };
 static const char *const top_keys[_P_MAX] = {
@@ -331,6 +359,7 @@ static const char *const top_keys[_P_MAX] = {
         [P_NETWORK] = "network",
         [P_PROCESS] = "process",
         [P_SKILLS] = "skills",
+        [P_BILLING] = "billing",
 };
 
 static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
@@ -377,6 +406,8 @@ static int parse_doc(yctx *c, sbx_policy *p, bool builtin) {
                 return r;
         if (v[P_SKILLS] && (r = parse_skills(c, v[P_SKILLS], p)) < 0)
                 return r;
+        if (v[P_BILLING] && (r = parse_billing(c, v[P_BILLING], p)) < 0)
+                return r;
 
         for (int m = 0; m < _SBX_MODE_MAX; m++)
                 for (int l = 0; l < _SBX_LIMIT_MAX; l++)
@@ -403,6 +434,8 @@ static int policy_parse(const char *text, size_t len, const char *name, const sb
         if (!p->source_file || !p->write_allowed || !p->egress_allowed || !p->net_hosts)
                 return sbx_error_set(e, ENOMEM, "policy: parse", "out of memory");
         p->run_as = 65534;
+        memcpy(p->billing_currency, "USD", 4);
+        p->billing_grace_s = 30;
         if (base) {
                 /* what the file does not say, the built-in default says */
                 memcpy(p->mode_limits, base->mode_limits, sizeof p->mode_limits);

@@ -310,6 +310,12 @@ typedef struct sbx_policy {
          * an unsigned skill is refused (require_signature, default true) */
         char **skill_keys;
         bool skill_unsigned_ok; /* require_signature: false */
+        /* billing (serve's credits): enforce (default false), the site's currency (default USD),
+         * hold_s (how much of a sandbox's time a hold covers, raised as it runs; 0: its TTL) and
+         * grace_s (how long a sandbox runs past a hold that cannot be raised, default 30) */
+        bool billing_enforce;
+        char billing_currency[8];
+        double billing_hold_s, billing_grace_s;
 } sbx_policy;
 
 sbx_policy *sbx_policy_free(sbx_policy *p);

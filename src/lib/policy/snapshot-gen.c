@@ -200,6 +200,11 @@ static void put_policy(FILE *f, const sbx_policy *p) {
         SCALAR(f, p, long_lived_allowed, "%d", int);
         field_strv(f, "skill_keys", p->skill_keys);
         SCALAR(f, p, skill_unsigned_ok, "%d", int);
+        SCALAR(f, p, billing_enforce, "%d", int);
+        fprintf(f, "        memcpy(p->billing_currency, \"%s\", %zu);\n", p->billing_currency,
+                strlen(p->billing_currency) + 1);
+        SCALAR(f, p, billing_hold_s, "%.17g", double);
+        SCALAR(f, p, billing_grace_s, "%.17g", double);
         fputs("        return 0;\n}\n\n", f);
 }
 
