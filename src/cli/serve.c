@@ -29,7 +29,7 @@ static void help(void) {
                "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n"
                "                [--quota-volume-mb N] [--webhook-allow-private] [--registry DIR]\n"
                "                [--tls-cert FILE --tls-key FILE] [--heartbeat-s S] [--public-url URL]\n"
-               "                [--credits] [--meter-interval S]\n\n"
+               "                [--credits] [--meter-interval S] [--quote-ttl S]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -63,6 +63,7 @@ static void help(void) {
                "                    balance (402 payment_required without it); also the policy file's\n"
                "                    billing.enforce. Off by default\n"
                "  --meter-interval S  sample each sandbox's CPU and memory this often (default 15)\n"
+               "  --quote-ttl S     how long a quote this node signs for a deal holds (default 60)\n"
                "  --registry DIR    extension files (DIR/NAME.yaml: id, kind, url, capabilities, pricing;\n"
                "                    docs/api.md, \"Extensions and routes\") beside the built-in ext.local\n"
                "  --webhook-allow-private  let create's webhook URLs reach loopback, private and\n"
@@ -141,7 +142,8 @@ int verb_serve(int argc, char **argv) {
                 ARG_HEARTBEAT,
                 ARG_PUBLIC_URL,
                 ARG_CREDITS,
-                ARG_METER_INTERVAL
+                ARG_METER_INTERVAL,
+                ARG_QUOTE_TTL
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -168,6 +170,7 @@ int verb_serve(int argc, char **argv) {
                 {"public-url", required_argument, NULL, ARG_PUBLIC_URL},
                 {"credits", no_argument, NULL, ARG_CREDITS},
                 {"meter-interval", required_argument, NULL, ARG_METER_INTERVAL},
+                {"quote-ttl", required_argument, NULL, ARG_QUOTE_TTL},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -179,7 +182,7 @@ int verb_serve(int argc, char **argv) {
         bool stop_sandboxes = false;
         bool webhook_private = false;
         const char *registry_dir = NULL, *tls_cert = NULL, *tls_key = NULL, *public_url = NULL;
-        double heartbeat = 0, meter_interval = 0;
+        double heartbeat = 0, meter_interval = 0, quote_ttl = 0;
         bool credits = false;
         const char *secrets_dir = NULL, *domain = NULL;
         unsigned long warm = 0;
@@ -295,6 +298,16 @@ int verb_serve(int argc, char **argv) {
                                 cli_error(
                                         "serve: --meter-interval: '%s' is not a number of seconds from 0.2 "
                                         "to 3600",
+                                        optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_QUOTE_TTL:
+                        errno = 0;
+                        quote_ttl = strtod(optarg, &end);
+                        if (errno || *end || !*optarg || !(quote_ttl >= 1 && quote_ttl <= 86400)) {
+                                cli_error("serve: --quote-ttl: '%s' is not a number of seconds from 1 to "
+                                          "86400",
                                         optarg);
                                 return SBX_EXIT_FAILURE;
                         }
@@ -454,6 +467,7 @@ int verb_serve(int argc, char **argv) {
                 .public_url = public_url,
                 .credits = credits,
                 .meter_interval_s = meter_interval,
+                .quote_ttl_s = quote_ttl,
                 .domain = domain};
         sbx_mgr *mgr = NULL;
         if (sbx_mgr_new(store, &mo, &mgr, &e) < 0 || sbx_mgr_start(mgr, &e) < 0) {

@@ -473,7 +473,8 @@ static unsigned create_remote(sbx_mgr *m, const sbx_caller *who, const sbx_creat
                                 cfg->profile->ttl_paused_s > 0 ? cfg->profile->ttl_paused_s : 24 * 3600.0;
                         b->route = json_incref(route);
                         b->cost = mgr_cost_new(ext, cfg, ttl);
-                        if (m->credits) { /* its hold, before anything is made (402 without) */
+                        if (m->credits &&
+                                !req->no_hold) { /* its hold, before anything is made (402 without) */
                                 double hold = mgr_credit_hold_amount(m, b->cost, ttl);
                                 if (mgr_credit_hold(m, who->tenant, b->id, hold, rp)) {
                                         mgr_box_free(b);
@@ -898,7 +899,8 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         }
         /* (a snapshot's files go into a fresh one: nothing of a pooled one's may mix in; a front
          * names the id, which a pooled one's files are already named by) */
-        if (m->credits) { /* the balance first: a 402 starts nothing and takes nothing from the pool */
+        if (m->credits && !req->no_hold) { /* the balance first: a 402 starts nothing and takes nothing from
+                                              the pool */
                 json_t *cost = mgr_cost_new("ext.local", cfg, ttl);
                 code = mgr_credit_hold(m, who_tenant, NULL, mgr_credit_hold_amount(m, cost, ttl), rp);
                 json_decref(cost);
@@ -969,7 +971,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         b->route = TAKE_PTR(route);
         json_decref(b->cost); /* a pooled one's: priced from its taking */
         b->cost = mgr_cost_new("ext.local", cfg, ttl);
-        if (m->credits) { /* its hold, keyed by its id; a race lost since the check: 402 */
+        if (m->credits && !req->no_hold) { /* its hold, keyed by its id; a race lost since the check: 402 */
                 double hold = mgr_credit_hold_amount(m, b->cost, ttl);
                 if (mgr_credit_hold(m, who_tenant, b->id, hold, rp)) {
                         if (warm) { /* started for the pool: stopped */

@@ -328,3 +328,46 @@ unsigned sbx_ops_ledger(
         rp->code = 200;
         return 200;
 }
+
+/* ---- deals (deals-peer.c): what a tenant's deal costs, paid to a payable account ------------ */
+
+void mgr_credit_pay(
+        sbx_mgr *m, const char *tenant, const char *ref, const char *to, int64_t amount, const char *kind) {
+        char bal[200], hold[200];
+        ACCT(bal, "tenant", tenant);
+        ACCT(hold, "hold", tenant);
+        sbx_error e = {0};
+        int r = 0;
+        mgr_tx_begin(m);
+        if (!sbx_ledger_has(m->store, ref, kind)) {
+                int64_t held = sbx_ledger_sum(m->store, hold, ref);
+                int64_t from_hold = amount < held ? amount : held;
+                if (from_hold > 0)
+                        r = sbx_ledger_move(m->store, hold, to, from_hold, m->currency, kind, ref,
+                                "from its hold", NULL, &e);
+                if (r >= 0 && amount > from_hold)
+                        r = sbx_ledger_move(m->store, bal, to, amount - from_hold, m->currency, kind, ref,
+                                held > 0 ? "beyond its hold" : "", NULL, &e);
+                if (r >= 0 && held > from_hold)
+                        r = sbx_ledger_move(m->store, hold, bal, held - from_hold, m->currency, "release",
+                                ref, "the rest of its hold", NULL, &e);
+        }
+        mgr_tx_end(m);
+        if (r < 0)
+                sbx_log(SBX_LOG_ERROR, "ledger_failed", "ref", ref, "error", e.message, NULL);
+}
+
+void mgr_credit_release(sbx_mgr *m, const char *tenant, const char *ref) {
+        char bal[200], hold[200];
+        ACCT(bal, "tenant", tenant);
+        ACCT(hold, "hold", tenant);
+        sbx_error e = {0};
+        mgr_tx_begin(m);
+        int64_t held = sbx_ledger_sum(m->store, hold, ref);
+        int r = held > 0 ? sbx_ledger_move(m->store, hold, bal, held, m->currency, "release", ref, "voided",
+                                   NULL, &e)
+                         : 0;
+        mgr_tx_end(m);
+        if (r < 0)
+                sbx_log(SBX_LOG_ERROR, "ledger_failed", "ref", ref, "error", e.message, NULL);
+}

@@ -181,9 +181,52 @@ static int meter_row(void *ud, int n, const char *const *c) {
         return 0;
 }
 
+static double num(const char *s) {
+        return s ? strtod(s, NULL) : 0;
+}
+
+static int exec_row(void *ud, int n, const char *const *c) {
+        double wall = num(c[4]) / 1000.0, rss = num(c[7]) / 1024.0;
+        json_array_append_new(ud,
+                json_pack("{s:s, s:s?, s:o, s:o, s:f, s:f, s:f, s:f, s:I}", "exec_id", c[0], "status", c[1],
+                        "started_at", mgr_time_json(strtoll(c[2] ? c[2] : "0", NULL, 10)), "ended_at",
+                        c[3] ? mgr_time_json(strtoll(c[3], NULL, 10)) : json_null(), "wall_s", wall, "cpu_s",
+                        (num(c[5]) + num(c[6])) / 1000.0, "max_rss_mib", round(rss * 1000) / 1000,
+                        /* per exec: its peak resident memory over its wall time (an upper bound) */
+                        "mem_mib_s", round(rss * wall * 1000) / 1000, "egress_bytes",
+                        (json_int_t) (num(c[8]) + num(c[9]))));
+        return 0;
+}
+
+/* ?by=exec: one sandbox's execs, each from its report */
+static unsigned meters_by_exec(sbx_mgr *m, const sbx_caller *who, const char *sandbox, sbx_mgr_reply *rp) {
+        if (!sandbox || !mgr_valid_sandbox_id(sandbox))
+                return mgr_reply_err(
+                        rp, 400, "invalid_argument", "sandbox", "by=exec: a sandbox= is required");
+        if (!streq(who->kind, "adm")) { /* another tenant's: not found */
+                box *b = mgr_box_get(m, sandbox, who->tenant);
+                json_t *rec = b ? NULL : mgr_stored_record(m, sandbox, who->tenant);
+                if (b)
+                        mgr_box_put(m, b);
+                if (!b && !rec)
+                        return mgr_reply_err(
+                                rp, 404, "not_found", "sandbox", "no such sandbox: %s", sandbox);
+                json_decref(rec);
+        }
+        json_t *items = json_array();
+        (void) sbx_store_exec_usage(m->store, sandbox, exec_row, items);
+        rp->json = json_pack("{s:s, s:o}", "sandbox_id", sandbox, "items", items);
+        rp->code = 200;
+        return 200;
+}
+
 unsigned sbx_ops_meters(sbx_mgr *m, const sbx_caller *who, const char *sandbox, const char *from_s,
-        const char *to_s, const char *tenant_q, sbx_mgr_reply *rp) {
+        const char *to_s, const char *tenant_q, const char *by, sbx_mgr_reply *rp) {
         *rp = (sbx_mgr_reply){.stream_fd = -1};
+        if (by && !streq(by, "sandbox") && !streq(by, "exec"))
+                return mgr_reply_err(rp, 400, "invalid_argument", "by", "by: sandbox (the default) or exec");
+        if (streq_ptr(by, "exec"))
+                return meters_by_exec(m, who, sandbox, rp);
         int64_t from = 0, to = INT64_MAX;
         if (from_s && (from = parse_when(from_s)) < 0)
                 return mgr_reply_err(rp, 400, "invalid_argument", "from",

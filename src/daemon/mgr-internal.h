@@ -271,7 +271,7 @@ double mgr_cost_accrued_locked(const box *b, int64_t now);
 void mgr_meter_store(sbx_mgr *m, box *b);
 void mgr_meters_prometheus(sbx_mgr *m, FILE *f);
 unsigned sbx_ops_meters(sbx_mgr *m, const sbx_caller *who, const char *sandbox, const char *from,
-        const char *to, const char *tenant, sbx_mgr_reply *rp);
+        const char *to, const char *tenant, const char *by, sbx_mgr_reply *rp);
 
 /* credits.c */
 /* A hold of amount for sandbox id (before it is made; NULL: only whether the balance has it): 0,
@@ -287,10 +287,48 @@ void mgr_credit_reconcile(sbx_mgr *m);
 /* the reaper's check of a running sandbox: its hold raised as its usage nears it; true when it
  * has run past its hold with no balance for grace_s (to be expired: credits_exhausted) */
 bool mgr_credit_check(sbx_mgr *m, box *b);
+/* A deal's cost paid from the tenant's hold for ref (the rest released) or balance to account
+ * `to`, as rows of kind (once: a second call finds them); a voided one's hold released */
+void mgr_credit_pay(
+        sbx_mgr *m, const char *tenant, const char *ref, const char *to, int64_t amount, const char *kind);
+void mgr_credit_release(sbx_mgr *m, const char *tenant, const char *ref);
 unsigned sbx_ops_credits(sbx_mgr *m, const sbx_caller *who, const char *tenant, sbx_mgr_reply *rp);
 unsigned sbx_ops_credit_grant(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_reply *rp);
 unsigned sbx_ops_ledger(
         sbx_mgr *m, const sbx_caller *who, const char *cursor, const char *limit, sbx_mgr_reply *rp);
+
+/* deals.c, deals-peer.c: deals between nodes */
+typedef struct sbx_store_deal sbx_store_deal;
+void mgr_deals_changed(void);
+uint64_t mgr_deals_gen(void);
+bool mgr_deals_wait(sbx_mgr *m, int ms);
+char *mgr_canon(json_t *o); /* the form signatures are over: compact, keys sorted */
+bool mgr_doc_sign(sbx_mgr *m, json_t *doc, const char *field);
+bool mgr_doc_verify(json_t *doc, const char *field, const char *pk_b64);
+void mgr_deal_id_of(json_t *quote, char id[static 40]);
+bool mgr_deal_id_ok(const char *s);
+json_t *mgr_deal_task_json(sbx_mgr *m, const sbx_store_deal *d);
+json_t *mgr_result_signed_part(json_t *result);
+json_t *mgr_decision_doc(const char *deal_id, bool accept, const char *reason, const char *result_sig);
+unsigned mgr_deal_decided(
+        sbx_mgr *m, const sbx_caller *who, sbx_store_deal *d, bool accept, json_t *body, sbx_mgr_reply *rp);
+void mgr_deals_start(sbx_mgr *m);
+void mgr_deal_follow(sbx_mgr *m, const char *deal_id);
+unsigned sbx_ops_offers(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
+unsigned sbx_ops_quote(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_reply *rp);
+unsigned sbx_ops_deal_submit(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_reply *rp);
+unsigned sbx_ops_task(sbx_mgr *m, const sbx_caller *who, const char *id, const char *wait,
+        const char *unlike, sbx_mgr_reply *rp);
+unsigned sbx_ops_deals(
+        sbx_mgr *m, const sbx_caller *who, const char *role, const char *state, sbx_mgr_reply *rp);
+unsigned sbx_ops_deal_decide(
+        sbx_mgr *m, const sbx_caller *who, const char *id, bool accept, json_t *body, sbx_mgr_reply *rp);
+unsigned sbx_ops_peer_add(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_reply *rp);
+unsigned sbx_ops_peers(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
+unsigned sbx_ops_peer_delete(sbx_mgr *m, const sbx_caller *who, const char *node_id, sbx_mgr_reply *rp);
+unsigned sbx_ops_invoke(
+        sbx_mgr *m, const sbx_caller *who, const char *node_id, json_t *body, sbx_mgr_reply *rp);
+unsigned sbx_ops_verify(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_reply *rp);
 
 /* estimate.c: a new sandbox's cost on extension ext — the registry's rate then, at the profile's
  * CPU and memory limits; `estimated` for ttl_s, `actual` null until it ends — and what that rate
@@ -388,6 +426,14 @@ bool mgr_same(const char *a, const char *b);
 /* node.c: this node's id ("node_" + 32 hex; NULL: no key could be made or read) */
 const char *mgr_node_id(sbx_mgr *m);
 bool mgr_node_id_ok(const char *s);
+/* msg signed with this node's key (Ed25519): the signature in base64; false without a key */
+bool mgr_node_sign(sbx_mgr *m, const void *msg, size_t len, char sig_b64[static 96]);
+bool mgr_node_public_key(sbx_mgr *m, char pk_b64[static 64]);
+/* A base64 Ed25519 public key: its 32 bytes (false: not one); the node id it names */
+bool mgr_key_decode(const char *pk_b64, unsigned char pk[static 32]);
+void mgr_key_node_id(const unsigned char pk[static 32], char id[static 40]);
+/* sig_b64 is pk_b64's signature of msg */
+bool mgr_sig_verify(const char *pk_b64, const void *msg, size_t len, const char *sig_b64);
 
 /* extensions.c: one registry entry (a copy, with its auth and tls; NULL: none such); an
  * extension's health as its probe found it (taken) */

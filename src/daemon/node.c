@@ -17,6 +17,7 @@
 static pthread_mutex_t node_lock = PTHREAD_MUTEX_INITIALIZER;
 static char node_id[40];
 static unsigned char node_pk[crypto_sign_PUBLICKEYBYTES];
+static unsigned char *node_sk; /* sodium_malloc'd (guarded, locked): what signs quotes and results */
 
 /* The seed from the state dir, or a new one written there (0600, temp + rename). */
 static bool load_locked(sbx_mgr *m) {
@@ -49,6 +50,10 @@ static bool load_locked(sbx_mgr *m) {
         }
         crypto_sign_seed_keypair(node_pk, sk, seed);
         sodium_memzero(seed, sizeof seed);
+        if (!node_sk)
+                node_sk = sodium_malloc(crypto_sign_SECRETKEYBYTES);
+        if (node_sk)
+                memcpy(node_sk, sk, sizeof sk);
         sodium_memzero(sk, sizeof sk);
         char hex[65];
         sha256_hex(node_pk, sizeof node_pk, hex);
@@ -61,6 +66,56 @@ const char *mgr_node_id(sbx_mgr *m) {
         bool ok = load_locked(m);
         pthread_mutex_unlock(&node_lock);
         return ok ? node_id : NULL;
+}
+
+bool mgr_node_sign(sbx_mgr *m, const void *msg, size_t len, char sig_b64[static 96]) {
+        unsigned char sig[crypto_sign_BYTES];
+        pthread_mutex_lock(&node_lock);
+        bool ok = load_locked(m) && node_sk && crypto_sign_detached(sig, NULL, msg, len, node_sk) == 0;
+        pthread_mutex_unlock(&node_lock);
+        _cleanup_free_ char *b = ok ? sbx_base64_encode(sig, sizeof sig) : NULL;
+        if (!b || strlen(b) >= 96)
+                return false;
+        memcpy(sig_b64, b, strlen(b) + 1);
+        return true;
+}
+
+bool mgr_node_public_key(sbx_mgr *m, char pk_b64[static 64]) {
+        pthread_mutex_lock(&node_lock);
+        bool ok = load_locked(m);
+        pthread_mutex_unlock(&node_lock);
+        _cleanup_free_ char *b = ok ? sbx_base64_encode(node_pk, sizeof node_pk) : NULL;
+        if (!b || strlen(b) >= 64)
+                return false;
+        memcpy(pk_b64, b, strlen(b) + 1);
+        return true;
+}
+
+bool mgr_key_decode(const char *pk_b64, unsigned char pk[static 32]) {
+        size_t n = 0;
+        _cleanup_free_ char *raw = NULL;
+        if (!pk_b64 || sbx_base64_decode(pk_b64, strlen(pk_b64), false, &raw, &n) < 0 ||
+                n != crypto_sign_PUBLICKEYBYTES)
+                return false;
+        memcpy(pk, raw, n);
+        return true;
+}
+
+void mgr_key_node_id(const unsigned char pk[static 32], char id[static 40]) {
+        char hex[65];
+        sha256_hex(pk, crypto_sign_PUBLICKEYBYTES, hex);
+        snprintf(id, 40, "node_%.32s", hex);
+}
+
+bool mgr_sig_verify(const char *pk_b64, const void *msg, size_t len, const char *sig_b64) {
+        unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+        size_t n = 0;
+        if (!mgr_key_decode(pk_b64, pk) || !sig_b64 || sodium_init() < 0)
+                return false;
+        _cleanup_free_ char *sig = NULL;
+        if (sbx_base64_decode(sig_b64, strlen(sig_b64), false, &sig, &n) < 0 || n != crypto_sign_BYTES)
+                return false;
+        return crypto_sign_verify_detached((const unsigned char *) sig, msg, len, pk) == 0;
 }
 
 bool mgr_node_id_ok(const char *s) {

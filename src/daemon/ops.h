@@ -55,6 +55,8 @@ typedef struct sbx_create_req {
         /* the Sandboxer-Front header of a front that provisions here (remote.c): "node=NODE_ID;
          * sandbox=ID", the id it asks for; NULL: none */
         const char *front;
+        /* a deal's run on its provider (deals.c): paid for by the deal, not held from credits */
+        bool no_hold;
 } sbx_create_req;
 
 /* 201 with the record (200 with the same record when the key is replayed with the same

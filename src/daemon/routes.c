@@ -168,12 +168,91 @@ bool sbx_mgr_route(
                 json_decref(body);
                 return true;
         }
+        if (streq(path, "/v1/offers")) {
+                if (!get)
+                        method_not_allowed(rp, "GET");
+                else
+                        sbx_ops_offers(m, rq->who, rp);
+                return true;
+        }
+        if (streq(path, "/v1/quotes") || streq(path, "/v1/verify") || streq(path, "/v1/peers") ||
+                streq(path, "/v1/deals")) {
+                bool q = streq(path, "/v1/quotes"), v = streq(path, "/v1/verify"),
+                     pe = streq(path, "/v1/peers"), dl = streq(path, "/v1/deals");
+                json_t *body = post ? mgr_parse_body(rq, rp, false) : NULL;
+                if (get && pe)
+                        sbx_ops_peers(m, rq->who, rp);
+                else if (get && dl)
+                        sbx_ops_deals(
+                                m, rq->who, rq->query(rq->ctx, "role"), rq->query(rq->ctx, "state"), rp);
+                else if (!post)
+                        method_not_allowed(rp, pe || dl ? "GET, POST" : "POST");
+                else if (body)
+                        (q           ? sbx_ops_quote
+                                : v  ? sbx_ops_verify
+                                : pe ? sbx_ops_peer_add
+                                     : sbx_ops_deal_submit)(m, rq->who, body, rp);
+                json_decref(body);
+                return true;
+        }
+        if (strncmp(path, "/v1/peers/", 10) == 0) {
+                const char *id = path + 10, *slash = strchr(id, '/');
+                char node[64];
+                snprintf(node, sizeof node, "%.*s", slash ? (int) (slash - id) : (int) strlen(id), id);
+                if (!slash) {
+                        if (del)
+                                sbx_ops_peer_delete(m, rq->who, node, rp);
+                        else
+                                method_not_allowed(rp, "DELETE");
+                } else if (streq(slash, "/deals")) {
+                        json_t *body = post ? mgr_parse_body(rq, rp, false) : NULL;
+                        if (!post)
+                                method_not_allowed(rp, "POST");
+                        else if (body)
+                                sbx_ops_invoke(m, rq->who, node, body, rp);
+                        json_decref(body);
+                } else
+                        mgr_reply_err(
+                                rp, 404, "not_found", NULL, "no such endpoint: %s %.200s", method, path);
+                return true;
+        }
+        if (strncmp(path, "/v1/deals/", 10) == 0) {
+                const char *id = path + 10, *slash = strchr(id, '/');
+                char deal[64];
+                snprintf(deal, sizeof deal, "%.*s", slash ? (int) (slash - id) : (int) strlen(id), id);
+                bool acc = streq_ptr(slash, "/accept"), rej = streq_ptr(slash, "/reject");
+                if (!slash && get)
+                        sbx_ops_task(m, rq->who, deal, NULL, NULL, rp);
+                else if (!slash)
+                        method_not_allowed(rp, "GET");
+                else if (!acc && !rej)
+                        mgr_reply_err(
+                                rp, 404, "not_found", NULL, "no such endpoint: %s %.200s", method, path);
+                else if (!post)
+                        method_not_allowed(rp, "POST");
+                else {
+                        json_t *body = mgr_parse_body(rq, rp, true);
+                        if (body)
+                                sbx_ops_deal_decide(m, rq->who, deal, acc, body, rp);
+                        json_decref(body);
+                }
+                return true;
+        }
+        if (strncmp(path, "/v1/tasks/", 10) == 0) {
+                if (!get)
+                        method_not_allowed(rp, "GET");
+                else
+                        sbx_ops_task(m, rq->who, path + 10, rq->query(rq->ctx, "wait"),
+                                rq->query(rq->ctx, "state"), rp);
+                return true;
+        }
         if (streq(path, "/v1/meters")) {
                 if (!get)
                         method_not_allowed(rp, "GET");
                 else
                         sbx_ops_meters(m, rq->who, rq->query(rq->ctx, "sandbox"), rq->query(rq->ctx, "from"),
-                                rq->query(rq->ctx, "to"), rq->query(rq->ctx, "tenant"), rp);
+                                rq->query(rq->ctx, "to"), rq->query(rq->ctx, "tenant"),
+                                rq->query(rq->ctx, "by"), rp);
                 return true;
         }
         if (streq(path, "/v1/credits")) {

@@ -134,6 +134,7 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
                 return -EINVAL;
         mgr_reconcile(m);
         mgr_credit_reconcile(m); /* after: the live ones are known */
+        mgr_deals_start(m); /* each deal where it was */
         mgr_snapshots_reconcile(m); /* what a snapshot killed mid-way left */
         mgr_webhooks_load(m);
         if (mgr_settler_start(m) < 0)
@@ -164,6 +165,7 @@ void sbx_mgr_stop(sbx_mgr *m) {
         pthread_cond_broadcast(&m->hosts_cond);
         pthread_mutex_unlock(&m->lock);
         (void) eventfd_write(m->stop_efd, 1);
+        mgr_deals_changed(); /* deals.c's waits */
 }
 
 sbx_mgr *sbx_mgr_free(sbx_mgr *m) {

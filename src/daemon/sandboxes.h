@@ -56,6 +56,7 @@ typedef struct sbx_mgr_options {
          * meters sample each sandbox's cgroup (seconds; 0: 15) */
         bool credits;
         double meter_interval_s;
+        double quote_ttl_s; /* how long a quote this node signs holds (deals.c; 0: 60) */
 } sbx_mgr_options;
 
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);

@@ -299,3 +299,28 @@ int sbx_store_meter_cost(sbx_store *s, const char *sandbox_id, double *ret_cost,
         *ret_cost = r.cost;
         return r.found ? 0 : -ENOENT;
 }
+
+static int has_cb(void *ud, int n, const char *const *c) {
+        *(bool *) ud = true;
+        return 0;
+}
+
+bool sbx_ledger_has(sbx_store *s, const char *ref, const char *kind) {
+        bool has = false;
+        (void) SQL(s, "SELECT 1 FROM ledger WHERE ref = ?1 AND kind = ?2 LIMIT 1", has_cb, &has, NULL, "ss",
+                ref, kind);
+        return has;
+}
+
+int sbx_store_exec_usage(sbx_store *s, const char *sandbox_id,
+        int (*fn)(void *ud, int n, const char *const *cols), void *ud) {
+        return SQL(s,
+                "SELECT id, status, started_at, ended_at, json_extract(report_json, '$.usage.wall_ms'), "
+                "json_extract(report_json, '$.usage.cpu_user_ms'), json_extract(report_json, "
+                "'$.usage.cpu_sys_ms'), "
+                "json_extract(report_json, '$.usage.max_rss_kb'), json_extract(report_json, "
+                "'$.egress.bytes_up'), "
+                "json_extract(report_json, '$.egress.bytes_down') FROM execs WHERE sandbox_id = ?1 ORDER BY "
+                "started_at, id LIMIT 10000",
+                fn, ud, NULL, "s", sandbox_id);
+}

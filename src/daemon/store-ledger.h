@@ -18,6 +18,8 @@
  * (sbx_store_tx_begin), which is what serialises two movements from the same account. */
 int sbx_ledger_move(sbx_store *s, const char *from, const char *to, int64_t amount, const char *currency,
         const char *kind, const char *ref, const char *note, char *ret_tx, sbx_error *e);
+/* Whether a row of this ref and kind is in the ledger (a booking done already). */
+bool sbx_ledger_has(sbx_store *s, const char *ref, const char *kind);
 /* The sum of an account's rows (ref: only those rows with that ref; NULL: all). */
 int64_t sbx_ledger_sum(sbx_store *s, const char *account, const char *ref);
 /* Each account (of those starting with prefix) and ref whose rows do not sum to zero: fn(ud,
@@ -56,3 +58,7 @@ int sbx_store_meters(sbx_store *s, const char *tenant, const char *sandbox, int6
 int sbx_store_meter_sums(sbx_store *s, int (*fn)(void *ud, int n, const char *const *cols), void *ud);
 /* One sandbox's stored cost and extension: 0, or -ENOENT. ext: 72 bytes. */
 int sbx_store_meter_cost(sbx_store *s, const char *sandbox_id, double *ret_cost, char *ext);
+/* Each exec of a sandbox, from its report: fn with id, status, started_at, ended_at, wall_ms,
+ * cpu_user_ms, cpu_sys_ms, max_rss_kb, egress bytes up, down (NULL where the report has none). */
+int sbx_store_exec_usage(
+        sbx_store *s, const char *sandbox_id, int (*fn)(void *ud, int n, const char *const *cols), void *ud);

@@ -132,6 +132,33 @@ static const char *const migrations[] = {
         "  hash TEXT NOT NULL);"
         "CREATE INDEX ledger_account ON ledger(account);"
         "CREATE INDEX ledger_ref ON ledger(ref, kind);",
+        /* 5: deals between nodes (deals.c): the peers an adm registered, and each deal this node is
+         * the provider or the requester of, with its signed quote, task state, result and intent */
+        "CREATE TABLE peers ("
+        "  node_id TEXT PRIMARY KEY,"
+        "  public_key TEXT NOT NULL,"
+        "  url TEXT NOT NULL,"
+        "  extension TEXT,"
+        "  credit_limit INTEGER NOT NULL DEFAULT 0,"
+        "  created_at INTEGER NOT NULL);"
+        "CREATE TABLE deals ("
+        "  deal_id TEXT PRIMARY KEY,"
+        "  role TEXT NOT NULL CHECK (role IN ('provider', 'requester')),"
+        "  peer TEXT NOT NULL,"
+        "  tenant TEXT NOT NULL DEFAULT '',"
+        "  quote_json TEXT NOT NULL,"
+        "  requester_sig TEXT NOT NULL,"
+        "  files_json TEXT,"
+        "  state TEXT NOT NULL,"
+        "  reason TEXT,"
+        "  result_json TEXT,"
+        "  intent TEXT NOT NULL DEFAULT 'pending',"
+        "  amount INTEGER NOT NULL DEFAULT 0,"
+        "  accept TEXT NOT NULL DEFAULT 'auto',"
+        "  attempts INTEGER NOT NULL DEFAULT 0,"
+        "  created_at INTEGER NOT NULL,"
+        "  updated_at INTEGER NOT NULL);"
+        "CREATE INDEX deals_state ON deals(role, state);",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == SBX_STORE_SCHEMA_VERSION,

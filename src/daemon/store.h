@@ -14,7 +14,7 @@
 typedef struct sbx_store sbx_store;
 
 /* Newest schema version this build knows (migrations 1..N). */
-#define SBX_STORE_SCHEMA_VERSION 4
+#define SBX_STORE_SCHEMA_VERSION 5
 
 /* Token secrets: "sbx_" + 64 hex digits of 32 random bytes. */
 #define SBX_TOKEN_PREFIX "sbx_"

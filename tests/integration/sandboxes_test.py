@@ -114,6 +114,15 @@ def template(path):
         return "/v1/hosts/{id}"
     if p.startswith("/v1/route/"):
         return p
+    if p.startswith("/v1/tasks/"):
+        return "/v1/tasks/{id}"
+    if p.startswith("/v1/deals/"):
+        for action in ("/accept", "/reject"):
+            if p.endswith(action):
+                return "/v1/deals/{id}" + action
+        return "/v1/deals/{id}"
+    if p.startswith("/v1/peers/"):
+        return "/v1/peers/{node_id}/deals" if p.endswith("/deals") else "/v1/peers/{node_id}"
     if p.startswith("/v1/secrets/"):
         return "/v1/secrets/{name}"
     if p.startswith("/v1/volumes/"):

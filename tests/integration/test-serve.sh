@@ -106,7 +106,7 @@ like "$(cat "$SBX_TMP/err")" 'no token with id 99' "and names the id"
 
 # ---- the store ----
 is "$(python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print(c.execute("pragma journal_mode").fetchone()[0], c.execute("select max(version) from schema_version").fetchone()[0], sorted(r[0] for r in c.execute("select name from sqlite_master where type = \"table\" and name not like \"sqlite_%\"")))' "$ST/sandboxer.db")" \
-        "wal 4 ['events', 'execs', 'idempotency', 'ledger', 'meters', 'sandboxes', 'schema_version', 'tokens']" "the store is in WAL mode at schema version 4 with its tables"
+        "wal 5 ['deals', 'events', 'execs', 'idempotency', 'ledger', 'meters', 'peers', 'sandboxes', 'schema_version', 'tokens']" "the store is in WAL mode at schema version 5 with its tables"
 "$SANDBOXER" token create --actor agt --name other --store "sqlite:$SBX_TMP/other.db" --state-dir "$SBX_TMP/state2" --json >/dev/null &&
         [ -s "$SBX_TMP/other.db" ] && [ ! -e "$SBX_TMP/state2/sandboxer.db" ] && [ -s "$SBX_TMP/state2/audit.log" ]
 ok $? "--store sqlite:PATH puts the store there (the audit log stays in the state dir)"
@@ -115,7 +115,7 @@ like "$?:$(cat "$SBX_TMP/err")" "^125:.*unsupported store URL 'postgres://db/x'"
 cp "$ST/sandboxer.db" "$SBX_TMP/future.db"
 python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("insert into schema_version values (99, 0)"); c.commit()' "$SBX_TMP/future.db"
 "$SANDBOXER" token list --store "sqlite:$SBX_TMP/future.db" --state-dir "$ST" 2>"$SBX_TMP/err"
-like "$?:$(cat "$SBX_TMP/err")" "^125:.*schema version 99, newer than this sandboxer knows \(4\)" "a store from a newer sandboxer is refused"
+like "$?:$(cat "$SBX_TMP/err")" "^125:.*schema version 99, newer than this sandboxer knows \(5\)" "a store from a newer sandboxer is refused"
 
 # ---- bad input ----
 "$SANDBOXER" token create --actor bogus --name x --state-dir "$ST" 2>"$SBX_TMP/err"

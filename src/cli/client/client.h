@@ -69,6 +69,10 @@ int client_estimate(int argc, char **argv);
 /* credits [grant|ledger], meters (credits.c) */
 int client_credits(int argc, char **argv);
 int client_meters(int argc, char **argv);
+/* node, peer add|ls|rm, deal (deal.c) */
+int client_node(int argc, char **argv);
+int client_peer(int argc, char **argv);
+int client_deal(int argc, char **argv);
 int client_exec(int argc, char **argv);
 /* exec --tty (tty.c): body holds argv and the rest; POST it with tty, attach, relay. */
 /* A socket to the server (unix or TCP, as o says): the fd, or -errno. */

@@ -53,6 +53,12 @@ int verb_client(int argc, char **argv) {
                 return client_credits(argc, argv);
         if (streq(v, "meters"))
                 return client_meters(argc, argv);
+        if (streq(v, "node"))
+                return client_node(argc, argv);
+        if (streq(v, "peer"))
+                return client_peer(argc, argv);
+        if (streq(v, "deal"))
+                return client_deal(argc, argv);
         cli_error("unknown client verb '%s'", v);
         return SBX_EXIT_FAILURE;
 }
