@@ -29,7 +29,8 @@ static void help(void) {
                "                [--domain DOMAIN] [--snapshot-dir DIR] [--quota-snapshot-mb N]\n"
                "                [--quota-volume-mb N] [--webhook-allow-private] [--registry DIR]\n"
                "                [--tls-cert FILE --tls-key FILE] [--heartbeat-s S] [--public-url URL]\n"
-               "                [--credits] [--meter-interval S] [--quote-ttl S]\n\n"
+               "                [--credits] [--meter-interval S] [--quote-ttl S]\n"
+               "                [--billing-export FILE] [--billing-webhook URL]\n\n"
                "The control plane: the HTTP API of docs/api.md — persistent sandboxes (create, exec,\n"
                "files, ttl, recreate, destroy), events, profiles, /metrics, /healthz. Each sandbox has a\n"
                "supervisor process of its own that outlives the server; at start the server re-adopts\n"
@@ -64,6 +65,10 @@ static void help(void) {
                "                    billing.enforce. Off by default\n"
                "  --meter-interval S  sample each sandbox's CPU and memory this often (default 15)\n"
                "  --quote-ttl S     how long a quote this node signs for a deal holds (default 60)\n"
+               "  --billing-export FILE  append each ledger transaction to FILE as a billing event "
+               "(NDJSON)\n"
+               "  --billing-webhook URL  POST each billing event to URL (Idempotency-Key: its id), retried\n"
+               "                    with backoff until taken\n"
                "  --registry DIR    extension files (DIR/NAME.yaml: id, kind, url, capabilities, pricing;\n"
                "                    docs/api.md, \"Extensions and routes\") beside the built-in ext.local\n"
                "  --webhook-allow-private  let create's webhook URLs reach loopback, private and\n"
@@ -143,7 +148,9 @@ int verb_serve(int argc, char **argv) {
                 ARG_PUBLIC_URL,
                 ARG_CREDITS,
                 ARG_METER_INTERVAL,
-                ARG_QUOTE_TTL
+                ARG_QUOTE_TTL,
+                ARG_BILLING_EXPORT,
+                ARG_BILLING_WEBHOOK
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
@@ -171,6 +178,8 @@ int verb_serve(int argc, char **argv) {
                 {"credits", no_argument, NULL, ARG_CREDITS},
                 {"meter-interval", required_argument, NULL, ARG_METER_INTERVAL},
                 {"quote-ttl", required_argument, NULL, ARG_QUOTE_TTL},
+                {"billing-export", required_argument, NULL, ARG_BILLING_EXPORT},
+                {"billing-webhook", required_argument, NULL, ARG_BILLING_WEBHOOK},
                 {},
         };
         sbx_listen_addr addrs[MAX_LISTEN];
@@ -184,6 +193,7 @@ int verb_serve(int argc, char **argv) {
         const char *registry_dir = NULL, *tls_cert = NULL, *tls_key = NULL, *public_url = NULL;
         double heartbeat = 0, meter_interval = 0, quote_ttl = 0;
         bool credits = false;
+        const char *billing_export = NULL, *billing_webhook = NULL;
         const char *secrets_dir = NULL, *domain = NULL;
         unsigned long warm = 0;
         _cleanup_strv_free_ char **warm_profiles = NULL;
@@ -301,6 +311,21 @@ int verb_serve(int argc, char **argv) {
                                         optarg);
                                 return SBX_EXIT_FAILURE;
                         }
+                        break;
+                case ARG_BILLING_EXPORT:
+                        if (!*optarg) {
+                                cli_error("serve: --billing-export: a file to append billing events to");
+                                return SBX_EXIT_FAILURE;
+                        }
+                        billing_export = optarg;
+                        break;
+                case ARG_BILLING_WEBHOOK:
+                        if (strncmp(optarg, "https://", 8) != 0 && strncmp(optarg, "http://", 7) != 0) {
+                                cli_error("serve: --billing-webhook: '%s' is not an http:// or https:// URL",
+                                        optarg);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        billing_webhook = optarg;
                         break;
                 case ARG_QUOTE_TTL:
                         errno = 0;
@@ -468,6 +493,8 @@ int verb_serve(int argc, char **argv) {
                 .credits = credits,
                 .meter_interval_s = meter_interval,
                 .quote_ttl_s = quote_ttl,
+                .billing_export = billing_export,
+                .billing_webhook = billing_webhook,
                 .domain = domain};
         sbx_mgr *mgr = NULL;
         if (sbx_mgr_new(store, &mo, &mgr, &e) < 0 || sbx_mgr_start(mgr, &e) < 0) {

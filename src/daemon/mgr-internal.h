@@ -313,6 +313,8 @@ json_t *mgr_decision_doc(const char *deal_id, bool accept, const char *reason, c
 unsigned mgr_deal_decided(
         sbx_mgr *m, const sbx_caller *who, sbx_store_deal *d, bool accept, json_t *body, sbx_mgr_reply *rp);
 void mgr_deals_start(sbx_mgr *m);
+/* billing.c: the billing events' exporter, with --billing-export or --billing-webhook */
+void mgr_billing_start(sbx_mgr *m);
 void mgr_deal_follow(sbx_mgr *m, const char *deal_id);
 unsigned sbx_ops_offers(sbx_mgr *m, const sbx_caller *who, sbx_mgr_reply *rp);
 unsigned sbx_ops_quote(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_reply *rp);

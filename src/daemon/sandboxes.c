@@ -135,6 +135,7 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         mgr_reconcile(m);
         mgr_credit_reconcile(m); /* after: the live ones are known */
         mgr_deals_start(m); /* each deal where it was */
+        mgr_billing_start(m);
         mgr_snapshots_reconcile(m); /* what a snapshot killed mid-way left */
         mgr_webhooks_load(m);
         if (mgr_settler_start(m) < 0)

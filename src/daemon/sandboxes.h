@@ -57,6 +57,8 @@ typedef struct sbx_mgr_options {
         bool credits;
         double meter_interval_s;
         double quote_ttl_s; /* how long a quote this node signs holds (deals.c; 0: 60) */
+        /* billing events (billing.c): appended to this NDJSON file and/or POSTed to this URL */
+        const char *billing_export, *billing_webhook;
 } sbx_mgr_options;
 
 int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_error *e);

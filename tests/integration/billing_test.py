@@ -177,9 +177,69 @@ def fresh_install():
     stop("F")
 
 
+class Hook:
+    """A billing webhook on loopback: the first two POSTs answered 500, the rest 204; each kept."""
+    def __init__(self):
+        import http.server
+        hook = self
+        self.got, self.lock = [], threading.Lock()
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with hook.lock:
+                    hook.got.append((self.headers.get("Idempotency-Key"), body))
+                    n = len(hook.got)
+                self.send_response(500 if n <= 2 else 204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d/billing" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+
+HOOK = None
+
+
+def billing_export_checks(rows):
+    """Every ledger transaction once in the file and at least once at the webhook (retried ones
+    with the same key and body)."""
+    txs = {r["tx"] for r in rows}
+    path = os.path.join(B, "billing.ndjson")
+    end = time.time() + 15
+    while time.time() < end:
+        lines = [json.loads(x) for x in open(path)] if os.path.exists(path) else []
+        with HOOK.lock:
+            hooked = {k for k, _ in HOOK.got if k}
+        if {e["event_id"] for e in lines} >= txs and hooked >= txs:
+            break
+        time.sleep(0.2)
+    ids = [e["event_id"] for e in lines]
+    t.ok(set(ids) >= txs and all(round(sum(x["amount"] for x in e["entries"]) * 1e6) == 0 for e in lines),
+         "--billing-export: each of the %d ledger transactions a line (its entries summing to zero)" % len(txs),
+         sorted(txs - set(ids))[:5])
+    dup = {i for i in ids if ids.count(i) > 1}
+    same = all(len({json.dumps(e, sort_keys=True) for e in lines if e["event_id"] == d}) == 1 for d in dup)
+    t.ok(same, "a line written twice (a kill between the write and its place kept) is the same event: "
+         "at least once, by id (%d repeated)" % len(dup))
+    with HOOK.lock:
+        got = list(HOOK.got)
+    keys = [k for k, _ in got]
+    retried = keys[0] if got else None
+    t.ok(hooked >= txs and keys.count(retried) >= 3 and len({b for k, b in got if k == retried}) == 1,
+         "--billing-webhook: each event POSTed with its id as Idempotency-Key; the first, refused twice (500), "
+         "sent again the same until taken", keys[:4])
+
+
 def priced():
+    global HOOK
     reg = registry()
-    t.ok(serve("P", ["--registry", reg], "{enforce: true}"), "P (billing.enforce in its policy, ext.local priced) starts")
+    HOOK = Hook()
+    bargs = ["--billing-export", os.path.join(B, "billing.ndjson"), "--billing-webhook", HOOK.url]
+    t.ok(serve("P", ["--registry", reg] + bargs, "{enforce: true}"), "P (billing.enforce in its policy, ext.local priced) starts")
     s, c = call("P", "GET", "/v1/credits", tenant="acme")
     t.ok(s == 200 and c["enforced"] is True and c["balance"] == 0 and c["held"] == 0 and c["currency"] == "USD",
          "P: enforced, acme's balance 0", c)
@@ -285,7 +345,7 @@ def priced():
     # -- kill -9 with a hold; after the restart the hold is there and settles once --------------
     bal0 = credits("P", "acme")
     stop("P", signal.SIGKILL)
-    t.ok(serve("P", ["--registry", reg], "{enforce: true}"), "P killed (-9) and started again")
+    t.ok(serve("P", ["--registry", reg] + bargs, "{enforce: true}"), "P killed (-9) and started again")
     c = credits("P", "acme")
     t.ok(approx(c["held"], bal0["held"]) and approx(c["balance"], bal0["balance"]), "the hold survived the kill", (bal0, c))
     s, d = call("P", "DELETE", "/v1/sandboxes/" + sid, tenant="acme")
@@ -347,6 +407,11 @@ def priced():
     t.ok(s == 200 and 'sandboxer_meter_creations_total{tenant="acme",extension="ext.local"} 2' in prom and
          "sandboxer_meter_cpu_seconds_total" in prom and "sandboxer_meter_cost_total" in prom,
          "Prometheus: the meter counters per tenant and extension", prom[-1500:] if isinstance(prom, str) else prom)
+    billing_export_checks(rows)
+    for args in (["--billing-webhook", "ftp://x"], ["--billing-export", ""]):
+        r = subprocess.run([SBX, "serve", "--listen", "unix:" + os.path.join(B, "bad.sock"), "--state-dir",
+                            os.path.join(B, "badst")] + args, capture_output=True, text=True, timeout=30)
+        t.ok(r.returncode == 125 and args[0] in r.stderr, "serve %s %r: refused, naming the option" % tuple(args), r.stderr)
     st = os.path.join(B, "P", "state")
     stop("P")
     r = subprocess.run([SBX, "audit", "verify", "--state-dir", st], capture_output=True, text=True)
