@@ -139,7 +139,10 @@ static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const c
                 mgr_set_state(m, b, SBX_STATE_FAILED, "provision_error");
                 mgr_remove_dir(b);
                 (void) unlink(b->sock);
-                mgr_box_failed_ended(m, b);
+                if (streq(reason, "recreate")) /* it ran before: what it used is charged */
+                        mgr_box_ended(m, b);
+                else
+                        mgr_box_failed_ended(m, b);
                 mgr_set_state(m, b, SBX_STATE_DESTROYED, "provision_error");
                 mgr_box_unlink(m, b);
                 return mgr_reply_err(

@@ -38,11 +38,18 @@ unsigned mgr_credit_hold(sbx_mgr *m, const char *tenant, const char *id, double 
         sbx_error e = {0};
         mgr_tx_begin(m);
         int64_t bal = sbx_ledger_sum(m->store, from, NULL);
-        int r = bal >= units && !id ? 0
-                : bal >= units      ? sbx_ledger_move(m->store, from, to, units, m->currency, "hold", id,
-                                              "create: the estimate for its TTL", NULL, &e)
-                                    : -ENOSPC;
-        mgr_tx_end(m);
+        /* a hold for what has been settled already (a destroy that came first) is not taken */
+        bool settled =
+                id && (sbx_ledger_has(m->store, id, "charge") || sbx_ledger_has(m->store, id, "release"));
+        int r = settled               ? -ESTALE
+                : bal >= units && !id ? 0
+                : bal >= units        ? sbx_ledger_move(m->store, from, to, units, m->currency, "hold", id,
+                                                "create: the estimate for its TTL", NULL, &e)
+                                      : -ENOSPC;
+        mgr_tx_end_ok(m, r >= 0 || r == -ENOSPC || r == -ESTALE);
+        if (r == -ESTALE)
+                return mgr_reply_err(
+                        rp, 409, "conflict", NULL, "%s has ended: nothing more is held for it", id);
         if (r == -ENOSPC) {
                 mgr_reply_err(rp, 402, "payment_required", NULL,
                         "tenant %s has %.6f %s; this sandbox's hold (its estimated cost for its TTL) is "
@@ -73,7 +80,12 @@ static void settle_ref(sbx_mgr *m, const char *tenant, const char *id, const cha
         mgr_tx_begin(m);
         int64_t held = sbx_ledger_sum(m->store, hold, id);
         int r = 0;
-        if (held > 0 || (m->credits && cost > 0 && sbx_ledger_sum(m->store, usage, id) == 0)) {
+        /* charged once: a hold left over after its charge (taken as it ended) is only released */
+        if (sbx_ledger_has(m->store, id, "charge"))
+                cost = 0;
+        else if (!m->credits && held <= 0)
+                cost = 0;
+        if (held > 0 || cost > 0) {
                 int64_t from_hold = cost < held ? cost : held;
                 if (from_hold > 0)
                         r = sbx_ledger_move(m->store, hold, usage, from_hold, m->currency, "charge", id,
@@ -85,14 +97,16 @@ static void settle_ref(sbx_mgr *m, const char *tenant, const char *id, const cha
                         r = sbx_ledger_move(m->store, hold, bal, held - from_hold, m->currency, "release",
                                 id, "the rest of its hold", NULL, &e);
         }
-        mgr_tx_end(m);
+        mgr_tx_end_ok(m, r >= 0);
         if (r < 0)
                 sbx_log(SBX_LOG_ERROR, "ledger_failed", "sandbox", id, "error", e.message, NULL);
 }
 
 void mgr_credit_settle(sbx_mgr *m, box *b) {
         pthread_mutex_lock(&m->lock);
-        bool any = m->credits || b->held > 0;
+        /* a deal's run on this provider (deals.c) is paid for by the deal, not by a tenant here */
+        bool deal_run = strncmp(b->actor, "atm:deal:", 9) == 0 && strncmp(b->tenant, "peer-", 5) == 0;
+        bool any = !deal_run && (m->credits || b->held > 0);
         json_t *actual = json_object_get(b->cost, "actual");
         int64_t now = mgr_now_ms();
         int64_t cost = sbx_ledger_units(
@@ -139,6 +153,8 @@ void mgr_credit_reconcile(sbx_mgr *m) {
         (void) sbx_ledger_open_refs(m->store, "hold:", collect_open, &c);
         for (size_t i = 0; i < c.n; i++) {
                 open_hold *h = &c.v[i];
+                if (strncmp(h->id, "deal_", 5) == 0) /* a deal's hold: its own flow settles or voids it */
+                        continue;
                 pthread_mutex_lock(&m->lock);
                 box *b = mgr_box_find_locked(m, h->id, NULL);
                 if (b)
@@ -184,10 +200,12 @@ bool mgr_credit_check(sbx_mgr *m, box *b) {
                 mgr_tx_begin(m);
                 int64_t bal = sbx_ledger_sum(m->store, from, NULL);
                 int64_t take = want < bal ? want : bal;
+                if (sbx_ledger_has(m->store, id, "charge")) /* it ended meanwhile */
+                        take = 0;
                 int r = take > 0 ? sbx_ledger_move(m->store, from, to, take, m->currency, "hold", id,
                                            "raised: its usage neared its hold", NULL, &e)
                                  : 0;
-                mgr_tx_end(m);
+                mgr_tx_end_ok(m, r >= 0);
                 if (r < 0)
                         sbx_log(SBX_LOG_ERROR, "ledger_failed", "sandbox", id, "error", e.message, NULL);
                 else if (take > 0)
@@ -268,7 +286,7 @@ unsigned sbx_ops_credit_grant(sbx_mgr *m, const sbx_caller *who, json_t *body, s
         mgr_tx_begin(m);
         int r = sbx_ledger_move(m->store, "grants", to, sbx_ledger_units(json_number_value(a)), m->currency,
                 "grant", "", json_string_value(n) ?: "", tx, &e);
-        mgr_tx_end(m);
+        mgr_tx_end_ok(m, r >= 0);
         if (r < 0)
                 return mgr_reply_err(rp, 503, "unavailable", NULL, "the ledger: %s", e.message);
         char detail[300];
@@ -352,7 +370,7 @@ void mgr_credit_pay(
                         r = sbx_ledger_move(m->store, hold, bal, held - from_hold, m->currency, "release",
                                 ref, "the rest of its hold", NULL, &e);
         }
-        mgr_tx_end(m);
+        mgr_tx_end_ok(m, r >= 0);
         if (r < 0)
                 sbx_log(SBX_LOG_ERROR, "ledger_failed", "ref", ref, "error", e.message, NULL);
 }
@@ -367,7 +385,7 @@ void mgr_credit_release(sbx_mgr *m, const char *tenant, const char *ref) {
         int r = held > 0 ? sbx_ledger_move(m->store, hold, bal, held, m->currency, "release", ref, "voided",
                                    NULL, &e)
                          : 0;
-        mgr_tx_end(m);
+        mgr_tx_end_ok(m, r >= 0);
         if (r < 0)
                 sbx_log(SBX_LOG_ERROR, "ledger_failed", "ref", ref, "error", e.message, NULL);
 }

@@ -147,7 +147,7 @@ static long peer_call(sbx_mgr *m, const remote_ep *ep, const char *method, const
         remote_resp r = {0};
         long code = remote_call(m, ep, method, path, text, text ? strlen(text) : 0, hdr, true, NULL, NULL,
                 timeout_ms, &r, why, n);
-        *ret = r.body ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+        *ret = r.body ? json_loadb(r.body, r.len, JSON_ALLOW_NUL, NULL) : NULL;
         if (code && code >= 300)
                 remote_answer_why(ep, &r, why, n);
         remote_resp_done(&r);
@@ -172,8 +172,17 @@ static const char *quote_wrong(
                 return "the quote is not for the command and offer asked";
         if (json_integer_value(json_object_get(q, "expires_ms")) <= mgr_now_ms())
                 return "the quote has expired already";
-        if (json_integer_value(json_object_get(json_object_get(q, "price"), "max_units")) < 0) {
-                snprintf(why, n, "the quote's price is negative");
+        json_t *mu = json_object_get(json_object_get(q, "price"), "max_units");
+        if (!json_is_integer(mu) || json_integer_value(mu) < 0) {
+                snprintf(why, n, "the quote's price is not a whole number of millionths, 0 or more");
+                return why;
+        }
+        if (!streq_ptr(json_string_value(json_object_get(json_object_get(q, "price"), "currency")),
+                    m->currency)) {
+                snprintf(why, n, "the quote is in %s, this node bills in %s",
+                        json_string_value(json_object_get(json_object_get(q, "price"), "currency"))
+                                ?: "nothing",
+                        m->currency);
                 return why;
         }
         return NULL;
@@ -198,22 +207,32 @@ static const char *result_wrong(
                         bad = "the result's provider_signature does not verify with the provider's key "
                               "(altered)";
         }
-        if (!bad && json_integer_value(json_object_get(res, "cost_units")) >
+        json_t *cu = json_object_get(res, "cost_units");
+        if (!bad && (!json_is_integer(cu) || json_integer_value(cu) < 0))
+                bad = "the result's cost is not a whole number of millionths, 0 or more";
+        if (!bad && json_integer_value(cu) >
                             json_integer_value(json_object_get(json_object_get(q, "price"), "max_units")))
                 bad = "the result costs more than the quote's price";
+        if (!bad) { /* the report given beside its hash is what it hashes */
+                _cleanup_free_ char *rc = mgr_canon(json_object_get(res, "report"));
+                char hex[65];
+                sha256_hex(rc ? rc : "", rc ? strlen(rc) : 0, hex);
+                if (!streq_ptr(json_string_value(json_object_get(res, "report_sha256")), hex))
+                        bad = "the result's report is not what its report_sha256 hashes";
+        }
         if (!bad) { /* the output given beside the hashes is what they hash */
                 const char *enc = json_string_value(json_object_get(res, "encoding"));
                 static const char *const f[] = {"stdout", "stderr"};
                 for (size_t i = 0; i < 2 && !bad; i++) {
-                        const char *s = json_string_value(json_object_get(res, f[i])) ?: "";
+                        json_t *v = json_object_get(res, f[i]);
+                        const char *s = json_string_value(v) ?: "";
+                        size_t sl = json_string_length(v), len = sl; /* a NUL in it counts too */
                         char hex[65], key[32];
                         _cleanup_free_ char *raw = NULL;
-                        size_t len = strlen(s);
-                        if (streq_ptr(enc, "base64") &&
-                                sbx_base64_decode(s, strlen(s), false, &raw, &len) == 0)
+                        if (streq_ptr(enc, "base64") && sbx_base64_decode(s, sl, false, &raw, &len) == 0)
                                 sha256_hex(raw, len, hex);
                         else
-                                sha256_hex(s, strlen(s), hex);
+                                sha256_hex(s, sl, hex);
                         snprintf(key, sizeof key, "%s_sha256", f[i]);
                         if (!streq_ptr(json_string_value(json_object_get(res, key)), hex)) {
                                 snprintf(why, n, "the result's %s is not what its %s hashes", f[i], key);
@@ -264,9 +283,11 @@ static int submit(sbx_mgr *m, const sbx_store_deal *d, const remote_ep *ep, char
 /* The requester's decision sent to the provider and booked: 0 done, -1 not reached. */
 static int decide(sbx_mgr *m, const sbx_store_deal *d, const remote_ep *ep, bool accept, const char *reason,
         char *why, size_t n) {
-        json_t *res = json_loads(d->result_json ?: "null", 0, NULL);
-        json_t *doc = mgr_decision_doc(
-                d->deal_id, accept, reason, json_string_value(json_object_get(res, "provider_signature")));
+        json_t *res = json_loads(d->result_json ?: "null", JSON_ALLOW_NUL, NULL);
+        char seen[128]; /* the signature of the result as it reached this node */
+        snprintf(seen, sizeof seen, "%s",
+                json_string_value(json_object_get(res, "provider_signature")) ?: "");
+        json_t *doc = mgr_decision_doc(d->deal_id, accept, reason, seen);
         int64_t cost = json_integer_value(json_object_get(res, "cost_units"));
         json_decref(res);
         _cleanup_free_ char *c = mgr_canon(doc);
@@ -276,7 +297,8 @@ static int decide(sbx_mgr *m, const sbx_store_deal *d, const remote_ep *ep, bool
                 snprintf(why, n, "this node cannot sign (no key)");
                 return -1;
         }
-        json_t *body = json_pack("{s:s, s:s}", "reason", reason ? reason : "", "requester_signature", sig),
+        json_t *body = json_pack("{s:s, s:s, s:s}", "reason", reason ? reason : "", "requester_signature",
+                       sig, "result_signature", seen),
                *ans = NULL;
         char path[120];
         snprintf(path, sizeof path, "/v1/deals/%s/%s", d->deal_id, accept ? "accept" : "reject");
@@ -368,8 +390,8 @@ static void *follow_main(void *arg) {
                                                    : streq(st, "accepted")   ? "accepting"
                                                    : streq(d.accept, "auto") ? "accepting"
                                                                              : "result_ready";
-                                (void) sbx_store_deal_set(m->store, d.deal_id, d.state, next, bad,
-                                        bad ? NULL : text, NULL,
+                                (void) sbx_store_deal_set(m->store, d.deal_id, d.state, next, bad, text,
+                                        NULL,
                                         bad ? -1 : json_integer_value(json_object_get(res, "cost_units")),
                                         0);
                                 if (bad)

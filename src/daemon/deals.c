@@ -81,7 +81,9 @@ bool mgr_deals_wait(sbx_mgr *m, int ms) {
 }
 
 char *mgr_canon(json_t *o) {
-        return json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+        /* 15 digits: what every JSON answer of this server is written with, so a number read back
+         * from one is written the same way again (a double round-trips 15 significant digits) */
+        return json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
 }
 
 bool mgr_doc_sign(sbx_mgr *m, json_t *doc, const char *field) {
@@ -106,7 +108,11 @@ bool mgr_doc_verify(json_t *doc, const char *field, const char *pk_b64) {
 }
 
 void mgr_deal_id_of(json_t *quote, char id[static 40]) {
-        _cleanup_free_ char *c = mgr_canon(quote);
+        /* its content, not its signature's encoding (which base64 could spell more than one way) */
+        json_t *q = json_copy(quote);
+        json_object_del(q, "provider_signature");
+        _cleanup_free_ char *c = mgr_canon(q);
+        json_decref(q);
         char hex[65];
         sha256_hex(c ? c : "", c ? strlen(c) : 0, hex);
         snprintf(id, 40, "deal_%.32s", hex);
@@ -124,7 +130,7 @@ bool mgr_deal_id_ok(const char *s) {
 /* The task and payment intent of a deal, as GET /v1/tasks answers. */
 json_t *mgr_deal_task_json(sbx_mgr *m, const sbx_store_deal *d) {
         json_t *q = d->quote_json ? json_loads(d->quote_json, 0, NULL) : NULL;
-        json_t *res = d->result_json ? json_loads(d->result_json, 0, NULL) : NULL;
+        json_t *res = d->result_json ? json_loads(d->result_json, JSON_ALLOW_NUL, NULL) : NULL;
         const char *provider = json_string_value(json_object_get(q, "provider")) ?: "",
                    *requester = json_string_value(json_object_get(q, "requester")) ?: "",
                    *cur = json_string_value(json_object_get(json_object_get(q, "price"), "currency"))
@@ -285,6 +291,14 @@ unsigned sbx_ops_quote(sbx_mgr *m, const sbx_caller *who, json_t *body, sbx_mgr_
                         return rp->code;
                 }
                 json_object_set_new(lq, lim[k].key, json_real(v ? json_number_value(v) : have));
+        }
+        /* the run's sandbox lives its timeout and two minutes: within the profile's ttl.max */
+        double tmax = cfg->profile ? cfg->profile->ttl_max_s : 0;
+        if (tmax > 0 && json_number_value(json_object_get(lq, "timeout_s")) + 120 > tmax) {
+                json_decref(lq);
+                return mgr_reply_err(rp, 422, "limit_exceeded", "limits",
+                        "limits.timeout_s: a run of %g s does not fit %s's ttl.max (%g s, less two minutes)",
+                        json_number_value(json_object_get(lq, "timeout_s")), offer, tmax);
         }
         json_t *fh = files_hashed(json_object_get(body, "files"), "files", rp);
         if (!fh) {
@@ -466,6 +480,7 @@ static const char *reply_why(const sbx_mgr_reply *rp) {
 /* Bytes the native API answered (a string when UTF-8, else base64 with encoding "base64"). */
 static void hash_out(json_t *v, const char *enc, char hex[static 65]) {
         const char *s = json_string_value(v) ?: "";
+        size_t len = json_string_length(v);
         if (streq_ptr(enc, "base64")) {
                 _cleanup_free_ char *raw = NULL;
                 size_t n = 0;
@@ -474,7 +489,7 @@ static void hash_out(json_t *v, const char *enc, char hex[static 65]) {
                         return;
                 }
         }
-        sha256_hex(s, strlen(s), hex);
+        sha256_hex(s, len, hex);
 }
 
 /* Run deal d here: 0 and the result (signed), or -1 and why. */
@@ -728,7 +743,7 @@ static void book_receivable(sbx_mgr *m, const sbx_store_deal *d) {
                         ? sbx_ledger_move(m->store, "deals:income", to, d->amount, m->currency, "receivable",
                                   d->deal_id, "a deal's result accepted", NULL, &e)
                         : 0;
-        mgr_tx_end(m);
+        mgr_tx_end_ok(m, r >= 0);
         if (r < 0)
                 sbx_log(SBX_LOG_ERROR, "ledger_failed", "deal", d->deal_id, "error", e.message, NULL);
 }
@@ -743,11 +758,12 @@ json_t *mgr_decision_doc(const char *deal_id, bool accept, const char *reason, c
 /* The provider's side of POST /v1/deals/ID/accept|reject: the requester's signed decision. */
 unsigned mgr_deal_decided(
         sbx_mgr *m, const sbx_caller *who, sbx_store_deal *d, bool accept, json_t *body, sbx_mgr_reply *rp) {
-        static const char *const keys[] = {"reason", "requester_signature", NULL};
+        static const char *const keys[] = {"reason", "requester_signature", "result_signature", NULL};
         if (!mgr_only_keys(body, keys, "", rp))
                 return rp->code;
         const char *reason = json_string_value(json_object_get(body, "reason")),
-                   *sig = json_string_value(json_object_get(body, "requester_signature"));
+                   *sig = json_string_value(json_object_get(body, "requester_signature")),
+                   *seen = json_string_value(json_object_get(body, "result_signature"));
         if (json_object_get(body, "reason") && (!reason || strlen(reason) > 500))
                 return mgr_reply_err(
                         rp, 400, "invalid_argument", "reason", "reason: a string of at most 500 characters");
@@ -761,9 +777,11 @@ unsigned mgr_deal_decided(
                 return mgr_reply_err(rp, 409, "conflict", NULL,
                         "deal %s is %s: only a result_ready one is accepted or rejected", d->deal_id,
                         d->state);
-        json_t *res = json_loads(d->result_json ?: "null", 0, NULL);
-        json_t *doc = mgr_decision_doc(
-                d->deal_id, accept, reason, json_string_value(json_object_get(res, "provider_signature")));
+        json_t *res = json_loads(d->result_json ?: "null", JSON_ALLOW_NUL, NULL);
+        /* an acceptance is of this node's result; a rejection may be of what reached the requester
+         * (altered on the way: it says what it saw) */
+        json_t *doc = mgr_decision_doc(d->deal_id, accept, reason,
+                !accept && seen ? seen : json_string_value(json_object_get(res, "provider_signature")));
         json_decref(res);
         _cleanup_free_ char *c = mgr_canon(doc);
         json_decref(doc);
@@ -811,6 +829,48 @@ static void resume_one(void *ud, const sbx_store_deal *d) {
         x->v[x->n].provider = streq(d->role, "provider");
         x->v[x->n].running = streq(d->state, "running");
         x->n++;
+}
+
+/* A result left undecided a day (the provider's side), or a day and ten minutes (the
+ * requester's: the provider's expiry first): expired, the intent void, a requester's hold
+ * released. Called by the reaper; does its work once a minute. */
+typedef struct stale_ctx {
+        int64_t before;
+        resume_ctx *x;
+} stale_ctx;
+
+static void stale_one(void *ud, const sbx_store_deal *d) {
+        stale_ctx *c = ud;
+        int64_t cutoff = c->before - (streq(d->role, "requester") ? 10 * 60 * 1000 : 0);
+        if (d->updated_at < cutoff)
+                resume_one(c->x, d);
+}
+
+void mgr_deals_expire(sbx_mgr *m) {
+        static int64_t last;
+        int64_t now = mgr_now_ms();
+        if (now - last < 60 * 1000)
+                return;
+        last = now;
+        resume_ctx x = {0};
+        stale_ctx c = {now - 24LL * 3600 * 1000, &x};
+        (void) sbx_store_deals(m->store, NULL, "result_ready", 10000, stale_one, &c);
+        for (size_t i = 0; i < x.n; i++) {
+                sbx_store_deal d;
+                if (sbx_store_deal_get(m->store, x.v[i].id, &d) < 0)
+                        continue;
+                if (sbx_store_deal_set(m->store, d.deal_id, "result_ready", "expired",
+                            "its result was neither accepted nor rejected within a day", NULL, "void", -1,
+                            0) == 1) {
+                        if (!x.v[i].provider)
+                                mgr_credit_release(m, d.tenant, d.deal_id);
+                        sbx_log(SBX_LOG_INFO, "deal_expired", "deal", d.deal_id, NULL);
+                }
+                sbx_store_deal_clear(&d);
+        }
+        free(x.v);
+        if (x.n)
+                mgr_deals_changed();
 }
 
 void mgr_deals_start(sbx_mgr *m) {

@@ -75,6 +75,10 @@ void mgr_meter_reload(box *b, json_t *rec) {
         json_int_t eg = json_integer_value(json_object_get(mt, "egress_bytes"));
         b->meter_egress = eg > 0 ? (uint64_t) eg : 0;
         b->meter_cpu_raw = json_number_value(json_object_get(mt, "cgroup_cpu_s"));
+        /* memory counts again from the first sample after the restart (the time the server was
+         * down is not sampled: it is not counted rather than counted from the sandbox's start) */
+        b->meter_ms = mgr_now_ms();
+        b->meter_mem_bytes = 0;
 }
 
 double mgr_cost_accrued_locked(const box *b, int64_t now) {

@@ -210,6 +210,8 @@ bool mgr_only_keys(json_t *o, const char *const *allowed, const char *prefix, sb
 bool mgr_string_map(json_t *o, const char *field, size_t max_keys, sbx_mgr_reply *rp);
 void mgr_tx_begin(sbx_mgr *m);
 void mgr_tx_end(sbx_mgr *m);
+/* Committed when ok, else rolled back */
+void mgr_tx_end_ok(sbx_mgr *m, bool ok);
 bool mgr_stopping(sbx_mgr *m);
 bool mgr_utf8_valid(const unsigned char *s, size_t n);
 json_t *mgr_base64_json(const unsigned char *s, size_t n);
@@ -313,6 +315,7 @@ json_t *mgr_decision_doc(const char *deal_id, bool accept, const char *reason, c
 unsigned mgr_deal_decided(
         sbx_mgr *m, const sbx_caller *who, sbx_store_deal *d, bool accept, json_t *body, sbx_mgr_reply *rp);
 void mgr_deals_start(sbx_mgr *m);
+void mgr_deals_expire(sbx_mgr *m);
 /* billing.c: the billing events' exporter, with --billing-export or --billing-webhook */
 void mgr_billing_start(sbx_mgr *m);
 void mgr_deal_follow(sbx_mgr *m, const char *deal_id);

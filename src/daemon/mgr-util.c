@@ -213,6 +213,13 @@ void mgr_tx_end(sbx_mgr *m) {
         sbx_store_tx_commit(m->store);
 }
 
+void mgr_tx_end_ok(sbx_mgr *m, bool ok) {
+        if (ok)
+                sbx_store_tx_commit(m->store);
+        else /* a ledger movement half written is not kept: each is a pair or nothing */
+                sbx_store_tx_rollback(m->store);
+}
+
 bool mgr_stopping(sbx_mgr *m) {
         pthread_mutex_lock(&m->lock);
         bool stopping = m->stopping;

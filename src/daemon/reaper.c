@@ -91,6 +91,7 @@ void *mgr_reaper_main(void *arg) {
                         }
                         mgr_box_put(m, b);
                 }
+                mgr_deals_expire(m); /* results left undecided a day (once a minute) */
                 /* execs that a previous server started: their reports, once they ended */
                 for (size_t i = 0; i < na; i++) {
                         box *b = adopted[i];

@@ -24,6 +24,12 @@ bool sbx_store_tx_open(sbx_store *s) {
         return tx_store == s;
 }
 
+void sbx_store_tx_rollback(sbx_store *s) {
+        (void) sbx_store_sql_locked(s, "ROLLBACK", NULL, NULL, NULL, "");
+        tx_store = NULL;
+        sbx_store_unlock(s);
+}
+
 void sbx_store_tx_commit(sbx_store *s) {
         (void) sbx_store_sql_locked(s, "COMMIT", NULL, NULL, NULL, "");
         tx_store = NULL;

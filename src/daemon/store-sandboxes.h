@@ -15,6 +15,8 @@
 
 void sbx_store_tx_begin(sbx_store *s);
 void sbx_store_tx_commit(sbx_store *s);
+/* The open transaction undone (a statement of it failed) and the lock let go. */
+void sbx_store_tx_rollback(sbx_store *s);
 /* Whether this thread has a transaction open on s. */
 bool sbx_store_tx_open(sbx_store *s);
 

@@ -260,6 +260,12 @@ def basics():
          ia["payee"] == N["B"]["node_id"] and res["cost_units"] <= tk["quote"]["price"]["max_units"],
          "both sides' payment intents settled: payer A, payee B, the result's cost (within the quote's price)", (ia, ib))
     reconcile("after one deal")
+    # output with a NUL byte: hashed whole, verified, accepted
+    s, r = invoke("A", "B", ["printf", "a\\0b"])
+    tn = wait_task("A", r.get("deal_id", ""))
+    out = (tn.get("result") or {}).get("stdout")
+    t.ok(tn.get("state") == "accepted" and tn["result"]["stdout_sha256"] == sha(b"a\0b"),
+         "output with a NUL byte: its hash over every byte, the result verified and accepted", (tn.get("state"), tn.get("reason"), out))
     return did, tk
 
 
@@ -289,6 +295,13 @@ def manual():
     t.is_(s, 409, "a rejected deal cannot be accepted after")
     pa, pb = reconcile("after a manual accept and a rejection")
     t.ok(rid not in pb, "the rejected deal is booked on neither side")
+    # a task that cannot run (its file cannot be put there): failed with its reason, the intent void
+    s, r = invoke("A", "B", ["true"], files={"/proc/no-such-place": b64("x")})
+    tk = wait_task("A", r.get("deal_id", ""))
+    s2, tb = call("B", "GET", "/v1/tasks/" + r.get("deal_id", ""))
+    t.ok(tk.get("state") == "failed" and "/proc/no-such-place" in (tk.get("reason") or "") and
+         tk["intent"]["state"] == "void" and tb.get("intent", {}).get("state") == "void" and tb.get("state") == "failed",
+         "a task that cannot run: failed on both nodes with its reason, the intent void on both", (tk, tb))
     # a run that fails: the task fails with its reason, the intent void
     s, r = invoke("A", "B", ["/no/such/program"])
     tk = wait_task("A", r.get("deal_id", ""))
