@@ -492,6 +492,24 @@ static void hash_out(json_t *v, const char *enc, char hex[static 65]) {
         sha256_hex(s, len, hex);
 }
 
+/* What an earlier attempt at deal id left (its run cut short by a crash: the sandbox was
+ * re-adopted at the restart) goes before the next attempt, not at its TTL. */
+static void earlier_attempts_gone(sbx_mgr *m, const sbx_caller *who, const char *id) {
+        char found[16][64];
+        size_t n = 0;
+        pthread_mutex_lock(&m->lock);
+        for (box *b = m->boxes; b && n < ELEMENTSOF(found); b = b->next)
+                if (streq(b->tenant, who->tenant) && !b->busy &&
+                        streq_ptr(json_string_value(json_object_get(b->metadata, "deal_id")), id))
+                        snprintf(found[n++], sizeof found[0], "%s", b->id);
+        pthread_mutex_unlock(&m->lock);
+        for (size_t i = 0; i < n; i++) {
+                sbx_mgr_reply rp = {.stream_fd = -1};
+                sbx_ops_destroy_as(m, who, found[i], "deal_retried", &rp);
+                sbx_mgr_reply_done(&rp);
+        }
+}
+
 /* Run deal d here: 0 and the result (signed), or -1 and why. */
 static int run_deal(sbx_mgr *m, const sbx_store_deal *d, json_t **ret, char *why, size_t n) {
         json_t *q = json_loads(d->quote_json, 0, NULL), *files = json_loads(d->files_json ?: "{}", 0, NULL);
@@ -505,6 +523,8 @@ static int run_deal(sbx_mgr *m, const sbx_store_deal *d, json_t **ret, char *why
                 .no_hold = true};
         json_t *meta = json_pack("{s:s}", "deal_id", d->deal_id);
         cr.metadata = meta;
+        if (d->attempts > 1)
+                earlier_attempts_gone(m, &who, d->deal_id);
         sbx_mgr_reply rp = {.stream_fd = -1};
         int rc = -1;
         char sid[64] = "";

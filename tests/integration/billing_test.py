@@ -70,7 +70,7 @@ def serve(name, args, billing=None):
             tokens[name][tenant] = out.stdout.strip()
     env = dict(os.environ, SANDBOXER_RUNTIME_DIR=os.path.join(d, "run"), SANDBOXER_STATE_DIR=st)
     a = [SBX, "serve", "--listen", "unix:" + os.path.join(d, "s.sock"), "--listen", "127.0.0.1:%d" % ports[name],
-         "--state-dir", st, "--policy", policy(name, billing), "--meter-interval", "0.3"] + args
+         "--state-dir", st, "--policy", policy(name, billing), "--meter-interval", "0.3", "--stop-sandboxes"] + args
     logs[name] = open(os.path.join(d, "serve.log"), "ab")
     procs[name] = subprocess.Popen(a, env=env, stdout=logs[name], stderr=logs[name])
     for _ in range(200):

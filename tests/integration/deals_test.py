@@ -74,7 +74,7 @@ def serve(n):
     env = dict(os.environ, SANDBOXER_RUNTIME_DIR=os.path.join(d, "run"), SANDBOXER_STATE_DIR=N[n]["state"])
     a = [SBX, "serve", "--listen", "unix:" + os.path.join(d, "s.sock"), "--listen", "127.0.0.1:%d" % N[n]["port"],
          "--state-dir", N[n]["state"], "--registry", os.path.join(d, "registry"), "--secrets-dir",
-         os.path.join(d, "secrets"), "--heartbeat-s", "1", "--quote-ttl", "4"]
+         os.path.join(d, "secrets"), "--heartbeat-s", "1", "--quote-ttl", "4", "--stop-sandboxes"]
     if POLICY:
         a += ["--policy", POLICY]
     logs[n] = open(os.path.join(d, "serve.log"), "ab")
