@@ -331,9 +331,6 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
         json_t *wall = json_object_get(json_object_get(rep, "usage"), "wall_ms");
         char *text = rep ? json_dumps(rep, JSON_COMPACT) : NULL;
-        pthread_mutex_lock(&m->lock);
-        mgr_meter_exec_locked(b, rep); /* what its egress proxy carried */
-        pthread_mutex_unlock(&m->lock);
         int64_t t = mgr_now_ms();
         mgr_tx_begin(m);
         sbx_store_exec x = {
@@ -348,6 +345,7 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         (void) sbx_store_exec_put(m->store, &x, false);
         free(text);
         pthread_mutex_lock(&m->lock);
+        mgr_meter_exec_locked(b, rep); /* what its egress proxy carried */
         b->execs++;
         if (json_is_integer(wall) && !long_lived) /* budget_s counts bounded execs */
                 b->budget_used_s += (double) json_integer_value(wall) / 1000.0;

@@ -410,6 +410,22 @@ def tampering(did, tk):
         t.is_(s, 404, "%s: 404" % what)
     s, e = call("A", "GET", "/v1/tasks/%s?wait=99" % tk["deal_id"])
     t.is_(s, 400, "wait beyond 30 s: 400")
+    for path, body, what in (("/v1/deals", {}, "a deal without a quote"), ("/v1/deals", "{not json", "a deal that is not JSON"),
+                             ("/v1/deals", {"quote": quote, "requester_signature": 5}, "a signature that is no string"),
+                             ("/v1/quotes", {"offer": "profile.default", "argv": ["true"], "requester": "me"}, "a requester that is no node id"),
+                             ("/v1/quotes", {"offer": "profile.default", "argv": ["true"], "requester": N["A"]["node_id"],
+                                             "files": {"relative/path": "eA=="}}, "a relative file path"),
+                             ("/v1/quotes", {"offer": "profile.default", "argv": ["true"], "requester": N["A"]["node_id"],
+                                             "files": {"/tmp/f": "not base64!"}}, "file content that is no base64"),
+                             ("/v1/quotes", {"offer": "profile.default", "argv": ["true"], "requester": N["A"]["node_id"],
+                                             "limits": {"disk_mb": 1}}, "an unknown limit"),
+                             ("/v1/verify", {}, "verify with neither quote nor result"),
+                             ("/v1/verify", {"quote": {}, "result": {}}, "verify with both")):
+        s, e = call("B" if path != "/v1/verify" else "A", "POST", path, body)
+        t.ok(s in (400, 422) and isinstance(e, dict) and e.get("error", {}).get("message"),
+             "%s: %s refused with a message" % (path, what), e)
+    s, e = call("A", "POST", "/v1/deals/%s/accept" % tk["deal_id"], {"colour": "red"})
+    t.is_(s, 400, "a decision with an unknown key: 400")
 
 
 def many():
