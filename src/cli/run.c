@@ -273,7 +273,9 @@ int verb_run(int argc, char **argv) {
         int status = sbx_run_execute(run);
         if (status == SBX_EXIT_FAILURE && sbx_run_error(run))
                 cli_error("%s", sbx_run_error(run));
-        if (write_report(sbx_run_report_json(run), report_file, report_fd) < 0 && status == 0)
+        /* the JSON is made only for someone who reads it (--report, --report-fd) */
+        if ((report_file || report_fd >= 0) &&
+                write_report(sbx_run_report_json(run), report_file, report_fd) < 0 && status == 0)
                 status = SBX_EXIT_FAILURE;
         sbx_run_free(run);
         return status;

@@ -101,7 +101,11 @@ static void save_report(const char *exec_id, const char *report) {
                 return;
         char dir[4096], tmp[4200], path[4200];
         snprintf(dir, sizeof dir, "%s/execs", S.state_dir);
-        (void) mkdir(dir, 0700);
+        static bool dir_made; /* a race makes it twice: mkdir says EEXIST */
+        if (!__atomic_load_n(&dir_made, __ATOMIC_RELAXED)) {
+                (void) mkdir(dir, 0700);
+                __atomic_store_n(&dir_made, true, __ATOMIC_RELAXED);
+        }
         snprintf(tmp, sizeof tmp, "%s/.%s.json.tmp", dir, exec_id);
         snprintf(path, sizeof path, "%s/%s.json", dir, exec_id);
         FILE *f = fopen(tmp, "we");
@@ -186,7 +190,6 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
                         close(fds[i]);
                         fds[i] = -1;
                 }
-        save_report(exec_id, report);
         if (r < 0 && !report)
                 reply_err(fd, -r, error);
         else {
@@ -200,6 +203,9 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
                 }
                 reply(fd, ans);
         }
+        /* After the answer, off the exec's path: the file is only for a server that restarts
+         * without having stored the answer, and this process lives on to write it. */
+        save_report(exec_id, report);
         free(report);
         free(error);
 out:

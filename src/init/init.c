@@ -23,6 +23,7 @@
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -817,50 +818,68 @@ static int serve_loop(void) {
 
 /* Start the command, forward signals to it, and when it ends kill what it left behind and report
  * (fd 3). The one-shot path (a persistent sandbox's execs: exec_child()). */
-static int run_command(char **argv, const char *cwd) {
+struct cmd_args {
+        char **argv;
+        const char *cwd;
+        int ep;
+};
+/* The command's stack until its exec (see run_command): 64 KiB, of which it touches a few pages. */
+static char cmd_stack[64 * 1024] __attribute__((aligned(16)));
+
+static int cmd_child(void *arg) {
         extern char **environ;
+        const struct cmd_args *a = arg;
+        const char *cwd = a->cwd;
+        char **argv = a->argv;
+        int ep1 = a->ep;
+        /* Every disposition is the default already (reset_ignored()): only the mask. */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        (void) setsid();
+        /* A terminal of our own (--tty: a fresh pty) becomes the command's controlling
+         * terminal; a caller's terminal passed as stdin already belongs to the
+         * caller's session, and the kernel refuses it (no controlling terminal). */
+        if (isatty(0))
+                (void) ioctl(0, TIOCSCTTY, 0);
+        int32_t m[2] = {0, 0};
+        int r = nest_signal_scope ? enter_signal_scope() : 0;
+        if (r < 0) {
+                m[0] = -r;
+                m[1] = 2;
+        } else if (cwd && chdir(cwd) < 0) {
+                m[0] = errno;
+                m[1] = 1;
+        } else {
+                /* Nothing of ours reaches the command: only 0, 1, 2 and the exec pipe,
+                 * which is close-on-exec. */
+                int keep = ep1;
+                if (keep > 3)
+                        (void) syscall(SYS_close_range, 3, keep - 1, 0);
+                (void) syscall(SYS_close_range, keep + 1, ~0U, 0);
+                m[0] = exec_command(argv, environ);
+        }
+        if (write(ep1, m, sizeof m) != (ssize_t) sizeof m)
+                _exit(126);
+        _exit(127);
+}
+
+static int run_command(char **argv, const char *cwd) {
         int ep[2];
         if (pipe2(ep, O_CLOEXEC) < 0) {
                 send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: pipe");
                 return 125;
         }
 
-        pid_t child = fork();
+        /* The command's process shares our memory until its exec (CLONE_VM | CLONE_VFORK, on a
+         * stack of its own): no page tables copied, no copy-on-write faults on either side
+         * after, and we sleep until the exec has happened or failed, which we waited for
+         * anyway. It touches nothing of ours but its arguments and the static PATH buffer. */
+        struct cmd_args ca = {.argv = argv, .cwd = cwd, .ep = ep[1]};
+        pid_t child = clone(cmd_child, cmd_stack + sizeof cmd_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
         if (child < 0) {
-                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: fork");
+                send_msg(SBX_INIT_MSG_SETUP_FAILED, errno, 0, "init: clone");
                 return 125;
-        }
-        if (child == 0) {
-                /* Every disposition is the default already (reset_ignored()): only the mask. */
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                (void) setsid();
-                /* A terminal of our own (--tty: a fresh pty) becomes the command's controlling
-                 * terminal; a caller's terminal passed as stdin already belongs to the
-                 * caller's session, and the kernel refuses it (no controlling terminal). */
-                if (isatty(0))
-                        (void) ioctl(0, TIOCSCTTY, 0);
-                int32_t m[2] = {0, 0};
-                int r = nest_signal_scope ? enter_signal_scope() : 0;
-                if (r < 0) {
-                        m[0] = -r;
-                        m[1] = 2;
-                } else if (cwd && chdir(cwd) < 0) {
-                        m[0] = errno;
-                        m[1] = 1;
-                } else {
-                        /* Nothing of ours reaches the command: only 0, 1, 2 and the exec pipe,
-                         * which is close-on-exec. */
-                        int keep = ep[1];
-                        if (keep > 3)
-                                (void) syscall(SYS_close_range, 3, keep - 1, 0);
-                        (void) syscall(SYS_close_range, keep + 1, ~0U, 0);
-                        m[0] = exec_command(argv, environ);
-                }
-                if (write(ep[1], m, sizeof m) != (ssize_t) sizeof m)
-                        _exit(126);
-                _exit(127);
         }
         close(ep[1]);
         int32_t msg[2];
@@ -1048,7 +1067,11 @@ int main(int argc, char **argv) {
                 }
         }
 
-        open_children();
+        /* Our children file: to kill what a command leaves behind without a pid namespace, and
+         * a persistent sandbox's leftovers; PID 1 of one-shot sandbox's namespace kills with
+         * kill(-1) and never reads it. */
+        if (serve || !pid_ns_init)
+                open_children();
         /* The init enters the command's Landlock domain itself: one domain for the whole sandbox,
          * so the command may still read its init's /proc entries (Landlock forbids inspecting
          * processes outside one's domain) and signals stay within it. */

@@ -1,6 +1,7 @@
 /* test-alloc.c — the musl CLI's allocator (src/cli/alloc.c), built here under other names so that
  * it runs beside the test's own libc allocator: classes, reuse, zeroing, realloc, alignment,
- * large blocks, bad arguments. And its open() (src/cli/musl-libc.c), the same way. */
+ * large blocks, bad arguments. And its open(), memcpy() and memmove() (src/cli/musl-libc.c), the
+ * same way. */
 #define malloc ta_malloc
 #define free ta_free
 #define calloc ta_calloc
@@ -20,10 +21,18 @@
 #undef posix_memalign
 
 #include <fcntl.h> /* before the rename: glibc's own declarations (and fortify wrappers) of open */
+#include <stdint.h>
+#include <string.h> /* and of memcpy and memmove */
 #define open ta_open
+#define memcpy ta_memcpy
+#define memmove ta_memmove
 int ta_open(const char *path, int flags, ...);
+void *ta_memcpy(void *restrict dst, const void *restrict src, size_t n);
+void *ta_memmove(void *dst, const void *src, size_t n);
 #include "../../src/cli/musl-libc.c"
 #undef open
+#undef memcpy
+#undef memmove
 
 #include <signal.h>
 #include <stdio.h>
@@ -73,8 +82,57 @@ static void test_open(void) {
         ok(ta_open("/nonexistent/x", O_RDONLY) == -1 && errno == ENOENT, "open: a missing file: -1, ENOENT");
 }
 
+/* memcpy() and memmove(): every length up to past the block path, every alignment of either
+ * side, overlaps both ways; compared with a byte-by-byte reference. */
+static void test_copy(void) {
+        enum { N = 5000 };
+        static unsigned char src[N + 64], dst[N + 64], ref[N + 64], buf[2 * N + 64];
+        bool cpy_ok = true, ret_ok = true, fwd_ok = true, back_ok = true, edge_ok = true;
+        for (size_t i = 0; i < sizeof src; i++)
+                src[i] = (unsigned char) (i * 131 + 7);
+        for (size_t n = 0; n <= N; n = n < 80 ? n + 1 : n * 3 / 2 + 1)
+                for (size_t so = 0; so < 8; so++)
+                        for (size_t d_o = 0; d_o < 8; d_o++) {
+                                for (size_t i = 0; i < sizeof dst; i++)
+                                        dst[i] = ref[i] = 0x5a;
+                                for (size_t i = 0; i < n; i++)
+                                        ref[d_o + i] = src[so + i];
+                                if (ta_memcpy(dst + d_o, src + so, n) != dst + d_o)
+                                        ret_ok = false;
+                                for (size_t i = 0; i < sizeof dst; i++)
+                                        if (dst[i] != ref[i])
+                                                cpy_ok = false;
+                        }
+        ok(cpy_ok, "memcpy: every length and alignment copies exactly, and nothing around it");
+        ok(ret_ok, "memcpy: returns its destination");
+        /* overlapping moves, by a shift of 1..40 either way, over lengths small and large */
+        for (size_t n = 0; n <= N; n = n < 80 ? n + 1 : n * 3 / 2 + 1)
+                for (size_t shift = 1; shift <= 40; shift += (shift < 9 ? 1 : 7)) {
+                        for (int dir = 0; dir < 2; dir++) {
+                                for (size_t i = 0; i < sizeof buf; i++)
+                                        buf[i] = (unsigned char) (i * 31 + 3);
+                                size_t from = dir ? 64 + shift : 64, to = dir ? 64 : 64 + shift;
+                                unsigned char expect[N];
+                                for (size_t i = 0; i < n; i++)
+                                        expect[i] = buf[from + i];
+                                if (ta_memmove(buf + to, buf + from, n) != buf + to)
+                                        ret_ok = false;
+                                for (size_t i = 0; i < n; i++)
+                                        if (buf[to + i] != expect[i])
+                                                *(dir ? &fwd_ok : &back_ok) = false;
+                        }
+                }
+        ok(fwd_ok, "memmove: overlapping, to a lower address");
+        ok(back_ok, "memmove: overlapping, to a higher address");
+        unsigned char one[4] = {1, 2, 3, 4};
+        edge_ok = ta_memmove(one, one, 4) == one && one[0] == 1 && one[3] == 4 &&
+                  ta_memcpy(one, one + 1, 0) == one && ta_memmove(one + 1, one, 0) == one + 1 && one[1] == 2;
+        ok(edge_ok, "memmove onto itself and copies of 0 bytes change nothing");
+}
+
 int main(void) {
         test_open();
+        test_copy();
         /* every size up to past the largest class: 16-aligned, usable >= asked, writable */
         bool aligned = true, big_enough = true;
         for (size_t n = 0; n < 300000; n = n < 64 ? n + 1 : n * 5 / 4) {

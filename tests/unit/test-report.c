@@ -607,6 +607,14 @@ static void test_numbers(void) {
         is_str(dbl(45), "45", "integral double");
         is_str(dbl(1.5), "1.5", "1.5");
         is_str(dbl(-0.0), "-0", "negative zero");
+        /* whole numbers take the integer path: the text %.15g gives, up to its 15 digits */
+        is_str(dbl(0), "0", "zero");
+        is_str(dbl(-7), "-7", "a negative whole number");
+        is_str(dbl(123456789012345.0), "123456789012345", "15 digits, whole");
+        is_str(dbl(-999999999999999.0), "-999999999999999", "the largest negative whole number below 1e15");
+        is_str(dbl(1e15), "1e+15", "1e15 is %%.15g's, not the integer path's");
+        is_str(dbl(4503599627370497.0), "4503599627370497",
+                "above 2^52: still the shortest that round-trips");
         is_str(dbl(NAN), "null", "NaN → null");
         is_str(dbl(INFINITY), "null", "inf → null");
         is_str(dbl(-INFINITY), "null", "-inf → null");

@@ -324,6 +324,8 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
                         "socket's buffer): the counts are low");
         if (r >= 0)
                 r = r2;
+        sbx_debug_mark_at("init: command started", res.started_ns);
+        sbx_debug_mark_at("init: command ended", res.ended_ns);
         sbx_debug_mark("sandbox gone (supervised)");
         close(sv.pidfd);
         if (r < 0)

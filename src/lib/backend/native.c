@@ -409,6 +409,7 @@ static int native_run(
         }
         sbx_spawn_params sp = {
                 .clone_flags = SBX_NS_ALL,
+                .init_is_ours = true,
                 .uid_inside = SANDBOX_UID,
                 .gid_inside = SANDBOX_GID,
                 .uid_outside = rp.uid,

@@ -5,18 +5,32 @@
 #include <stdlib.h>
 #include <time.h>
 
-void sbx_debug_mark(const char *phase) {
-        static int on = -1;
-        static struct timespec t0;
+static int on = -1;
+static uint64_t t0;
+
+static uint64_t mono_ns(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t) t.tv_sec * 1000000000ull + (uint64_t) t.tv_nsec;
+}
+
+bool sbx_debug_enabled(void) {
         if (on < 0) {
                 const char *v = getenv("SANDBOXER_DEBUG_TIMING");
                 on = v && v[0] == '1';
-                clock_gettime(CLOCK_MONOTONIC, &t0);
+                t0 = mono_ns();
         }
-        if (!on)
+        return on;
+}
+
+void sbx_debug_mark_at(const char *phase, uint64_t ns) {
+        if (!sbx_debug_enabled() || ns == 0)
                 return;
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long us = (long) ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000);
+        long us = (long) ((int64_t) (ns - t0) / 1000);
         fprintf(stderr, "sandboxer: timing %7ld us  %s\n", us, phase);
+}
+
+void sbx_debug_mark(const char *phase) {
+        if (sbx_debug_enabled())
+                sbx_debug_mark_at(phase, mono_ns());
 }

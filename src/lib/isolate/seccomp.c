@@ -4,6 +4,7 @@
 #include "isolate/seccomp.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <linux/audit.h>
 #include <linux/personality.h>
@@ -17,7 +18,9 @@
 #include <sys/stat.h>
 #include <sys/ioctl.h>
 
+#include "basic/cache.h"
 #include "basic/jsonw.h"
+#include "basic/sha256.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -450,19 +453,63 @@ static char *name_resolve(int nr) {
 }
 
 /* The highest number libseccomp names, found from the top down: a name lookup scans
- * libseccomp's table, and resolving all ~460 to find the last costs ~0.3 ms a run. */
+ * libseccomp's table, and resolving all ~460 to find the last costs ~0.3 ms a run; from the top
+ * down it is still ~14 scans (~35 µs). The answer depends on the code alone, so it is kept in
+ * the cache dir beside the compiled programs, keyed by the code's identity and libseccomp's
+ * version: one small read a run. */
 static int max_known_fast = -1;
 static pthread_once_t max_once = PTHREAD_ONCE_INIT;
+
+static int max_cache_path(char *buf, size_t size) {
+        struct {
+                sbx_code_id code;
+                unsigned lib[3];
+                int reviewed;
+        } key;
+        char dir[PATH_MAX], hex[65];
+        memset(&key, 0, sizeof key);
+        if (sbx_code_identity(&key.code) < 0 || sbx_cache_dir(dir, sizeof dir) < 0)
+                return -ENOENT;
+        const struct scmp_version *v = seccomp_version();
+        if (v) {
+                key.lib[0] = v->major, key.lib[1] = v->minor, key.lib[2] = v->micro;
+        }
+        key.reviewed = SBX_SECCOMP_NR_REVIEWED;
+        sha256_hex(&key, sizeof key, hex);
+        hex[24] = 0;
+        return (size_t) snprintf(buf, size, "%s/seccomp-max-%s", dir, hex) < size ? 0 : -ENAMETOOLONG;
+}
+
 static void max_init(void) {
-        for (int nr = SBX_SECCOMP_NR_REVIEWED; nr >= 0; nr--) {
-                char *n = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
-                if (n) {
-                        free(n);
-                        max_known_fast = nr;
+        char path[PATH_MAX + 64];
+        bool cacheable = max_cache_path(path, sizeof path) >= 0;
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        if (cacheable && sbx_cache_read(path, 16, &buf, &n) >= 0 && n > 0 && n < 16) {
+                char text[16], *end;
+                memcpy(text, buf, n);
+                text[n] = 0;
+                errno = 0;
+                long v = strtol(text, &end, 10);
+                if (errno == 0 && end != text && *end == '\n' && v >= 0 && v <= SBX_SECCOMP_NR_REVIEWED) {
+                        max_known_fast = (int) v;
                         return;
                 }
         }
         max_known_fast = 0;
+        for (int nr = SBX_SECCOMP_NR_REVIEWED; nr >= 0; nr--) {
+                char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
+                if (name) {
+                        free(name);
+                        max_known_fast = nr;
+                        break;
+                }
+        }
+        if (cacheable) {
+                char text[16];
+                int k = snprintf(text, sizeof text, "%d\n", max_known_fast);
+                (void) sbx_cache_store(path, text, (size_t) k, "seccomp-max-", 4);
+        }
 }
 
 int sbx_seccomp_max_known_nr(void) {

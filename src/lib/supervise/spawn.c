@@ -16,12 +16,47 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "basic/debug.h"
 #include "init/protocol.h"
 #include "isolate/caps.h"
 #include "isolate/cgroup.h"
 #include "isolate/childerr.h"
 #include "isolate/landlock.h"
 #include "isolate/ns.h"
+
+/* SANDBOXER_DEBUG_TIMING: the child's steps, stamped into a page it shares with us (the child
+ * makes no call but clock_gettime for it) and printed once the init runs. NULL: not asked. */
+enum {
+        CM_RELEASED,
+        CM_CGROUPS,
+        CM_IDS,
+        CM_NET,
+        CM_MOUNTS,
+        CM_LANDLOCK,
+        CM_FDS,
+        CM_PRIVS,
+        CM_SECCOMP,
+        _CM_MAX
+};
+static const char *const child_mark_names[_CM_MAX] = {
+        [CM_RELEASED] = "child: released (id maps written)",
+        [CM_CGROUPS] = "child: in its cgroups",
+        [CM_IDS] = "child: ids, hostname",
+        [CM_NET] = "child: loopback, egress sockets",
+        [CM_MOUNTS] = "child: mount plan executed",
+        [CM_LANDLOCK] = "child: landlock rules, rlimits",
+        [CM_FDS] = "child: descriptors placed",
+        [CM_PRIVS] = "child: capabilities dropped",
+        [CM_SECCOMP] = "child: base filter loaded, exec",
+};
+static uint64_t *child_marks;
+static void child_mark(int i) {
+        if (child_marks) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                child_marks[i] = (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+        }
+}
 
 static _noreturn_ void child_die(int errfd, const sbx_child_error *ce) {
         ssize_t n = write(errfd, ce, sizeof *ce);
@@ -70,6 +105,7 @@ static _noreturn_ void child_main(
                         _exit(125); /* parent gone or failed: it reports */
                 close(syncfd);
         }
+        child_mark(CM_RELEASED);
 
         /* Into our v1 cgroups before anything else (we are still the only thread). */
         if (p->n_self_attach_fds > 0) {
@@ -80,6 +116,7 @@ static _noreturn_ void child_main(
                 }
         }
 
+        child_mark(CM_CGROUPS);
         /* The cgroup namespace is made now, after we joined our cgroups, so that
          * the sandbox's own cgroup is its root ("/" in /proc/self/cgroup). */
         if ((p->clone_flags & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
@@ -110,6 +147,7 @@ static _noreturn_ void child_main(
                 sbx_child_fail(&ce, errno, "sethostname", p->hostname);
                 child_die(errfd, &ce);
         }
+        child_mark(CM_IDS);
         if (p->loopback || p->egress_port) {
                 int r = sbx_ns_loopback_up();
                 if (r < 0) {
@@ -137,8 +175,10 @@ static _noreturn_ void child_main(
                                 child_die(errfd, &ce);
                         }
         }
+        child_mark(CM_NET);
         if (p->mounts && sbx_mount_plan_execute(p->mounts, &ce) < 0)
                 child_die(errfd, &ce);
+        child_mark(CM_MOUNTS);
 
         /* Landlock rules for what exists only in here: scratch, /proc, /dev, generated files. */
         for (size_t i = 0; p->landlock_fd >= 0 && i < p->n_inside_rules; i++) {
@@ -157,6 +197,7 @@ static _noreturn_ void child_main(
                 child_die(errfd, &ce);
         }
 
+        child_mark(CM_LANDLOCK);
         /* stdio, the status socket at 3, the seccomp program at 4, the Landlock ruleset at 5,
          * and nothing else; the init binary (6) and the error pipe (7) close on exec. Everything
          * is first moved above the low numbers so that no dup2 clobbers a source. */
@@ -191,6 +232,7 @@ static _noreturn_ void child_main(
                 if (hi[i] < 0)
                         (void) close(i);
 
+        child_mark(CM_FDS);
         if (p->tool_cwd && !(p->clone_flags & CLONE_NEWNS) && chdir(p->tool_cwd) < 0) {
                 sbx_child_fail(&ce, errno, "chdir", p->tool_cwd);
                 child_die(errfd, &ce);
@@ -218,6 +260,7 @@ static _noreturn_ void child_main(
                 }
         }
 
+        child_mark(CM_PRIVS);
         /* Credentials changed: the parent-death signal was reset; arm it again. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
                 (!p->setuid_helper && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)) {
@@ -234,6 +277,7 @@ static _noreturn_ void child_main(
                 child_die(errfd, &ce);
         }
 
+        child_mark(CM_SECCOMP);
         if (unblock)
                 (void) sigprocmask(SIG_SETMASK, unblock, NULL);
         syscall(SYS_execveat, 6, "", p->init_argv, p->envp, AT_EMPTY_PATH);
@@ -310,6 +354,57 @@ static bool vfork_style(const sbx_spawn_params *p) {
         return SBX_VFORK_SPAWN && p->clone_flags == 0 && !p->after_clone && p->cgroup_fd < 0;
 }
 
+/* The namespaced start where no cgroup2 group is entered at clone (a cgroup v1 host, or none):
+ * the child shares our memory (CLONE_VM) on a stack of its own, without CLONE_VFORK (we must
+ * write its id maps while it waits). No page tables are copied at clone, the child's exec has
+ * no copy of our memory to tear down, and neither side takes copy-on-write faults. The child
+ * makes system calls only and touches no memory of ours but its parameters, its stack and
+ * child_marks; our signals stay blocked in it through its exec (it runs no handler of ours:
+ * clone() cannot clear them as clone3 does), and the init it execs blocks them all anyway. */
+struct shared_args {
+        const sbx_spawn_params *p;
+        int syncfd, errfd, parent_ends[2];
+};
+
+static int shared_child(void *arg) {
+        const struct shared_args *a = arg;
+        /* our copy of the descriptor table holds the parent's ends too */
+        close(a->parent_ends[0]);
+        close(a->parent_ends[1]);
+        child_main(a->p, a->syncfd, a->errfd, NULL);
+}
+
+static bool shared_style(const sbx_spawn_params *p) {
+        return SBX_VFORK_SPAWN && p->clone_flags != 0 && p->cgroup_fd < 0 && p->init_is_ours;
+}
+
+static pid_t do_shared(
+        const sbx_spawn_params *p, const int syncp[2], const int errp[2], int *ret_pidfd, void **ret_stack) {
+        void *stack = mmap(NULL, VFORK_STACK_SIZE, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (stack == MAP_FAILED)
+                return -1;
+        sigset_t all, old;
+        sigfillset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, &old);
+        struct shared_args *a = (struct shared_args *) stack; /* at the stack's far end */
+        *a = (struct shared_args){
+                .p = p, .syncfd = syncp[0], .errfd = errp[1], .parent_ends = {syncp[1], errp[0]}};
+        pid_t pid = clone(shared_child, (char *) stack + VFORK_STACK_SIZE,
+                (int) ((p->clone_flags & ~(unsigned long) CLONE_NEWCGROUP) | CLONE_VM | CLONE_PIDFD |
+                        SIGCHLD),
+                a, ret_pidfd);
+        int err = errno;
+        (void) sigprocmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0) {
+                (void) munmap(stack, VFORK_STACK_SIZE);
+                errno = err;
+                return -1;
+        }
+        *ret_stack = stack;
+        return pid;
+}
+
 static pid_t do_vfork(const sbx_spawn_params *p, int errfd, int *ret_pidfd) {
         void *stack = mmap(NULL, VFORK_STACK_SIZE, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
@@ -330,7 +425,8 @@ static pid_t do_vfork(const sbx_spawn_params *p, int errfd, int *ret_pidfd) {
 
 int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
         int syncp[2] = {-1, -1}, errp[2];
-        bool vf = vfork_style(p);
+        bool vf = vfork_style(p), shared = !vf && shared_style(p);
+        void *shared_stack = NULL;
         if (!vf && pipe2(syncp, O_CLOEXEC) < 0)
                 return sbx_error_set(e, errno, "spawn: pipe", "cannot create a pipe: %m");
         if (pipe2(errp, O_CLOEXEC) < 0) {
@@ -340,9 +436,17 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
                 return r;
         }
 
+        if (sbx_debug_enabled() && !child_marks) {
+                void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                child_marks = m == MAP_FAILED ? NULL : m;
+        }
+        if (child_marks)
+                memset(child_marks, 0, _CM_MAX * sizeof *child_marks);
         int pidfd = -1;
         uint64_t t0 = sbx_now_ns();
-        pid_t pid = vf ? do_vfork(p, errp[1], &pidfd) : do_clone(p, &pidfd);
+        pid_t pid = vf       ? do_vfork(p, errp[1], &pidfd)
+                    : shared ? do_shared(p, syncp, errp, &pidfd, &shared_stack)
+                             : do_clone(p, &pidfd);
         if (pid < 0) {
                 int err = errno;
                 safe_close(syncp[0]), safe_close(syncp[1]), close(errp[0]), close(errp[1]);
@@ -365,6 +469,7 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
         }
         safe_close(syncp[0]);
         close(errp[1]);
+        uint64_t t_cloned = child_marks ? sbx_now_ns() : 0;
 
         int r = 0;
         if (p->clone_flags & CLONE_NEWUSER)
@@ -372,6 +477,7 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
                         p->allow_setgroups, e);
         if (r >= 0 && p->after_clone)
                 r = p->after_clone(pid, p->userdata, e);
+        uint64_t t_maps = child_marks ? sbx_now_ns() : 0;
         if (r >= 0 && !vf && write(syncp[1], "x", 1) != 1)
                 r = sbx_error_set(e, errno, "spawn: sync", "cannot release the sandbox child: %m");
         safe_close(syncp[1]);
@@ -398,7 +504,17 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
                 (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
                 (void) waitpid(pid, NULL, 0);
                 close(pidfd);
+                if (shared_stack) /* it no longer runs on it */
+                        (void) munmap(shared_stack, VFORK_STACK_SIZE);
                 return r;
+        }
+        if (shared_stack) /* it has exec'd: its memory is its own */
+                (void) munmap(shared_stack, VFORK_STACK_SIZE);
+        if (child_marks) {
+                sbx_debug_mark_at("clone3 returned", t_cloned);
+                sbx_debug_mark_at("id maps written", t_maps);
+                for (int i = 0; i < _CM_MAX; i++)
+                        sbx_debug_mark_at(child_mark_names[i], child_marks[i]);
         }
         ret->pid = pid;
         ret->pidfd = pidfd;

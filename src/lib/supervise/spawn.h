@@ -67,6 +67,10 @@ typedef struct sbx_spawn_params {
         bool switch_ids; /* no user namespace: setgroups/setresgid/setresuid to the
                           * outside ids (root dropping to run_as) */
         int last_cap;
+        /* The program is our own init (sandboxer-init), which blocks every signal first thing:
+         * a namespaced start may then share our memory until the exec (spawn.c, do_shared())
+         * and leave our signals blocked across it. */
+        bool init_is_ours;
         bool setuid_helper; /* the program is a setuid-root sandbox tool (firejail):
                              * no_new_privs is left to it and to the init, which set it */
         /* v1 cgroup `tasks` files (sbx_cgroup_self_attach_fds()) the child writes "0" to before
