@@ -34,7 +34,14 @@ int open(const char *path, int flags, ...) {
 #include <stdint.h>
 #include <string.h>
 
-#define SBX_NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
+/* Neither compiler may turn the loops back into calls of memcpy or memmove (GCC's loop
+ * distribution, clang's builtins), and no stack protector: musl copies a program's TLS image
+ * with memcpy before the thread pointer (and so the canary) exists. */
+#if defined(__clang__)
+#define SBX_NO_LIBCALL __attribute__((no_builtin("memcpy", "memmove"), no_stack_protector))
+#else
+#define SBX_NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns"), no_stack_protector))
+#endif
 
 static inline uint64_t load64(const unsigned char *p) {
         uint64_t v;
@@ -81,12 +88,12 @@ static SBX_NO_LIBCALL void copy_backward(unsigned char *d, const unsigned char *
         }
 }
 
-void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
+SBX_NO_LIBCALL void *memcpy(void *restrict dst, const void *restrict src, size_t n) {
         copy_forward(dst, src, n);
         return dst;
 }
 
-void *memmove(void *dst, const void *src, size_t n) {
+SBX_NO_LIBCALL void *memmove(void *dst, const void *src, size_t n) {
         unsigned char *d = dst;
         const unsigned char *s = src;
         if (d == s || n == 0)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sandboxer/sandboxer.h"
+#include "supervise/spawn.h"
 #include "verbs.h"
 
 static void help(void) {
@@ -270,6 +271,9 @@ int verb_run(int argc, char **argv) {
                                   "the command "
                                   "runs WITHOUT a sandbox (report: backend none)");
         }
+        /* This process has one thread until the sandbox's init runs (the egress proxy's start
+         * later): its spawn may share our memory (spawn.c). */
+        sbx_spawn_single_threaded(true);
         int status = sbx_run_execute(run);
         if (status == SBX_EXIT_FAILURE && sbx_run_error(run))
                 cli_error("%s", sbx_run_error(run));

@@ -102,10 +102,8 @@ static void save_report(const char *exec_id, const char *report) {
         char dir[4096], tmp[4200], path[4200];
         snprintf(dir, sizeof dir, "%s/execs", S.state_dir);
         static bool dir_made; /* a race makes it twice: mkdir says EEXIST */
-        if (!__atomic_load_n(&dir_made, __ATOMIC_RELAXED)) {
-                (void) mkdir(dir, 0700);
+        if (!__atomic_load_n(&dir_made, __ATOMIC_RELAXED) && (mkdir(dir, 0700) == 0 || errno == EEXIST))
                 __atomic_store_n(&dir_made, true, __ATOMIC_RELAXED);
-        }
         snprintf(tmp, sizeof tmp, "%s/.%s.json.tmp", dir, exec_id);
         snprintf(path, sizeof path, "%s/%s.json", dir, exec_id);
         FILE *f = fopen(tmp, "we");

@@ -409,7 +409,10 @@ static int native_run(
         }
         sbx_spawn_params sp = {
                 .clone_flags = SBX_NS_ALL,
-                .init_is_ours = true,
+                /* our init; and a memory limit, if any, far above what the set-up takes (the
+                 * OOM killer kills every process sharing its victim's memory) */
+                .share_memory = !(
+                        cfg->limits.set[SBX_LIMIT_MEMORY_MB] && cfg->limits.value[SBX_LIMIT_MEMORY_MB] < 16),
                 .uid_inside = SANDBOX_UID,
                 .gid_inside = SANDBOX_GID,
                 .uid_outside = rp.uid,

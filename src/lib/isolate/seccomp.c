@@ -3,6 +3,7 @@
  * See seccomp.h for the policy and the "exactly one execve" design. */
 #include "isolate/seccomp.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -465,6 +466,8 @@ static int max_cache_path(char *buf, size_t size) {
                 sbx_code_id code;
                 unsigned lib[3];
                 int reviewed;
+                uint64_t so_dev, so_ino, so_size;
+                int64_t so_mtime_ns;
         } key;
         char dir[PATH_MAX], hex[65];
         memset(&key, 0, sizeof key);
@@ -475,6 +478,15 @@ static int max_cache_path(char *buf, size_t size) {
                 key.lib[0] = v->major, key.lib[1] = v->minor, key.lib[2] = v->micro;
         }
         key.reviewed = SBX_SECCOMP_NR_REVIEWED;
+        /* libseccomp linked dynamically: its own file too (a patch release may keep the version
+         * number); in a static program dladdr names the program, which the code identity is */
+        Dl_info di;
+        struct stat st;
+        if (dladdr((void *) seccomp_init, &di) && di.dli_fname && di.dli_fname[0] &&
+                stat(di.dli_fname, &st) == 0) {
+                key.so_dev = st.st_dev, key.so_ino = st.st_ino, key.so_size = (uint64_t) st.st_size;
+                key.so_mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        }
         sha256_hex(&key, sizeof key, hex);
         hex[24] = 0;
         return (size_t) snprintf(buf, size, "%s/seccomp-max-%s", dir, hex) < size ? 0 : -ENAMETOOLONG;
@@ -491,7 +503,11 @@ static void max_init(void) {
                 text[n] = 0;
                 errno = 0;
                 long v = strtol(text, &end, 10);
-                if (errno == 0 && end != text && *end == '\n' && v >= 0 && v <= SBX_SECCOMP_NR_REVIEWED) {
+                char *name = NULL;
+                /* checked, not trusted: the number libseccomp must still name (one lookup) */
+                if (errno == 0 && end != text && *end == '\n' && v >= 0 && v <= SBX_SECCOMP_NR_REVIEWED &&
+                        (name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, (int) v))) {
+                        free(name);
                         max_known_fast = (int) v;
                         return;
                 }

@@ -3,6 +3,7 @@
 #include "report/report.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,23 @@ static int random_bytes(void *p, size_t n) {
         return 0;
 }
 
+/* What a report says about the host — the kernel, Landlock's ABI, the cgroup layout — does not
+ * change while a process lives: asked once (six system calls), not for every exec of a
+ * persistent sandbox. */
+static struct {
+        char kernel[sizeof(((sbx_report *) NULL)->kernel)];
+        int landlock_abi;
+        const char *cgroup;
+} host_facts;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static void host_facts_init(void) {
+        if (sbx_host_kernel_release(host_facts.kernel, sizeof host_facts.kernel) < 0)
+                host_facts.kernel[0] = 0;
+        int abi = sbx_host_landlock_abi();
+        host_facts.landlock_abi = abi < 0 ? -1 : abi;
+        host_facts.cgroup = sbx_cgroup_layout_to_string(sbx_host_cgroup_layout());
+}
+
 int sbx_report_new(sbx_report **ret) {
         if (!ret)
                 return -EINVAL;
@@ -69,11 +87,10 @@ int sbx_report_new(sbx_report **ret) {
         for (size_t i = 0; i < _SBX_LIMIT_MAX; i++)
                 r->limit_mechanism[i] = SBX_MECH_NONE;
 
-        if (sbx_host_kernel_release(r->kernel, sizeof r->kernel) < 0)
-                r->kernel[0] = 0;
-        int abi = sbx_host_landlock_abi();
-        r->landlock_abi = abi < 0 ? -1 : abi;
-        r->cgroup = sbx_cgroup_layout_to_string(sbx_host_cgroup_layout());
+        (void) pthread_once(&host_once, host_facts_init);
+        memcpy(r->kernel, host_facts.kernel, sizeof r->kernel);
+        r->landlock_abi = host_facts.landlock_abi;
+        r->cgroup = host_facts.cgroup;
         r->unprivileged = sbx_host_unprivileged();
 
         *ret = TAKE_PTR(r);

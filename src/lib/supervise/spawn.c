@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "basic/debug.h"
+#include "basic/host.h"
 #include "init/protocol.h"
 #include "isolate/caps.h"
 #include "isolate/cgroup.h"
@@ -129,15 +130,19 @@ static _noreturn_ void child_main(
          * (its uid 0 is not mapped, so no "root gives up its uid" rule drops them); execve of the
          * init as a non-zero uid drops them all. */
         if (p->clone_flags & CLONE_NEWUSER) {
-                if (p->allow_setgroups && setgroups(0, NULL) < 0) {
+                /* The system calls themselves, not libc's wrappers: those change every thread of
+                 * the process (glibc's __nptl_setxid, musl's __synccall) — our parent's threads,
+                 * which are not ours to signal or lock, least of all from a child sharing their
+                 * memory or from a new pid namespace where their ids mean nothing. */
+                if (p->allow_setgroups && syscall(SYS_setgroups, 0, NULL) < 0) {
                         sbx_child_fail(&ce, errno, "setgroups", NULL);
                         child_die(errfd, &ce);
                 }
-                if (setresgid(p->gid_inside, p->gid_inside, p->gid_inside) < 0) {
+                if (syscall(SYS_setresgid, p->gid_inside, p->gid_inside, p->gid_inside) < 0) {
                         sbx_child_fail(&ce, errno, "setresgid", NULL);
                         child_die(errfd, &ce);
                 }
-                if (setresuid(p->uid_inside, p->uid_inside, p->uid_inside) < 0) {
+                if (syscall(SYS_setresuid, p->uid_inside, p->uid_inside, p->uid_inside) < 0) {
                         sbx_child_fail(&ce, errno, "setresuid", NULL);
                         child_die(errfd, &ce);
                 }
@@ -245,9 +250,9 @@ static _noreturn_ void child_main(
                 }
         }
         if (p->switch_ids) {
-                if ((p->allow_setgroups && setgroups(0, NULL) < 0) ||
-                        setresgid(p->gid_outside, p->gid_outside, p->gid_outside) < 0 ||
-                        setresuid(p->uid_outside, p->uid_outside, p->uid_outside) < 0) {
+                if ((p->allow_setgroups && syscall(SYS_setgroups, 0, NULL) < 0) ||
+                        syscall(SYS_setresgid, p->gid_outside, p->gid_outside, p->gid_outside) < 0 ||
+                        syscall(SYS_setresuid, p->uid_outside, p->uid_outside, p->uid_outside) < 0) {
                         sbx_child_fail(&ce, errno, "switch to the sandbox's uid", NULL);
                         child_die(errfd, &ce);
                 }
@@ -374,34 +379,68 @@ static int shared_child(void *arg) {
         child_main(a->p, a->syncfd, a->errfd, NULL);
 }
 
-static bool shared_style(const sbx_spawn_params *p) {
-        return SBX_VFORK_SPAWN && p->clone_flags != 0 && p->cgroup_fd < 0 && p->init_is_ours;
+/* Set by a caller that knows its process has one thread when it spawns (the `run` verb): the
+ * library's other callers (the control plane's supervisor, library users) may have more, and
+ * a child sharing their memory would race them. */
+static bool single_threaded;
+void sbx_spawn_single_threaded(bool on) {
+        single_threaded = on;
 }
 
+/* fs.suid_dumpable: 0 makes the kernel mark our shared memory "not dumpable" at the moment the
+ * child's credentials change, so that no process of the sandbox's host uid can ptrace the
+ * child — and through it write our memory — before its exec. Any other value leaves a window:
+ * the fork-style start is taken instead. */
+static bool suid_dumpable_off(void) {
+        char b[8] = {0};
+        int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = read(fd, b, sizeof b - 1);
+        close(fd);
+        return n > 0 && b[0] == '0';
+}
+
+static bool shared_style(const sbx_spawn_params *p) {
+        if (!SBX_VFORK_SPAWN || !single_threaded || p->clone_flags == 0 || p->cgroup_fd >= 0 ||
+                !p->share_memory)
+                return false;
+        /* Before 5.16 a core-dumping signal in the child killed every process sharing its
+         * memory (and so us); the OOM killer still does, which share_memory's caller rules out
+         * for the sandbox's own group (a memory limit too small for the set-up is not shared). */
+        if (sbx_host_kernel_version() < 5016)
+                return false;
+        bool ids_change = p->uid_outside != geteuid() || p->gid_outside != getegid();
+        return !ids_change || suid_dumpable_off();
+}
+
+/* The stack, with a page below it that faults: an overflow must not write our memory. */
+#define SHARED_GUARD 4096
 static pid_t do_shared(
         const sbx_spawn_params *p, const int syncp[2], const int errp[2], int *ret_pidfd, void **ret_stack) {
-        void *stack = mmap(NULL, VFORK_STACK_SIZE, PROT_READ | PROT_WRITE,
+        char *map = mmap(NULL, SHARED_GUARD + VFORK_STACK_SIZE, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-        if (stack == MAP_FAILED)
+        if (map == MAP_FAILED)
                 return -1;
-        sigset_t all, old;
-        sigfillset(&all);
-        (void) sigprocmask(SIG_SETMASK, &all, &old);
+        if (mprotect(map, SHARED_GUARD, PROT_NONE) < 0) {
+                (void) munmap(map, SHARED_GUARD + VFORK_STACK_SIZE);
+                return -1;
+        }
+        char *stack = map + SHARED_GUARD;
         struct shared_args *a = (struct shared_args *) stack; /* at the stack's far end */
         *a = (struct shared_args){
                 .p = p, .syncfd = syncp[0], .errfd = errp[1], .parent_ends = {syncp[1], errp[0]}};
-        pid_t pid = clone(shared_child, (char *) stack + VFORK_STACK_SIZE,
+        pid_t pid = clone(shared_child, stack + VFORK_STACK_SIZE,
                 (int) ((p->clone_flags & ~(unsigned long) CLONE_NEWCGROUP) | CLONE_VM | CLONE_PIDFD |
                         SIGCHLD),
                 a, ret_pidfd);
-        int err = errno;
-        (void) sigprocmask(SIG_SETMASK, &old, NULL);
         if (pid < 0) {
-                (void) munmap(stack, VFORK_STACK_SIZE);
+                int err = errno;
+                (void) munmap(map, SHARED_GUARD + VFORK_STACK_SIZE);
                 errno = err;
                 return -1;
         }
-        *ret_stack = stack;
+        *ret_stack = map;
         return pid;
 }
 
@@ -427,6 +466,14 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
         int syncp[2] = {-1, -1}, errp[2];
         bool vf = vfork_style(p), shared = !vf && shared_style(p);
         void *shared_stack = NULL;
+        /* A child sharing our memory that changes its credentials (setresuid to the sandbox's
+         * uid) also makes that memory "not dumpable" (the flag is the mm's): ours, until its
+         * exec. We put back what we were after. */
+        int dumpable = shared ? prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) : -1;
+        /* While it shares our memory our signals wait: a handler of a library caller's must not
+         * run (it could change errno under the child, which shares it, or interrupt our wait). */
+        sigset_t all, saved;
+        sigfillset(&all);
         if (!vf && pipe2(syncp, O_CLOEXEC) < 0)
                 return sbx_error_set(e, errno, "spawn: pipe", "cannot create a pipe: %m");
         if (pipe2(errp, O_CLOEXEC) < 0) {
@@ -443,12 +490,16 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
         if (child_marks)
                 memset(child_marks, 0, _CM_MAX * sizeof *child_marks);
         int pidfd = -1;
+        if (shared)
+                (void) sigprocmask(SIG_SETMASK, &all, &saved);
         uint64_t t0 = sbx_now_ns();
         pid_t pid = vf       ? do_vfork(p, errp[1], &pidfd)
                     : shared ? do_shared(p, syncp, errp, &pidfd, &shared_stack)
                              : do_clone(p, &pidfd);
         if (pid < 0) {
                 int err = errno;
+                if (shared)
+                        (void) sigprocmask(SIG_SETMASK, &saved, NULL);
                 safe_close(syncp[0]), safe_close(syncp[1]), close(errp[0]), close(errp[1]);
                 if (err == EPERM || err == ENOSPC || err == EUSERS)
                         return sbx_error_set(e, err, "spawn: clone", "cannot create namespaces: %s%s",
@@ -505,11 +556,19 @@ int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e) {
                 (void) waitpid(pid, NULL, 0);
                 close(pidfd);
                 if (shared_stack) /* it no longer runs on it */
-                        (void) munmap(shared_stack, VFORK_STACK_SIZE);
+                        (void) munmap(shared_stack, SHARED_GUARD + VFORK_STACK_SIZE);
+                if (dumpable == 1 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1)
+                        (void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+                if (shared)
+                        (void) sigprocmask(SIG_SETMASK, &saved, NULL);
                 return r;
         }
         if (shared_stack) /* it has exec'd: its memory is its own */
-                (void) munmap(shared_stack, VFORK_STACK_SIZE);
+                (void) munmap(shared_stack, SHARED_GUARD + VFORK_STACK_SIZE);
+        if (dumpable == 1 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1)
+                (void) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+        if (shared)
+                (void) sigprocmask(SIG_SETMASK, &saved, NULL);
         if (child_marks) {
                 sbx_debug_mark_at("clone3 returned", t_cloned);
                 sbx_debug_mark_at("id maps written", t_maps);

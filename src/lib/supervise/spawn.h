@@ -67,10 +67,13 @@ typedef struct sbx_spawn_params {
         bool switch_ids; /* no user namespace: setgroups/setresgid/setresuid to the
                           * outside ids (root dropping to run_as) */
         int last_cap;
-        /* The program is our own init (sandboxer-init), which blocks every signal first thing:
-         * a namespaced start may then share our memory until the exec (spawn.c, do_shared())
-         * and leave our signals blocked across it. */
-        bool init_is_ours;
+        /* The program is our own init (sandboxer-init), which starts with the mask it inherits
+         * and blocks every signal early in its set-up, before anything that could take one;
+         * and nothing the sandbox's own group could run out of memory on before the exec (no
+         * memory limit, or one well above what a set-up takes): a namespaced start may then
+         * share our memory until the exec (spawn.c, do_shared()) and leave our signals blocked
+         * across it. Taken only where sbx_spawn_single_threaded() said so. */
+        bool share_memory;
         bool setuid_helper; /* the program is a setuid-root sandbox tool (firejail):
                              * no_new_privs is left to it and to the init, which set it */
         /* v1 cgroup `tasks` files (sbx_cgroup_self_attach_fds()) the child writes "0" to before
@@ -99,3 +102,7 @@ typedef struct sbx_spawned {
 /* Start the sandbox. Returns 0 once the init has been exec'd (the child's error pipe closed on
  * exec); on any failure the child is reaped and -errno returned with the story in *e. */
 int sbx_spawn(const sbx_spawn_params *p, sbx_spawned *ret, sbx_error *e);
+
+/* The caller's process has one thread whenever it spawns (the `run` verb says so before it
+ * runs): only then may a start share its memory (sbx_spawn_params.share_memory). */
+void sbx_spawn_single_threaded(bool on);
