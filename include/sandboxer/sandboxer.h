@@ -162,6 +162,11 @@ SBX_PUBLIC int sbx_sandbox_set_egress(
  * with a sentence in *ret_error (caller frees). */
 SBX_PUBLIC int sbx_sandbox_freeze(sbx_sandbox *sb, bool frozen, char **ret_error);
 SBX_PUBLIC bool sbx_sandbox_frozen(sbx_sandbox *sb);
+/* Keep the sandbox object (not the sandbox) alive past sbx_run_serve()'s return, for threads
+ * that may still call these functions on it (they then answer as for a sandbox that is gone);
+ * each sbx_sandbox_ref() is given back with one sbx_sandbox_unref(). */
+SBX_PUBLIC sbx_sandbox *sbx_sandbox_ref(sbx_sandbox *sb);
+SBX_PUBLIC void sbx_sandbox_unref(sbx_sandbox *sb);
 /* End the sandbox (any thread): every process in it is killed; sbx_run_serve() then returns. */
 SBX_PUBLIC void sbx_sandbox_kill(sbx_sandbox *sb);
 /* What the sandbox uses now (its cgroup, its scratch): -1 where the host does not tell. */

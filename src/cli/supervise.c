@@ -337,7 +337,9 @@ static void on_conn(void *ud) {
 }
 
 static void on_ready(sbx_sandbox *sb, void *ud) {
-        S.sb = sb;
+        /* our connections' threads use it until the last has answered, which may be after
+         * sbx_run_serve() returns: held until then */
+        S.sb = sbx_sandbox_ref(sb);
         if (S.budget_carry > 0)
                 sbx_sandbox_add_budget_used(sb, S.budget_carry);
         char line[4200];
@@ -615,6 +617,11 @@ int verb_supervise(int argc, char **argv) {
         (void) unlink(S.socket_path);
         close(S.listen_fd);
         conns_wait(5000);
+        pthread_mutex_lock(&conns_lock);
+        bool drained = conns == 0;
+        pthread_mutex_unlock(&conns_lock);
+        if (drained && S.sb) /* else a thread still answers: the process exits under it */
+                sbx_sandbox_unref(S.sb);
         char path[4200];
         snprintf(path, sizeof path, "%s/sandbox.json", S.state_dir);
         const char *rep = sbx_run_report_json(run);

@@ -34,6 +34,7 @@ typedef struct exec_slot {
 } exec_slot;
 
 struct sbx_sandbox {
+        unsigned refs; /* sbx_sandbox_ref(): its memory outlives the run for those holding one */
         pthread_mutex_t lock;
         pthread_cond_t cond;
         sbx_serve_hooks hooks;
@@ -71,18 +72,43 @@ sbx_sandbox *sbx_sandbox_new_internal(const sbx_serve_hooks *hooks) {
                 sb->hooks.extra_fd = -1;
         sb->ctl_fd = -1;
         sb->init_pidfd = -1;
+        sb->refs = 1;
         return sb;
 }
 
-sbx_sandbox *sbx_sandbox_free_internal(sbx_sandbox *sb) {
-        if (!sb)
-                return NULL;
+_public_ sbx_sandbox *sbx_sandbox_ref(sbx_sandbox *sb) {
+        if (sb)
+                __atomic_add_fetch(&sb->refs, 1, __ATOMIC_RELAXED);
+        return sb;
+}
+
+_public_ void sbx_sandbox_unref(sbx_sandbox *sb) {
+        if (!sb || __atomic_sub_fetch(&sb->refs, 1, __ATOMIC_ACQ_REL) > 0)
+                return;
         safe_close(sb->ctl_fd);
         strv_free(sb->envp);
         free(sb->cwd);
         pthread_mutex_destroy(&sb->lock);
         pthread_cond_destroy(&sb->cond);
         free(sb);
+}
+
+/* The run is over: what it pointed into (its configuration, cgroup, report) goes with it, and
+ * the calls still made on a sandbox someone holds answer as for one that is gone. */
+sbx_sandbox *sbx_sandbox_free_internal(sbx_sandbox *sb) {
+        if (!sb)
+                return NULL;
+        pthread_mutex_lock(&sb->lock);
+        sb->gone = true;
+        sb->serving = false;
+        sb->cfg = NULL;
+        sb->cg = NULL;
+        sb->rep = NULL;
+        sb->egress = NULL;
+        sb->init_pid = 0;
+        sb->init_pidfd = -1;
+        pthread_mutex_unlock(&sb->lock);
+        sbx_sandbox_unref(sb);
         return NULL;
 }
 
@@ -519,7 +545,16 @@ static void tree_add(pid_t pid, tree_usage *u, int depth) {
                 fclose(f);
 }
 
+static int usage_read_locked(sbx_sandbox *sb, sbx_sandbox_usage *ret);
 _public_ int sbx_sandbox_usage_read(sbx_sandbox *sb, sbx_sandbox_usage *ret) {
+        /* under the lock: the run's end (sbx_persist_detach) takes it before its cgroup goes */
+        pthread_mutex_lock(&sb->lock);
+        int r = usage_read_locked(sb, ret);
+        pthread_mutex_unlock(&sb->lock);
+        return r;
+}
+
+static int usage_read_locked(sbx_sandbox *sb, sbx_sandbox_usage *ret) {
         *ret = (sbx_sandbox_usage){.cpu_s = -1,
                 .cpus = -1,
                 .memory_bytes = -1,
