@@ -273,7 +273,9 @@ int verb_run(int argc, char **argv) {
         }
         /* This process has one thread until the sandbox's init runs (the egress proxy's start
          * later): its spawn may share our memory (spawn.c). */
+#if HAVE_LINUX
         sbx_spawn_single_threaded(true);
+#endif
         int status = sbx_run_execute(run);
         if (status == SBX_EXIT_FAILURE && sbx_run_error(run))
                 cli_error("%s", sbx_run_error(run));

@@ -6,7 +6,7 @@
 command -v meson >/dev/null && command -v ninja >/dev/null || skip_all "meson and ninja are needed to build the unsandboxed configuration"
 B=$SBX_TMP/nosbx
 if ! meson setup "$B" "$SBX_SRC" -Dsandbox_platform=false >"$SBX_TMP/setup.log" 2>&1 || ! ninja -C "$B" src/cli/sandboxer >"$SBX_TMP/build.log" 2>&1; then
-        tail -20 "$SBX_TMP/setup.log" "$SBX_TMP/build.log" | sed 's/^/# /'
+        tail -n 20 "$SBX_TMP/setup.log" "$SBX_TMP/build.log" | sed 's/^/# /'
         ok 1 "the unsandboxed configuration builds"
         done_testing
 fi
