@@ -93,20 +93,26 @@ _public_ void sbx_sandbox_unref(sbx_sandbox *sb) {
         free(sb);
 }
 
+/* Under the lock: the sandbox no longer serves, and what its launch owns (the init's pidfd, the
+ * cgroup, the report, the egress proxy) is no longer reached through it. */
+static void forget_launch_locked(sbx_sandbox *sb) {
+        sb->gone = true;
+        sb->serving = false;
+        sb->init_pidfd = -1;
+        sb->cg = NULL;
+        sb->rep = NULL;
+        sb->egress = NULL;
+}
+
 /* The run is over: what it pointed into (its configuration, cgroup, report) goes with it, and
  * the calls still made on a sandbox someone holds answer as for one that is gone. */
 sbx_sandbox *sbx_sandbox_free_internal(sbx_sandbox *sb) {
         if (!sb)
                 return NULL;
         pthread_mutex_lock(&sb->lock);
-        sb->gone = true;
-        sb->serving = false;
+        forget_launch_locked(sb);
         sb->cfg = NULL;
-        sb->cg = NULL;
-        sb->rep = NULL;
-        sb->egress = NULL;
         sb->init_pid = 0;
-        sb->init_pidfd = -1;
         pthread_mutex_unlock(&sb->lock);
         sbx_sandbox_unref(sb);
         return NULL;
@@ -294,10 +300,7 @@ void sbx_persist_detach(sbx_sandbox *sb) {
         sb->serving = false;
         while (sb->active > 0)
                 pthread_cond_wait(&sb->cond, &sb->lock);
-        sb->init_pidfd = -1;
-        sb->cg = NULL;
-        sb->rep = NULL;
-        sb->egress = NULL; /* stopped and freed by the launch after this */
+        forget_launch_locked(sb); /* the egress proxy: stopped and freed by the launch after this */
         pthread_mutex_unlock(&sb->lock);
 }
 
