@@ -291,8 +291,8 @@ static unsigned exec_begin(sbx_mgr *m, const sbx_caller *who, box *b, sbx_mgr_re
         if (spent)
                 return mgr_reply_err(rp, 429, "budget_exhausted", "budget_s",
                         "sandbox %s has spent its budget_s (%g s); create a new one", b->id, b->budget_s);
-        if (first)
-                (void) mgr_set_state_from(m, b, SBX_STATE_READY, SBX_STATE_ACTIVE, "exec");
+        if (first) /* stored and streamed by the settler while the exec runs (settle.c) */
+                (void) mgr_set_state_from_after_reply(m, b, SBX_STATE_READY, SBX_STATE_ACTIVE, "exec");
         return 0;
 }
 
@@ -332,7 +332,7 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
         json_t *wall = json_object_get(json_object_get(rep, "usage"), "wall_ms");
         char *text = rep ? json_dumps(rep, JSON_COMPACT) : NULL;
         int64_t t = mgr_now_ms();
-        mgr_tx_begin(m);
+        mgr_settled(m, b); /* its "active" is stored and streamed before its end is */
         sbx_store_exec x = {
                 .id = exec_id,
                 .sandbox_id = b->id,
@@ -342,26 +342,35 @@ static void exec_end(sbx_mgr *m, box *b, const char *exec_id, json_t *ans) {
                 .ended_at = t,
                 .report_json = text,
         };
-        (void) sbx_store_exec_put(m->store, &x, false);
-        free(text);
         pthread_mutex_lock(&m->lock);
         mgr_meter_exec_locked(b, rep); /* what its egress proxy carried */
         b->execs++;
         if (json_is_integer(wall) && !long_lived) /* budget_s counts bounded execs */
                 b->budget_used_s += (double) json_integer_value(wall) / 1000.0;
         b->last_active_ms = mgr_now_ms();
-        bool last = --b->execs_running == 0;
+        bool ready = --b->execs_running == 0 && !b->busy;
+        const char *state_at = sbx_state_to_string(b->state);
         pthread_mutex_unlock(&m->lock);
         atomic_fetch_add(&m->n_execs, 1);
-        mgr_emit(m, b, "sandbox.exec",
-                json_pack("{s:s, s:s?, s:o}", "exec_id", exec_id, "status", status, "exit_code",
-                        json_is_integer(code) ? json_integer(json_integer_value(code)) : json_null()));
-        pthread_mutex_lock(&m->lock);
-        bool still = b->execs_running == 0 && !b->busy;
-        pthread_mutex_unlock(&m->lock);
-        if (!(last && still && mgr_set_state_from(m, b, SBX_STATE_ACTIVE, SBX_STATE_READY, "exec_done")))
-                (void) mgr_box_save(m, b);
-        mgr_tx_end(m);
+        /* On a request's thread the record, its event, "ready" again and the sandbox's counters
+         * are stored beside the reply, by the settler, in one transaction (a reader of the
+         * execs waits for them); the report's file, kept by the supervisor, covers a crash
+         * before. Elsewhere here, now. */
+        if (!mgr_exec_end_later(m, b, &x, state_at, ready)) {
+                mgr_tx_begin(m);
+                (void) sbx_store_exec_put(m->store, &x, false);
+                mgr_emit(m, b, "sandbox.exec",
+                        json_pack("{s:s, s:s?, s:o}", "exec_id", exec_id, "status", status, "exit_code",
+                                json_is_integer(code) ? json_integer(json_integer_value(code))
+                                                      : json_null()));
+                pthread_mutex_lock(&m->lock);
+                bool still = b->execs_running == 0 && !b->busy;
+                pthread_mutex_unlock(&m->lock);
+                if (!(still && mgr_set_state_from(m, b, SBX_STATE_ACTIVE, SBX_STATE_READY, "exec_done")))
+                        (void) mgr_box_save(m, b);
+                mgr_tx_end(m);
+        }
+        free(text);
         mgr_skill_audit_exec(m, b, exec_id, rep); /* out of the transaction: it fsyncs */
 }
 
@@ -756,6 +765,8 @@ unsigned sbx_ops_execs(
         json_decref(rec);
         if (b && b->adopted_inflight)
                 mgr_ingest_exec_reports(m, b);
+        if (b)
+                mgr_settled(m, b); /* the records of execs that ended, owed to the store */
         execs_ctx c = {.items = json_array(), .with_report = exec_id != NULL};
         if (exec_id)
                 (void) sbx_store_exec_get(m->store, id, exec_id, execs_cb, &c);

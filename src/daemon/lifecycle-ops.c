@@ -17,21 +17,6 @@ static void persist(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
                 "reason", reason, NULL);
 }
 
-/* b's owed transition stored and streamed (nobody changed b meanwhile: they wait for this). */
-void mgr_settle_box(sbx_mgr *m, box *b) {
-        pthread_mutex_lock(&m->lock);
-        sbx_state st = b->state;
-        char reason[sizeof b->reason];
-        snprintf(reason, sizeof reason, "%s", b->reason);
-        pthread_mutex_unlock(&m->lock);
-        persist(m, b, st, reason);
-        pthread_mutex_lock(&m->lock);
-        b->persist_owed = false;
-        pthread_cond_broadcast(&m->ev_cond);
-        pthread_mutex_unlock(&m->lock);
-        mgr_box_put(m, b);
-}
-
 /* Under m->lock: b's owed transition stored before another is made (not waited for inside a
  * transaction of this thread's: the settler's store write would wait for it). */
 static void settled_locked(sbx_mgr *m, box *b) {
@@ -39,19 +24,128 @@ static void settled_locked(sbx_mgr *m, box *b) {
                 pthread_cond_wait(&m->ev_cond, &m->lock);
 }
 
-bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
+typedef struct owed_exec {
+        struct owed_exec *next;
+        sbx_store_exec x;
+        char *status, *report_json;
+        char id[32], state_at[16];
+        json_t *code; /* its exit code, or null */
+} owed_exec;
+
+static void owed_exec_free(owed_exec *o) {
+        free(o->status);
+        free(o->report_json);
+        json_decref(o->code);
+        free(o);
+}
+
+/* b's owed records and transition stored and streamed, in one transaction (nobody changed b's
+ * state meanwhile: they wait for this). */
+void mgr_settle_box(sbx_mgr *m, box *b) {
+        pthread_mutex_lock(&m->lock);
+        sbx_state st = b->state;
+        char reason[sizeof b->reason];
+        snprintf(reason, sizeof reason, "%s", b->reason);
+        owed_exec *execs = b->owed_execs;
+        b->owed_execs = NULL;
+        bool state = b->state_owed;
+        pthread_mutex_unlock(&m->lock);
+        mgr_tx_begin(m);
+        while (execs) {
+                owed_exec *o = execs;
+                execs = o->next;
+                (void) sbx_store_exec_put(m->store, &o->x, false);
+                mgr_emit(m, b, "sandbox.exec",
+                        json_pack("{s:s, s:s?, s:O, s:s}", "exec_id", o->id, "status", o->status,
+                                "exit_code", o->code, "state", o->state_at));
+                owed_exec_free(o);
+        }
+        if (state)
+                persist(m, b, st, reason);
+        else
+                (void) mgr_box_save_locking(m, b); /* its counters */
+        mgr_tx_end(m);
+        pthread_mutex_lock(&m->lock);
+        b->persist_owed = b->state_owed = false;
+        pthread_cond_broadcast(&m->ev_cond);
+        pthread_mutex_unlock(&m->lock);
+        mgr_box_put(m, b);
+}
+
+/* An ended exec's record and event, and (ready: the last exec running ended) the sandbox's
+ * move from active back to ready, stored and streamed by the settler beside the reply, in that
+ * order, in one transaction. Like a transition, it waits for what b already owes. false (not a
+ * request's thread, or out of memory): nothing done, the caller stores them in place. */
+bool mgr_exec_end_later(sbx_mgr *m, box *b, const sbx_store_exec *x, const char *state_at, bool ready) {
         if (!mgr_replying())
-                return mgr_set_state(m, b, state, reason);
+                return false;
+        owed_exec *o = calloc(1, sizeof *o);
+        if (!o)
+                return false;
+        snprintf(o->id, sizeof o->id, "%s", x->id);
+        snprintf(o->state_at, sizeof o->state_at, "%s", state_at);
+        o->status = x->status ? strdup(x->status) : NULL;
+        o->report_json = x->report_json ? strdup(x->report_json) : NULL;
+        o->code = x->exit_code >= 0 ? json_integer(x->exit_code) : json_null();
+        if ((x->status && !o->status) || (x->report_json && !o->report_json) || !o->code) {
+                owed_exec_free(o);
+                return false;
+        }
+        o->x = *x;
+        o->x.id = o->id;
+        o->x.sandbox_id = b->id;
+        o->x.status = o->status;
+        o->x.report_json = o->report_json;
         sbx_error e = {0};
         pthread_mutex_lock(&m->lock);
         settled_locked(m, b);
+        owed_exec **pp = &b->owed_execs;
+        while (*pp)
+                pp = &(*pp)->next;
+        *pp = o;
+        if (ready && b->state == SBX_STATE_ACTIVE &&
+                sbx_state_transition_check(b->state, SBX_STATE_READY, &e) >= 0) {
+                b->state = SBX_STATE_READY;
+                snprintf(b->reason, sizeof b->reason, "exec_done");
+                b->updated_ms = mgr_now_ms();
+                b->state_owed = true;
+        }
+        bool queue = !b->persist_owed;
+        if (queue) {
+                b->persist_owed = true;
+                b->refs++;
+        }
+        pthread_mutex_unlock(&m->lock);
+        if (queue && !mgr_settle_later(m, b)) /* no settler (stopping, or too many owed): here */
+                mgr_settle_box(m, b);
+        return true;
+}
+
+bool mgr_set_state_from_after_reply(
+        sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason) {
+        if (!mgr_replying())
+                return mgr_set_state_from(m, b, only_from, state, reason);
+        sbx_error e = {0};
+        pthread_mutex_lock(&m->lock);
+        settled_locked(m, b);
+        if (only_from != _SBX_STATE_INVALID && b->state != only_from) {
+                pthread_mutex_unlock(&m->lock); /* a race lost (to a destroy): not an error */
+                return false;
+        }
         int r = sbx_state_transition_check(b->state, state, &e);
+        bool queue = false;
         if (r >= 0) {
                 b->state = state;
                 snprintf(b->reason, sizeof b->reason, "%s", reason ? reason : "");
                 b->updated_ms = mgr_now_ms();
-                b->persist_owed = true;
-                b->refs++;
+                b->state_owed = true;
+                /* with this thread's exec record still owed (it is not settled inside a
+                 * transaction): one settle stores both */
+                queue = !b->persist_owed;
+                if (queue) {
+                        b->persist_owed = true;
+                        b->refs++;
+                }
         }
         pthread_mutex_unlock(&m->lock);
         if (r < 0) {
@@ -59,9 +153,21 @@ bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *
                         e.message, NULL);
                 return false;
         }
-        if (!mgr_settle_later(m, b)) /* no settler (stopping, or too many owed): here */
+        if (queue && !mgr_settle_later(m, b)) /* no settler (stopping, or too many owed): here */
                 mgr_settle_box(m, b);
         return true;
+}
+
+bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
+        return mgr_set_state_from_after_reply(m, b, _SBX_STATE_INVALID, state, reason);
+}
+
+/* b's owed transition, if any, stored and streamed before the caller goes on (outside a
+ * transaction of its own: the settler's write would wait for it). */
+void mgr_settled(sbx_mgr *m, box *b) {
+        pthread_mutex_lock(&m->lock);
+        settled_locked(m, b);
+        pthread_mutex_unlock(&m->lock);
 }
 
 /* A lifecycle transition: checked against the table (lifecycle.c), stored and streamed. The box

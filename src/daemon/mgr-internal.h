@@ -47,7 +47,10 @@ typedef struct box {
         char ext[72];
         bool ext_gone;
         bool first_exec_done; /* its first exec was timed (route.c: lowest-latency) */
-        bool persist_owed; /* its last transition is in memory, stored once the reply went */
+        /* what the settler stores once the reply went (settle.c): its last transition
+         * (state_owed), the records of execs that ended (owed_execs, oldest first) */
+        bool persist_owed, state_owed;
+        struct owed_exec *owed_execs;
         char front[40]; /* made for another node's front (its node id), "" when asked here */
         /* a hosted service's own id for it and its access token (ext-e2b.c), "" for a sandboxer
          * node's (the same id) */
@@ -254,6 +257,13 @@ bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason);
 /* The same, on a request's thread: in memory now, stored and streamed by the settler beside the
  * reply (settle.c); any other transition of b waits for that. Elsewhere it is mgr_set_state. */
 bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *reason);
+bool mgr_set_state_from_after_reply(
+        sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason);
+void mgr_settled(sbx_mgr *m, box *b);
+/* An ended exec's record and event and (ready) b's move back to ready, stored by the settler
+ * beside the reply; a reader of b's execs waits for them (mgr_settled). false: not on a
+ * request's thread, the caller stores them. */
+bool mgr_exec_end_later(sbx_mgr *m, box *b, const sbx_store_exec *x, const char *state_at, bool ready);
 void mgr_settle_box(sbx_mgr *m, box *b);
 /* settle.c: true on a thread serving a request (sbx_mgr_request_begin); b's owed transition, or
  * an fsync of the audit log, handed to the settler (false: none runs; do it here). */

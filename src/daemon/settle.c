@@ -1,12 +1,15 @@
 /* settle.c — what a request's reply need not wait for, done beside it by one thread, the
  * settler: the store write and event of a transition already made in memory
- * (mgr_set_state_after_reply: a remote create's ready state; any other transition of that
- * sandbox waits for it) and the fsync of audit lines already written (mgr_audit on a request's
- * thread). The reply's client sees the same answer sooner; a reader of the store or the log
- * sees each change at once; what power loss may cost is what it may cost of the store's WAL
- * with synchronous=NORMAL, the last moment's writes. A crash of serve loses none of it: the
- * lines are written, and a ready state not yet stored is found provisioning at restart and
- * adopted from the back end (remote.c). Off a request's thread everything is done in place. */
+ * (mgr_set_state_after_reply: a remote create's ready state, an exec's active; any other
+ * transition of that sandbox waits for it), an ended exec's record with its event and the move
+ * back to ready (mgr_exec_end_later: a reader of the execs waits for it), and the fsync of
+ * audit lines already written (mgr_audit on a request's thread). The reply's client sees the
+ * same answer sooner; a reader through the API sees each change at once; what power loss may
+ * cost is what it may cost of the store's WAL with synchronous=NORMAL, the last moment's
+ * writes. A crash of serve loses none of it: the lines are written, a ready state not yet
+ * stored is found provisioning at restart and adopted from the back end (remote.c), and an
+ * exec's record not yet stored is taken in from the report file its supervisor keeps. Off a
+ * request's thread everything is done in place. */
 #include "daemon/mgr-internal.h"
 
 #include "daemon/audit.h"

@@ -62,8 +62,15 @@ json_t *mgr_sv_recv(int fd, int timeout_ms) {
         while (k < 0 && errno == EINTR);
         if (k <= 0)
                 return NULL;
-        size_t cap = SBX_SV_ANS_MAX;
-        char *buf = malloc(cap);
+        /* the answer's own size (one SEQPACKET message), not SBX_SV_ANS_MAX for each */
+        char small[8192];
+        ssize_t want = recv(fd, small, 0, MSG_PEEK | MSG_TRUNC);
+        if (want <= 0)
+                return NULL;
+        size_t cap = (size_t) want <= sizeof small ? sizeof small : (size_t) want;
+        if (cap > SBX_SV_ANS_MAX)
+                cap = SBX_SV_ANS_MAX;
+        char *buf = cap <= sizeof small ? small : malloc(cap);
         if (!buf)
                 return NULL;
         ssize_t n = recv(fd, buf, cap, 0);
@@ -72,7 +79,8 @@ json_t *mgr_sv_recv(int fd, int timeout_ms) {
                 json_error_t je;
                 j = json_loadb(buf, (size_t) n, 0, &je);
         }
-        free(buf);
+        if (buf != small)
+                free(buf);
         return j;
 }
 
