@@ -218,7 +218,10 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
         if (r < 0 && !report)
                 reply_err(fd, -r, error);
         else {
-                json_t *ans = json_pack("{s:b, s:i, s:b}", "ok", 1, "exit", r, "long_lived", er.long_lived);
+                /* keep: this connection takes another request after this one (the server may
+                 * keep it for the next exec) */
+                json_t *ans = json_pack(
+                        "{s:b, s:i, s:b, s:b}", "ok", 1, "exit", r, "long_lived", er.long_lived, "keep", 1);
                 if (r < 0 && ans) {
                         json_object_set_new(ans, "errno", json_integer(-r));
                         json_object_set_new(ans, "error", json_string(error ? error : strerror(-r)));
@@ -260,9 +263,8 @@ static void conns_wait(int timeout_ms) {
         pthread_mutex_unlock(&conns_lock);
 }
 
-static void *conn_thread(void *arg) {
-        int fd = (int) (intptr_t) arg;
-        char *buf = malloc(SBX_SV_REQ_MAX + 1);
+/* One request on fd, answered; false when there is none (the server closed the connection). */
+static bool one_request(int fd, char *buf, bool first) {
         int fds[3] = {-1, -1, -1};
         union {
                 struct cmsghdr h;
@@ -271,7 +273,9 @@ static void *conn_thread(void *arg) {
         struct iovec iov = {.iov_base = buf, .iov_len = SBX_SV_REQ_MAX};
         struct msghdr mh = {
                 .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf};
-        ssize_t n = buf ? recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) : -1;
+        ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        if (n > 0 && !first)
+                conns_add(1);
         if (n > 0) {
                 for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
                         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
@@ -334,9 +338,25 @@ static void *conn_thread(void *arg) {
         for (int i = 0; i < 3; i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
+        if (n > 0 || first) /* (the first was counted when its connection came) */
+                conns_add(-1);
+        return n > 0;
+}
+
+/* One connection: its requests, one after another, until the server closes it (it may keep one
+ * an exec was answered on for the next: "keep"). conns counts the request being answered, not
+ * the connection waiting for one. */
+static void *conn_thread(void *arg) {
+        int fd = (int) (intptr_t) arg;
+        char *buf = malloc(SBX_SV_REQ_MAX + 1);
+        if (!buf)
+                conns_add(-1); /* (its first request's count) */
+        for (bool first = true; buf; first = false) {
+                if (!one_request(fd, buf, first))
+                        break;
+        }
         free(buf);
         close(fd);
-        conns_add(-1);
         return NULL;
 }
 

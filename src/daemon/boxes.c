@@ -191,6 +191,8 @@ void mgr_box_free(box *b) {
         explicit_bzero(b->surface_token, sizeof b->surface_token);
         if (b->sv_pidfd >= 0)
                 close(b->sv_pidfd);
+        for (unsigned i = 0; i < b->sv_idle_n; i++)
+                close(b->sv_idle[i]);
         free(b);
 }
 

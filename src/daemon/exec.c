@@ -37,7 +37,8 @@ const char *mgr_no_answer(sbx_mgr *m, const char *gone) {
  * says which. */
 json_t *mgr_sv_exec(
         sbx_mgr *m, box *b, json_t *req, const char *in_data, size_t in_len, int in_fd, exec_io *io) {
-        int fd = mgr_sv_connect(b);
+        bool reused = false;
+        int fd = mgr_sv_take(m, b, &reused);
         if (fd < 0)
                 return NULL;
         int in = -1, outp[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -60,7 +61,13 @@ json_t *mgr_sv_exec(
         if (in < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
                 goto out;
         int fds[3] = {in, outp[1], errp[1]};
-        if (mgr_sv_send(fd, req, fds, 3) < 0)
+        int r = mgr_sv_send(fd, req, fds, 3);
+        if (r < 0 && reused) { /* its supervisor closed it (gone, or another one now): anew */
+                close(fd);
+                fd = mgr_sv_connect(b);
+                r = fd < 0 ? fd : mgr_sv_send(fd, req, fds, 3);
+        }
+        if (r < 0)
                 goto out;
         close(outp[1]);
         close(errp[1]);
@@ -112,7 +119,11 @@ out:
                 safe_close(outp[i]);
                 safe_close(errp[i]);
         }
-        close(fd);
+        /* answered whole, and its supervisor waits for another request on it: kept */
+        if (ans && json_is_true(json_object_get(ans, "keep")))
+                mgr_sv_keep(m, b, fd);
+        else
+                safe_close(fd);
         return ans;
 }
 

@@ -114,6 +114,10 @@ typedef struct box {
         unsigned execs_running;
         pid_t sv_pid, init_pid;
         int sv_pidfd;
+        /* connections to its supervisor an exec answered on and left open for the next (its
+         * thread there waits for another request): under m->lock (supervisors.c) */
+        int sv_idle[4];
+        unsigned sv_idle_n;
         bool busy; /* a destroy or recreate holds it */
         bool sv_child; /* the supervisor is our child (started by this server): reap it */
         int adopted_inflight; /* re-adopted with execs running: their reports are to be taken in
@@ -479,6 +483,12 @@ void mgr_remote_reconcile(sbx_mgr *m, box *b);
 int mgr_sv_connect(const box *b);
 int mgr_sv_send(int fd, json_t *req, const int *fds, int nfds);
 json_t *mgr_sv_recv(int fd, int timeout_ms);
+/* A connection to b's supervisor for an exec: one left open by an earlier exec (*reused), else
+ * a new one. After a whole answer that says "keep", mgr_sv_keep() leaves it for the next. */
+int mgr_sv_take(sbx_mgr *m, box *b, bool *reused);
+void mgr_sv_keep(sbx_mgr *m, box *b, int fd);
+/* Its supervisor is gone or going: the connections left open are closed. */
+void mgr_sv_drop_idle(sbx_mgr *m, box *b);
 json_t *mgr_sv_call(const box *b, const char *op, int timeout_ms);
 /* The same with a request of the caller's (taken). */
 json_t *mgr_sv_call_body(const box *b, json_t *req, int timeout_ms);

@@ -29,6 +29,35 @@ int mgr_sv_connect(const box *b) {
         return fd;
 }
 
+int mgr_sv_take(sbx_mgr *m, box *b, bool *reused) {
+        pthread_mutex_lock(&m->lock);
+        int fd = b->sv_idle_n > 0 ? b->sv_idle[--b->sv_idle_n] : -1;
+        pthread_mutex_unlock(&m->lock);
+        *reused = fd >= 0;
+        return fd >= 0 ? fd : mgr_sv_connect(b);
+}
+
+void mgr_sv_keep(sbx_mgr *m, box *b, int fd) {
+        pthread_mutex_lock(&m->lock);
+        bool kept = b->sv_idle_n < ELEMENTSOF(b->sv_idle);
+        if (kept)
+                b->sv_idle[b->sv_idle_n++] = fd;
+        pthread_mutex_unlock(&m->lock);
+        if (!kept)
+                close(fd);
+}
+
+void mgr_sv_drop_idle(sbx_mgr *m, box *b) {
+        pthread_mutex_lock(&m->lock);
+        unsigned n = b->sv_idle_n;
+        int fds[ELEMENTSOF(b->sv_idle)];
+        memcpy(fds, b->sv_idle, n * sizeof *fds);
+        b->sv_idle_n = 0;
+        pthread_mutex_unlock(&m->lock);
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+}
+
 int mgr_sv_send(int fd, json_t *req, const int *fds, int nfds) {
         char *text = json_dumps(req, JSON_COMPACT);
         if (!text)
@@ -483,6 +512,7 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
 
 /* End the supervisor (and with it the sandbox), and remove what is left of it. */
 void mgr_sv_stop(sbx_mgr *m, box *b) {
+        mgr_sv_drop_idle(m, b);
         if (b->sv_pidfd >= 0 && !mgr_pidfd_dead(b->sv_pidfd)) {
                 json_t *ans = mgr_sv_call(b, SBX_SV_OP_DESTROY, 5000);
                 json_decref(ans);

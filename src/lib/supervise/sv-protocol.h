@@ -8,13 +8,16 @@
  * empty field) once the sandbox runs, or "error SENTENCE" (SBX_SV_ERROR_PREFIX) when it could
  * not start.
  *
- * Requests: a unix socket (SOCK_SEQPACKET, mode 0600), one request per connection, one JSON
- * object each way (at most SBX_SV_REQ_MAX bytes in, SBX_SV_ANS_MAX out):
+ * Requests: a unix socket (SOCK_SEQPACKET, mode 0600), one JSON object each way per request (at
+ * most SBX_SV_REQ_MAX bytes in, SBX_SV_ANS_MAX out), one request at a time on a connection; an
+ * exec's answer says "keep": true when its connection takes another request after it (the server
+ * keeps a few such for the next execs: no connect, no thread started per exec):
  *   {"op":"exec","exec_id":ID,"kind":"run|put|get","argv":[...],"env":["K=V"...],"cwd":DIR,
  *    "timeout_s":N,"output_cap":BYTES,"tty":{"cols":N,"rows":N},"long_lived":BOOL}
  *      + SCM_RIGHTS [stdin, stdout, stderr]   (tty: stdin is a unix socket the PTY's master
  *      arrives on, SCM_RIGHTS, as the command starts; long_lived: docs/long-lived.md)
- *      → {"ok":true,"exit":N,"report":{...},"long_lived":BOOL} | {"ok":false,"errno":N,"error":"..."}
+ *      → {"ok":true,"exit":N,"long_lived":BOOL,"keep":true,"report":{...}}
+ *        | {"ok":false,"errno":N,"error":"..."}
  *      ("long_lived": true|false|"if_allowed" in; out: whether it was)
  *      (put: stdin is the file's bytes, argv[0] its path; get: stdout is the file)
  *   {"op":"info"} → {"ok":true,"init_pid":N,"execs_running":N,"budget_used_s":X,"pid":N,
@@ -26,8 +29,8 @@
  *   {"op":"destroy"} → {"ok":true}, then the sandbox ends and the supervisor exits.
  *   {"op":"network","egress":[RULE...],"egress_deny":[RULE...]} → {"ok":true} | errno ENOTCONN
  *      (no egress proxy), EPERM (outside the policy), EINVAL: the egress rules replaced
- * Each exec's report is also written to STATE/execs/EXEC_ID.json before the answer, so that
- * nothing is lost when the server is not there to take it. */
+ * Each exec's report is also written to STATE/execs/EXEC_ID.json just after the answer, so that
+ * nothing is lost when the server is not there to take it, or stops before it stored it. */
 #pragma once
 
 /* The descriptors the supervisor is started with (--ready-fd, --secrets-fd, --config-fd). */
