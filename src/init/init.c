@@ -559,6 +559,12 @@ static int send_fd(int sock, int fd, char tag) {
         return -sbx_send_with_fd(sock, &tag, 1, fd);
 }
 
+/* A message on fd 3 with one descriptor (SCM_RIGHTS): 0 or an errno. */
+static int send_fd_msg(uint32_t type, int32_t a, int fd) {
+        struct sbx_init_msg m = {.magic = SBX_INIT_MAGIC, .type = type, .a = a, .monotonic_ns = now_ns()};
+        return -sbx_send_with_fd(SBX_INIT_STATUS_FD, &m, sizeof m, fd);
+}
+
 /* CONNECT: the socket is made here, inside, so it lives in the sandbox's network namespace and
  * under its fences (a Landlock domain that denies TCP refuses it as it would the sandbox). */
 static int connect_op(const char *port_text) {
@@ -662,15 +668,24 @@ static int exec_child(const struct sbx_init_req *rq, char *strings, int fds[4], 
         (void) setsid(); /* its session: what it leaves behind */
         pid_ns_init = false;
         /* Known to the supervisor before anything is started: its notifications are this
-         * exec's, and its first execve the one it may make. */
-        send_msg(SBX_INIT_MSG_RUNNER, (int32_t) getpid(), 0, NULL);
-        struct sbx_init_msg go;
-        ssize_t n;
-        do
-                n = recv(SBX_INIT_STATUS_FD, &go, sizeof go, 0);
-        while (n < 0 && errno == EINTR);
-        if (n != (ssize_t) sizeof go || go.magic != SBX_INIT_MAGIC || go.type != SBX_INIT_MSG_GO)
-                return 125;
+         * exec's, and its first execve the one it may make. With our own pidfd it knows us by
+         * that (and holds what it cannot place until it has read this): no round trip. */
+        int self = (rq->flags & SBX_INIT_REQ_OWN_PIDFD) ? (int) syscall(SYS_pidfd_open, getpid(), 0) : -1;
+        if (self >= 0) {
+                int e = send_fd_msg(SBX_INIT_MSG_RUNNER, (int32_t) getpid(), self);
+                close(self);
+                if (e)
+                        return 125;
+        } else {
+                send_msg(SBX_INIT_MSG_RUNNER, (int32_t) getpid(), 0, NULL);
+                struct sbx_init_msg go;
+                ssize_t n;
+                do
+                        n = recv(SBX_INIT_STATUS_FD, &go, sizeof go, 0);
+                while (n < 0 && errno == EINTR);
+                if (n != (ssize_t) sizeof go || go.magic != SBX_INIT_MAGIC || go.type != SBX_INIT_MSG_GO)
+                        return 125;
+        }
         if (rq->op == SBX_INIT_OP_PUT || rq->op == SBX_INIT_OP_GET || rq->op == SBX_INIT_OP_CONNECT) {
                 int r = rq->op == SBX_INIT_OP_CONNECT ? connect_op(argv[0]) : file_op(rq->op, argv[0]);
                 mark_reported();

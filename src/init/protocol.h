@@ -78,9 +78,9 @@ struct sbx_init_msg {
  * init does on fd 3), then the command's stdin, stdout and stderr. One message, one fork: the
  * init forks one process per request, which inherits the sandbox's Landlock domain and seccomp
  * filter (nothing joins the sandbox from outside), leads a session of its own, says
- * SBX_INIT_MSG_RUNNER, waits for SBX_INIT_MSG_GO, sends SBX_INIT_MSG_STARTED and becomes the
- * command. The init reaps it, kills what is left in its session, and sends its end
- * (EXITED/SIGNALED, with its usage) on its own copy of the exec socket, then closes it: the
+ * SBX_INIT_MSG_RUNNER, waits for SBX_INIT_MSG_GO (not with SBX_INIT_REQ_OWN_PIDFD), sends
+ * SBX_INIT_MSG_STARTED and becomes the command. The init reaps it, kills what is left in its session, and
+ * sends its end (EXITED/SIGNALED, with its usage) on its own copy of the exec socket, then closes it: the
  * socket's end is the exec's. After the header: cwd, then n_argv strings, then n_env strings,
  * each NUL-terminated. */
 #define SBX_INIT_REQ_MAGIC 0x53425852u /* "SBXR" */
@@ -101,7 +101,13 @@ struct sbx_init_req {
         uint32_t tty; /* 0; or a PTY of the sandbox's own /dev/pts, SBX_INIT_TTY(cols, rows): its
                        * slave is the command's 0, 1, 2 and controlling terminal, its master goes
                        * out over the request's stdin (a unix socket, SCM_RIGHTS) */
+        uint32_t flags; /* SBX_INIT_REQ_* */
 };
+/* The exec's process sends its own pidfd with SBX_INIT_MSG_RUNNER (SCM_RIGHTS) and goes on
+ * without waiting for SBX_INIT_MSG_GO: the requester knows it by that descriptor, whatever
+ * becomes of its pid, and holds what it cannot place until then (sbx_notify_route.hold). Where
+ * pidfd_open fails there, RUNNER comes without one and it waits for GO as before. */
+#define SBX_INIT_REQ_OWN_PIDFD 1u
 #define SBX_INIT_TTY(cols, rows) (((uint32_t) (cols) << 16) | (uint32_t) (rows))
 
 /* The seccomp programs handed to the init (a sealed memfd): a header, then the observed

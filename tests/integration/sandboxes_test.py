@@ -1164,6 +1164,57 @@ def main():
     ok(outs == ["%d\n" % i for i in range(6)] and time.time() - t0 < 1.5,
        "exec: 6 concurrent execs in one sandbox, each with its own output", (outs, time.time() - t0))
 
+    # An exec's process goes on before its hello reaches the supervisor (it sends its own
+    # pidfd): what the seccomp listener sees of it meanwhile waits until it is known. Its one
+    # execve is let through every time, and what it is refused is in its own report.
+    s, nf, _ = req("POST", "/v1/sandboxes", {"profile": "profile.python-nofork"})
+    if s == 201:
+        codes = [exec_(nf["id"], ["true"])[1].get("exit_code") for _ in range(25)]
+        ok(codes == [0] * 25, "exec: allow_spawn: false — the exec's one execve goes through, 25 times in a row",
+           codes)
+        kinds = []
+        for _ in range(8):
+            s2, r, _ = exec_(nf["id"], ["python3", "-c", "import os\ntry: os.execv('/bin/true', ['true'])\n"
+                                        "except OSError as e: print(e.errno)"])
+            rep = r.get("report", {}) if isinstance(r, dict) else {}
+            kinds.append((r.get("stdout") if isinstance(r, dict) else None,
+                          [v.get("kind") for v in rep.get("violations") or []]))
+        ok(all(k == ("1\n", ["ProcessLimitViolation"]) for k in kinds),
+           "exec: allow_spawn: false — a second execve is refused (EPERM) and recorded in that exec's report, "
+           "8 times", kinds)
+        # a supervisor slow to take the hello (test hook): the execve waits for it, not refused
+        dj = subprocess.run([SBX, "doctor", "--json"], env=ENV, capture_output=True, text=True)
+        try:
+            hooks = json.loads(dj.stdout).get("build", {}).get("test_hooks")
+        except ValueError:
+            hooks = None
+        if hooks:
+            slow = {"SBXTEST_HELLO_DELAY_MS": "150"}
+            s2, r, _ = exec_(nf["id"], ["true"], env=slow)
+            ok(s2 == 200 and r.get("exit_code") == 0 and not r.get("report", {}).get("violations"),
+               "exec: allow_spawn: false — its execve before the supervisor knows it waits, then goes through",
+               (s2, r))
+            s2, r, _ = exec_(sid, ["unshare", "-U", "true"], env=slow)
+            kinds = [v.get("kind") for v in (r.get("report", {}) if isinstance(r, dict) else {}).get("violations") or []]
+            ok(s2 == 200 and "SyscallViolation" in kinds,
+               "exec: a refusal before the supervisor knows the exec's process is still in its report", (s2, r))
+        else:
+            skip("the hello delay needs a build with -Dtest_hooks=true")
+            skip("the hello delay needs a build with -Dtest_hooks=true")
+        req("DELETE", "/v1/sandboxes/" + nf["id"])
+    else:
+        skip("allow_spawn: false sandbox: %s %s" % (s, nf))
+        skip("allow_spawn: false: a second execve")
+        skip("allow_spawn: false: a slow hello")
+        skip("allow_spawn: false: a slow hello and a refusal")
+    got = []
+    for _ in range(10):
+        s2, r, _ = exec_(sid, ["unshare", "-U", "true"])
+        rep = r.get("report", {}) if isinstance(r, dict) else {}
+        got.append([v.get("kind") for v in rep.get("violations") or []])
+    ok(all("SyscallViolation" in g for g in got),
+       "exec: a refused call at the command's start is in that exec's report, 10 times", got)
+
     # a memory bomb ends its exec (memory_limit), not the sandbox
     if os.geteuid() == 0:
         s, r, _ = exec_(sid, ["python3", "-c", "a = bytearray(3 << 30)"], timeout_s=30)

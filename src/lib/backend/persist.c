@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -58,6 +59,10 @@ struct sbx_sandbox {
         uint64_t next_serial;
         struct sbx_egress_run *egress; /* the sandbox's egress proxy, or NULL */
         sbx_notify_route rt;
+        /* execs sent to the init whose process is not known yet: the loop holds notifications
+         * it cannot place meanwhile (route_hold), asked again on hold_fd (an eventfd) */
+        unsigned starting;
+        int hold_fd;
 };
 
 sbx_sandbox *sbx_sandbox_new_internal(const sbx_serve_hooks *hooks) {
@@ -66,6 +71,7 @@ sbx_sandbox *sbx_sandbox_new_internal(const sbx_serve_hooks *hooks) {
                 return NULL;
         pthread_mutex_init(&sb->lock, NULL);
         pthread_cond_init(&sb->cond, NULL);
+        sb->hold_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); /* -1: nothing is held */
         if (hooks)
                 sb->hooks = *hooks;
         else
@@ -86,6 +92,7 @@ _public_ void sbx_sandbox_unref(sbx_sandbox *sb) {
         if (!sb || __atomic_sub_fetch(&sb->refs, 1, __ATOMIC_ACQ_REL) > 0)
                 return;
         safe_close(sb->ctl_fd);
+        safe_close(sb->hold_fd);
         strv_free(sb->envp);
         free(sb->cwd);
         pthread_mutex_destroy(&sb->lock);
@@ -218,8 +225,29 @@ static void route_conn_end(void *ud, uint64_t owner, const sbx_report_conn *allo
         pthread_mutex_unlock(&sb->lock);
 }
 
+/* A process of no exec we know while one is starting may be that exec's (its process runs
+ * before its hello reaches us): its first execve and violations wait until we know. */
+static bool route_hold(void *ud, pid_t pid) {
+        sbx_sandbox *sb = ud;
+        pthread_mutex_lock(&sb->lock);
+        bool hold = sb->starting > 0 && !slot_of(sb, pid, false);
+        pthread_mutex_unlock(&sb->lock);
+        return hold;
+}
+
+/* One start less pending (its process known, or it never started): what waits is asked again. */
+static void start_settled(sbx_sandbox *sb) {
+        pthread_mutex_lock(&sb->lock);
+        sb->starting--;
+        pthread_mutex_unlock(&sb->lock);
+        if (sb->hold_fd >= 0)
+                (void) !write(sb->hold_fd, &(uint64_t){1}, sizeof(uint64_t));
+}
+
 static const sbx_notify_route *route_for(sbx_sandbox *sb) {
         sb->rt = (sbx_notify_route){.exec_first = route_exec_first,
+                .hold = sb->hold_fd >= 0 ? route_hold : NULL,
+                .hold_fd = sb->hold_fd,
                 .record = route_record,
                 .conn_owner = route_conn_owner,
                 .conn_end = route_conn_end,
@@ -700,7 +728,8 @@ static int build_request(sbx_sandbox *sb, const sbx_exec_request *req, char **re
                 .n_argv = (uint32_t) n_argv,
                 .n_env = (uint32_t) n_env,
                 .len = (uint32_t) len,
-                .tty = req->tty_cols && req->tty_rows ? SBX_INIT_TTY(req->tty_cols, req->tty_rows) : 0};
+                .tty = req->tty_cols && req->tty_rows ? SBX_INIT_TTY(req->tty_cols, req->tty_rows) : 0,
+                .flags = sb->hold_fd >= 0 ? SBX_INIT_REQ_OWN_PIDFD : 0};
         char *p = buf + sizeof *h;
         p = stpcpy(p, cwd) + 1;
         STRV_FOREACH(a, req->argv)
@@ -734,7 +763,7 @@ static int send_request(int ctl, const char *buf, size_t len, const int fds[4]) 
 }
 
 /* The exec's hello: its pid as we see it (credentials), within 10 s. */
-static int wait_hello(int xs, pid_t *ret, struct sbx_init_msg *m) {
+static int wait_hello(int xs, pid_t *ret, int *ret_pidfd, struct sbx_init_msg *m) {
         struct pollfd pf = {.fd = xs, .events = POLLIN};
         int k;
         do
@@ -761,12 +790,16 @@ static int wait_hello(int xs, pid_t *ret, struct sbx_init_msg *m) {
                         int fds[4], nf = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
                         memcpy(fds, CMSG_DATA(c), (size_t) (nf > 4 ? 4 : nf) * sizeof(int));
                         for (int i = 0; i < nf && i < 4; i++)
-                                close(fds[i]);
+                                if (i == 0 && nf == 1 && *ret_pidfd < 0)
+                                        *ret_pidfd = fds[0]; /* its own pidfd: it goes on, no GO */
+                                else
+                                        close(fds[i]);
                 }
-        if (m->type != SBX_INIT_MSG_RUNNER)
-                return -ECHILD; /* the init refused: m says why */
-        if (cred.pid <= 0)
-                return -EPROTO;
+        if (m->type != SBX_INIT_MSG_RUNNER || cred.pid <= 0) {
+                *ret_pidfd = safe_close(*ret_pidfd);
+                return m->type != SBX_INIT_MSG_RUNNER ? -ECHILD /* the init refused: m says why */
+                                                      : -EPROTO;
+        }
         *ret = cred.pid;
         return 0;
 }
@@ -780,7 +813,7 @@ _public_ int sbx_sandbox_exec(
         size_t rlen = 0;
         int r;
         exec_slot slot = {.timer_fd = -1};
-        bool registered = false;
+        bool registered = false, starting = false;
 
         if (ret_report)
                 *ret_report = NULL;
@@ -879,6 +912,8 @@ _public_ int sbx_sandbox_exec(
         slot.next = sb->execs;
         sb->execs = &slot;
         registered = true;
+        sb->starting++;
+        starting = true;
         pthread_mutex_unlock(&sb->lock);
         r = send_request(ctl, rbuf, rlen, (int[4]){xs[1], in, outp[1], errp[1]});
         xs[1] = safe_close(xs[1]);
@@ -890,7 +925,7 @@ _public_ int sbx_sandbox_exec(
         }
         struct sbx_init_msg hello;
         pid_t pid = 0;
-        r = wait_hello(xs[0], &pid, &hello);
+        r = wait_hello(xs[0], &pid, &pidfd, &hello);
         if (r == -ECHILD) {
                 hello.text[sizeof hello.text - 1] = 0;
                 r = fail(ret_error, -EIO, "the sandbox's init refused the exec: %s: %s", hello.text,
@@ -901,7 +936,19 @@ _public_ int sbx_sandbox_exec(
                 r = fail(ret_error, r, "the sandbox's init did not start the exec: %s", strerror(-r));
                 goto out;
         }
-        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+#if SBX_TEST_HOOKS
+        /* Test hook (-Dtest_hooks=true only): the exec's env SBXTEST_HELLO_DELAY_MS=N (not a
+         * SANDBOXER_ name: the API refuses those) makes us slow to take its hello, so that what
+         * it does meanwhile must be held. */
+        STRV_FOREACH(kv, req->env)
+                if (strncmp(*kv, "SBXTEST_HELLO_DELAY_MS=", 23) == 0)
+                        (void) usleep((useconds_t) atoi(*kv + 23) * 1000);
+#endif
+        /* It sent its own pidfd and went on; else (no pidfd_open there) it waits for GO, and
+         * until then it cannot be gone and its pid not reused: ours made now is its. */
+        bool go_wanted = pidfd < 0;
+        if (go_wanted)
+                pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         if (pidfd < 0) {
                 r = fail(ret_error, -ESRCH, "the exec's process is gone: %m");
                 goto out;
@@ -911,9 +958,11 @@ _public_ int sbx_sandbox_exec(
         slot.pidfd = pidfd;
         int pending = slot.pending_sig;
         pthread_mutex_unlock(&sb->lock);
+        start_settled(sb);
+        starting = false;
         struct sbx_init_msg go = {
                 .magic = SBX_INIT_MAGIC, .type = SBX_INIT_MSG_GO, .monotonic_ns = sbx_now_ns()};
-        if (send(xs[0], &go, sizeof go, MSG_NOSIGNAL) < 0) {
+        if (go_wanted && send(xs[0], &go, sizeof go, MSG_NOSIGNAL) < 0) {
                 r = fail(ret_error, -ESRCH, "the exec's process is gone: %m");
                 goto out;
         }
@@ -1004,6 +1053,8 @@ out:
         sb->active--;
         pthread_cond_broadcast(&sb->cond);
         pthread_mutex_unlock(&sb->lock);
+        if (starting) /* it never became known: what waited for it goes on */
+                start_settled(sb);
         safe_close(slot.timer_fd); /* out of the list: no freeze touches it now */
         for (int i = 0; i < 2; i++) {
                 safe_close(xs[i]);

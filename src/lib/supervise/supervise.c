@@ -22,6 +22,7 @@
 #include "isolate/audit.h"
 #include "supervise/egress-run.h"
 #include "supervise/spawn.h"
+#include "supervise/sv-util.h"
 
 enum {
         EV_PIDFD = 1,
@@ -35,7 +36,8 @@ enum {
         EV_TTYIN,
         EV_EXTRA,
         EV_AUDIT,
-        EV_EGRESS
+        EV_EGRESS,
+        EV_HOLD
 };
 
 /* The Landlock access records of one audit event, held until the event says whose domain they
@@ -71,6 +73,8 @@ typedef struct loop_state {
         int timer_fd;
         bool grace_armed;
         int listener_fd;
+        struct seccomp_notif waiting[16]; /* held for the route (sbx_notify_route.hold) */
+        unsigned n_waiting;
         bool exec_seen;
         pid_t cur_pid; /* the caller of the notification being handled */
         int audit_fd;
@@ -96,36 +100,6 @@ static void kill_sandbox(loop_state *s) {
         if (s->p->kill_all)
                 (void) s->p->kill_all(s->p->userdata);
         (void) syscall(SYS_pidfd_send_signal, s->p->pidfd, SIGKILL, NULL, 0);
-}
-
-static int arm_timer(int fd, double seconds) {
-        if (seconds <= 0)
-                seconds = 1e-6;
-        struct itimerspec its = {0};
-        its.it_value.tv_sec = (time_t) seconds;
-        its.it_value.tv_nsec = (long) ((seconds - (double) its.it_value.tv_sec) * 1e9);
-        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-                its.it_value.tv_nsec = 1;
-        return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
-}
-
-static void write_all(int fd, const char *buf, size_t n, bool *ok) {
-        while (n > 0 && *ok) {
-                ssize_t k = write(fd, buf, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN) {
-                                struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-                                (void) poll(&pfd, 1, 1000);
-                                continue;
-                        }
-                        *ok = false; /* EPIPE and friends: stop forwarding, keep counting */
-                        return;
-                }
-                buf += k;
-                n -= (size_t) k;
-        }
 }
 
 /* Read what is there; returns false at EOF. */
@@ -154,7 +128,7 @@ static bool pump(loop_state *s, int *fdp, int fwd, bool *fwd_ok, uint64_t *count
                 }
                 *count += keep;
                 if (fwd >= 0 && keep > 0)
-                        write_all(fwd, buf, keep, fwd_ok);
+                        sv_write_all(fwd, buf, keep, fwd_ok);
                 if (s->res->output_limited) {
                         kill_sandbox(s);
                         (void) epoll_ctl(s->ep, EPOLL_CTL_DEL, *fdp, NULL);
@@ -167,35 +141,6 @@ static bool pump(loop_state *s, int *fdp, int fwd, bool *fwd_ok, uint64_t *count
 }
 
 static int add_fd(int ep, int fd, uint32_t tag);
-
-/* Kill and reap every child we have left (all of them the sandbox's: re-parented to us, the
- * subreaper, when the init died before them). */
-static void reap_orphans(void) {
-        for (int round = 0; round < 10000; round++) {
-                char path[64], buf[4096];
-                snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) gettid());
-                int fd = open(path, O_RDONLY | O_CLOEXEC);
-                ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-                if (fd >= 0)
-                        close(fd);
-                if (n > 0) {
-                        buf[n] = 0;
-                        for (char *q = buf; *q;) {
-                                char *end;
-                                long pid = strtol(q, &end, 10);
-                                if (end == q)
-                                        break;
-                                if (pid > 0)
-                                        (void) kill((pid_t) pid, SIGKILL);
-                                q = end;
-                                while (*q == ' ')
-                                        q++;
-                        }
-                }
-                if (waitpid(-1, NULL, __WALL) < 0 && errno == ECHILD)
-                        return;
-        }
-}
 
 /* Evidence only (DESIGN.md principle 1): a string argument of the calling process, read through
  * /proc/PID/mem, then the notification id checked still valid so the pid was not reused. What
@@ -218,25 +163,6 @@ static bool read_string(
                 buf[size - 1] = 0;
         uint64_t id = req->id;
         return ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-}
-
-static const char *family_name(uint64_t f) {
-        switch ((int) f) {
-        case 1:
-                return "unix";
-        case 2:
-                return "inet";
-        case 10:
-                return "inet6";
-        case 16:
-                return "netlink";
-        case 17:
-                return "packet";
-        case 40:
-                return "vsock";
-        default:
-                return NULL;
-        }
 }
 
 static void record_pid(loop_state *s, pid_t pid, sbx_violation_kind kind, const char *action,
@@ -321,12 +247,6 @@ static bool resolve_path(
         return true;
 }
 
-static bool under(const char *path, const char *prefix) {
-        size_t l = strlen(prefix);
-        return strncmp(path, prefix, l) == 0 &&
-               (path[l] == 0 || path[l] == '/' || (l == 1 && prefix[0] == '/'));
-}
-
 typedef struct fs_call {
         int nr;
         int dirfd_arg, path_arg; /* path_arg -1: none */
@@ -378,7 +298,7 @@ static bool observe_fs(
                         continue;
                 bool ok = false;
                 for (char *const *w = s->p->writable; *w && !ok; w++)
-                        ok = under(resolved, *w);
+                        ok = sv_under(resolved, *w);
                 if (ok)
                         continue;
                 d[(*nd)++] = (sbx_detail){.key = "path", .str = given};
@@ -449,15 +369,6 @@ static int egress_connect(loop_state *s, const struct seccomp_notif *req, struct
         return r;
 }
 
-static bool cmd_listed(char *const *list, const char *path) {
-        const char *base = strrchr(path, '/');
-        base = base ? base + 1 : path;
-        for (char *const *i = list; i && *i; i++)
-                if (strchr(*i, '/') ? streq(*i, path) : streq(*i, base))
-                        return true;
-        return false;
-}
-
 /* An exec seen for process.commands: returns 1 to refuse, 0 to let through, with *warned when
  * it goes through outside the lists. */
 static int observe_exec(loop_state *s, const struct seccomp_notif *req, sbx_detail *d, size_t *nd, char *buf,
@@ -468,8 +379,8 @@ static int observe_exec(loop_state *s, const struct seccomp_notif *req, sbx_deta
                 return 0;
         buf[n] = 0;
         buf[strnlen(buf, (size_t) n)] = 0;
-        bool bad = cmd_listed(s->p->cmd_deny, buf) ||
-                   (s->p->cmd_allow && s->p->cmd_allow[0] && !cmd_listed(s->p->cmd_allow, buf));
+        bool bad = sv_cmd_listed(s->p->cmd_deny, buf) ||
+                   (s->p->cmd_allow && s->p->cmd_allow[0] && !sv_cmd_listed(s->p->cmd_allow, buf));
         if (!bad)
                 return 0;
         d[(*nd)++] = (sbx_detail){.key = "path", .str = buf};
@@ -482,9 +393,16 @@ static int observe_exec(loop_state *s, const struct seccomp_notif *req, sbx_deta
  * record it, answer. Answers are a refusal, or "continue" for a call the filter only routed here
  * to be counted (the init's own fork, the command's one execve) — decided by who calls and how
  * often, never by the contents of memory that could change under us. */
+static void answer_notify(loop_state *s, struct seccomp_notif req);
+
+static bool holds(loop_state *s, const struct seccomp_notif *req) {
+        const sbx_notify_route *rt = s->p->route;
+        return rt && rt->hold && req->pid != (uint32_t) s->init_pid &&
+               rt->hold(rt->userdata, (pid_t) req->pid);
+}
+
 static void handle_notify(loop_state *s) {
         struct seccomp_notif req;
-        struct seccomp_notif_resp resp;
         memset(&req, 0, sizeof req);
         if (ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) {
                 if (errno != EINTR && errno != ENOENT) {
@@ -495,6 +413,31 @@ static void handle_notify(loop_state *s) {
                 }
                 return;
         }
+        if (s->n_waiting < ELEMENTSOF(s->waiting) && holds(s, &req))
+                s->waiting[s->n_waiting++] = req;
+        else
+                answer_notify(s, req);
+}
+
+/* What the route held: answered once it says so, dropped when its caller is gone. */
+static void handle_held(loop_state *s) {
+        uint64_t x;
+        (void) !read(s->p->route->hold_fd, &x, sizeof x);
+        unsigned k = 0;
+        for (unsigned i = 0; i < s->n_waiting; i++) {
+                struct seccomp_notif req = s->waiting[i];
+                if (s->listener_fd < 0 || ioctl(s->listener_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) < 0)
+                        continue;
+                if (holds(s, &req))
+                        s->waiting[k++] = req;
+                else
+                        answer_notify(s, req);
+        }
+        s->n_waiting = k;
+}
+
+static void answer_notify(loop_state *s, struct seccomp_notif req) {
+        struct seccomp_notif_resp resp;
         s->res->notifications++;
         memset(&resp, 0, sizeof resp);
         resp.id = req.id;
@@ -539,7 +482,7 @@ static void handle_notify(loop_state *s) {
                         d[nd++] = (sbx_detail){.key = "rule", .str = (char *) "process.allow_spawn: false"};
                         record(s, SBX_VIOLATION_PROCESS_LIMIT, s->p->kill_on_violation, name, d, nd);
                 } else if (m.category == SBX_SECCOMP_CAT_NETWORK) {
-                        const char *fam = family_name(req.data.args[0]);
+                        const char *fam = sv_family_name(req.data.args[0]);
                         if (req.data.nr == __NR_socket || req.data.nr == __NR_socketpair) {
                                 if (fam)
                                         d[nd++] = (sbx_detail){.key = "family", .str = (char *) fam};
@@ -888,7 +831,7 @@ static void handle_status(loop_state *s) {
                 case SBX_INIT_MSG_STARTED: /* command_timeout_s: the command's own clock starts */
                         r->started_ns = m.monotonic_ns;
                         if (s->p->command_timeout_s > 0)
-                                (void) arm_timer(
+                                (void) sv_arm_timer(
                                         s->timer_fd, sbx_supervise_command_deadline(s->p, sbx_now_ns()));
                         break;
                 case SBX_INIT_MSG_EXEC_FAILED:
@@ -1011,13 +954,14 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                 (r = add_fd(s.ep, tty ? p->tty_in : -1, EV_TTYIN)) < 0 ||
                 (r = add_fd(s.ep, p->on_extra ? p->extra_fd : -1, EV_EXTRA)) < 0 ||
                 (r = add_fd(s.ep, s.audit_fd, EV_AUDIT)) < 0 ||
-                (r = add_fd(s.ep, p->egress ? sbx_egress_run_event_fd(p->egress) : -1, EV_EGRESS)) < 0) {
+                (r = add_fd(s.ep, p->egress ? sbx_egress_run_event_fd(p->egress) : -1, EV_EGRESS)) < 0 ||
+                (r = add_fd(s.ep, p->route && p->route->hold ? p->route->hold_fd : -1, EV_HOLD)) < 0) {
                 r = sbx_error_set(e, r, "supervise: epoll_ctl", "epoll_ctl: %s", strerror(-r));
                 goto finish;
         }
         if (p->timeout_s > 0) {
                 double elapsed = (double) (sbx_now_ns() - p->start_ns) / 1e9;
-                r = arm_timer(s.timer_fd, p->timeout_s - elapsed);
+                r = sv_arm_timer(s.timer_fd, p->timeout_s - elapsed);
                 if (r < 0) {
                         r = sbx_error_set(e, r, "supervise: timer", "timerfd_settime: %s", strerror(-r));
                         goto finish;
@@ -1093,7 +1037,7 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                                 NULL, 0);
                                         if (!s.grace_armed) {
                                                 s.grace_armed = true;
-                                                (void) arm_timer(
+                                                (void) sv_arm_timer(
                                                         s.timer_fd, p->grace_s > 0 ? p->grace_s : 2.0);
                                         }
                                 }
@@ -1106,7 +1050,7 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 ssize_t k = read(p->tty_in, buf, sizeof buf);
                                 if (k > 0 && s.out_fd >= 0) {
                                         bool okw = true;
-                                        write_all(p->tty_master, buf, (size_t) k, &okw);
+                                        sv_write_all(p->tty_master, buf, (size_t) k, &okw);
                                 } else if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
                                         (void) epoll_ctl(s.ep, EPOLL_CTL_DEL, p->tty_in, NULL);
                                         if (k == 0 && s.out_fd >= 0 && write(p->tty_master, "\x04", 1) < 0) {
@@ -1131,6 +1075,9 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
                                 break;
                         case EV_EGRESS:
                                 handle_egress(&s);
+                                break;
+                        case EV_HOLD:
+                                handle_held(&s);
                                 break;
                         case EV_AUDIT:
                                 audit_read(&s);
@@ -1165,7 +1112,7 @@ int sbx_supervise(const sbx_supervise_params *p, sbx_supervise_result *res, sbx_
         while (!p->not_child && wait4(p->pid, &st, 0, &res->rusage) < 0 && errno == EINTR)
                 ;
         if (p->reap_orphans)
-                reap_orphans();
+                sv_reap_orphans();
         res->reaped_ns = sbx_now_ns();
         if (s.audit_fd >= 0)
                 audit_drain(&s);

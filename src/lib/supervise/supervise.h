@@ -24,6 +24,12 @@ typedef struct sbx_notify_route {
         /* record a violation in the report of the exec pid belongs to (or the sandbox's) */
         void (*record)(void *userdata, pid_t pid, sbx_violation_kind kind, const char *action,
                 const char *syscall, const sbx_detail *d, size_t n);
+        /* a notification of pid waits (in the loop, its caller stopped in its system call):
+         * pid is of no exec known yet while one is starting — its process runs before we know
+         * its pid, and its first execve or violation is that exec's. Asked again when hold_fd
+         * (an eventfd; drained here) is readable; NULL/-1: nothing waits. */
+        bool (*hold)(void *userdata, pid_t pid);
+        int hold_fd;
         /* the egress proxy's connections (egress-run.h: sbx_egress_owner_fn, sbx_egress_sink_fn):
          * the exec a connecting process belongs to, and each connection's end — from the proxy's
          * threads */
