@@ -255,6 +255,9 @@ static bool take_request(int chan) {
          * flags are not ours to change: read once per POLLIN) */
         (void) fcntl(x->out, F_SETFL, fcntl(x->out, F_GETFL) | O_NONBLOCK);
         (void) fcntl(x->err, F_SETFL, fcntl(x->err, F_GETFL) | O_NONBLOCK);
+        /* a pidfd cannot cross the port: the guest's exec waits for GO, which the stand-in's
+         * hello brings (the supervisor sees no pidfd with it, and sends GO) */
+        ((struct sbx_init_req *) buf)->flags &= ~SBX_INIT_REQ_OWN_PIDFD;
         qframe(chan, SBX_VM_EXEC, x->id, buf, (size_t) k);
         return true;
 }
