@@ -724,6 +724,50 @@ static int exec_child(const struct sbx_init_req *rq, char *strings, int fds[4], 
         return (e == ENOENT || e == ENOTDIR) ? 127 : 126;
 }
 
+/* An exec's process shares our memory until its exec (CLONE_VM, on a stack of its own): no
+ * page tables copied, no copy-on-write faults after on either side (with a copy, the two cost
+ * more than the rest of the init's part of an exec). What it writes of ours — the request's
+ * arrays, environ, pid_ns_init — is put back after. We wait for its exec (the exec pipe's write
+ * end, close-on-exec, closes once it no longer uses our memory) or its end, not with
+ * CLONE_VFORK: a process of the sandbox could stop it before its exec and so stop us; after a
+ * second it is killed (SIGKILL reaches a stopped process) and its end reported as usual. */
+struct exec_args {
+        const struct sbx_init_req *rq;
+        char *strings;
+        int *fds, pipe_w;
+};
+static char exec_stack[64 * 1024] __attribute__((aligned(16)));
+
+static int exec_trampoline(void *arg) {
+        const struct exec_args *a = arg;
+        _exit(exec_child(a->rq, a->strings, a->fds, a->pipe_w));
+}
+
+static pid_t spawn_exec(const struct sbx_init_req *rq, char *strings, int fds[4], int ep[2]) {
+        extern char **environ;
+        char **env0 = environ;
+        bool pni = pid_ns_init;
+        struct exec_args a = {.rq = rq, .strings = strings, .fds = fds, .pipe_w = ep[1]};
+        pid_t pid = clone(exec_trampoline, exec_stack + sizeof exec_stack, CLONE_VM | SIGCHLD, &a);
+        if (pid > 0) {
+                (void) close(ep[1]);
+                ep[1] = -1;
+                struct pollfd pf = {.fd = ep[0], .events = 0};
+                for (int round = 0; round < 2; round++) {
+                        int k;
+                        do
+                                k = poll(&pf, 1, 1000);
+                        while (k < 0 && errno == EINTR);
+                        if (k != 0)
+                                break;
+                        (void) kill(pid, SIGKILL); /* stopped before its exec: it ends here */
+                }
+        }
+        environ = env0;
+        pid_ns_init = pni;
+        return pid;
+}
+
 /* One request from fd 3; false when the supervisor is gone (its end closed). */
 static bool take_request(void) {
         int fds[4] = {-1, -1, -1, -1}, nfds = 0;
@@ -758,13 +802,19 @@ static bool take_request(void) {
         int ep[2] = {-1, -1};
         if (ok && pipe2(ep, O_CLOEXEC | O_NONBLOCK) < 0)
                 ep[0] = ep[1] = -1;
-        pid_t pid = ok && ep[0] >= 0 ? fork() : -1;
-        if (pid == 0)
-                _exit(exec_child(rq, reqbuf + sizeof *rq, fds, ep[1]));
+        pid_t pid = -1;
+        if (ok && ep[0] >= 0 && rq->op == SBX_INIT_OP_EXEC)
+                pid = spawn_exec(rq, reqbuf + sizeof *rq, fds, ep);
+        else if (ok && ep[0] >= 0) { /* a file or a connection: it may take long, on its own */
+                pid = fork();
+                if (pid == 0)
+                        _exit(exec_child(rq, reqbuf + sizeof *rq, fds, ep[1]));
+        }
         if (pid > 0) {
                 execs[n_execs++] = (exec_entry){.pid = pid, .sock = fds[0], .pipe = ep[0]};
                 fds[0] = -1; /* ours now */
-                close(ep[1]);
+                if (ep[1] >= 0)
+                        close(ep[1]);
         } else {
                 if (ep[0] >= 0) {
                         close(ep[0]);
