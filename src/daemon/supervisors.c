@@ -464,8 +464,85 @@ static int sv_spawn_inner(
         return -EIO;
 }
 
-/* Reports the supervisor wrote that the store has not got (the server was away). */
+/* One report the supervisor kept that the store has not got: stored, counted, streamed. */
+static void ingest_one(sbx_mgr *m, box *b, const char *id, json_t *rep) {
+        mgr_skill_stamp_report(b, rep);
+        char *text = json_dumps(rep, JSON_COMPACT);
+        json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
+        sbx_store_exec x = {
+                .id = id,
+                .sandbox_id = b->id,
+                .status = json_string_value(json_object_get(rep, "status")),
+                .exit_code = json_is_integer(code) ? json_integer_value(code) : -1,
+                .started_at = mgr_now_ms(),
+                .ended_at = mgr_now_ms(),
+                .report_json = text,
+        };
+        (void) sbx_store_exec_put(m->store, &x, true);
+        free(text);
+        mgr_skill_audit_exec(m, b, id, rep);
+        pthread_mutex_lock(&m->lock);
+        b->execs++;
+        pthread_mutex_unlock(&m->lock);
+        mgr_emit(m, b, "sandbox.exec", json_pack("{s:s, s:s}", "exec_id", id, "note", "recovered"));
+}
+
+static bool exec_id_ok(const char *id, size_t l) {
+        if (l < 1 || l > 64)
+                return false;
+        for (size_t i = 0; i < l; i++)
+                if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_' ||
+                            id[i] == '-'))
+                        return false;
+        return true;
+}
+
+/* Reports the supervisor kept that the store has not got (the server was away): its log
+ * (SBX_SV_EXEC_LOG: "EXEC_ID LENGTH\n", the report, "\n"; a record cut short by a crash is the
+ * last and is left), and the one-file-per-exec directory earlier supervisors wrote. */
 void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
+        char path[PATH_MAX + 100];
+        snprintf(path, sizeof path, "%s/" SBX_SV_EXEC_LOG, b->dir);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        char *log = NULL;
+        size_t n = 0;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+                (uint64_t) st.st_size < ((uint64_t) 1 << 32) && (log = malloc((size_t) st.st_size + 1))) {
+                while (n < (size_t) st.st_size) {
+                        ssize_t k = read(fd, log + n, (size_t) st.st_size - n);
+                        if (k <= 0)
+                                break;
+                        n += (size_t) k;
+                }
+                log[n] = 0;
+        }
+        safe_close(fd);
+        for (size_t off = 0; log && off < n;) {
+                char *nl = memchr(log + off, '\n', n - off),
+                     *sp = nl ? memchr(log + off, ' ', (size_t) (nl - log - off)) : NULL;
+                if (!sp)
+                        break;
+                char *end;
+                unsigned long long len = strtoull(sp + 1, &end, 10);
+                size_t body = (size_t) (nl - log) + 1;
+                if (end != nl || len > n - body || n - body - len < 1 || log[body + len] != '\n')
+                        break; /* cut short: the last one, written as the supervisor died */
+                char id[80];
+                if (exec_id_ok(log + off, (size_t) (sp - log - off))) {
+                        snprintf(id, sizeof id, "%.*s", (int) (sp - log - off), log + off);
+                        json_error_t je;
+                        json_t *rep = sbx_store_exec_exists(m->store, id)
+                                              ? NULL
+                                              : json_loadb(log + body, len, 0, &je);
+                        if (rep)
+                                ingest_one(m, b, id, rep);
+                        json_decref(rep);
+                }
+                off = body + len + 1;
+        }
+        free(log);
+
         char dir[PATH_MAX + 16];
         snprintf(dir, sizeof dir, "%s/execs", b->dir);
         DIR *d = opendir(dir);
@@ -480,32 +557,13 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
                 snprintf(id, sizeof id, "%.*s", (int) (l - 5), de->d_name);
                 if (sbx_store_exec_exists(m->store, id))
                         continue;
-                char path[PATH_MAX + 100];
                 snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
                 json_error_t je;
                 json_t *rep = json_load_file(path, 0, &je);
                 if (!rep)
                         continue;
-                mgr_skill_stamp_report(b, rep);
-                char *text = json_dumps(rep, JSON_COMPACT);
-                json_t *code = json_object_get(json_object_get(rep, "exit"), "code");
-                sbx_store_exec x = {
-                        .id = id,
-                        .sandbox_id = b->id,
-                        .status = json_string_value(json_object_get(rep, "status")),
-                        .exit_code = json_is_integer(code) ? json_integer_value(code) : -1,
-                        .started_at = mgr_now_ms(),
-                        .ended_at = mgr_now_ms(),
-                        .report_json = text,
-                };
-                (void) sbx_store_exec_put(m->store, &x, true);
-                free(text);
-                mgr_skill_audit_exec(m, b, id, rep);
+                ingest_one(m, b, id, rep);
                 json_decref(rep);
-                pthread_mutex_lock(&m->lock);
-                b->execs++;
-                pthread_mutex_unlock(&m->lock);
-                mgr_emit(m, b, "sandbox.exec", json_pack("{s:s, s:s}", "exec_id", id, "note", "recovered"));
         }
         closedir(d);
 }

@@ -29,8 +29,10 @@
  *   {"op":"destroy"} → {"ok":true}, then the sandbox ends and the supervisor exits.
  *   {"op":"network","egress":[RULE...],"egress_deny":[RULE...]} → {"ok":true} | errno ENOTCONN
  *      (no egress proxy), EPERM (outside the policy), EINVAL: the egress rules replaced
- * Each exec's report is also written to STATE/execs/EXEC_ID.json just after the answer, so that
- * nothing is lost when the server is not there to take it, or stops before it stored it. */
+ * Each exec's report is also appended to STATE/execs.log (SBX_SV_EXEC_LOG: "EXEC_ID LENGTH\n",
+ * the report's LENGTH bytes, "\n") just after the answer, so that nothing is lost when the server
+ * is not there to take it, or stops before it stored it. (Earlier supervisors wrote
+ * STATE/execs/EXEC_ID.json, one file each: a server still reads those.) */
 #pragma once
 
 /* The descriptors the supervisor is started with (--ready-fd, --secrets-fd, --config-fd). */
@@ -44,6 +46,7 @@
 #define SBX_SV_ERROR_PREFIX "error "
 
 #define SBX_SV_REQ_MAX (256 * 1024)
+#define SBX_SV_EXEC_LOG "execs.log"
 #define SBX_SV_ANS_MAX (4 * 1024 * 1024)
 
 #define SBX_SV_OP_EXEC "exec"
