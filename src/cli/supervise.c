@@ -135,24 +135,26 @@ static void save_report(const char *exec_id, const char *report) {
          * ends the sandbox too). */
         static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         static int fd = -1;
+        static bool cut; /* a record was cut short (the disk full): none after it, a reader stops there */
         pthread_mutex_lock(&lock);
-        if (fd < 0) {
+        if (fd < 0 && !cut) {
                 char path[4200];
                 snprintf(path, sizeof path, "%s/" SBX_SV_EXEC_LOG, S.state_dir);
                 fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         }
-        int f = fd;
-        pthread_mutex_unlock(&lock);
-        if (f < 0)
-                return;
-        size_t rl = strlen(report);
-        char head[128];
-        int hl = snprintf(head, sizeof head, "%s %zu\n", exec_id, rl);
-        struct iovec iov[3] = {{.iov_base = head, .iov_len = (size_t) hl},
-                {.iov_base = (void *) report, .iov_len = rl}, {.iov_base = (void *) "\n", .iov_len = 1}};
-        if (writev(f, iov, 3) < 0) {
-                /* the report still went to the server; only a restart would miss it */
+        if (fd >= 0 && !cut) {
+                size_t rl = strlen(report);
+                char head[128];
+                int hl = snprintf(head, sizeof head, "%s %zu\n", exec_id, rl);
+                struct iovec iov[3] = {{.iov_base = head, .iov_len = (size_t) hl},
+                        {.iov_base = (void *) report, .iov_len = rl},
+                        {.iov_base = (void *) "\n", .iov_len = 1}};
+                ssize_t k = writev(fd, iov, 3);
+                /* nothing written: the next may be; part of it: the log ends there (the report
+                 * still went to the server; only a restart would miss it) */
+                cut = k > 0 && (size_t) k != (size_t) hl + rl + 1;
         }
+        pthread_mutex_unlock(&lock);
 }
 
 /* The sandbox's egress rules replaced (the control plane checked their shape; the policy is

@@ -1612,6 +1612,11 @@ def main():
     s, r, _ = create()
     rsid = r.get("id", "")
     box = {}
+    # another, whose kept reports are tampered with while the server is away: a record cut
+    # short at the log's end, a report file of an earlier supervisor, a file that is not JSON
+    s, r, _ = create()
+    tsid = r.get("id", "")
+    exec_(tsid, ["true"])
 
     def long_exec():
         box["r"] = exec_(rsid, ["sh", "-c", "sleep 1.5; echo finished"])
@@ -1621,7 +1626,21 @@ def main():
     sv_before = [p for p in supervisors() if rsid.encode() in open("/proc/%d/cmdline" % p, "rb").read()]
     stop(signal.SIGKILL)
     th.join()
+    tdir = os.path.join(ST, "sandboxes", tsid)
+    with open(os.path.join(tdir, "execs.log"), "a") as f:
+        f.write('exe_0123456789abcdee 4096\n{"schema": "sandboxer.re')
+    os.makedirs(os.path.join(tdir, "execs"), exist_ok=True)
+    with open(os.path.join(tdir, "execs", "exe_0123456789abcdef.json"), "w") as f:
+        json.dump({"schema": "sandboxer.report/v1", "status": "exited", "exit": {"code": 3}}, f)
+    with open(os.path.join(tdir, "execs", "exe_0123456789abcdea.json"), "w") as f:
+        f.write("{not json")
     ok(start(), "serve comes back after kill -9 mid-exec")
+    s, lst, _ = req("GET", "/v1/sandboxes/%s/execs" % tsid)
+    got = sorted((x["exec_id"], x.get("exit_code")) for x in (lst.get("items", []) if s == 200 else []))
+    ok(len(got) == 2 and ("exe_0123456789abcdef", 3) in got and all(c is not None for _, c in got),
+       "restart: the kept reports are taken in (the log's, an earlier supervisor's file); a record cut short "
+       "and a file that is not JSON are left", (s, got))
+    req("DELETE", "/v1/sandboxes/" + tsid)
     s, r, _ = req("GET", "/v1/sandboxes/" + rsid)
     ok(s == 200 and r.get("state") in ("ready", "active") and r.get("reason") == "readopted",
        "restart: the sandbox was re-adopted", r)
