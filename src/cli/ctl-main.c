@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
         }
         for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
                 if (strcmp(argv[1], verbs[i].name) == 0)
-                        return verbs[i].fn(argc - 1, argv + 1);
+                        return cli_env_ok() ? verbs[i].fn(argc - 1, argv + 1) : SBX_EXIT_FAILURE;
         cli_error("unknown verb '%s'; see 'sandboxer --help'", argv[1]);
         return SBX_EXIT_FAILURE;
 }

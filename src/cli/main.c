@@ -94,6 +94,8 @@ int main(int argc, char **argv) {
         }
         for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
                 if (strcmp(argv[1], verbs[i].name) == 0) {
+                        if (!cli_env_ok())
+                                return SBX_EXIT_FAILURE;
                         if (verbs[i].fn)
                                 return verbs[i].fn(argc - 1, argv + 1);
                         return exec_sibling("sandboxer-ctl", argv);

@@ -2,6 +2,8 @@
  * process exit status; argv[0] is the verb name. */
 #pragma once
 
+#include <stdbool.h>
+
 int verb_run(int argc, char **argv);
 int verb_doctor(int argc, char **argv);
 int verb_profile(int argc, char **argv);
@@ -24,3 +26,6 @@ int verb_client(int argc, char **argv);
  * the program says otherwise). */
 extern const char *cli_program;
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The environment's directories are usable as given: SANDBOXER_RUNTIME_DIR, when set, is an
+ * absolute path (a relative one was ignored for the default, silently). false: said why. */
+bool cli_env_ok(void);

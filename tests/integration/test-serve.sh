@@ -64,7 +64,7 @@ free_port() {
         python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-plan 81
+plan 83
 
 # ---- tokens ----
 "$SANDBOXER" token create --actor agt --name bot-1 --tenant t1 --state-dir "$ST" --json >"$SBX_TMP/t1.json" 2>"$SBX_TMP/err"
@@ -250,5 +250,11 @@ mkdir -p "$SBX_TMP/open"; chmod 777 "$SBX_TMP/open"
 SANDBOXER_STATE_DIR=$SBX_TMP/open timeout 10 "$SANDBOXER" serve --listen "unix:$SBX_TMP/open.sock" 2>"$SBX_TMP/open.err"
 is "$?:$(grep -c "state dir $SBX_TMP/open: .*not a directory of ours that only we can write.*SANDBOXER_STATE_DIR" "$SBX_TMP/open.err")" \
         "125:1" "a state dir others can write: exit 125, named, with the fix"
+# a relative SANDBOXER_RUNTIME_DIR is refused (it was ignored for the default: another server's)
+for v in serve run; do
+        (cd "$SBX_TMP" && SANDBOXER_RUNTIME_DIR=rel/run timeout 10 "$SANDBOXER" $v -- true) 2>"$SBX_TMP/rel.err" >/dev/null
+        is "$?:$(grep -c "SANDBOXER_RUNTIME_DIR is 'rel/run': it must be an absolute path" "$SBX_TMP/rel.err")" \
+                "125:1" "$v: a relative SANDBOXER_RUNTIME_DIR: exit 125, named"
+done
 
 done_testing
