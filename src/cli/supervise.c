@@ -46,12 +46,16 @@ static void say_ready(const char *line) {
         S.ready_fd = -1;
 }
 
+/* An answer that could not be sent whole: its connection is closed after it (the server then
+ * sees the end, not a wait for an answer that never comes). */
+static __thread bool reply_failed;
+
 static void reply(int fd, json_t *j) {
         char *s = json_dumps(j, JSON_COMPACT);
-        if (s) {
-                (void) send(fd, s, strlen(s), MSG_NOSIGNAL);
-                free(s);
-        }
+        size_t n = s ? strlen(s) : 0;
+        if (!s || send(fd, s, n, MSG_NOSIGNAL) != (ssize_t) n)
+                reply_failed = true;
+        free(s);
         json_decref(j);
 }
 
@@ -63,22 +67,24 @@ static void reply_with_report(int fd, json_t *j, const char *report) {
         json_decref(j);
         size_t n = s ? strlen(s) : 0;
         if (!report || n < 2 || s[n - 1] != '}') {
-                if (s)
-                        (void) send(fd, s, n, MSG_NOSIGNAL);
+                if (!s || send(fd, s, n, MSG_NOSIGNAL) != (ssize_t) n)
+                        reply_failed = true;
                 free(s);
                 return;
         }
         static const char key[] = ",\"report\":";
         size_t rl = strlen(report);
-        char *out = malloc(n - 1 + sizeof key - 1 + rl + 1);
+        size_t total = n - 1 + sizeof key - 1 + rl + 1;
+        char *out = malloc(total);
         if (out) {
                 memcpy(out, s, n - 1);
                 memcpy(out + n - 1, key, sizeof key - 1);
                 memcpy(out + n - 1 + sizeof key - 1, report, rl);
-                out[n - 1 + sizeof key - 1 + rl] = '}';
-                (void) send(fd, out, n - 1 + sizeof key - 1 + rl + 1, MSG_NOSIGNAL);
-                free(out);
+                out[total - 1] = '}';
         }
+        if (!out || send(fd, out, total, MSG_NOSIGNAL) != (ssize_t) total)
+                reply_failed = true;
+        free(out);
         free(s);
 }
 
@@ -253,6 +259,9 @@ out:
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t conns_done = PTHREAD_COND_INITIALIZER;
 static unsigned conns;
+/* The sandbox is gone and S.sb may be freed: a request that comes now on a kept connection is
+ * answered ESRCH without it. */
+static bool closing;
 
 static void conns_add(int d) {
         pthread_mutex_lock(&conns_lock);
@@ -283,8 +292,27 @@ static bool one_request(int fd, char *buf, bool first) {
         struct msghdr mh = {
                 .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cbuf, .msg_controllen = sizeof cbuf};
         ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-        if (n > 0 && !first)
-                conns_add(1);
+        bool gone = false;
+        if (n > 0) {
+                pthread_mutex_lock(&conns_lock);
+                gone = closing;
+                if (!gone && !first)
+                        conns++;
+                else if (gone && first) /* (its count, taken when it connected) */
+                        conns--;
+                pthread_mutex_unlock(&conns_lock);
+        }
+        if (gone) {
+                reply_err(fd, ESRCH, "the sandbox is not running");
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                                for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                                        int d;
+                                        memcpy(&d, CMSG_DATA(c) + i * sizeof(int), sizeof d);
+                                        close(d);
+                                }
+                return false;
+        }
         if (n > 0) {
                 for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
                         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
@@ -349,7 +377,9 @@ static bool one_request(int fd, char *buf, bool first) {
                         close(fds[i]);
         if (n > 0 || first) /* (the first was counted when its connection came) */
                 conns_add(-1);
-        return n > 0;
+        bool failed = reply_failed;
+        reply_failed = false;
+        return n > 0 && !failed;
 }
 
 /* One connection: its requests, one after another, until the server closes it (it may keep one
@@ -672,6 +702,7 @@ int verb_supervise(int argc, char **argv) {
         conns_wait(5000);
         pthread_mutex_lock(&conns_lock);
         bool drained = conns == 0;
+        closing = true; /* a kept connection's next request finds no sandbox, not freed memory */
         pthread_mutex_unlock(&conns_lock);
         if (drained && S.sb) /* else a thread still answers: the process exits under it */
                 sbx_sandbox_unref(S.sb);

@@ -72,6 +72,13 @@ void mgr_settle_box(sbx_mgr *m, box *b) {
         mgr_box_put(m, b);
 }
 
+bool mgr_exec_in_hand_locked(const box *b, const char *id) {
+        for (const owed_exec *o = b->owed_execs; o; o = o->next)
+                if (streq(o->id, id))
+                        return true;
+        return b->running && json_object_get(b->running, id);
+}
+
 /* An ended exec's record and event, and (ready: the last exec running ended) the sandbox's
  * move from active back to ready, stored and streamed by the settler beside the reply, in that
  * order, in one transaction. Like a transition, it waits for what b already owes. false (not a
@@ -103,7 +110,8 @@ bool mgr_exec_end_later(sbx_mgr *m, box *b, const sbx_store_exec *x, const char 
         while (*pp)
                 pp = &(*pp)->next;
         *pp = o;
-        if (ready && b->state == SBX_STATE_ACTIVE &&
+        /* (asked again here: an exec that began since the caller looked keeps it active) */
+        if (ready && b->execs_running == 0 && !b->busy && b->state == SBX_STATE_ACTIVE &&
                 sbx_state_transition_check(b->state, SBX_STATE_READY, &e) >= 0) {
                 b->state = SBX_STATE_READY;
                 snprintf(b->reason, sizeof b->reason, "exec_done");

@@ -268,6 +268,9 @@ void mgr_settled(sbx_mgr *m, box *b);
  * beside the reply; a reader of b's execs waits for them (mgr_settled). false: not on a
  * request's thread, the caller stores them. */
 bool mgr_exec_end_later(sbx_mgr *m, box *b, const sbx_store_exec *x, const char *state_at, bool ready);
+/* Under m->lock: this server has exec id of b in hand (running, or its record owed to the
+ * store): not one to take in from what its supervisor kept. */
+bool mgr_exec_in_hand_locked(const box *b, const char *id);
 void mgr_settle_box(sbx_mgr *m, box *b);
 /* settle.c: true on a thread serving a request (sbx_mgr_request_begin); b's owed transition, or
  * an fsync of the audit log, handed to the settler (false: none runs; do it here). */

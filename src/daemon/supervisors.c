@@ -464,6 +464,14 @@ static int sv_spawn_inner(
         return -EIO;
 }
 
+/* Whether id is one to take in: not stored, not one this server has in hand. */
+static bool ingest_wanted(sbx_mgr *m, box *b, const char *id) {
+        pthread_mutex_lock(&m->lock);
+        bool in_hand = mgr_exec_in_hand_locked(b, id);
+        pthread_mutex_unlock(&m->lock);
+        return !in_hand && !sbx_store_exec_exists(m->store, id);
+}
+
 /* One report the supervisor kept that the store has not got: stored, counted, streamed. */
 static void ingest_one(sbx_mgr *m, box *b, const char *id, json_t *rep) {
         mgr_skill_stamp_report(b, rep);
@@ -501,6 +509,8 @@ static bool exec_id_ok(const char *id, size_t l) {
  * (SBX_SV_EXEC_LOG: "EXEC_ID LENGTH\n", the report, "\n"; a record cut short by a crash is the
  * last and is left), and the one-file-per-exec directory earlier supervisors wrote. */
 void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
+        if (!sbx_store_tx_open(m->store))
+                mgr_settled(m, b); /* what it owes the store is there first */
         char path[PATH_MAX + 100];
         snprintf(path, sizeof path, "%s/" SBX_SV_EXEC_LOG, b->dir);
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -532,9 +542,7 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
                 if (exec_id_ok(log + off, (size_t) (sp - log - off))) {
                         snprintf(id, sizeof id, "%.*s", (int) (sp - log - off), log + off);
                         json_error_t je;
-                        json_t *rep = sbx_store_exec_exists(m->store, id)
-                                              ? NULL
-                                              : json_loadb(log + body, len, 0, &je);
+                        json_t *rep = ingest_wanted(m, b, id) ? json_loadb(log + body, len, 0, &je) : NULL;
                         if (rep)
                                 ingest_one(m, b, id, rep);
                         json_decref(rep);
@@ -555,7 +563,7 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
                         continue;
                 char id[80];
                 snprintf(id, sizeof id, "%.*s", (int) (l - 5), de->d_name);
-                if (sbx_store_exec_exists(m->store, id))
+                if (!ingest_wanted(m, b, id))
                         continue;
                 snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
                 json_error_t je;

@@ -727,10 +727,12 @@ static int exec_child(const struct sbx_init_req *rq, char *strings, int fds[4], 
 /* An exec's process shares our memory until its exec (CLONE_VM, on a stack of its own): no
  * page tables copied, no copy-on-write faults after on either side (with a copy, the two cost
  * more than the rest of the init's part of an exec). What it writes of ours — the request's
- * arrays, environ, pid_ns_init — is put back after. We wait for its exec (the exec pipe's write
- * end, close-on-exec, closes once it no longer uses our memory) or its end, not with
- * CLONE_VFORK: a process of the sandbox could stop it before its exec and so stop us; after a
- * second it is killed (SIGKILL reaches a stopped process) and its end reported as usual. */
+ * arrays, environ, pid_ns_init — is put back after. Only for an exec that does not wait for GO
+ * (SBX_INIT_REQ_OWN_PIDFD: its one wait, for the supervisor to take its hello before its first
+ * execve goes on, is short). We wait for its exec (the exec pipe's write end, close-on-exec,
+ * closes once it no longer uses our memory) or its end, not with CLONE_VFORK: a process of the
+ * sandbox could stop it before its exec and so stop us; after 10 s it is killed (SIGKILL
+ * reaches a stopped process) and its end reported as usual. */
 struct exec_args {
         const struct sbx_init_req *rq;
         char *strings;
@@ -756,7 +758,7 @@ static pid_t spawn_exec(const struct sbx_init_req *rq, char *strings, int fds[4]
                 for (int round = 0; round < 2; round++) {
                         int k;
                         do
-                                k = poll(&pf, 1, 1000);
+                                k = poll(&pf, 1, 10000);
                         while (k < 0 && errno == EINTR);
                         if (k != 0)
                                 break;
@@ -803,9 +805,11 @@ static bool take_request(void) {
         if (ok && pipe2(ep, O_CLOEXEC | O_NONBLOCK) < 0)
                 ep[0] = ep[1] = -1;
         pid_t pid = -1;
-        if (ok && ep[0] >= 0 && rq->op == SBX_INIT_OP_EXEC)
+        if (ok && ep[0] >= 0 && rq->op == SBX_INIT_OP_EXEC && (rq->flags & SBX_INIT_REQ_OWN_PIDFD))
                 pid = spawn_exec(rq, reqbuf + sizeof *rq, fds, ep);
-        else if (ok && ep[0] >= 0) { /* a file or a connection: it may take long, on its own */
+        else if (ok && ep[0] >= 0) { /* a file or a connection (it may take long), or an exec that
+                                      * waits for GO (a round trip, through a microvm's port): on
+                                      * its own */
                 pid = fork();
                 if (pid == 0)
                         _exit(exec_child(rq, reqbuf + sizeof *rq, fds, ep[1]));

@@ -73,8 +73,8 @@ typedef struct loop_state {
         int timer_fd;
         bool grace_armed;
         int listener_fd;
-        struct seccomp_notif waiting[16]; /* held for the route (sbx_notify_route.hold) */
-        unsigned n_waiting;
+        struct seccomp_notif waiting[64]; /* held for the route (sbx_notify_route.hold) */
+        unsigned n_waiting; /* all of them: the listener is not read until one goes */
         bool exec_seen;
         pid_t cur_pid; /* the caller of the notification being handled */
         int audit_fd;
@@ -413,9 +413,12 @@ static void handle_notify(loop_state *s) {
                 }
                 return;
         }
-        if (s->n_waiting < ELEMENTSOF(s->waiting) && holds(s, &req))
+        if (holds(s, &req)) {
                 s->waiting[s->n_waiting++] = req;
-        else
+                if (s->n_waiting == ELEMENTSOF(s->waiting)) /* full: the rest wait in the kernel */
+                        (void) epoll_ctl(s->ep, EPOLL_CTL_MOD, s->listener_fd,
+                                &(struct epoll_event){.events = 0, .data.u32 = EV_NOTIFY});
+        } else
                 answer_notify(s, req);
 }
 
@@ -433,6 +436,9 @@ static void handle_held(loop_state *s) {
                 else
                         answer_notify(s, req);
         }
+        if (s->n_waiting == ELEMENTSOF(s->waiting) && k < s->n_waiting && s->listener_fd >= 0)
+                (void) epoll_ctl(s->ep, EPOLL_CTL_MOD, s->listener_fd,
+                        &(struct epoll_event){.events = EPOLLIN, .data.u32 = EV_NOTIFY});
         s->n_waiting = k;
 }
 
