@@ -3,7 +3,9 @@
 `sandboxer serve` this script starts (and stops) with its own state and runtime dirs:
 
   1. create-to-first-exec-result: POST /v1/sandboxes then POST .../exec ["true"], sequential,
-     p50 / p90 / p99 (each sandbox destroyed after, untimed);
+     p50 / p90 / p99 (each sandbox destroyed after, untimed); exec into a ready sandbox against a
+     bare spawn of `true` by the same client, and create-to-first-exec against `sandboxer run --
+     true`, each pair interleaved round by round (ratio of medians, and paired);
   2. creates per second with C concurrent clients (then all destroyed);
   3. N idle sandboxes held at once (default 1000): the server's RSS growth, the memory of a
      supervisor + init pair (PSS, from /proc/PID/smaps_rollup), exec into a sample of them;
@@ -197,14 +199,56 @@ def main():
                 c.req("DELETE", "/v1/sandboxes/" + r["id"])
             print("create-to-first-exec-result, cold (n=%d): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms (min %.2f)" %
                   (len(ts), pct(ts, 50), pct(ts, 90), pct(ts, 99), min(ts)))
-            ex = []
+            # exec into a ready sandbox against a bare spawn of the same command by the same
+            # client, one of each per round (the order alternating): the ratio of the medians
+            # and the median of each round's own ratio (this host's speed drifts in minutes)
+            ex, bare = [], []
             s, r = c.req("POST", "/v1/sandboxes", {})
-            for i in range(100):
-                t0 = time.perf_counter()
-                c.req("POST", "/v1/sandboxes/%s/exec" % r["id"], {"argv": ["true"]})
-                ex.append((time.perf_counter() - t0) * 1000)
+            for i in range(a.n_latency + 10):
+                pair = {}
+                for what in (("exec", "bare") if i % 2 else ("bare", "exec")):
+                    t0 = time.perf_counter()
+                    if what == "exec":
+                        s2, x = c.req("POST", "/v1/sandboxes/%s/exec" % r["id"], {"argv": ["true"]})
+                        if s2 != 200 or x.get("exit_code") != 0:
+                            print("exec: error %s %s" % (s2, x))
+                            failed = True
+                    else:
+                        subprocess.run(["true"])
+                    pair[what] = (time.perf_counter() - t0) * 1000
+                if i >= 10:
+                    ex.append(pair["exec"])
+                    bare.append(pair["bare"])
             c.req("DELETE", "/v1/sandboxes/" + r["id"])
-            print("exec into a ready sandbox (n=100): p50 %.2f ms, p99 %.2f ms" % (pct(ex, 50), pct(ex, 99)))
+            paired = statistics.median(e / b for e, b in zip(ex, bare))
+            print("exec into a ready sandbox (n=%d): p50 %.2f ms, p99 %.2f ms; a bare spawn of `true` by the same "
+                  "client p50 %.2f ms: %.2fx (paired %.2fx)" % (len(ex), pct(ex, 50), pct(ex, 99), pct(bare, 50),
+                                                               pct(ex, 50) / pct(bare, 50), paired))
+            # create -> first exec (cold, destroyed after, untimed) against `sandboxer run -- true`
+            cf, runs = [], []
+            for i in range(a.n_latency // 2 + 5):
+                pair = {}
+                for what in (("create", "run") if i % 2 else ("run", "create")):
+                    if what == "create":
+                        t0 = time.perf_counter()
+                        s, r2 = c.req("POST", "/v1/sandboxes", {})
+                        s2, x = c.req("POST", "/v1/sandboxes/%s/exec" % r2["id"], {"argv": ["true"]})
+                        pair[what] = (time.perf_counter() - t0) * 1000
+                        c.req("DELETE", "/v1/sandboxes/" + r2["id"])
+                    else:
+                        t0 = time.perf_counter()
+                        rr = subprocess.run([SBX, "run", "--", "true"], env=env, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
+                        pair[what] = (time.perf_counter() - t0) * 1000
+                        if rr.returncode != 0:
+                            print("sandboxer run: exit %d" % rr.returncode)
+                            failed = True
+                if i >= 5:
+                    cf.append(pair["create"])
+                    runs.append(pair["run"])
+            paired = statistics.median(x / y for x, y in zip(cf, runs))
+            print("create-to-first-exec-result, cold (n=%d): p50 %.2f ms; `sandboxer run -- true` p50 %.2f ms: "
+                  "%.2fx (paired %.2fx)" % (len(cf), pct(cf, 50), pct(runs, 50), pct(cf, 50) / pct(runs, 50), paired))
 
         if "creates" in only:
             ids, errs, lock = [], [0], threading.Lock()
