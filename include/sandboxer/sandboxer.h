@@ -139,7 +139,7 @@ typedef struct sbx_exec_request {
 } sbx_exec_request;
 
 /* Run one exec and wait for it (and what it started) to end. Returns its exit status as
- * sbx_run_execute() does (124 timeout, 126/127, 128+N), with its report (JSON, caller frees) in
+ * sbx_run_execute() does (124 timeout, 126/127, 128+N), with its report (JSON on one line, caller frees) in
  * *ret_report; or -ESRCH when the sandbox is gone, -EDQUOT when its budget_s is spent, -EINVAL
  * for a bad request, -errno otherwise, with a sentence in *ret_error (caller frees). */
 SBX_PUBLIC int sbx_sandbox_exec(

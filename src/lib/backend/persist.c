@@ -1040,7 +1040,7 @@ _public_ int sbx_sandbox_exec(
                         r = -res.exec_errno; /* a file that could not be opened, read or written */
         }
         if (ret_report)
-                (void) sbx_report_to_json(rep, true, ret_report);
+                (void) sbx_report_to_json(rep, false, ret_report);
 
 out:
         pthread_mutex_lock(&sb->lock);
