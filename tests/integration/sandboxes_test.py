@@ -274,6 +274,15 @@ def create(**kw):
     return req("POST", "/v1/sandboxes", kw)
 
 
+def test_hooks():
+    """Whether this build honours the hooks only tests use (meson -Dtest_hooks=true)."""
+    dj = subprocess.run([SBX, "doctor", "--json"], env=ENV, capture_output=True, text=True)
+    try:
+        return bool(json.loads(dj.stdout).get("build", {}).get("test_hooks"))
+    except ValueError:
+        return False
+
+
 def exec_(sid, argv, **kw):
     kw["argv"] = argv
     return req("POST", "/v1/sandboxes/%s/exec" % sid, kw)
@@ -1183,12 +1192,7 @@ def main():
            "exec: allow_spawn: false — a second execve is refused (EPERM) and recorded in that exec's report, "
            "8 times", kinds)
         # a supervisor slow to take the hello (test hook): the execve waits for it, not refused
-        dj = subprocess.run([SBX, "doctor", "--json"], env=ENV, capture_output=True, text=True)
-        try:
-            hooks = json.loads(dj.stdout).get("build", {}).get("test_hooks")
-        except ValueError:
-            hooks = None
-        if hooks:
+        if test_hooks():
             slow = {"SBXTEST_HELLO_DELAY_MS": "150"}
             s2, r, _ = exec_(nf["id"], ["true"], env=slow)
             ok(s2 == 200 and r.get("exit_code") == 0 and not r.get("report", {}).get("violations"),
@@ -1826,12 +1830,7 @@ def main():
         lim = ((rep or {}).get("config") or {}).get("limits") or {}
         return (lim.get("timeout_s") or {}).get("value")
 
-    dj = subprocess.run([SBX, "doctor", "--json"], env=ENV, capture_output=True, text=True)
-    try:
-        hooks = json.loads(dj.stdout).get("build", {}).get("test_hooks")
-    except ValueError:
-        hooks = None
-    if hooks:
+    if test_hooks():
         os.environ["SANDBOXER_TEST_SPAWN_DELAY_MS"] = "1500"
         ENV["SANDBOXER_TEST_SPAWN_DELAY_MS"] = "1500"
         ok(start(["--policy", pol]), "serve starts (a 1.5 s pause before each supervisor's start: test hook)")
