@@ -281,9 +281,16 @@ def priced():
     s, x = call("P", "POST", "/v1/sandboxes/%s/exec" % sid,
                 {"argv": ["sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"]}, tenant="acme")
     t.ok(s == 200 and x["exit_code"] == 0, "a busy loop runs in it", x)
-    time.sleep(0.8)  # a sample or two
-    s, m = call("P", "GET", "/v1/meters?sandbox=" + sid, tenant="acme")
-    it = m["items"][0] if s == 200 and m["items"] else {}
+    # a sample or two (the reaper's, once a second: on a slow host the loop's first may carry
+    # no memory yet): asked until they are there, at most 8 s
+    deadline = time.time() + 8
+    time.sleep(0.8)
+    while True:
+        s, m = call("P", "GET", "/v1/meters?sandbox=" + sid, tenant="acme")
+        it = m["items"][0] if s == 200 and m["items"] else {}
+        if (it.get("cpu_s", 0) >= 0.2 and it.get("mem_mib_s", 0) > 0) or time.time() > deadline:
+            break
+        time.sleep(0.3)
     cgroup = ((x.get("report") or {}).get("host") or {}).get("cgroup", "none") if isinstance(x, dict) else "none"
     if cgroup == "none":  # a host that gives this caller no cgroup: nothing to sample CPU and memory from
         t.skip("the sandbox has no cgroup on this host (report host.cgroup none): no CPU or memory to meter")
