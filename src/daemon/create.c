@@ -1,6 +1,7 @@
 /* create.c — create: quotas, idempotency, profile and policy resolved, the supervisor started or a warm one
  * taken; the warm pool. */
 #include "daemon/mgr-internal.h"
+#include "basic/debug.h"
 
 #include "basic/strv.h"
 
@@ -153,7 +154,8 @@ static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const c
         pthread_mutex_unlock(&m->lock);
         if (!streq(reason, "provisioned")) /* provisioned again: the rules it had, not its profile's */
                 mgr_network_reapply(m, b);
-        mgr_set_state(m, b, SBX_STATE_READY, reason);
+        /* in memory now, stored by the settler beside the reply (0.3 ms of a create's path) */
+        mgr_set_state_after_reply(m, b, SBX_STATE_READY, reason);
         return 0;
 }
 
@@ -634,6 +636,7 @@ unsigned sbx_ops_create(sbx_mgr *m, const sbx_caller *who, const sbx_create_req 
         char snap_profile[256] = "";
         char front_node[40] = "", front_sid[32] = ""; /* a front's create (Sandboxer-Front) */
         *rp = (sbx_mgr_reply){.stream_fd = -1};
+        sbx_debug_mark("serve: create begins");
 
         if (req->snapshot) {
                 snap = mgr_valid_snapshot_id(req->snapshot)

@@ -1,5 +1,6 @@
 /* exec.c — exec: parse, run through the supervisor, stream or collect, record; the exec records; the compat
  * surfaces' exec API. */
+#include "basic/debug.h"
 #include "daemon/mgr-internal.h"
 
 #include <fcntl.h>
@@ -706,8 +707,10 @@ unsigned mgr_op_exec(sbx_mgr *m, const sbx_mgr_request *rq, const char *id, sbx_
                 rp->stream_fd = p[0];
                 return 200;
         }
+        sbx_debug_mark("serve: exec sent to the supervisor");
         exec_io io = {0};
         json_t *ans = mgr_sv_exec(m, b, a.req, a.has_stdin ? a.stdin_data : NULL, a.stdin_len, -1, &io);
+        sbx_debug_mark("serve: exec answered");
         if (ans && json_is_true(json_object_get(ans, "ok")) && json_object_get(ans, "report")) {
                 exec_end(m, b, a.exec_id, ans);
                 rp->code = 200;

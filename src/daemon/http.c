@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/debug.h"
 #include "basic/jsonw.h"
 #include "daemon/compat/compat.h"
 #include "daemon/http.h"
@@ -468,6 +469,7 @@ struct MHD_Response *sbx_http_upgrade_response(void (*fn)(void *ud, int fd, cons
 }
 
 static enum MHD_Result respond_mgr(listener *l, struct MHD_Connection *c, sbx_mgr_reply *rp) {
+        sbx_debug_mark("serve: answering");
         enum MHD_Result ret;
         if (rp->code == 101 && rp->upgrade) {
                 struct MHD_Response *resp =
@@ -568,6 +570,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         }
 
         sbx_mgr_request_begin();
+        sbx_debug_mark("serve: request read");
         code = authenticate(l, c, &a, &msg);
         /* A sandbox's ports (ports.h): by path, signed path or Host; they check the caller
          * themselves (a preview token or a signed path stands for one) */

@@ -1,5 +1,7 @@
 /* debug.h — SANDBOXER_DEBUG_TIMING=1: one line per phase on stderr with the microseconds since
- * the process started its run, to see where start-up time goes. Off (one getenv) otherwise. */
+ * the process started its run, to see where start-up time goes; =abs: each line also carries the
+ * CLOCK_MONOTONIC time (µs), so that several processes' lines merge (serve and its supervisors).
+ * Off (one getenv) otherwise. */
 #pragma once
 
 #include <stdbool.h>
