@@ -121,17 +121,8 @@ static void strv_free_simple(char **v) {
         free(v);
 }
 
-static bool valid_exec_id(const char *s) {
-        if (!s || !*s || strlen(s) > 64)
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-                        return false;
-        return true;
-}
-
 static void save_report(const char *exec_id, const char *report) {
-        if (!S.state_dir || !valid_exec_id(exec_id) || !report)
+        if (!S.state_dir || !exec_id || !sbx_sv_exec_id_ok(exec_id, strlen(exec_id)) || !report)
                 return;
         /* One file, appended to, kept open: a record is "EXEC_ID LENGTH\n" then the report's
          * LENGTH bytes and "\n", in one write (O_APPEND: whole, whatever the threads). Not a
@@ -218,7 +209,8 @@ static void handle_exec(int fd, json_t *req, int fds[3]) {
         };
         if (tty && !(er.tty_cols && er.tty_rows))
                 bad = true;
-        if (bad || !argv || !argv[0] || (int) er.op < 0 || (exec_id && !valid_exec_id(exec_id))) {
+        if (bad || !argv || !argv[0] || (int) er.op < 0 ||
+                (exec_id && !sbx_sv_exec_id_ok(exec_id, strlen(exec_id)))) {
                 reply_err(fd, EINVAL, "malformed exec request");
                 goto out;
         }

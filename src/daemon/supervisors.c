@@ -1,6 +1,7 @@
 /* supervisors.c — each sandbox's supervisor: started, spoken to over its socket, stopped; reports of execs
  * that ran while the server was away. */
 #include "daemon/mgr-internal.h"
+#include "basic/debug.h"
 
 #include "basic/strv.h"
 
@@ -417,6 +418,7 @@ static int sv_spawn_inner(
                 return -sr;
         }
         b->sv_child = true;
+        sbx_debug_mark("serve: supervisor started");
         if (*meanwhile) {
                 (*meanwhile)(ud);
                 *meanwhile = NULL;
@@ -437,6 +439,7 @@ static int sv_spawn_inner(
                         break;
                 got += (size_t) r;
         }
+        sbx_debug_mark("serve: supervisor ready");
         close(p[0]);
         line[got] = 0;
         char *nl = strchr(line, '\n');
@@ -495,16 +498,6 @@ static void ingest_one(sbx_mgr *m, box *b, const char *id, json_t *rep) {
         mgr_emit(m, b, "sandbox.exec", json_pack("{s:s, s:s}", "exec_id", id, "note", "recovered"));
 }
 
-static bool exec_id_ok(const char *id, size_t l) {
-        if (l < 1 || l > 64)
-                return false;
-        for (size_t i = 0; i < l; i++)
-                if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_' ||
-                            id[i] == '-'))
-                        return false;
-        return true;
-}
-
 /* Reports the supervisor kept that the store has not got (the server was away): its log
  * (SBX_SV_EXEC_LOG: "EXEC_ID LENGTH\n", the report, "\n"; a record cut short by a crash is the
  * last and is left), and the one-file-per-exec directory earlier supervisors wrote. */
@@ -539,7 +532,7 @@ void mgr_ingest_exec_reports(sbx_mgr *m, box *b) {
                 if (end != nl || len > n - body || n - body - len < 1 || log[body + len] != '\n')
                         break; /* cut short: the last one, written as the supervisor died */
                 char id[80];
-                if (exec_id_ok(log + off, (size_t) (sp - log - off))) {
+                if (sbx_sv_exec_id_ok(log + off, (size_t) (sp - log - off))) {
                         snprintf(id, sizeof id, "%.*s", (int) (sp - log - off), log + off);
                         json_error_t je;
                         json_t *rep = ingest_wanted(m, b, id) ? json_loadb(log + body, len, 0, &je) : NULL;

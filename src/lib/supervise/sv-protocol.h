@@ -35,6 +35,9 @@
  * STATE/execs/EXEC_ID.json, one file each: a server still reads those.) */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /* The descriptors the supervisor is started with (--ready-fd, --secrets-fd, --config-fd). */
 #define SBX_SV_FD_READY 3
 #define SBX_SV_FD_SECRETS 4 /* {NAME: BASE64}, a sealed memfd */
@@ -47,6 +50,17 @@
 
 #define SBX_SV_REQ_MAX (256 * 1024)
 #define SBX_SV_EXEC_LOG "execs.log"
+/* An exec id as both sides accept it (it names a record of SBX_SV_EXEC_LOG): 1 to 64 of
+ * [a-z0-9_-]; id need not end at len. */
+static inline bool sbx_sv_exec_id_ok(const char *id, size_t len) {
+        if (len < 1 || len > 64)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_' ||
+                            id[i] == '-'))
+                        return false;
+        return true;
+}
 #define SBX_SV_ANS_MAX (4 * 1024 * 1024)
 
 #define SBX_SV_OP_EXEC "exec"
