@@ -274,7 +274,7 @@ static void conns_wait(int timeout_ms) {
 }
 
 /* One request on fd, answered; false when there is none (the server closed the connection). */
-static bool one_request(int fd, char *buf, bool first) {
+static bool one_request(int fd, char *buf) {
         int fds[3] = {-1, -1, -1};
         union {
                 struct cmsghdr h;
@@ -288,10 +288,8 @@ static bool one_request(int fd, char *buf, bool first) {
         if (n > 0) {
                 pthread_mutex_lock(&conns_lock);
                 gone = closing;
-                if (!gone && !first)
+                if (!gone)
                         conns++;
-                else if (gone && first) /* (its count, taken when it connected) */
-                        conns--;
                 pthread_mutex_unlock(&conns_lock);
         }
         if (gone) {
@@ -367,7 +365,7 @@ static bool one_request(int fd, char *buf, bool first) {
         for (int i = 0; i < 3; i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
-        if (n > 0 || first) /* (the first was counted when its connection came) */
+        if (n > 0)
                 conns_add(-1);
         bool failed = reply_failed;
         reply_failed = false;
@@ -375,17 +373,14 @@ static bool one_request(int fd, char *buf, bool first) {
 }
 
 /* One connection: its requests, one after another, until the server closes it (it may keep one
- * an exec was answered on for the next: "keep"). conns counts the request being answered, not
- * the connection waiting for one. */
+ * an exec was answered on for the next: "keep", or open one as the sandbox is ready, for its
+ * first exec). conns counts the request being answered, not the connection waiting for one: a
+ * request read after the sandbox ended is answered ESRCH (closing). */
 static void *conn_thread(void *arg) {
         int fd = (int) (intptr_t) arg;
         char *buf = malloc(SBX_SV_REQ_MAX + 1);
-        if (!buf)
-                conns_add(-1); /* (its first request's count) */
-        for (bool first = true; buf; first = false) {
-                if (!one_request(fd, buf, first))
-                        break;
-        }
+        while (buf && one_request(fd, buf))
+                ;
         free(buf);
         close(fd);
         return NULL;
@@ -403,11 +398,8 @@ static void on_conn(void *ud) {
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&a, 256 * 1024);
-        conns_add(1);
-        if (pthread_create(&t, &a, conn_thread, (void *) (intptr_t) c) != 0) {
+        if (pthread_create(&t, &a, conn_thread, (void *) (intptr_t) c) != 0)
                 close(c);
-                conns_add(-1);
-        }
         pthread_attr_destroy(&a);
 }
 
