@@ -274,7 +274,7 @@ static void conns_wait(int timeout_ms) {
 }
 
 /* One request on fd, answered; false when there is none (the server closed the connection). */
-static bool one_request(int fd, char *buf) {
+static bool one_request(int fd, char *buf, bool first) {
         int fds[3] = {-1, -1, -1};
         union {
                 struct cmsghdr h;
@@ -288,8 +288,10 @@ static bool one_request(int fd, char *buf) {
         if (n > 0) {
                 pthread_mutex_lock(&conns_lock);
                 gone = closing;
-                if (!gone)
+                if (!gone && !first)
                         conns++;
+                else if (gone && first) /* (its count, taken when it connected) */
+                        conns--;
                 pthread_mutex_unlock(&conns_lock);
         }
         if (gone) {
@@ -365,7 +367,7 @@ static bool one_request(int fd, char *buf) {
         for (int i = 0; i < 3; i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
-        if (n > 0)
+        if (n > 0 || first) /* (the first was counted when its connection came) */
                 conns_add(-1);
         bool failed = reply_failed;
         reply_failed = false;
@@ -373,14 +375,17 @@ static bool one_request(int fd, char *buf) {
 }
 
 /* One connection: its requests, one after another, until the server closes it (it may keep one
- * an exec was answered on for the next: "keep", or open one as the sandbox is ready, for its
- * first exec). conns counts the request being answered, not the connection waiting for one: a
- * request read after the sandbox ended is answered ESRCH (closing). */
+ * an exec was answered on for the next: "keep"). conns counts the request being answered, not
+ * the connection waiting for one. */
 static void *conn_thread(void *arg) {
         int fd = (int) (intptr_t) arg;
         char *buf = malloc(SBX_SV_REQ_MAX + 1);
-        while (buf && one_request(fd, buf))
-                ;
+        if (!buf)
+                conns_add(-1); /* (its first request's count) */
+        for (bool first = true; buf; first = false) {
+                if (!one_request(fd, buf, first))
+                        break;
+        }
         free(buf);
         close(fd);
         return NULL;
@@ -398,8 +403,11 @@ static void on_conn(void *ud) {
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&a, 256 * 1024);
-        if (pthread_create(&t, &a, conn_thread, (void *) (intptr_t) c) != 0)
+        conns_add(1);
+        if (pthread_create(&t, &a, conn_thread, (void *) (intptr_t) c) != 0) {
                 close(c);
+                conns_add(-1);
+        }
         pthread_attr_destroy(&a);
 }
 

@@ -152,11 +152,6 @@ static unsigned provision_hooked(sbx_mgr *m, box *b, double budget_used, const c
         pthread_mutex_lock(&m->lock);
         b->last_active_ms = mgr_now_ms();
         pthread_mutex_unlock(&m->lock);
-        /* A connection for its first exec, opened now: the supervisor accepts it and starts its
-         * thread while the caller reads this reply (kept as an exec's is; closed at the end) */
-        int cfd = mgr_sv_connect(b);
-        if (cfd >= 0)
-                mgr_sv_keep(m, b, cfd);
         if (!streq(reason, "provisioned")) /* provisioned again: the rules it had, not its profile's */
                 mgr_network_reapply(m, b);
         /* in memory now, stored by the settler beside the reply (0.3 ms of a create's path) */

@@ -4,24 +4,19 @@
 #include <fcntl.h>
 
 void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */) {
-        mgr_emit_as(m, b, type, data, b->state, b->reason);
-}
-
-void mgr_emit_as(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */, sbx_state state,
-        const char *reason) {
         int64_t at = mgr_now_ms();
         if (!data)
                 data = json_object();
         json_object_set_new(data, "sandbox_id", json_string(b->id));
         if (!json_object_get(data, "state"))
-                json_object_set_new(data, "state", json_string(sbx_state_to_string(state)));
+                json_object_set_new(data, "state", json_string(sbx_state_to_string(b->state)));
         if (!json_object_get(data, "reason"))
-                json_object_set_new(data, "reason", reason && reason[0] ? json_string(reason) : json_null());
+                json_object_set_new(data, "reason", b->reason[0] ? json_string(b->reason) : json_null());
         json_object_set_new(data, "at", mgr_time_json(at));
         char *text = json_dumps(data, JSON_COMPACT);
         json_decref(data);
         int64_t seq = sbx_store_event_add(
-                m->store, b->id, type, sbx_state_to_string(state), reason ? reason : "", at, text);
+                m->store, b->id, type, sbx_state_to_string(b->state), b->reason, at, text);
         free(text);
         mgr_event_posted(m, seq);
 }

@@ -10,34 +10,26 @@ static void persist(sbx_mgr *m, box *b, sbx_state state, const char *reason) {
         if (own)
                 mgr_tx_begin(m);
         (void) mgr_box_save_locking(m, b); /* after a reply, requests may be changing it */
-        mgr_emit_as(m, b, "sandbox.state", NULL, state, reason);
+        mgr_emit(m, b, "sandbox.state", NULL);
         if (own)
                 mgr_tx_end(m);
         sbx_log(SBX_LOG_INFO, "sandbox_state", "sandbox", b->id, "state", sbx_state_to_string(state),
                 "reason", reason, NULL);
 }
 
-/* Under m->lock: b's owed transitions stored before another is made in place (not waited for
- * inside a transaction of this thread's: the settler's store write would wait for it). */
+/* Under m->lock: b's owed transition stored before another is made (not waited for inside a
+ * transaction of this thread's: the settler's store write would wait for it). */
 static void settled_locked(sbx_mgr *m, box *b) {
-        if (!b->persist_owed || sbx_store_tx_open(m->store))
-                return;
-        b->settle_waiters++; /* what is owed meanwhile waits too: the settler's rounds end */
-        while (b->persist_owed)
+        while (b->persist_owed && !sbx_store_tx_open(m->store))
                 pthread_cond_wait(&m->ev_cond, &m->lock);
-        b->settle_waiters--;
 }
 
-/* What b owes the store, in the order it happened: an ended exec's record and event (id set),
- * or a transition made in memory (id empty: state and reason). */
 typedef struct owed_exec {
         struct owed_exec *next;
         sbx_store_exec x;
         char *status, *report_json;
         char id[32], state_at[16];
         json_t *code; /* its exit code, or null */
-        sbx_state state;
-        char reason[sizeof(((box *) 0)->reason)];
 } owed_exec;
 
 static void owed_exec_free(owed_exec *o) {
@@ -47,78 +39,49 @@ static void owed_exec_free(owed_exec *o) {
         free(o);
 }
 
-/* b's owed records and transitions stored and streamed in their order, one transaction for
- * what is owed when it begins; what a request owes meanwhile is appended (it does not wait for
- * this) and stored in the next round, before b counts as settled. */
+/* b's owed records and transition stored and streamed, in one transaction (nobody changed b's
+ * state meanwhile: they wait for this). */
 void mgr_settle_box(sbx_mgr *m, box *b) {
-        for (;;) {
-                pthread_mutex_lock(&m->lock);
-                owed_exec *owed = b->owed_execs;
-                b->owed_execs = NULL;
-                if (!owed) {
-                        b->persist_owed = false;
-                        pthread_cond_broadcast(&m->ev_cond);
-                        pthread_mutex_unlock(&m->lock);
-                        break;
-                }
-                pthread_mutex_unlock(&m->lock);
-                bool state = false;
-                mgr_tx_begin(m);
-                while (owed) {
-                        owed_exec *o = owed;
-                        owed = o->next;
-                        if (o->id[0]) {
-                                (void) sbx_store_exec_put(m->store, &o->x, false);
-                                mgr_emit(m, b, "sandbox.exec",
-                                        json_pack("{s:s, s:s?, s:O, s:s}", "exec_id", o->id, "status",
-                                                o->status, "exit_code", o->code, "state", o->state_at));
-                        } else {
-                                persist(m, b, o->state, o->reason);
-                                state = true;
-                        }
-                        owed_exec_free(o);
-                }
-                if (!state)
-                        (void) mgr_box_save_locking(m, b); /* its counters */
-                mgr_tx_end(m);
+        pthread_mutex_lock(&m->lock);
+        sbx_state st = b->state;
+        char reason[sizeof b->reason];
+        snprintf(reason, sizeof reason, "%s", b->reason);
+        owed_exec *execs = b->owed_execs;
+        b->owed_execs = NULL;
+        bool state = b->state_owed;
+        pthread_mutex_unlock(&m->lock);
+        mgr_tx_begin(m);
+        while (execs) {
+                owed_exec *o = execs;
+                execs = o->next;
+                (void) sbx_store_exec_put(m->store, &o->x, false);
+                mgr_emit(m, b, "sandbox.exec",
+                        json_pack("{s:s, s:s?, s:O, s:s}", "exec_id", o->id, "status", o->status,
+                                "exit_code", o->code, "state", o->state_at));
+                owed_exec_free(o);
         }
+        if (state)
+                persist(m, b, st, reason);
+        else
+                (void) mgr_box_save_locking(m, b); /* its counters */
+        mgr_tx_end(m);
+        pthread_mutex_lock(&m->lock);
+        b->persist_owed = b->state_owed = false;
+        pthread_cond_broadcast(&m->ev_cond);
+        pthread_mutex_unlock(&m->lock);
         mgr_box_put(m, b);
 }
 
 bool mgr_exec_in_hand_locked(const box *b, const char *id) {
         for (const owed_exec *o = b->owed_execs; o; o = o->next)
-                if (o->id[0] && streq(o->id, id))
+                if (streq(o->id, id))
                         return true;
         return b->running && json_object_get(b->running, id);
 }
 
-/* Under m->lock: o (or, with o NULL, b's transition to its state now) owed to the store after
- * what b owes already; b queued for the settler when it was not. true: the caller hands b to the
- * settler (mgr_settle_later) once unlocked. false with o NULL: no memory, nothing owed. */
-static bool owe_locked(box *b, owed_exec *o, bool *ret_queue) {
-        *ret_queue = false;
-        if (!o) {
-                o = calloc(1, sizeof *o);
-                if (!o)
-                        return false;
-                o->state = b->state;
-                snprintf(o->reason, sizeof o->reason, "%s", b->reason);
-        }
-        owed_exec **pp = &b->owed_execs;
-        while (*pp)
-                pp = &(*pp)->next;
-        *pp = o;
-        *ret_queue = !b->persist_owed;
-        if (*ret_queue) {
-                b->persist_owed = true;
-                b->refs++;
-        }
-        return true;
-}
-
 /* An ended exec's record and event, and (ready: the last exec running ended) the sandbox's
  * move from active back to ready, stored and streamed by the settler beside the reply, in that
- * order, after what b already owes (appended, not waited for). false (not a
+ * order, in one transaction. Like a transition, it waits for what b already owes. false (not a
  * request's thread, or out of memory): nothing done, the caller stores them in place. */
 bool mgr_exec_end_later(sbx_mgr *m, box *b, const sbx_store_exec *x, const char *state_at, bool ready) {
         if (!mgr_replying())
@@ -141,26 +104,24 @@ bool mgr_exec_end_later(sbx_mgr *m, box *b, const sbx_store_exec *x, const char 
         o->x.status = o->status;
         o->x.report_json = o->report_json;
         sbx_error e = {0};
-        bool queue = false, q2 = false;
         pthread_mutex_lock(&m->lock);
-        if (b->settle_waiters) /* a transition made in place waits for what is owed: after it */
-                settled_locked(m, b);
-        /* after what b owes already (not waited for: appended) */
-        (void) owe_locked(b, o, &queue);
+        settled_locked(m, b);
+        owed_exec **pp = &b->owed_execs;
+        while (*pp)
+                pp = &(*pp)->next;
+        *pp = o;
         /* (asked again here: an exec that began since the caller looked keeps it active) */
         if (ready && b->execs_running == 0 && !b->busy && b->state == SBX_STATE_ACTIVE &&
                 sbx_state_transition_check(b->state, SBX_STATE_READY, &e) >= 0) {
-                sbx_state was = b->state;
-                char was_reason[sizeof b->reason];
-                snprintf(was_reason, sizeof was_reason, "%s", b->reason);
                 b->state = SBX_STATE_READY;
                 snprintf(b->reason, sizeof b->reason, "exec_done");
-                if (owe_locked(b, NULL, &q2)) /* (q2: b is queued already, by o) */
-                        b->updated_ms = mgr_now_ms();
-                else { /* no memory for it: it stays active until the next transition */
-                        b->state = was;
-                        snprintf(b->reason, sizeof b->reason, "%s", was_reason);
-                }
+                b->updated_ms = mgr_now_ms();
+                b->state_owed = true;
+        }
+        bool queue = !b->persist_owed;
+        if (queue) {
+                b->persist_owed = true;
+                b->refs++;
         }
         pthread_mutex_unlock(&m->lock);
         if (queue && !mgr_settle_later(m, b)) /* no settler (stopping, or too many owed): here */
@@ -174,8 +135,7 @@ bool mgr_set_state_from_after_reply(
                 return mgr_set_state_from(m, b, only_from, state, reason);
         sbx_error e = {0};
         pthread_mutex_lock(&m->lock);
-        if (b->settle_waiters) /* a transition made in place waits for what is owed: after it */
-                settled_locked(m, b);
+        settled_locked(m, b);
         if (only_from != _SBX_STATE_INVALID && b->state != only_from) {
                 pthread_mutex_unlock(&m->lock); /* a race lost (to a destroy): not an error */
                 return false;
@@ -183,20 +143,17 @@ bool mgr_set_state_from_after_reply(
         int r = sbx_state_transition_check(b->state, state, &e);
         bool queue = false;
         if (r >= 0) {
-                sbx_state was = b->state;
-                char was_reason[sizeof b->reason];
-                snprintf(was_reason, sizeof was_reason, "%s", b->reason);
                 b->state = state;
                 snprintf(b->reason, sizeof b->reason, "%s", reason ? reason : "");
-                /* after what b owes already (a previous exec's end, say): appended, not waited
-                 * for — the settler stores them in order */
-                if (!owe_locked(b, NULL, &queue)) {
-                        b->state = was;
-                        snprintf(b->reason, sizeof b->reason, "%s", was_reason);
-                        pthread_mutex_unlock(&m->lock);
-                        return mgr_set_state_from(m, b, only_from, state, reason); /* no memory */
-                }
                 b->updated_ms = mgr_now_ms();
+                b->state_owed = true;
+                /* with this thread's exec record still owed (it is not settled inside a
+                 * transaction): one settle stores both */
+                queue = !b->persist_owed;
+                if (queue) {
+                        b->persist_owed = true;
+                        b->refs++;
+                }
         }
         pthread_mutex_unlock(&m->lock);
         if (r < 0) {

@@ -47,12 +47,9 @@ typedef struct box {
         char ext[72];
         bool ext_gone;
         bool first_exec_done; /* its first exec was timed (route.c: lowest-latency) */
-        /* what the settler stores once the reply went (settle.c), oldest first: the records of
-         * execs that ended and transitions made in memory (owed_execs); persist_owed while any
-         * is owed or being stored; settle_waiters: threads waiting for that to end before a
-         * transition of their own (what would be owed meanwhile waits with them) */
-        bool persist_owed;
-        unsigned settle_waiters;
+        /* what the settler stores once the reply went (settle.c): its last transition
+         * (state_owed), the records of execs that ended (owed_execs, oldest first) */
+        bool persist_owed, state_owed;
         struct owed_exec *owed_execs;
         char front[40]; /* made for another node's front (its node id), "" when asked here */
         /* a hosted service's own id for it and its access token (ext-e2b.c), "" for a sandboxer
@@ -254,9 +251,6 @@ box *mgr_usable_box_held(sbx_mgr *m, const sbx_caller *who, const char *id, sbx_
 
 /* events.c */
 void mgr_emit(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */);
-/* The same for a transition made earlier (the settler's): its state and reason, not b's now */
-void mgr_emit_as(sbx_mgr *m, const box *b, const char *type, json_t *data /* stolen */, sbx_state state,
-        const char *reason);
 /* An event stored with sequence number seq: the streams and the webhooks are woken. */
 void mgr_event_posted(sbx_mgr *m, int64_t seq);
 unsigned mgr_op_events(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp);
@@ -265,8 +259,7 @@ unsigned mgr_op_events(sbx_mgr *m, const sbx_mgr_request *rq, sbx_mgr_reply *rp)
 bool mgr_set_state_from(sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason);
 bool mgr_set_state(sbx_mgr *m, box *b, sbx_state state, const char *reason);
 /* The same, on a request's thread: in memory now, stored and streamed by the settler beside the
- * reply (settle.c), after what b owes already (queued, in order, not waited for); a transition
- * made in place waits for all of it. Elsewhere it is mgr_set_state. */
+ * reply (settle.c); any other transition of b waits for that. Elsewhere it is mgr_set_state. */
 bool mgr_set_state_after_reply(sbx_mgr *m, box *b, sbx_state state, const char *reason);
 bool mgr_set_state_from_after_reply(
         sbx_mgr *m, box *b, sbx_state only_from, sbx_state state, const char *reason);
