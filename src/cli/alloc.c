@@ -16,6 +16,7 @@
  * length, or ALIGNED with the distance back to the block that holds an over-aligned allocation. */
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -80,6 +81,18 @@ static void lock(void) {
 
 static void unlock(void) {
         __atomic_store_n(&alloc_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* Across fork(): the lock is taken before it, so that the child does not inherit it held by a
+ * thread it does not have (the supervisor has several, and forks relays that allocate). musl's
+ * fork() runs these handlers; the raw clone of a sandbox's spawn does not, and its child
+ * allocates nothing. */
+static void child_unlock(void) {
+        __atomic_store_n(&alloc_lock, 0, __ATOMIC_RELAXED);
+}
+
+__attribute__((constructor)) static void alloc_atfork(void) {
+        (void) pthread_atfork(lock, unlock, child_unlock);
 }
 
 static size_t class_of(size_t n) {
