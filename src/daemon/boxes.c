@@ -258,6 +258,28 @@ static int list_cb(void *ud, const char *record_json, int64_t created_at, const 
         return 0;
 }
 
+/* Until no sandbox of tenant's (NULL: anyone's) owes the store a transition made in memory
+ * (settle.c: a create's ready, an exec's active and back), at most ms. */
+static void settled_tenant(sbx_mgr *m, const char *tenant, int ms) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* (ev_cond's clock) */
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (long) (ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&m->lock);
+        for (;;) {
+                bool owed = false;
+                for (box *b = m->boxes; b && !owed; b = b->next)
+                        owed = b->persist_owed && (!tenant || streq(b->tenant, tenant));
+                if (!owed || pthread_cond_timedwait(&m->ev_cond, &m->lock, &ts) == ETIMEDOUT)
+                        break;
+        }
+        pthread_mutex_unlock(&m->lock);
+}
+
 unsigned sbx_ops_list(sbx_mgr *m, const sbx_caller *who, const sbx_list_req *req, sbx_mgr_reply *rp) {
         const char *state = req->state, *profile = req->profile, *harness = req->harness;
         const char *session = req->session_id, *run = req->run_id, *job = req->job_id, *cursor = req->cursor;
@@ -298,6 +320,11 @@ unsigned sbx_ops_list(sbx_mgr *m, const sbx_caller *who, const sbx_list_req *req
                 .after_id = c_id,
                 .limit = limit,
         };
+        /* the state filter is the store's: what is owed to it goes in first, so that a sandbox
+         * a create answered ready is listed as ready (bounded: under a storm of execs the store
+         * may be a moment behind what the records below show) */
+        if (state)
+                settled_tenant(m, who->tenant, 1000);
         int r = sbx_store_sandbox_list(m->store, &f, list_cb, &c, &e);
         if (r < 0) {
                 json_decref(c.items);

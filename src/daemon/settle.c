@@ -46,6 +46,13 @@ static void *settler_main(void *ud) {
                 pthread_mutex_unlock(&m->settle_lock);
                 if (done)
                         return NULL;
+#if SBX_TEST_HOOKS
+                /* Test hook (-Dtest_hooks=true only): the settler slow to store what is owed, for
+                 * a test that a reader of the store still sees what a reply said. */
+                const char *delay = getenv("SANDBOXER_TEST_SETTLE_DELAY_MS");
+                if (delay && atoi(delay) > 0)
+                        usleep((useconds_t) atoi(delay) * 1000);
+#endif
                 for (unsigned i = 0; i < n; i++)
                         mgr_settle_box(m, q[i]);
                 sbx_error e = {0};
