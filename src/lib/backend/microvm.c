@@ -26,6 +26,7 @@
  * boot alike: the command's status comes only over the channel. A guest that ends without it is a
  * setup error before the command started, the run's failure after; a guest that never says it is
  * ready within the boot deadline is killed. */
+#include "basic/debug.h"
 #include "backend/common.h"
 
 #include <fcntl.h>
@@ -1070,8 +1071,7 @@ static int microvm_run_cfg(
                 /* the boot's parts (bench/microvm.sh): qemu until the guest kernel started (the
                  * guest's boot clock counts from there), the kernel until the agent ran, the
                  * agent's modules and port until it was ready */
-                const char *dbg = getenv("SANDBOXER_DEBUG_TIMING");
-                if (dbg && streq(dbg, "1") && facts.guest_ready_ns >= facts.guest_start_ns)
+                if (sbx_debug_enabled() && facts.guest_ready_ns >= facts.guest_start_ns)
                         fprintf(stderr,
                                 "sandboxer: microvm boot: qemu %.1f ms, kernel %.1f ms, agent %.1f ms "
                                 "(ready at "
