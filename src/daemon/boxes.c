@@ -1,4 +1,5 @@
 /* boxes.c — a sandbox's record: kept in memory and in the store, found, referenced, listed (GET). */
+#include "basic/time-util.h"
 #include "daemon/mgr-internal.h"
 
 /* ---- boxes --------------------------------------------------------------------------------- */
@@ -262,13 +263,7 @@ static int list_cb(void *ud, const char *record_json, int64_t created_at, const 
  * (settle.c: a create's ready, an exec's active and back), at most ms. */
 static void settled_tenant(sbx_mgr *m, const char *tenant, int ms) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts); /* (ev_cond's clock) */
-        ts.tv_sec += ms / 1000;
-        ts.tv_nsec += (long) (ms % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-        }
+        sbx_deadline_realtime(ms, &ts); /* (ev_cond's clock) */
         pthread_mutex_lock(&m->lock);
         for (;;) {
                 bool owed = false;

@@ -8,6 +8,7 @@
  * at most) and keeps {ok, checked_at, latency_ms, reason}; a host that stops answering is marked
  * unhealthy and routing passes it over, naming why. Hosts live in STATE/hosts.json (rewritten
  * whole on each change). */
+#include "basic/time-util.h"
 #include "daemon/mgr-internal.h"
 
 #include <fcntl.h>
@@ -174,7 +175,9 @@ void *mgr_hosts_main(void *ud) {
                                 sbx_log(ok ? SBX_LOG_INFO : SBX_LOG_WARNING,
                                         ok ? "host_healthy" : "host_unhealthy", "host", id, "reason",
                                         ok ? NULL : why, NULL);
-                        if (live && now == 2)
+                        /* at every miss from the second on, not only at the second: a sandbox
+                         * busy at that moment (an exec in flight) is caught at the next beat */
+                        if (live && now >= 2)
                                 mgr_remote_host_lost(m, id, why);
                         if (live && r == 0 && before >= 2 && extb[0])
                                 mgr_remote_host_back(m, extb);
@@ -184,20 +187,16 @@ void *mgr_hosts_main(void *ud) {
                 mgr_remote_probe(m); /* the other nodes this one fronts (remote.c) */
                 pthread_mutex_lock(&m->lock);
                 if (!m->stopping) {
-                        struct timespec until;
-                        clock_gettime(CLOCK_REALTIME, &until);
+                        /* a kick (a host added) that came while this thread was beating or probing
+                         * is taken here, not slept through until the next beat */
                         int64_t beat_ms =
                                 m->o.heartbeat_s > 0 ? (int64_t) (m->o.heartbeat_s * 1000) : BEAT_MS;
-                        until.tv_sec += beat_ms / 1000;
-                        until.tv_nsec += (beat_ms % 1000) * 1000000L;
-                        if (until.tv_nsec >= 1000000000L)
-                                until.tv_sec++, until.tv_nsec -= 1000000000L;
-                        while (!m->stopping &&
+                        struct timespec until;
+                        sbx_deadline_realtime((int) beat_ms, &until);
+                        while (!m->stopping && !m->hosts_kick &&
                                 pthread_cond_timedwait(&m->hosts_cond, &m->lock, &until) != ETIMEDOUT)
-                                if (m->hosts_kick) {
-                                        m->hosts_kick = false;
-                                        break;
-                                }
+                                ;
+                        m->hosts_kick = false;
                 }
                 bool stop = m->stopping;
                 pthread_mutex_unlock(&m->lock);

@@ -964,7 +964,8 @@ def route_tests():
                           "--address", "127.0.0.1:%d" % dead_port, "--sandboxes", "5"], env=ENV, capture_output=True, text=True)
     is_((out.returncode, out.stdout), (0, "b2\n"), "sandboxer host add ID --extension --address: prints its id")
     hs = {}
-    for _ in range(50):
+    # the first beat follows the add (a kick), after a probe under way (ext.farm's name: up to 3 s)
+    for _ in range(300):
         s, lst, _ = req("GET", "/v1/hosts")
         hs = {x["id"]: x["health"] for x in lst.get("items", [])}
         if hs.get("b1", {}).get("checked_at") and hs.get("b2", {}).get("checked_at"):
