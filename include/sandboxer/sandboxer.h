@@ -59,6 +59,12 @@ SBX_PUBLIC int sbx_run_set_stdio(sbx_run *run, int in_fd, int out_fd, int err_fd
 SBX_PUBLIC int sbx_run_set_tty(sbx_run *run, bool tty);
 /* While executing, SIGINT/SIGTERM/SIGHUP/SIGQUIT to the process cancel the run (default on). */
 SBX_PUBLIC int sbx_run_set_handle_signals(sbx_run *run, bool on);
+/* Whether starting the sandbox removes the cgroups that killed runs left behind (default on: a
+ * scan of the groups' directories, a kill(pid, 0) per group whose owner is in our pid namespace).
+ * A caller that holds many sandboxes and removes leftovers itself (`sandboxer serve`, at start,
+ * when a supervisor dies, and every minute) turns it off: the scan grows with the sandboxes
+ * alive and would be paid by every start. */
+SBX_PUBLIC int sbx_run_set_sweep_leftovers(sbx_run *run, bool on);
 
 /* A secret the profile names under `secrets` (the control plane resolves them): delivered as the
  * read-only file /run/secrets/NAME on a tmpfs of its own, never in the environment. A profile

@@ -566,6 +566,9 @@ int verb_supervise(int argc, char **argv) {
                 cli_error("out of memory");
                 return SBX_EXIT_FAILURE;
         }
+        /* the server that started this supervisor removes the cgroups killed ones left (its
+         * reaper: at start, when a supervisor dies, every minute), not each create */
+        (void) sbx_run_set_sweep_leftovers(run, false);
         int c, rc = 0, li = 0;
         optind = 1;
         while ((c = getopt_long(argc, argv, "h", opts, &li)) >= 0) {

@@ -6,20 +6,44 @@
 #include <poll.h>
 #include <sys/syscall.h>
 #include "basic/rm-rf.h"
+#include "basic/strv.h"
+#include "basic/time-util.h"
+#include "isolate/cgroup.h"
 
 /* ---- reaper, reconcile ------------------------------------------------------------------------- */
 
+/* The cgroups that supervisors killed with SIGKILL left behind (their names say whose they were:
+ * sbx_cgroup_gc_dead_owners()). The supervisors this server starts do not look for them at each
+ * create (sbx_run_set_sweep_leftovers(false)): the scan grows with the sandboxes alive. This
+ * thread does, at start, after a supervisor died, and once a minute. A group still populated
+ * (its processes dying) stays for the next sweep. */
+#define SWEEP_EVERY_MS (60 * 1000)
+static void sweep_leftovers(void) {
+        sbx_cgroup_probe_result probe = {0};
+        if (sbx_cgroup_probe("/sys/fs/cgroup", NULL, &probe) >= 0) {
+                _cleanup_strv_free_ char **names = NULL;
+                int n = sbx_cgroup_gc_dead_owners(&probe, &names);
+                if (n > 0) {
+                        char count[16];
+                        snprintf(count, sizeof count, "%d", n);
+                        sbx_log(SBX_LOG_INFO, "cgroups_swept", "count", count, "first",
+                                names ? names[0] : NULL, NULL);
+                }
+        }
+        sbx_cgroup_probe_result_done(&probe);
+}
+
 void *mgr_reaper_main(void *arg) {
         sbx_mgr *m = arg;
+        int64_t sweep_at = 0; /* at start */
         for (;;) {
                 pthread_mutex_lock(&m->lock);
+                /* a look every 250 ms, not at each event: ev_cond is broadcast at every event of
+                 * every sandbox, and a look walks them all (under the lock the API needs) */
                 struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += 250 * 1000000L;
-                if (ts.tv_nsec >= 1000000000L)
-                        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-                if (!m->stopping)
-                        (void) pthread_cond_timedwait(&m->ev_cond, &m->lock, &ts);
+                sbx_deadline_realtime(250, &ts);
+                while (!m->stopping && pthread_cond_timedwait(&m->ev_cond, &m->lock, &ts) != ETIMEDOUT)
+                        ;
                 if (m->stopping) {
                         pthread_mutex_unlock(&m->lock);
                         break;
@@ -164,6 +188,9 @@ void *mgr_reaper_main(void *arg) {
                                 }
                         }
                         if (streq(why[i], "supervisor_lost") || streq(why[i], "sandbox_ended")) {
+                                /* what a killed supervisor left: swept a second from now (its
+                                 * processes may still be dying) */
+                                sweep_at = MIN(sweep_at, mgr_now_ms() + 1000);
                                 atomic_fetch_add(&m->n_failed, 1);
                                 mgr_set_state(m, b, SBX_STATE_FAILED, why[i]);
                         } else {
@@ -173,6 +200,10 @@ void *mgr_reaper_main(void *arg) {
                         mgr_destroy_box(m, b, why[i]);
                         mgr_audit(m, NULL, "sandbox.destroy", b->id, "ok", why[i]);
                         mgr_box_put(m, b);
+                }
+                if (mgr_now_ms() >= sweep_at) {
+                        sweep_leftovers();
+                        sweep_at = mgr_now_ms() + SWEEP_EVERY_MS;
                 }
         }
         return NULL;

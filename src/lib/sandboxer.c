@@ -33,7 +33,7 @@ struct sbx_run {
         char *bad_limit;
         char *failure;
         int in_fd, out_fd, err_fd;
-        bool tty, handle_signals;
+        bool tty, handle_signals, keep_leftovers;
         char *report_json; /* made from last_rep when first asked for */
         sbx_report *last_rep; /* the last run's report, and the configuration it points to */
         sbx_config *last_cfg;
@@ -185,6 +185,10 @@ _public_ int sbx_run_set_tty(sbx_run *r, bool tty) {
 }
 _public_ int sbx_run_set_handle_signals(sbx_run *r, bool on) {
         r->handle_signals = on;
+        return 0;
+}
+_public_ int sbx_run_set_sweep_leftovers(sbx_run *r, bool on) {
+        r->keep_leftovers = !on;
         return 0;
 }
 _public_ const char *sbx_run_report_json(sbx_run *r) {
@@ -453,6 +457,7 @@ _public_ int sbx_run_execute(sbx_run *r) {
                         .out_fd = r->out_fd,
                         .err_fd = r->err_fd,
                         .handle_signals = r->handle_signals,
+                        .keep_leftovers = r->keep_leftovers,
                         .tty = r->tty,
                         .secrets = r->secrets,
                         .n_secrets = r->n_secrets,
@@ -534,6 +539,7 @@ _public_ int sbx_run_serve(sbx_run *r, const sbx_serve_hooks *hooks) {
                         .out_fd = -1,
                         .err_fd = -1,
                         .handle_signals = r->handle_signals,
+                        .keep_leftovers = r->keep_leftovers,
                         .persist = sb,
                         .secrets = r->secrets,
                         .n_secrets = r->n_secrets,

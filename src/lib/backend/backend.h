@@ -27,6 +27,7 @@ typedef struct sbx_volume {
 typedef struct sbx_run_io {
         int in_fd, out_fd, err_fd; /* the caller's stdio for the command */
         bool handle_signals;
+        bool keep_leftovers; /* killed runs' cgroups not swept at this start: the caller does it */
         bool tty; /* give the command a pseudo-terminal, relayed to these fds */
         struct sbx_sandbox *persist; /* a persistent sandbox: no command, execs on request */
         const sbx_secret *secrets; /* the profile's secrets, resolved (control plane) */

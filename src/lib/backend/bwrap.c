@@ -237,7 +237,10 @@ static int bwrap_run(
         /* Limits around bubblewrap: the child joins the cgroup before it execs bwrap. Not
          * RLIMIT_NPROC: bubblewrap's outer process still counts the host uid's tasks. */
         /* --unshare-all: a pid namespace whose PID 1 is the init (--as-pid-1) */
-        sbx_limit_context lc = {.fresh_userns = false, .own_pidns = true, .scratch_tmpfs = true};
+        sbx_limit_context lc = {.fresh_userns = false,
+                .own_pidns = true,
+                .scratch_tmpfs = true,
+                .keep_leftovers = io->keep_leftovers};
         sbx_debug_mark("bwrap found, workspace checked");
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;

@@ -72,6 +72,7 @@ typedef struct sbx_limit_context {
         bool own_pidns; /* and a pid namespace: its PID 1's death kills the whole tree */
         bool scratch_tmpfs; /* scratch is a tmpfs with size= */
         bool freezable; /* a persistent sandbox: a group that can freeze it (pause) is made too */
+        bool keep_leftovers; /* sbx_run_io's: killed runs' groups are not swept here */
 } sbx_limit_context;
 
 /* Decide what enforces each limit (cgroups, else rlimits or seccomp that mean the same for the

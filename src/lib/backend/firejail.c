@@ -278,7 +278,8 @@ static int firejail_run(
                                   "or use --backend native"
                                 : "run sandboxer as an ordinary user, or use --backend native");
 
-        sbx_limit_context lc = {.fresh_userns = false, .scratch_tmpfs = false};
+        sbx_limit_context lc = {
+                .fresh_userns = false, .scratch_tmpfs = false, .keep_leftovers = io->keep_leftovers};
         if ((r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e)) < 0)
                 return r;
         tool_fd = sbx_backend_open_tool("firejail", tool, sizeof tool);

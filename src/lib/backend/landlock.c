@@ -240,8 +240,10 @@ static int landlock_run(
         if (sbx_backend_bench_disabled("cgroup")) {
                 sbx_rlimit_plan_init(&rl);
         } else {
-                sbx_limit_context lc = {
-                        .fresh_userns = false, .scratch_tmpfs = d.mounted, .freezable = io->persist != NULL};
+                sbx_limit_context lc = {.fresh_userns = false,
+                        .scratch_tmpfs = d.mounted,
+                        .freezable = io->persist != NULL,
+                        .keep_leftovers = io->keep_leftovers};
                 r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e);
                 if (r < 0)
                         goto out;

@@ -234,7 +234,7 @@ int sbx_backend_launch(const sbx_config *cfg, const sbx_run_io *io, sbx_report *
         sbx_debug_mark("spawning");
         r = sbx_spawn(sp, &sv, e);
         sbx_debug_mark("init running");
-        if (r >= 0 && cg)
+        if (r >= 0 && cg && !io->keep_leftovers)
                 (void) sbx_cgroup_gc_dead_siblings(cg); /* see gc_leftovers() */
         for (int i = 0; i < n_cg_fds; i++)
                 close(cg_fds[i]);

@@ -136,7 +136,8 @@ int sbx_backend_plan_limits(const sbx_config *cfg, sbx_report *rep, const sbx_li
                         SBX_CG_CREATE_MOVE_SELF | (fixed_tree ? SBX_CG_CREATE_NO_TRACKING : 0), &cg, &ce);
                 if (r < 0) {
                         cg = NULL;
-                        gc_leftovers(&probe);
+                        if (!ctx->keep_leftovers)
+                                gc_leftovers(&probe);
                 }
                 /* Why a limit may end up without a cgroup: the probe's reason (with its fix), or
                  * why creating the group failed. */

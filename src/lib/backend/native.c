@@ -344,7 +344,8 @@ static int native_run(
                 sbx_limit_context lc = {.fresh_userns = true,
                         .own_pidns = true,
                         .scratch_tmpfs = true,
-                        .freezable = io->persist != NULL};
+                        .freezable = io->persist != NULL,
+                        .keep_leftovers = io->keep_leftovers};
                 r = sbx_backend_plan_limits(cfg, rep, &lc, &cg, &rl, e);
                 if (r < 0)
                         return r;

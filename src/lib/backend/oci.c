@@ -559,7 +559,7 @@ int sbx_oci_run(const sbx_config *cfg, const sbx_run_io *io, sbx_report *rep, co
         uint64_t ready = sbx_now_ns();
         /* The groups that killed runs left, ours and those runc made in hierarchies we do not
          * use: removed while the engine starts (podman takes ~100 ms to), not before. */
-        if (l->cg) {
+        if (l->cg && !io->keep_leftovers) {
                 (void) sbx_cgroup_gc_dead_siblings(l->cg);
                 sbx_oci_cgroup_sweep(NULL);
         }
