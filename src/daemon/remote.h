@@ -116,3 +116,9 @@ int compose_provision(sbx_mgr *m, box *b, const remote_ep *ep, json_t *body, cha
 bool compose_route(sbx_mgr *m, box *b, const remote_ep *ep, const char *method, const char *sub,
         const sbx_mgr_request *rq, sbx_mgr_reply *rp);
 bool compose_teardown(sbx_mgr *m, const box *b, const remote_ep *ep, char *why, size_t n);
+/* A teardown the back end ext could not be told (it does not answer): kept in
+ * STATE/remote-pending.json until it answers again. id: the front's; rid: the extension's own. */
+void remote_pend_add(
+        sbx_mgr *m, const char *ext, const char *id, const char *rid, const char *reach, const char *tenant);
+/* What ext could not be told before, told now it answers. */
+void remote_pend_flush(sbx_mgr *m, const char *ext);
