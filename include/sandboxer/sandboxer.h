@@ -63,7 +63,8 @@ SBX_PUBLIC int sbx_run_set_handle_signals(sbx_run *run, bool on);
  * scan of the groups' directories, a kill(pid, 0) per group whose owner is in our pid namespace).
  * A caller that holds many sandboxes and removes leftovers itself (`sandboxer serve`, at start,
  * when a supervisor dies, and every minute) turns it off: the scan grows with the sandboxes
- * alive and would be paid by every start. */
+ * alive and would be paid by every start. Off, the caller owns the sweep (`sandboxer gc` does it
+ * whole, podman's and docker's groups included). */
 SBX_PUBLIC int sbx_run_set_sweep_leftovers(sbx_run *run, bool on);
 
 /* A secret the profile names under `secrets` (the control plane resolves them): delivered as the

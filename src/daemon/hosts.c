@@ -192,9 +192,10 @@ void *mgr_hosts_main(void *ud) {
                         int64_t beat_ms =
                                 m->o.heartbeat_s > 0 ? (int64_t) (m->o.heartbeat_s * 1000) : BEAT_MS;
                         struct timespec until;
-                        sbx_deadline_realtime((int) beat_ms, &until);
+                        sbx_deadline_monotonic((int) beat_ms, &until);
                         while (!m->stopping && !m->hosts_kick &&
-                                pthread_cond_timedwait(&m->hosts_cond, &m->lock, &until) != ETIMEDOUT)
+                                pthread_cond_clockwait(&m->hosts_cond, &m->lock, CLOCK_MONOTONIC, &until) !=
+                                        ETIMEDOUT)
                                 ;
                         m->hosts_kick = false;
                 }
@@ -203,6 +204,7 @@ void *mgr_hosts_main(void *ud) {
                 if (stop)
                         break;
         }
+        mgr_remote_probe_stop();
         json_decref(misses);
         json_decref(heard);
         return NULL;

@@ -476,6 +476,8 @@ bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char
         const sbx_mgr_request *rq, sbx_mgr_reply *rp);
 void mgr_remote_teardown(sbx_mgr *m, box *b);
 void mgr_remote_probe(sbx_mgr *m);
+/* The probes mgr_remote_probe() left under way, waited for (the hosts thread, as it ends). */
+void mgr_remote_probe_stop(void);
 /* A registered host stopped answering (two heartbeats in a row): the sandboxes placed on it
  * failed (host_lost); one answers again: what its extension could not be told is told now. */
 void mgr_remote_host_lost(sbx_mgr *m, const char *host, const char *why);

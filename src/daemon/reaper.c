@@ -35,14 +35,18 @@ static void sweep_leftovers(void) {
 
 void *mgr_reaper_main(void *arg) {
         sbx_mgr *m = arg;
-        int64_t sweep_at = 0; /* at start */
+        /* the sweep's clock is monotonic (a wall clock stepped back must not hold it off) */
+        uint64_t sweep_at = 0; /* at start */
+        int quick = 0; /* sweeps left at short intervals after a supervisor died */
         for (;;) {
                 pthread_mutex_lock(&m->lock);
                 /* a look every 250 ms, not at each event: ev_cond is broadcast at every event of
-                 * every sandbox, and a look walks them all (under the lock the API needs) */
+                 * every sandbox, and a look walks them all (under the lock the API needs). On the
+                 * monotonic clock, whatever ev_cond's: a wall clock stepped back does not stretch it. */
                 struct timespec ts;
-                sbx_deadline_realtime(250, &ts);
-                while (!m->stopping && pthread_cond_timedwait(&m->ev_cond, &m->lock, &ts) != ETIMEDOUT)
+                sbx_deadline_monotonic(250, &ts);
+                while (!m->stopping &&
+                        pthread_cond_clockwait(&m->ev_cond, &m->lock, CLOCK_MONOTONIC, &ts) != ETIMEDOUT)
                         ;
                 if (m->stopping) {
                         pthread_mutex_unlock(&m->lock);
@@ -188,9 +192,11 @@ void *mgr_reaper_main(void *arg) {
                                 }
                         }
                         if (streq(why[i], "supervisor_lost") || streq(why[i], "sandbox_ended")) {
-                                /* what a killed supervisor left: swept a second from now (its
-                                 * processes may still be dying) */
-                                sweep_at = MIN(sweep_at, mgr_now_ms() + 1000);
+                                /* what a killed supervisor left: swept a second from now and
+                                 * three times more, further apart (its processes may still be
+                                 * dying: a populated group cannot be removed) */
+                                sweep_at = MIN(sweep_at, sbx_now_ns() + 1000 * 1000000ull);
+                                quick = 3;
                                 atomic_fetch_add(&m->n_failed, 1);
                                 mgr_set_state(m, b, SBX_STATE_FAILED, why[i]);
                         } else {
@@ -201,9 +207,13 @@ void *mgr_reaper_main(void *arg) {
                         mgr_audit(m, NULL, "sandbox.destroy", b->id, "ok", why[i]);
                         mgr_box_put(m, b);
                 }
-                if (mgr_now_ms() >= sweep_at) {
+                if (sbx_now_ns() >= sweep_at) {
                         sweep_leftovers();
-                        sweep_at = mgr_now_ms() + SWEEP_EVERY_MS;
+                        /* after a death: 1, 2, 4 and 8 s after it; else once a minute */
+                        uint64_t next_ms = quick > 0 ? (uint64_t) 1000 << (3 - quick) : SWEEP_EVERY_MS;
+                        if (quick > 0)
+                                quick--;
+                        sweep_at = sbx_now_ns() + next_ms * 1000000ull;
                 }
         }
         return NULL;

@@ -104,27 +104,41 @@ static void probe_one(sbx_mgr *m, const char *id, const char *kind) {
         }
 }
 
+/* The probes under way, one thread each. Only the hosts thread starts, joins and reads them; a
+ * probe's own thread sets done as it ends. */
+#define PROBE_SLOTS 64
 typedef struct {
         sbx_mgr *m;
         char id[128], kind[16];
         pthread_t t;
-        bool started;
-} probe_job;
+        bool used;
+        atomic_bool done;
+} probe_slot;
+static probe_slot slots[PROBE_SLOTS];
 
 static void *probe_thread(void *ud) {
-        probe_job *j = ud;
-        probe_one(j->m, j->id, j->kind);
+        probe_slot *s = ud;
+        probe_one(s->m, s->id, s->kind);
+        atomic_store(&s->done, true);
         return NULL;
 }
 
-/* Every remote extension probed at once (one thread each, PROBE_BATCH at a time), so that one that
- * takes its whole timeout to fail (a stopped node, a name that does not resolve) does not delay
- * hearing that another is gone. */
-#define PROBE_BATCH 32
+static void slots_join(bool all) {
+        for (size_t k = 0; k < PROBE_SLOTS; k++)
+                if (slots[k].used && (all || atomic_load(&slots[k].done))) {
+                        pthread_join(slots[k].t, NULL);
+                        slots[k].used = false;
+                }
+}
+
+/* Every remote extension probed at once, each on a thread of its own, and none waited for: one
+ * that takes its whole timeout to fail (a stopped node, a name that does not resolve), or one
+ * that came back with a backlog of teardowns to be told, does not delay hearing that another is
+ * gone. An extension whose last probe is still under way is not probed again until it ends. */
 void mgr_remote_probe(sbx_mgr *m) {
+        slots_join(false);
         json_t *reg = mgr_registry(m), *x;
-        probe_job jobs[PROBE_BATCH];
-        size_t i, n = 0;
+        size_t i;
         json_array_foreach(reg, i, x) {
                 const char *id = json_string_value(json_object_get(x, "id"));
                 const char *kind = json_string_value(json_object_get(x, "kind"));
@@ -133,22 +147,32 @@ void mgr_remote_probe(sbx_mgr *m) {
                                 streq_ptr(kind, "daytona")) ||
                         mgr_stopping(m))
                         continue;
-                probe_job *j = &jobs[n++];
-                *j = (probe_job){.m = m};
-                snprintf(j->id, sizeof j->id, "%s", id);
-                snprintf(j->kind, sizeof j->kind, "%s", kind);
-                j->started = pthread_create(&j->t, NULL, probe_thread, j) == 0;
-                if (!j->started) /* no thread to be had: probed here, in turn */
-                        probe_one(m, j->id, j->kind);
-                if (n == PROBE_BATCH || i + 1 == json_array_size(reg)) {
-                        for (size_t k = 0; k < n; k++)
-                                if (jobs[k].started)
-                                        pthread_join(jobs[k].t, NULL);
-                        n = 0;
+                probe_slot *s = NULL;
+                bool busy = false;
+                for (size_t k = 0; k < PROBE_SLOTS && !busy; k++) {
+                        busy = slots[k].used && streq(slots[k].id, id);
+                        if (!slots[k].used && !s)
+                                s = &slots[k];
                 }
+                if (busy)
+                        continue;
+                char kb[16];
+                snprintf(kb, sizeof kb, "%s", kind);
+                if (!s) { /* more extensions than slots: probed here, in turn */
+                        probe_one(m, id, kb);
+                        continue;
+                }
+                s->m = m;
+                snprintf(s->id, sizeof s->id, "%s", id);
+                snprintf(s->kind, sizeof s->kind, "%s", kind);
+                atomic_store(&s->done, false);
+                s->used = pthread_create(&s->t, NULL, probe_thread, s) == 0;
+                if (!s->used) /* no thread to be had: probed here */
+                        probe_one(m, s->id, s->kind);
         }
-        for (size_t k = 0; k < n; k++)
-                if (jobs[k].started)
-                        pthread_join(jobs[k].t, NULL);
         json_decref(reg);
+}
+
+void mgr_remote_probe_stop(void) {
+        slots_join(true);
 }

@@ -1443,12 +1443,25 @@ def main():
     victim = [p for p in supervisors() if lsid.encode() in open("/proc/%d/cmdline" % p, "rb").read()]
 
     def groups_of(pid):
-        """The cgroup directories named for supervisor pid (RUNID.PID.PIDNS, in every hierarchy)."""
+        """The cgroup directories of supervisor pid's sandbox, named RUNID.PID.PIDNS: where its
+        init (the supervisor's child) is, in every hierarchy (/proc/INIT/cgroup)."""
         found = []
-        for root, dirs, _ in os.walk("/sys/fs/cgroup"):
-            found += [os.path.join(root, d) for d in dirs if ".%d." % pid in d]
-            if root.count("/") > 6:
-                dirs[:] = []
+        try:
+            kids = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
+        except OSError:
+            kids = []
+        for k in kids:
+            try:
+                lines = open("/proc/%s/cgroup" % k).read().splitlines()
+            except OSError:
+                continue
+            for ln in lines:
+                hier, ctls, path = ln.split(":", 2)
+                if ".%d." % pid not in path:
+                    continue
+                mounts = ["unified", ""] if hier == "0" else [c.replace("name=", "") for c in ctls.split(",")] + [ctls]
+                found += [d for d in ("/sys/fs/cgroup/%s%s" % (mt, path) if mt else "/sys/fs/cgroup" + path for mt in mounts)
+                          if os.path.isdir(d) and d not in found]
         return found
     left = groups_of(victim[0]) if len(victim) == 1 else []
     for p in victim:
