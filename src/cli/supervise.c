@@ -11,6 +11,11 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <sys/syscall.h>
+#include <sys/signalfd.h>
+#include <spawn.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -541,7 +546,159 @@ static void usage(FILE *f) {
                    "  --config-fd N       the profile and policy as the server resolved them (bytes of\n"
                    "                      this build's own format), read from N; --profile and --policy\n"
                    "                      then only name them\n"
+                   "  --spawner-fd N      instead: the server's spawner of supervisors, its requests\n"
+                   "                      on the socket N (started once by 'sandboxer serve')\n"
                    "  -h, --help          this text\n");
+}
+
+/* ---- the spawner ---------------------------------------------------------------------------- */
+
+/* One request (daemon/spawner.c has the whole story): the supervisor started with the
+ * descriptors it came with as 3, 4, 5, its output appended to its log. The spawn's errno; *pid. */
+static int spawn_one(const char *buf, size_t len, int *fds, size_t nfds, pid_t *pid) {
+        sbx_spawn_hdr h;
+        if (len < sizeof h)
+                return EINVAL;
+        memcpy(&h, buf, sizeof h);
+        size_t want = 1 + !!(h.flags & SBX_SPAWN_SECRETS) + !!(h.flags & SBX_SPAWN_CONFIG);
+        if (h.magic != SBX_SPAWN_MAGIC || h.nstr < 3 || h.nstr > 2 + SBX_SPAWN_ARGV_MAX || nfds != want)
+                return EINVAL;
+        const char *str[2 + SBX_SPAWN_ARGV_MAX + 1];
+        const char *p = buf + sizeof h, *end = buf + len;
+        for (uint32_t i = 0; i < h.nstr; i++) {
+                const char *z = memchr(p, 0, (size_t) (end - p));
+                if (!z)
+                        return EINVAL;
+                str[i] = p;
+                p = z + 1;
+        }
+        str[h.nstr] = NULL;
+        /* above 3..5, so that none is overwritten before its own turn */
+        for (size_t i = 0; i < nfds; i++)
+                if (fds[i] < 10) {
+                        int n = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+                        if (n < 0)
+                                return errno;
+                        close(fds[i]);
+                        fds[i] = n;
+                }
+        int ready = fds[0], sec = h.flags & SBX_SPAWN_SECRETS ? fds[1] : -1,
+            cfg = h.flags & SBX_SPAWN_CONFIG ? fds[nfds - 1] : -1;
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t at;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&at);
+        sigset_t none, dfl;
+        sigemptyset(&none);
+        sigemptyset(&dfl);
+        sigaddset(&dfl, SIGPIPE);
+        sigaddset(&dfl, SIGCHLD);
+        posix_spawnattr_setsigmask(&at, &none);
+        posix_spawnattr_setsigdefault(&at, &dfl);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, str[1], O_WRONLY | O_CREAT | O_APPEND, 0600);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        posix_spawn_file_actions_adddup2(&fa, ready, SBX_SV_FD_READY);
+        if (sec >= 0)
+                posix_spawn_file_actions_adddup2(&fa, sec, SBX_SV_FD_SECRETS);
+        else if (cfg >= 0) /* the config stays at its number */
+                posix_spawn_file_actions_addopen(&fa, SBX_SV_FD_SECRETS, "/dev/null", O_RDONLY, 0);
+        if (cfg >= 0)
+                posix_spawn_file_actions_adddup2(&fa, cfg, SBX_SV_FD_CONFIG);
+        /* nothing else to close: every other descriptor here is close-on-exec */
+        extern char **environ;
+        int r = posix_spawn(pid, str[0], &fa, &at, (char *const *) (str + 2), environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&at);
+        return r;
+}
+
+/* The loop: a request, a spawn, the answer with the child's pidfd (taken before this process
+ * could reap it); its children reaped as they end (SIGCHLD through a signalfd). Ends when the
+ * server closes its end. */
+static int sv_spawner(int fd) {
+        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        (void) sigprocmask(SIG_BLOCK, &chld, NULL);
+        int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        char *buf = malloc(SBX_SPAWN_MSG_MAX);
+        if (!buf)
+                return SBX_EXIT_FAILURE;
+        for (;;) {
+                struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = sigfd, .events = POLLIN}};
+                if (poll(pf, sigfd >= 0 ? 2 : 1, sigfd >= 0 ? -1 : 1000) < 0 && errno != EINTR)
+                        break;
+                struct signalfd_siginfo si;
+                while (sigfd >= 0 && read(sigfd, &si, sizeof si) > 0)
+                        ;
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+                if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+                        continue;
+                union {
+                        char b[CMSG_SPACE(3 * sizeof(int))];
+                        struct cmsghdr align;
+                } c = {0};
+                struct iovec iov = {.iov_base = buf, .iov_len = SBX_SPAWN_MSG_MAX};
+                struct msghdr mh = {
+                        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof c.b};
+                ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (n <= 0) /* the server is gone */
+                        break;
+                int fds[3];
+                size_t nfds = 0;
+                for (struct cmsghdr *x = CMSG_FIRSTHDR(&mh); x; x = CMSG_NXTHDR(&mh, x))
+                        if (x->cmsg_level == SOL_SOCKET && x->cmsg_type == SCM_RIGHTS) {
+                                size_t k = (x->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                                for (size_t i = 0; i < k; i++) {
+                                        int f;
+                                        memcpy(&f, CMSG_DATA(x) + i * sizeof(int), sizeof f);
+                                        if (nfds < 3)
+                                                fds[nfds++] = f;
+                                        else
+                                                close(f);
+                                }
+                        }
+                pid_t pid = 0;
+                int err = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+                                  ? E2BIG
+                                  : spawn_one(buf, (size_t) n, fds, nfds, &pid);
+                for (size_t i = 0; i < nfds; i++)
+                        close(fds[i]);
+                int pidfd = err == 0 ? (int) syscall(SYS_pidfd_open, pid, 0) : -1;
+                int32_t ans[2] = {err, err == 0 ? pid : 0};
+                union {
+                        char b[CMSG_SPACE(sizeof(int))];
+                        struct cmsghdr align;
+                } rc = {0};
+                struct iovec riov = {.iov_base = ans, .iov_len = sizeof ans};
+                struct msghdr rm = {.msg_iov = &riov, .msg_iovlen = 1};
+                if (pidfd >= 0) {
+                        rm.msg_control = rc.b;
+                        rm.msg_controllen = sizeof rc.b;
+                        struct cmsghdr *cm = CMSG_FIRSTHDR(&rm);
+                        cm->cmsg_level = SOL_SOCKET;
+                        cm->cmsg_type = SCM_RIGHTS;
+                        cm->cmsg_len = CMSG_LEN(sizeof(int));
+                        memcpy(CMSG_DATA(cm), &pidfd, sizeof pidfd);
+                }
+                ssize_t s;
+                while ((s = sendmsg(fd, &rm, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+                        ;
+                if (pidfd >= 0)
+                        close(pidfd);
+                if (s < 0)
+                        break;
+        }
+        free(buf);
+        if (sigfd >= 0)
+                close(sigfd);
+        return 0; /* the children left are re-parented to init (or a subreaper) */
 }
 
 int verb_supervise(int argc, char **argv) {
@@ -558,6 +715,7 @@ int verb_supervise(int argc, char **argv) {
                 {"budget-used", required_argument, NULL, 'u'},
                 {"secrets-fd", required_argument, NULL, 'S'},
                 {"config-fd", required_argument, NULL, 'C'},
+                {"spawner-fd", required_argument, NULL, 'X'},
                 {"help", no_argument, NULL, 'h'},
                 {0},
         };
@@ -652,6 +810,19 @@ int verb_supervise(int argc, char **argv) {
                                 return SBX_EXIT_FAILURE;
                         }
                         break;
+                }
+                case 'X': {
+                        char *end;
+                        long v = strtol(optarg, &end, 10);
+                        if (*end || v < 3 || v > 1023 || fcntl((int) v, F_GETFD) < 0 || argc != optind) {
+                                cli_error(
+                                        "--spawner-fd: '%s' is not an open descriptor (and it comes alone)",
+                                        optarg);
+                                sbx_run_free(run);
+                                return SBX_EXIT_FAILURE;
+                        }
+                        sbx_run_free(run);
+                        return sv_spawner((int) v);
                 }
                 case 'h':
                         usage(stdout);

@@ -165,6 +165,12 @@ struct sbx_mgr {
         unsigned workers;
         pthread_cond_t workers_cond;
         int stop_efd;
+        /* the supervisors' spawner (spawner.c): its end of the pair (-1: none), its pid, when one
+         * was last started; under spawner_lock (one request at a time) */
+        pthread_mutex_t spawner_lock;
+        int spawner_fd;
+        pid_t spawner_pid;
+        int64_t spawner_tried_ms;
         char policy_sha[65]; /* of the policy file last seen (state dir: policy.sha256) */
         /* credits (credits.c): enforced (serve --credits or the policy's billing.enforce, read at
          * start), the currency, how long a hold covers (0: the TTL), the grace after usage
@@ -475,6 +481,12 @@ int mgr_remote_provision(sbx_mgr *m, box *b, const char *ext, json_t *body, cons
 bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char *sub,
         const sbx_mgr_request *rq, sbx_mgr_reply *rp);
 void mgr_remote_teardown(sbx_mgr *m, box *b);
+/* The supervisors' spawner (spawner.c): started with the server; a supervisor spawned through it
+ * (0: *ret_err is the spawn's errno; -errno: it could not be asked, the caller spawns itself). */
+int mgr_spawner_start(sbx_mgr *m);
+void mgr_spawner_stop(sbx_mgr *m);
+int mgr_spawner_spawn(sbx_mgr *m, const char *logpath, char *const argv[], int ready_fd, int secrets_fd,
+        int config_fd, pid_t *ret_pid, int *ret_pidfd, int *ret_err);
 void mgr_remote_probe(sbx_mgr *m);
 /* The probes mgr_remote_probe() left under way, waited for (the hosts thread, as it ends). */
 void mgr_remote_probe_stop(void);

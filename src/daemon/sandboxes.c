@@ -23,6 +23,8 @@ int sbx_mgr_new(sbx_store *store, const sbx_mgr_options *o, sbx_mgr **ret, sbx_e
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&m->workers_cond, &ca);
         pthread_condattr_destroy(&ca);
+        pthread_mutex_init(&m->spawner_lock, NULL);
+        m->spawner_fd = -1;
         m->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (m->stop_efd < 0) {
                 int r = -errno;
@@ -130,6 +132,8 @@ int sbx_mgr_start(sbx_mgr *m, sbx_error *e) {
         m->meter_interval_s = m->o.meter_interval_s > 0 ? m->o.meter_interval_s : 15;
         sbx_policy_free(pol);
         (void) curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: the webhooks' */
+        /* the supervisors' spawner, while this process has few descriptors (spawner.c) */
+        (void) mgr_spawner_start(m);
         if (mgr_registry_load(m->o.registry_dir, e) < 0) /* before the reconcile: remote ones ask there */
                 return -EINVAL;
         mgr_reconcile(m);
@@ -233,6 +237,7 @@ int sbx_mgr_close(sbx_mgr *m) {
                         if (--b->refs == 0)
                                 mgr_box_free(b);
                 }
+        mgr_spawner_stop(m);
         free(m->state_dir);
         free(m->snapshot_dir);
         free(m->runtime_dir);

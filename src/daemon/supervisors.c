@@ -377,8 +377,25 @@ static int sv_spawn_inner(
         if (delay && atoi(delay) > 0)
                 usleep((useconds_t) atoi(delay) * 1000);
 #endif
-        /* posix_spawn (vfork-like: no copy of this big, threaded process), in a session of its
-         * own; it is our child until we reap it, and re-parented to init when we go. */
+        /* Through the spawner (spawner.c: a process with few descriptors, whose child it is and
+         * which hands back its pidfd), else here: posix_spawn (vfork-like: no copy of this big,
+         * threaded process), in a session of its own; our child until we reap it, re-parented to
+         * init when we go. */
+        pid_t c = 0;
+        int sv_pidfd = -1, sr = 0;
+        bool via = mgr_spawner_spawn(m, logpath, argv, p[1], sfd, cfd, &c, &sv_pidfd, &sr) == 0;
+        if (via) {
+                close(p[1]);
+                safe_close(sfd);
+                safe_close(cfd);
+                if (sr != 0) {
+                        close(p[0]);
+                        snprintf(msg, msgsz, "cannot start %.900s: %s", m->exe, strerror(sr));
+                        return -sr;
+                }
+                b->sv_child = false; /* the spawner's child: it reaps it */
+                goto started;
+        }
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t at;
         posix_spawn_file_actions_init(&fa);
@@ -405,8 +422,7 @@ static int sv_spawn_inner(
                                                               : sfd >= 0 ? SBX_SV_FD_SECRETS
                                                                          : SBX_SV_FD_READY) +
                                                               1);
-        pid_t c;
-        int sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
+        sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&at);
         close(p[1]);
@@ -418,6 +434,7 @@ static int sv_spawn_inner(
                 return -sr;
         }
         b->sv_child = true;
+started:
         sbx_debug_mark("serve: supervisor started");
         if (*meanwhile) {
                 (*meanwhile)(ud);
@@ -452,12 +469,19 @@ static int sv_spawn_inner(
                 sv_pid > 0) {
                 b->init_pid = init_pid;
                 b->sv_pid = sv_pid;
-                b->sv_pidfd = (int) syscall(SYS_pidfd_open, sv_pid, 0);
+                /* the spawner's pidfd (taken before it could reap it), else ours: our child,
+                 * not reaped before we say so */
+                if (sv_pidfd >= 0 && sv_pid == c)
+                        b->sv_pidfd = TAKE_FD(sv_pidfd);
+                else
+                        b->sv_pidfd = (int) syscall(SYS_pidfd_open, sv_pid, 0);
+                safe_close(sv_pidfd);
                 snprintf(b->backend, sizeof b->backend, "%s", backend);
                 snprintf(b->scratch, sizeof b->scratch, "%s", streq(scratch, "-") ? "" : scratch);
                 snprintf(b->home, sizeof b->home, "%s", streq(home, "-") ? "" : home);
                 return 0;
         }
+        safe_close(sv_pidfd);
         if (strncmp(line, SBX_SV_ERROR_PREFIX, strlen(SBX_SV_ERROR_PREFIX)) == 0)
                 snprintf(msg, msgsz, "%.1000s", line + 6);
         else if (got == 0)

@@ -1479,6 +1479,46 @@ def main():
             time.sleep(0.1)
         ok(not any(os.path.isdir(g) for g in left),
            "a killed supervisor's cgroups are removed by the server within seconds", left)
+
+    # the supervisors' spawner: a process the server starts with it (few descriptors), whose
+    # children the supervisors are; killed, the server starts them itself
+    def ppid_of(pid):
+        try:
+            return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def spawners():
+        out = []
+        for p in os.listdir("/proc"):
+            try:
+                if p.isdigit() and b"--spawner-fd" in open("/proc/%s/cmdline" % p, "rb").read() and \
+                        ppid_of(int(p)) == server.pid:
+                    out.append(int(p))
+            except OSError:
+                pass
+        return out
+
+    def sv_of(sid):
+        return [p for p in supervisors() if sid.encode() in open("/proc/%d/cmdline" % p, "rb").read()]
+    sp = spawners()
+    s, r, _ = create()
+    xsid = r.get("id", "")
+    sv = sv_of(xsid)
+    ok(s == 201 and len(sp) == 1 and len(sv) == 1 and ppid_of(sv[0]) == sp[0],
+       "a supervisor is the child of the server's spawner, not of the server", (s, sp, sv, [ppid_of(p) for p in sv]))
+    for p in sp:
+        os.kill(p, signal.SIGKILL)
+    s, r, _ = create()
+    ysid = r.get("id", "")
+    s2, x, _ = exec_(ysid, ["echo", "still"])
+    sv = sv_of(ysid)
+    ok(s == 201 and s2 == 200 and x.get("stdout") == "still\n" and len(sv) == 1 and ppid_of(sv[0]) == server.pid,
+       "the spawner killed: the next create goes on, the server starting its supervisor itself", (s, s2, x, sv))
+    s3, x, _ = exec_(xsid, ["echo", "older"])
+    ok(s3 == 200 and x.get("stdout") == "older\n", "and the spawner's supervisors serve on without it", (s3, x))
+    req("DELETE", "/v1/sandboxes/" + xsid)
+    req("DELETE", "/v1/sandboxes/" + ysid)
     s, body, _ = req("GET", "/v1/events?sandbox=%s" % lsid, raw=True, timeout=1) if False else (0, b"", {})
 
     # a sandbox whose init dies (not its supervisor): failed, reason sandbox_ended

@@ -37,6 +37,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The descriptors the supervisor is started with (--ready-fd, --secrets-fd, --config-fd). */
 #define SBX_SV_FD_READY 3
@@ -75,3 +76,17 @@ static inline bool sbx_sv_exec_id_ok(const char *id, size_t len) {
 #define SBX_SV_KIND_PUT "put"
 #define SBX_SV_KIND_GET "get"
 #define SBX_SV_KIND_CONNECT "connect"
+
+/* The supervisors' spawner (daemon/spawner.c, cli/supervise.c's --spawner-fd): a request is one
+ * SOCK_SEQPACKET message — this header, then nstr NUL-terminated strings (the program, its log
+ * file, its argv) — with the descriptors it gets as SBX_SV_FD_READY, _SECRETS (flag) and _CONFIG
+ * (flag), in that order, as SCM_RIGHTS. The answer: int32 {errno of the spawn, pid}, with the
+ * process's pidfd as SCM_RIGHTS when it started. */
+#define SBX_SPAWN_MAGIC 0x53425853u /* "SBXS" */
+#define SBX_SPAWN_SECRETS 1u
+#define SBX_SPAWN_CONFIG 2u
+#define SBX_SPAWN_MSG_MAX 98304
+#define SBX_SPAWN_ARGV_MAX 64
+typedef struct sbx_spawn_hdr {
+        uint32_t magic, flags, nstr;
+} sbx_spawn_hdr;
