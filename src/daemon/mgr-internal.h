@@ -481,8 +481,9 @@ int mgr_remote_provision(sbx_mgr *m, box *b, const char *ext, json_t *body, cons
 bool mgr_remote_route(sbx_mgr *m, const char *method, const char *id, const char *sub,
         const sbx_mgr_request *rq, sbx_mgr_reply *rp);
 void mgr_remote_teardown(sbx_mgr *m, box *b);
-/* The supervisors' spawner (spawner.c): started with the server; a supervisor spawned through it
- * (0: *ret_err is the spawn's errno; -errno: it could not be asked, the caller spawns itself). */
+/* The supervisors' spawner (spawner.c): started with the server. mgr_spawner_spawn: 0 when it
+ * answered (*ret_err: the spawn's errno); 1 when it was not asked (the caller spawns itself);
+ * -errno when it was asked and did not answer (the create fails: it may have started one). */
 int mgr_spawner_start(sbx_mgr *m);
 void mgr_spawner_stop(sbx_mgr *m);
 int mgr_spawner_spawn(sbx_mgr *m, const char *logpath, char *const argv[], int ready_fd, int secrets_fd,

@@ -12,6 +12,7 @@
  * watches each through that pidfd. When the spawner is gone (killed, crashed) the server spawns
  * directly, as before, and starts another spawner 10 s later at the earliest. It ends when the
  * server closes its end. */
+#include "basic/time-util.h"
 #include "daemon/mgr-internal.h"
 #include "supervise/sv-protocol.h"
 
@@ -23,7 +24,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static int64_t now_ms(void) {
+        return (int64_t) (sbx_now_ns() / 1000000);
+}
+
 static void spawner_drop_locked(sbx_mgr *m, const char *why) {
+        m->spawner_tried_ms = now_ms(); /* another 10 s from now at the earliest */
         if (m->spawner_fd >= 0) {
                 sbx_log(SBX_LOG_WARNING, "spawner_lost", "reason", why, NULL);
                 close(m->spawner_fd);
@@ -37,7 +43,7 @@ static void spawner_drop_locked(sbx_mgr *m, const char *why) {
 }
 
 static int spawner_start_locked(sbx_mgr *m) {
-        m->spawner_tried_ms = mgr_now_ms();
+        m->spawner_tried_ms = now_ms();
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
@@ -93,14 +99,26 @@ void mgr_spawner_stop(sbx_mgr *m) {
         if (m->spawner_fd >= 0)
                 close(m->spawner_fd); /* its end of the pair closed: it ends */
         m->spawner_fd = -1;
-        if (m->spawner_pid > 0)
+        /* 2 s for it to see that, then the end of it (one stopped or wedged must not hold the
+         * server's exit) */
+        for (int i = 0; m->spawner_pid > 0 && i < 200; i++) {
+                if (waitpid(m->spawner_pid, NULL, WNOHANG) != 0)
+                        m->spawner_pid = 0;
+                else
+                        usleep(10000);
+        }
+        if (m->spawner_pid > 0) {
+                (void) kill(m->spawner_pid, SIGKILL);
                 (void) waitpid(m->spawner_pid, NULL, 0);
+        }
         m->spawner_pid = 0;
         pthread_mutex_unlock(&m->spawner_lock);
 }
 
-/* One request, its answer: 0 (ret_err: the spawn's errno), or -errno when the spawner could not
- * be asked (the caller spawns itself). */
+/* One request, its answer: 0 (ret_err: the spawn's errno); NOT_ASKED when the request could not
+ * be sent (the caller spawns itself); -errno when it was sent and no answer came (the spawner
+ * may have started it: the caller must not start a second). */
+#define NOT_ASKED 1
 static int ask_locked(sbx_mgr *m, const char *buf, size_t len, const int *fds, size_t nfds, pid_t *ret_pid,
         int *ret_pidfd, int *ret_err) {
         union {
@@ -120,12 +138,15 @@ static int ask_locked(sbx_mgr *m, const char *buf, size_t len, const int *fds, s
         ssize_t s;
         while ((s = sendmsg(m->spawner_fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
                 ;
-        if (s < 0)
-                return -errno;
-        /* the answer: a spawn takes a fraction of a millisecond; 10 s is a spawner that hangs */
+        if (s < 0) {
+                if (errno != EMSGSIZE) /* too big for the socket's buffer: this one only */
+                        spawner_drop_locked(m, strerror(errno));
+                return NOT_ASKED;
+        }
+        /* the answer: a spawn takes a fraction of a millisecond; 5 s is a spawner that hangs */
         struct pollfd pf = {.fd = m->spawner_fd, .events = POLLIN};
         int k;
-        while ((k = poll(&pf, 1, 10000)) < 0 && errno == EINTR)
+        while ((k = poll(&pf, 1, 5000)) < 0 && errno == EINTR)
                 ;
         if (k <= 0)
                 return k == 0 ? -ETIMEDOUT : -errno;
@@ -156,15 +177,23 @@ static int ask_locked(sbx_mgr *m, const char *buf, size_t len, const int *fds, s
         return 0;
 }
 
+/* The supervisor with argv started by the spawner: 0 (*ret_err: the spawn's errno, 0 with *ret_pid
+ * and *ret_pidfd), 1 when it was not asked (none, or the request cannot go: the caller spawns
+ * itself), -errno when it was asked and did not answer (dropped; the create fails). */
 int mgr_spawner_spawn(sbx_mgr *m, const char *logpath, char *const argv[], int ready_fd, int secrets_fd,
         int config_fd, pid_t *ret_pid, int *ret_pidfd, int *ret_err) {
         *ret_pid = 0;
         *ret_pidfd = -1;
         *ret_err = 0;
         /* header, then the program, the log, the argv: each NUL-terminated */
+        size_t argc = 0; /* (at most 54 today) */
+        while (argc <= SBX_SPAWN_ARGV_MAX && argv[argc])
+                argc++;
+        if (argc > SBX_SPAWN_ARGV_MAX)
+                return NOT_ASKED;
         _cleanup_free_ char *buf = malloc(SBX_SPAWN_MSG_MAX);
         if (!buf)
-                return -ENOMEM;
+                return NOT_ASKED;
         sbx_spawn_hdr h = {.magic = SBX_SPAWN_MAGIC,
                 .flags =
                         (secrets_fd >= 0 ? SBX_SPAWN_SECRETS : 0) | (config_fd >= 0 ? SBX_SPAWN_CONFIG : 0)};
@@ -176,7 +205,7 @@ int mgr_spawner_spawn(sbx_mgr *m, const char *logpath, char *const argv[], int r
                         break;
                 size_t l = strlen(s) + 1;
                 if (len + l > SBX_SPAWN_MSG_MAX)
-                        return -E2BIG;
+                        return NOT_ASKED;
                 memcpy(buf + len, s, l);
                 len += l;
                 h.nstr++;
@@ -190,11 +219,11 @@ int mgr_spawner_spawn(sbx_mgr *m, const char *logpath, char *const argv[], int r
         if (config_fd >= 0)
                 fds[nfds++] = config_fd;
         pthread_mutex_lock(&m->spawner_lock);
-        if (m->spawner_fd < 0 && mgr_now_ms() - m->spawner_tried_ms >= 10000)
+        if (m->spawner_fd < 0 && now_ms() - m->spawner_tried_ms >= 10000)
                 (void) spawner_start_locked(m);
         int r = m->spawner_fd >= 0 ? ask_locked(m, buf, len, fds, nfds, ret_pid, ret_pidfd, ret_err)
-                                   : -ENOTCONN;
-        if (r < 0 && r != -ENOTCONN && r != -E2BIG)
+                                   : NOT_ASKED;
+        if (r < 0)
                 spawner_drop_locked(m, strerror(-r));
         pthread_mutex_unlock(&m->spawner_lock);
         return r;

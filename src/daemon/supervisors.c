@@ -383,8 +383,16 @@ static int sv_spawn_inner(
          * init when we go. */
         pid_t c = 0;
         int sv_pidfd = -1, sr = 0;
-        bool via = mgr_spawner_spawn(m, logpath, argv, p[1], sfd, cfd, &c, &sv_pidfd, &sr) == 0;
-        if (via) {
+        int vr = mgr_spawner_spawn(m, logpath, argv, p[1], sfd, cfd, &c, &sv_pidfd, &sr);
+        if (vr < 0) { /* asked, and no answer: it may have started one; not a second */
+                close(p[0]);
+                close(p[1]);
+                safe_close(sfd);
+                safe_close(cfd);
+                snprintf(msg, msgsz, "the supervisors' spawner did not answer: %s", strerror(-vr));
+                return vr;
+        }
+        if (vr == 0) {
                 close(p[1]);
                 safe_close(sfd);
                 safe_close(cfd);
@@ -613,6 +621,13 @@ void mgr_sv_stop(sbx_mgr *m, box *b) {
         } else if (b->sv_pidfd < 0 && b->sv_pid > 0) {
                 /* no pidfd: ask, and trust the socket going away */
                 json_decref(mgr_sv_call(b, SBX_SV_OP_DESTROY, 2000));
+        }
+        /* reaped if it is our child after all: a spawner's child re-parented to this server (PID
+         * 1 of a container, or a subreaper) when its spawner died. Through the pidfd: no pid
+         * reuse; not our child, ECHILD. */
+        if (b->sv_pidfd >= 0 && !b->sv_child) {
+                siginfo_t si;
+                (void) waitid((idtype_t) 3 /* P_PIDFD */, (id_t) b->sv_pidfd, &si, WEXITED | WNOHANG);
         }
         if (b->sv_pidfd >= 0)
                 close(b->sv_pidfd);

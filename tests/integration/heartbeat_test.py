@@ -127,7 +127,20 @@ try:
     t.ok(items.get("ext.plain", {}).get("health", {}).get("ok") is True and
          items.get("ext.silent", {}).get("health", {}).get("ok") is False,
          "GET /v1/extensions: ext.plain healthy, ext.silent not", items)
+    # (by the way: the server's spawner of supervisors ends with it)
+    kids = []
+    try:
+        kids = [int(k) for k in open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)).read().split()]
+    except OSError:
+        pass
+    sp = [k for k in kids if b"--spawner-fd" in open("/proc/%d/cmdline" % k, "rb").read()]
     stop()
+    for _ in range(100):
+        if not any(os.path.exists("/proc/%d" % k) for k in sp):
+            break
+        time.sleep(0.05)
+    t.ok(len(sp) == 1 and not any(os.path.exists("/proc/%d" % k) for k in sp),
+         "the server's spawner of supervisors was its child, and ends with it", sp)
 
     # 2. a beat every 30 s: a host added while ext.silent's first probe is under way is checked now
     before = len(accepted)
