@@ -586,26 +586,8 @@ static int spawn_one(const char *buf, size_t len, int *fds, size_t nfds, pid_t *
             cfg = h.flags & SBX_SPAWN_CONFIG ? fds[nfds - 1] : -1;
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t at;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&at);
-        sigset_t none, dfl;
-        sigemptyset(&none);
-        sigemptyset(&dfl);
-        sigaddset(&dfl, SIGPIPE);
-        sigaddset(&dfl, SIGCHLD);
-        posix_spawnattr_setsigmask(&at, &none);
-        posix_spawnattr_setsigdefault(&at, &dfl);
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, str[1], O_WRONLY | O_CREAT | O_APPEND, 0600);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
-        posix_spawn_file_actions_adddup2(&fa, ready, SBX_SV_FD_READY);
-        if (sec >= 0)
-                posix_spawn_file_actions_adddup2(&fa, sec, SBX_SV_FD_SECRETS);
-        else if (cfg >= 0) /* the config stays at its number */
-                posix_spawn_file_actions_addopen(&fa, SBX_SV_FD_SECRETS, "/dev/null", O_RDONLY, 0);
-        if (cfg >= 0)
-                posix_spawn_file_actions_adddup2(&fa, cfg, SBX_SV_FD_CONFIG);
+        sbx_sv_spawnattr(&at);
+        (void) sbx_sv_spawn_fds(&fa, str[1], ready, sec, cfg);
         /* nothing else to close: every other descriptor here is close-on-exec */
         extern char **environ;
         int r = posix_spawn(pid, str[0], &fa, &at, (char *const *) (str + 2), environ);

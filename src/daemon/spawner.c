@@ -58,15 +58,7 @@ static int spawner_start_locked(sbx_mgr *m) {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t at;
         posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&at);
-        sigset_t none, dfl;
-        sigemptyset(&none);
-        sigemptyset(&dfl);
-        sigaddset(&dfl, SIGPIPE);
-        sigaddset(&dfl, SIGCHLD);
-        posix_spawnattr_setsigmask(&at, &none);
-        posix_spawnattr_setsigdefault(&at, &dfl);
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        sbx_sv_spawnattr(&at);
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, sv[1], SBX_SV_FD_READY);
         posix_spawn_file_actions_addclosefrom_np(&fa, SBX_SV_FD_READY + 1);

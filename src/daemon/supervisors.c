@@ -384,65 +384,28 @@ static int sv_spawn_inner(
         pid_t c = 0;
         int sv_pidfd = -1, sr = 0;
         int vr = mgr_spawner_spawn(m, logpath, argv, p[1], sfd, cfd, &c, &sv_pidfd, &sr);
-        if (vr < 0) { /* asked, and no answer: it may have started one; not a second */
-                close(p[0]);
-                close(p[1]);
-                safe_close(sfd);
-                safe_close(cfd);
-                snprintf(msg, msgsz, "the supervisors' spawner did not answer: %s", strerror(-vr));
-                return vr;
+        if (vr > 0) { /* the spawner not asked: here */
+                posix_spawn_file_actions_t fa;
+                posix_spawnattr_t at;
+                sbx_sv_spawnattr(&at);
+                int top = sbx_sv_spawn_fds(&fa, logpath, p[1], sfd, cfd);
+                posix_spawn_file_actions_addclosefrom_np(&fa, top + 1);
+                sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
+                posix_spawn_file_actions_destroy(&fa);
+                posix_spawnattr_destroy(&at);
         }
-        if (vr == 0) {
-                close(p[1]);
-                safe_close(sfd);
-                safe_close(cfd);
-                if (sr != 0) {
-                        close(p[0]);
-                        snprintf(msg, msgsz, "cannot start %.900s: %s", m->exe, strerror(sr));
-                        return -sr;
-                }
-                b->sv_child = false; /* the spawner's child: it reaps it */
-                goto started;
-        }
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t at;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&at);
-        sigset_t none, dfl;
-        sigemptyset(&none);
-        sigemptyset(&dfl);
-        sigaddset(&dfl, SIGPIPE);
-        posix_spawnattr_setsigmask(&at, &none);
-        posix_spawnattr_setsigdefault(&at, &dfl);
-        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
-        posix_spawn_file_actions_adddup2(&fa, p[1], SBX_SV_FD_READY);
-        if (sfd >= 0)
-                posix_spawn_file_actions_adddup2(&fa, sfd, SBX_SV_FD_SECRETS);
-        else if (cfd >= 0)
-                posix_spawn_file_actions_addopen(&fa, SBX_SV_FD_SECRETS, "/dev/null", O_RDONLY,
-                        0); /* the config stays at its number */
-        if (cfd >= 0)
-                posix_spawn_file_actions_adddup2(&fa, cfd, SBX_SV_FD_CONFIG);
-        posix_spawn_file_actions_addclosefrom_np(&fa, (cfd >= 0          ? SBX_SV_FD_CONFIG
-                                                              : sfd >= 0 ? SBX_SV_FD_SECRETS
-                                                                         : SBX_SV_FD_READY) +
-                                                              1);
-        sr = posix_spawn(&c, m->exe, &fa, &at, argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&at);
         close(p[1]);
         safe_close(sfd);
         safe_close(cfd);
-        if (sr != 0) {
+        if (vr < 0 || sr != 0) { /* asked and no answer (it may have started one: not a second) */
                 close(p[0]);
-                snprintf(msg, msgsz, "cannot start %.900s: %s", m->exe, strerror(sr));
-                return -sr;
+                if (vr < 0)
+                        snprintf(msg, msgsz, "the supervisors' spawner did not answer: %s", strerror(-vr));
+                else
+                        snprintf(msg, msgsz, "cannot start %.900s: %s", m->exe, strerror(sr));
+                return vr < 0 ? vr : -sr;
         }
-        b->sv_child = true;
-started:
+        b->sv_child = vr > 0; /* else the spawner's child: it reaps it */
         sbx_debug_mark("serve: supervisor started");
         if (*meanwhile) {
                 (*meanwhile)(ud);

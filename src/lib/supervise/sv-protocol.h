@@ -36,6 +36,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -90,3 +93,37 @@ static inline bool sbx_sv_exec_id_ok(const char *id, size_t len) {
 typedef struct sbx_spawn_hdr {
         uint32_t magic, flags, nstr;
 } sbx_spawn_hdr;
+
+/* How a supervisor (or the spawner) is started, by the server or by the spawner: a session of its
+ * own, no signal blocked, SIGPIPE and SIGCHLD at their defaults. */
+static inline void sbx_sv_spawnattr(posix_spawnattr_t *at) {
+        sigset_t none, dfl;
+        sigemptyset(&none);
+        sigemptyset(&dfl);
+        sigaddset(&dfl, SIGPIPE);
+        sigaddset(&dfl, SIGCHLD);
+        posix_spawnattr_init(at);
+        posix_spawnattr_setsigmask(at, &none);
+        posix_spawnattr_setsigdefault(at, &dfl);
+        posix_spawnattr_setflags(at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+}
+
+/* A supervisor's descriptors: /dev/null in, its log out (appended), ready at SBX_SV_FD_READY, the
+ * secrets (else /dev/null when a config follows) and the config at theirs. ready, secrets and
+ * config must not be among 3..5 themselves (one would be overwritten before its turn). The
+ * highest descriptor it gets. */
+static inline int sbx_sv_spawn_fds(
+        posix_spawn_file_actions_t *fa, const char *logpath, int ready, int secrets, int config) {
+        posix_spawn_file_actions_init(fa);
+        posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(fa, 1, logpath, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        posix_spawn_file_actions_adddup2(fa, 1, 2);
+        posix_spawn_file_actions_adddup2(fa, ready, SBX_SV_FD_READY);
+        if (secrets >= 0)
+                posix_spawn_file_actions_adddup2(fa, secrets, SBX_SV_FD_SECRETS);
+        else if (config >= 0) /* the config stays at its number */
+                posix_spawn_file_actions_addopen(fa, SBX_SV_FD_SECRETS, "/dev/null", O_RDONLY, 0);
+        if (config >= 0)
+                posix_spawn_file_actions_adddup2(fa, config, SBX_SV_FD_CONFIG);
+        return config >= 0 ? SBX_SV_FD_CONFIG : secrets >= 0 ? SBX_SV_FD_SECRETS : SBX_SV_FD_READY;
+}
