@@ -48,7 +48,15 @@ qemus_below() {
                 done
         done | sort -u
 }
-alive_pids() { local p; for p in "$@"; do [ -e "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && echo "$p"; done; }
+# Alive: its state read once, neither gone nor a zombie (two reads raced a zombie's reaping
+# between them: "exists", then no state, counted alive — a CI failure).
+alive_pids() {
+        local p s
+        for p in "$@"; do
+                s=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)
+                [ -n "$s" ] && [ "$s" != Z ] && [ "$s" != X ] && echo "$p"
+        done
+}
 cleanup() { serve_stop; sbx_cleanup; }
 trap cleanup EXIT
 mkdir -p "$SBX_TMP/st" "$SBX_TMP/sec"
@@ -166,7 +174,7 @@ is "$st" "destroyed sandbox_ended" "a guest whose qemu dies: failed, then destro
 
 id2=$("$SANDBOXER" create "${C[@]}" --profile t-vm)
 qs=$(qemus_below "$SRV")
-sv=$(pgrep -f "supervise.*$id2" | head -1)
+sv=$([ -n "$id2" ] && pgrep -f "supervise --id $id2" | head -1)
 relay=$(pgrep -P "$sv" | head -1)
 [ -n "$sv" ] && kill -9 "$sv"
 for _ in $(seq 150); do [ -z "$(alive_pids $qs)" ] && break; sleep 0.1; done
