@@ -28,6 +28,7 @@
 
 #include "basic/base64.h"
 #include "basic/time-util.h"
+#include "init/protocol.h"
 #include "sandboxer/sandboxer.h"
 #include "supervise/sv-protocol.h"
 #include "verbs.h"
@@ -654,24 +655,15 @@ static int sv_spawner(int fd) {
                         close(fds[i]);
                 int pidfd = err == 0 ? (int) syscall(SYS_pidfd_open, pid, 0) : -1;
                 int32_t ans[2] = {err, err == 0 ? pid : 0};
-                union {
-                        char b[CMSG_SPACE(sizeof(int))];
-                        struct cmsghdr align;
-                } rc = {0};
-                struct iovec riov = {.iov_base = ans, .iov_len = sizeof ans};
-                struct msghdr rm = {.msg_iov = &riov, .msg_iovlen = 1};
-                if (pidfd >= 0) {
-                        rm.msg_control = rc.b;
-                        rm.msg_controllen = sizeof rc.b;
-                        struct cmsghdr *cm = CMSG_FIRSTHDR(&rm);
-                        cm->cmsg_level = SOL_SOCKET;
-                        cm->cmsg_type = SCM_RIGHTS;
-                        cm->cmsg_len = CMSG_LEN(sizeof(int));
-                        memcpy(CMSG_DATA(cm), &pidfd, sizeof pidfd);
+                int s;
+                if (pidfd >= 0)
+                        s = sbx_send_with_fd(fd, ans, sizeof ans, pidfd);
+                else {
+                        ssize_t k;
+                        while ((k = send(fd, ans, sizeof ans, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+                                ;
+                        s = k < 0 ? -errno : 0;
                 }
-                ssize_t s;
-                while ((s = sendmsg(fd, &rm, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-                        ;
                 if (pidfd >= 0)
                         close(pidfd);
                 if (s < 0)
